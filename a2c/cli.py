@@ -1,0 +1,63 @@
+"""The `a2c` command line.
+
+Each area registers its own subcommands (`register(subparsers)` in its `cli` module) so the
+compiler, runtime and analysis stay independent. Modules are imported only to register their
+parsers; heavy libraries (torch, transformers) must be imported inside command handlers, never
+at module level, so `a2c validate` stays fast on the light install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from a2c import __version__
+from a2c.errors import A2CError
+
+# Order is the order of `a2c --help`.
+COMMAND_MODULES = (
+    "a2c.compiler.cli",   # validate, build, list, schema, new
+    "a2c.runtime.cli",    # run, eval, demo, models, data
+    "a2c.analysis.cli",   # verify, report, leaderboard
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="a2c",
+        description="Compile and run agentic RL post-training benchmarks.",
+    )
+    parser.add_argument("--version", action="version", version=f"a2c {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # an area not installed / not written yet
+            if exc.name and exc.name.startswith("a2c."):
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except A2CError as exc:
+        print(f"a2c {args.command}: error: {exc}" if "\n" not in str(exc) else str(exc),
+              file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Where the project's resources live, both in a source checkout and in an installed wheel.
+
+The repository keeps `compiler/`, `templates/`, `specs/` at its top level and the package maps them
+to `a2c.compiler`, `a2c.templates`, `a2c.specs`. In both layouts the resource folders sit next to
+the `compiler` package, so one rule finds them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from a2c import compiler as _compiler_pkg
+
+PACKAGE_ROOT = Path(_compiler_pkg.__file__).resolve().parent.parent
+TEMPLATES_DIR = PACKAGE_ROOT / "templates"
+SPECS_DIR = PACKAGE_ROOT / "specs"
+SCHEMAS_DIR = Path(_compiler_pkg.__file__).resolve().parent / "schemas"
+
+
+def project_root() -> Path:
+    """The checkout the user works in: $A2C_PROJECT_ROOT, else the nearest parent with specs/."""
+    env = os.environ.get("A2C_PROJECT_ROOT")
+    if env:
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "specs").is_dir() and (candidate / "pyproject.toml").is_file():
+            return candidate
+    return here
+
+
+def cache_dir() -> Path:
+    """Models, data and baselines prepared once and reused: $A2C_CACHE, else ~/.cache/a2c."""
+    env = os.environ.get("A2C_CACHE")
+    path = Path(env) if env else Path.home() / ".cache" / "a2c"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
