@@ -18,7 +18,10 @@ from a2c.errors import A2CError
 # Order is the order of `a2c --help`.
 COMMAND_MODULES = (
     "a2c.compiler.cli",   # validate, build, list, schema, new
-    "a2c.runtime.cli",    # run, eval, demo, models, data
+    "a2c.runtime.run_cli",     # run, demo
+    "a2c.runtime.eval_cli",    # eval
+    "a2c.runtime.models_cli",  # models
+    "a2c.runtime.data_cli",    # data
     "a2c.analysis.cli",   # verify, report, leaderboard
 )
 
@@ -34,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:  # an area not installed / not written yet
-            if exc.name and exc.name.startswith("a2c."):
+            if exc.name == name:
                 continue
             raise
         module.register(subparsers)

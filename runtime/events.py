@@ -7,6 +7,7 @@ record must survive a crash of the runtime at any point.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -69,35 +70,54 @@ def read_events(path: str | Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-class EventLog:
-    """Appends chained events to `events.jsonl`; reopening continues the chain (for --resume).
+def _last_line(fd: int) -> bytes | None:
+    size = os.lseek(fd, 0, os.SEEK_END)
+    if size == 0:
+        return None
+    block, data = 4096, b""
+    pos = size
+    while pos > 0:
+        step = min(block, pos)
+        pos -= step
+        data = os.pread(fd, step, pos) + data
+        stripped = data.rstrip(b"\n")
+        if b"\n" in stripped:
+            return stripped.rsplit(b"\n", 1)[1]
+    return data.rstrip(b"\n") or None
 
-    Thread-safe within one process. Only one process may write a given log: the runtime.
+
+class EventLog:
+    """Appends chained events to `events.jsonl` from any number of processes.
+
+    The runtime and the grader service both record events; an exclusive `flock` around
+    read-last-line + append + fsync keeps the chain linear. Reopening continues the chain (resume).
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, verify: bool = True):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._prev = GENESIS
-        self._seq = 0
-        if self.path.exists() and self.path.stat().st_size:
+        if verify and self.path.exists() and self.path.stat().st_size:
             check = verify_events(self.path)
             if not check.ok:
                 raise ValueError(f"{self.path}:{check.bad_line}: {check.reason}; refusing to append")
-            last = read_events(self.path)[-1]
-            self._prev, self._seq = last["hash"], last["seq"] + 1
 
     def append(self, type_: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
         with self._lock:
-            event = {"seq": self._seq, "ts": utc_now(), "type": type_, "data": data or {},
-                     "prev": self._prev}
-            event["hash"] = event_hash(event)
-            line = canonical_json(event) + b"\n"
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                last = _last_line(fd)
+                if last is None:
+                    prev, seq = GENESIS, 0
+                else:
+                    tail = json.loads(last)
+                    prev, seq = tail["hash"], tail["seq"] + 1
+                event = {"seq": seq, "ts": utc_now(), "type": type_, "data": data or {},
+                         "prev": prev}
+                event["hash"] = event_hash(event)
+                os.write(fd, canonical_json(event) + b"\n")
                 os.fsync(fd)
+                return event
             finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
-            self._prev, self._seq = event["hash"], self._seq + 1
-            return event
