@@ -30,3 +30,23 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def sha256_tree(root: str | Path, suffixes: tuple[str, ...] | None = None) -> str:
+    """Content hash of a folder: every regular file's relative path and sha256, sorted.
+
+    Used for model weights (identical weights are scored once) and data fingerprints. Symlinks are
+    followed only if they stay inside `root`; `suffixes` restricts which files count.
+    """
+    root = Path(root).resolve()
+    entries = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        resolved = path.resolve()
+        if root not in resolved.parents:
+            continue
+        if suffixes and not path.name.endswith(suffixes):
+            continue
+        entries.append([path.relative_to(root).as_posix(), sha256_file(resolved)])
+    return sha256_json(entries)
