@@ -1,0 +1,152 @@
+"""Sandbox backends: the process tree dies at the deadline; inside bubblewrap the agent cannot
+see the held-out data, the grader's token or the run record."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from a2c.runtime.sandbox import SandboxSpec, get_backend
+from a2c.runtime.sandbox.local import LocalBackend, build_bwrap_argv, bwrap_works
+from a2c.runtime.sandbox.proctree import alive, collect
+
+HAVE_BWRAP = bwrap_works()
+
+# A tree: child, grandchild, and a setsid'ed double-fork escapee whose parent exits at once.
+FORKER = r"""
+set -u
+sleep 300 &
+( sleep 300 & sleep 300 ) &
+setsid sh -c 'sleep 300 & echo $! >> pids; sleep 300' &
+( setsid sleep 301 & ) &
+trap '' TERM
+echo started > started
+wait
+"""
+
+
+def _spec(tmp_path: Path, command: list[str], marker: str = "m1") -> SandboxSpec:
+    run = tmp_path / "run"
+    for name in ("workspace", "data", "model", "grader", "logs"):
+        (run / name).mkdir(parents=True, exist_ok=True)
+    (run / "data" / "train.jsonl").write_text('{"id": "1"}\n')
+    (run / "model" / "config.json").write_text("{}")
+    (run / "grader" / "token").write_text("secret-token")
+    (run / "grader" / "heldout.jsonl").write_text('{"id": "h1", "answer": "42"}\n')
+    (run / "events.jsonl").write_text("")
+    sock = run / "grader" / "grader.sock"
+    sock.write_text("")  # stands in for the socket: a bind of a plain file works the same way
+    return SandboxSpec(command=command, workspace=run / "workspace", data_dir=run / "data",
+                       model_dir=run / "model", socket_path=sock,
+                       log_path=run / "logs" / "agent.log",
+                       command_log=run / "logs" / "commands.log", env={"A2C_TASK_ID": "t"},
+                       marker=marker)
+
+
+@pytest.mark.parametrize("use_bwrap", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not HAVE_BWRAP, reason="bubblewrap not available"))])
+def test_tree_of_sleepers_is_stopped_within_5s(tmp_path, use_bwrap):
+    marker = f"tree-{use_bwrap}-{os.getpid()}"
+    spec = _spec(tmp_path, ["sh", "-c", FORKER], marker=marker)
+    proc = LocalBackend(use_bwrap=use_bwrap).start(spec)
+    for _ in range(200):
+        if (spec.workspace / "started").exists():
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    before = collect(proc.pid, proc.pgid, marker)
+    assert len(before) >= 7, before  # sh, sleeps, subshells, setsid'ed ones
+    start = time.monotonic()
+    report = proc.stop(grace=2.0)
+    elapsed = time.monotonic() - start
+    assert elapsed < 5.0
+    assert report["survivors"] == []
+    assert not any(alive(pid) for pid in before)
+    assert collect(None, None, marker) == set()
+    assert proc.returncode is not None
+
+
+def test_without_bwrap_isolation_is_none(tmp_path):
+    backend = LocalBackend(use_bwrap=False)
+    assert backend.isolation == "none"
+    assert "UNCONFINED" in backend.warning()
+
+
+def test_bwrap_argv_binds_only_what_it_should(tmp_path):
+    spec = _spec(tmp_path, ["python", "agent.py"])
+    argv = build_bwrap_argv(spec, "bwrap", python_dirs=["/opt/py"])
+    joined = " ".join(argv)
+    assert f"--ro-bind {spec.data_dir} /data" in joined
+    assert f"--ro-bind {spec.model_dir} /model" in joined
+    assert f"--bind {spec.workspace} /workspace" in joined
+    assert f"--bind {spec.socket_path} /run/a2c/grader.sock" in joined
+    assert "--unshare-all" in argv and "--die-with-parent" in argv and "--new-session" in argv
+    run_root = str(spec.workspace.parent)
+    sources = [argv[i + 1] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind")]
+    for src in sources:  # nothing of the run dir except the four allowed paths
+        if src.startswith(run_root):
+            assert src in {str(spec.data_dir), str(spec.model_dir), str(spec.workspace),
+                           str(spec.socket_path), str(spec.command_log)}
+    assert argv[-2:] == ["python", "agent.py"]
+
+
+PROBE = r"""
+import json, os, sys
+run = sys.argv[1]
+report = {}
+def tryread(p):
+    try:
+        return open(p).read()[:40]
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def trywrite(p):
+    try:
+        with open(p, "a") as f:
+            f.write("tampered\n")
+        return "WROTE"
+    except Exception as e:
+        return "ERR " + type(e).__name__
+report["token"] = tryread(run + "/grader/token")
+report["heldout"] = tryread(run + "/grader/heldout.jsonl")
+report["events_write"] = trywrite(run + "/events.jsonl")
+report["data_read"] = tryread("/data/train.jsonl")
+report["data_write"] = trywrite("/data/train.jsonl")
+report["model_write"] = trywrite("/model/config.json")
+report["run_listing"] = sorted(os.listdir(os.path.dirname(run))) if os.path.exists(os.path.dirname(run)) else "absent"
+report["env_token_file"] = [k for k in os.environ if "A2C" in k]
+report["workspace_write"] = trywrite("/workspace/ok.txt")
+report["net"] = sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys/class/net") else "no sys"
+open("/workspace/probe.json", "w").write(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap not available")
+def test_agent_in_bwrap_cannot_read_heldout_or_token_nor_write_record(tmp_path):
+    probe = tmp_path / "run" / "workspace" / "probe.py"
+    spec = _spec(tmp_path, [])
+    probe.write_text(PROBE)
+    run = spec.workspace.parent
+    spec.command = [sys.executable, "/workspace/probe.py", str(run)]
+    proc = get_backend("local").start(spec)
+    assert proc.wait(60) == 0, (spec.log_path.read_text())
+    proc.close()
+    report = json.loads((spec.workspace / "probe.json").read_text())
+    assert report["token"].startswith("ERR"), report
+    assert report["heldout"].startswith("ERR"), report
+    assert report["events_write"].startswith("ERR"), report
+    assert (run / "events.jsonl").read_text() == ""
+    assert report["data_read"].startswith('{"id"')
+    assert report["data_write"].startswith("ERR") and report["model_write"].startswith("ERR")
+    assert report["workspace_write"] == "WROTE"
+    assert (run / "grader" / "token").read_text() == "secret-token"
+
+
+def test_unknown_backend():
+    from a2c.errors import RunError
+    with pytest.raises(RunError):
+        get_backend("vm")
