@@ -1,0 +1,122 @@
+"""What every grader shares: configuration, prompt building, one batched generation call, and
+turning per-item verdicts into a `GradeResult` with a bootstrap interval."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from a2c.errors import A2CError
+from a2c.runtime.graders.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean_score
+from a2c.runtime.graders.result import GradeResult
+
+DEFAULT_INFERENCE: dict[str, Any] = {
+    "backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0, "stop": [],
+    "batch_size": 32, "chat_template": "auto", "n_samples": 1, "seed": 0,
+    "prompt_template": "{prompt}",
+}
+
+
+class GraderError(A2CError):
+    """A grader was configured or called wrongly (a user error, printed without a traceback)."""
+
+    exit_code = 2
+
+
+class Grader:
+    """Base class. Subclasses set `kind`, `version` and implement `score_outputs`."""
+
+    kind: str = ""
+    version: str = "1"
+
+    def __init__(self, grader_cfg: dict[str, Any]):
+        self.cfg = dict(grader_cfg or {})
+        self.params: dict[str, Any] = dict(self.cfg.get("params") or {})
+        self.inference: dict[str, Any] = {**DEFAULT_INFERENCE, **(self.cfg.get("inference") or {})}
+        self.bootstrap_resamples = int(self.params.get("bootstrap_resamples", DEFAULT_RESAMPLES))
+        self.bootstrap_seed = int(self.params.get("bootstrap_seed", DEFAULT_SEED))
+
+    # ---------------------------------------------------------------- prompts and generation
+    def build_prompt(self, record: dict[str, Any]) -> str | list[dict]:
+        template = self.inference.get("prompt_template") or "{prompt}"
+        prompt = record.get("prompt")
+        if template == "{prompt}" and isinstance(prompt, list):
+            return prompt  # already chat messages
+        try:
+            return template.format_map(record)
+        except KeyError as exc:
+            raise GraderError(f"prompt_template {template!r} names field {exc} that record "
+                              f"{record.get('id')!r} does not have "
+                              f"(fields: {', '.join(sorted(record))})") from None
+        except (ValueError, IndexError) as exc:
+            raise GraderError(f"prompt_template {template!r} is not a valid format string: "
+                              f"{exc}") from None
+
+    def generation_settings(self, **overrides: Any):
+        from a2c.runtime.inference import GenerationSettings  # lazy: pulls in torch
+
+        cfg = {k: v for k, v in self.inference.items() if k not in ("backend", "prompt_template")}
+        cfg.update(overrides)
+        return GenerationSettings.from_config(cfg)
+
+    def generate(self, model_path: str | Path, prompts: Sequence[str | list[dict]],
+                 backend_kind: str = "auto", n: int = 1) -> tuple[list[list[str]], str]:
+        """All prompts through the backend in one batched call; `n` outputs per prompt.
+
+        Returns (outputs per prompt, backend name)."""
+        from a2c.runtime.inference import load_backend  # lazy: pulls in torch
+
+        if backend_kind in (None, "", "auto"):
+            backend_kind = self.inference.get("backend") or "auto"
+        backend = load_backend(model_path, backend_kind)
+        try:
+            settings = self.generation_settings()
+            if n <= 1:
+                outs = backend.generate(list(prompts), settings)
+                result = [[o] for o in outs]
+            else:
+                result = [list(o) for o in backend.sample(list(prompts), settings, n)]
+            name = getattr(backend, "name", str(backend_kind))
+        finally:
+            close = getattr(backend, "close", None)
+            if close is not None:
+                close()
+        if len(result) != len(prompts):
+            raise GraderError(f"backend {name} returned {len(result)} outputs for "
+                              f"{len(prompts)} prompts")
+        return result, name
+
+    # ---------------------------------------------------------------- results
+    def finish(self, items: list[dict], metrics: dict[str, Any], backend: str, started: float,
+               score: float | None = None, valid: bool = True,
+               error: str | None = None) -> GradeResult:
+        values = [float(it.get("score") or 0.0) for it in items if not it.get("excluded")]
+        ci = bootstrap_ci(values, n_resamples=self.bootstrap_resamples, seed=self.bootstrap_seed)
+        if score is None:
+            score = mean_score(values)
+        metrics = {**metrics, "bootstrap": {"resamples": self.bootstrap_resamples,
+                                            "seed": self.bootstrap_seed, "method": "percentile"}}
+        return GradeResult(score=float(score), ci95=ci, n_items=len(items), items=items,
+                           metrics=metrics, grader=self.kind, grader_version=self.version,
+                           backend=backend, elapsed_s=round(time.monotonic() - started, 3),
+                           valid=valid, error=error)
+
+    # ---------------------------------------------------------------- the two entry points
+    def grade_model(self, model_path: str | Path, records: list[dict],
+                    backend_kind: str = "auto") -> GradeResult:
+        raise NotImplementedError
+
+    def grade_predictions(self, predictions: dict[str, Any], records: list[dict]) -> GradeResult:
+        raise NotImplementedError
+
+
+def as_samples(value: Any) -> list[str] | None:
+    """A prediction as a list of samples: a string is one sample, a list several, None missing."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
