@@ -1,0 +1,219 @@
+"""What the reference agents share: their view of the run, the data, the completions, submitting.
+
+Everything here reads only what an agent is given: `A2C_*` variables, `$A2C_WORKSPACE/run_meta.json`
+and `$A2C_DATA_DIR/train.jsonl`. Submissions go through the workspace's grading client
+(`a2c_client.py`), exactly as an LLM agent's would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PATTERN = r"####\s*(-?[\d,.]+)"
+
+
+def log(message: str, **fields) -> None:
+    """One line to stdout (agent.log) and one JSON line to the transcript."""
+    stamp = time.strftime("%H:%M:%S")
+    print(f"[{stamp}] {message}", flush=True)
+    path = os.environ.get("A2C_REF_TRANSCRIPT")
+    if path is None and os.environ.get("A2C_WORKSPACE"):
+        path = str(Path(os.environ["A2C_WORKSPACE"]) / ".a2c" / "transcript.jsonl")
+    if path:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"ts": time.time(), "message": message, **fields}) + "\n")
+        except OSError:
+            pass
+
+
+@dataclass
+class AgentContext:
+    workspace: Path
+    output_dir: Path
+    data_dir: Path
+    base_model: Path
+    mode: str
+    seed: int
+    deadline: float
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> "AgentContext":
+        env = os.environ
+        workspace = Path(env.get("A2C_WORKSPACE", os.getcwd()))
+        meta = {}
+        meta_path = workspace / "run_meta.json"
+        if meta_path.is_file():
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except ValueError:
+                meta = {}
+        deadline = float(env.get("A2C_DEADLINE") or meta.get("deadline") or time.time() + 3600)
+        return cls(workspace=workspace,
+                   output_dir=Path(env.get("A2C_OUTPUT_DIR", workspace / "output")),
+                   data_dir=Path(env["A2C_DATA_DIR"]), base_model=Path(env["A2C_BASE_MODEL"]),
+                   mode=env.get("A2C_MODE") or meta.get("mode") or "free",
+                   seed=int(env.get("A2C_SEED") or meta.get("seed") or 0),
+                   deadline=deadline, meta=meta)
+
+    def remaining(self) -> float:
+        return self.deadline - time.time()
+
+    @property
+    def task(self) -> dict:
+        return self.meta.get("task") or {}
+
+    @property
+    def prompt_template(self) -> str:
+        return self.task.get("prompt_template") or "{prompt}"
+
+    @property
+    def answer_pattern(self) -> str:
+        return self.task.get("answer_pattern") or DEFAULT_PATTERN
+
+    @property
+    def use_chat(self) -> bool:
+        value = self.task.get("chat_template", "auto")
+        return value is not False and str(value).lower() != "false"
+
+    def load_train(self) -> list[dict]:
+        path = self.data_dir / "train.jsonl"
+        with open(path, encoding="utf-8") as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+
+    def format_prompt(self, record: dict) -> str:
+        try:
+            return self.prompt_template.format(**record)
+        except (KeyError, IndexError, ValueError):
+            return str(record.get("prompt", ""))
+
+
+_NUM = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def final_answer(record: dict) -> str:
+    """The gold answer as the grader extracts it (the text after '####' when present)."""
+    answer = str(record.get("answer", "")).strip()
+    if "####" in answer:
+        return answer.rsplit("####", 1)[1].strip()
+    return answer
+
+
+def completion_for(record: dict) -> str:
+    """The training target: a short worked answer ending in the task's '#### N' format.
+
+    A record that already carries a worked solution ending in '#### N' (GSM8K style) is used as
+    is; for arithmetic prompts the sum is written out ('A + B = C'); otherwise just '#### N'.
+    """
+    for key in ("completion", "solution"):
+        if record.get(key):
+            text = str(record[key]).strip()
+            return text if "####" in text else f"{text}\n#### {final_answer(record)}"
+    answer = str(record.get("answer", "")).strip()
+    if "####" in answer:
+        return answer
+    numbers = _NUM.findall(str(record.get("prompt", "")))
+    if len(numbers) >= 2:
+        a, b = numbers[0], numbers[1]
+        for op, fn in (("+", lambda x, y: x + y), ("-", lambda x, y: x - y),
+                       ("*", lambda x, y: x * y)):
+            try:
+                if fn(float(a), float(b)) == float(answer):
+                    return f"{a} {op} {b} = {answer}\n#### {answer}"
+            except ValueError:
+                break
+    return f"#### {answer}"
+
+
+def extract_answer(text: str, pattern: str = DEFAULT_PATTERN) -> str | None:
+    match = re.search(pattern, text or "")
+    if not match:
+        return None
+    return match.group(1).replace(",", "").rstrip(".").strip()
+
+
+def same_number(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a.strip() == b.strip()
+
+
+# --------------------------------------------------------------------------------- grading client
+def _client_cmd(ctx: AgentContext, *args: str) -> list[str]:
+    return [sys.executable, str(ctx.workspace / "a2c_client.py"), *args]
+
+
+def _parse(out: str) -> dict:
+    out = out.strip()
+    try:
+        value = json.loads(out)
+        return value if isinstance(value, dict) else {"value": value}
+    except ValueError:
+        pass
+    for line in reversed(out.splitlines()):  # last JSON line
+        try:
+            value = json.loads(line)
+            if isinstance(value, dict):
+                return value
+        except ValueError:
+            continue
+    match = re.search(r"\bid\W+(\w+)", out)
+    return {"id": match.group(1), "raw": out} if match else {"raw": out}
+
+
+def client(ctx: AgentContext, *args: str, timeout: float = 600) -> tuple[int, dict]:
+    proc = subprocess.run(_client_cmd(ctx, *args), capture_output=True, text=True,
+                          timeout=timeout, cwd=ctx.workspace)
+    return proc.returncode, _parse(proc.stdout or proc.stderr)
+
+
+def submit(ctx: AgentContext, model_dir: Path, note: str = "") -> str | None:
+    rc, reply = client(ctx, "submit", str(model_dir), "--note", note)
+    log(f"submit {model_dir.name}: rc={rc} {reply}", event="submit", rc=rc, reply=reply)
+    return str(reply["id"]) if rc == 0 and reply.get("id") is not None else None
+
+
+def wait_score(ctx: AgentContext, submission_id: str, timeout: float | None = None) -> dict:
+    timeout = max(5.0, ctx.remaining() - 2) if timeout is None else timeout
+    try:
+        rc, reply = client(ctx, "wait", submission_id, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"id": submission_id, "status": "timeout"}
+    log(f"submission {submission_id}: {reply.get('status')} score={reply.get('score')}",
+        event="score", reply=reply)
+    return reply
+
+
+def save_model(model, tokenizer, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def set_threads() -> None:
+    import torch
+    threads = int(os.environ.get("A2C_REF_THREADS") or os.cpu_count() or 1)
+    torch.set_num_threads(max(1, threads))
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default

@@ -1,0 +1,110 @@
+"""Reference GRPO agent: a short SFT warm-up, then TRL GRPOTrainer with the task's reward.
+
+The reward is the task's own check: 1 when the '#### N' answer extracted from the completion
+(the task's answer pattern) equals the record's answer, else 0, plus a small format bonus so a
+group is rarely all-zero. Both stages are submitted. `sft-only` mode skips the GRPO stage;
+`rl-only` mode skips the SFT warm-up (GRPO starts from the base model). Knobs (environment):
+A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS, A2C_REF_GENERATIONS, A2C_REF_GRPO_LR, A2C_REF_BATCH.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+import time
+
+from a2c.runtime.agents import common
+from a2c.runtime.agents.common import AgentContext, log
+from a2c.runtime.agents.sft import load_model, train_sft
+
+
+def make_reward(pattern: str):
+    fmt = re.compile(pattern)
+
+    def exact_match_reward(prompts=None, completions=None, answer=None, **kwargs):
+        rewards = []
+        for completion, gold in zip(completions, answer):
+            text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
+            got = common.extract_answer(text, pattern)
+            score = 1.0 if common.same_number(got, common.final_answer({"answer": gold})) else 0.0
+            if fmt.search(text or ""):
+                score += 0.1
+            rewards.append(score)
+        return rewards
+
+    return exact_match_reward
+
+
+def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, tag: str):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    chat = ctx.use_chat and bool(getattr(tokenizer, "chat_template", None))
+    rows = []
+    for record in records:
+        prompt = ctx.format_prompt(record)
+        rows.append({"prompt": [{"role": "user", "content": prompt}] if chat else prompt,
+                     "answer": common.final_answer(record)})
+    generations = common.env_int("A2C_REF_GENERATIONS", 4)
+    batch = common.env_int("A2C_REF_GRPO_BATCH", 8)
+    config = GRPOConfig(
+        output_dir=str(ctx.workspace / "tmp" / tag), max_steps=steps,
+        per_device_train_batch_size=batch, num_generations=generations,
+        max_completion_length=common.env_int("A2C_REF_MAX_COMPLETION", 32),
+        learning_rate=common.env_float("A2C_REF_GRPO_LR", 5e-6), lr_scheduler_type="constant",
+        temperature=1.0, beta=0.0, logging_steps=1, save_strategy="no", report_to="none",
+        use_cpu=True, bf16=False, fp16=False, seed=ctx.seed, disable_tqdm=True,
+        dataloader_num_workers=0)
+    trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(ctx.answer_pattern)],
+                          args=config, train_dataset=Dataset.from_list(rows),
+                          processing_class=tokenizer)
+    start = time.time()
+    result = trainer.train()
+    elapsed = time.time() - start
+    rewards = [h.get("reward") for h in trainer.state.log_history if "reward" in h]
+    log(f"{tag}: {steps} GRPO steps in {elapsed:.1f}s, mean reward first {rewards[:1]} "
+        f"last {rewards[-1:]}", event="train", stage=tag, steps=steps, seconds=elapsed,
+        loss=result.training_loss, rewards=rewards)
+    return trainer.model
+
+
+def main(argv: list[str] | None = None) -> int:
+    ctx = AgentContext.from_env()
+    common.set_threads()
+    records = ctx.load_train()
+    random.Random(ctx.seed).shuffle(records)
+    limit = common.env_int("A2C_REF_MAX_RECORDS", 0)
+    if limit:
+        records = records[:limit]
+    log(f"GRPO agent: {len(records)} records, mode {ctx.mode}, {ctx.remaining():.0f}s left",
+        event="start")
+    model, tokenizer = load_model(ctx.base_model)
+    submitted = []
+    if ctx.mode != "rl-only":
+        steps = common.env_int("A2C_REF_SFT_STEPS", 25)
+        model, _ = train_sft(ctx, model, tokenizer, records, steps,
+                             common.env_int("A2C_REF_BATCH", 8),
+                             common.env_float("A2C_REF_LR", 5e-5), ctx.seed, "sft-warmup")
+        out = common.save_model(model, tokenizer, ctx.output_dir / "sft-warmup")
+        sub = common.submit(ctx, out, note=f"SFT warm-up: {steps} steps")
+        if sub:
+            submitted.append(sub)
+    else:
+        log("mode rl-only: no SFT warm-up")
+    if ctx.mode != "sft-only":
+        steps = common.env_int("A2C_REF_GRPO_STEPS", 8)
+        model = train_grpo(ctx, model, tokenizer, records, steps, "grpo")
+        out = common.save_model(model, tokenizer, ctx.output_dir / "grpo")
+        sub = common.submit(ctx, out, note=f"GRPO: {steps} steps after the warm-up")
+        if sub:
+            submitted.append(sub)
+    else:
+        log("mode sft-only: the GRPO stage is skipped")
+    for sub in submitted:
+        common.wait_score(ctx, sub)
+    log(f"GRPO agent done: {len(submitted)} submissions", event="done")
+    return 0 if submitted else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

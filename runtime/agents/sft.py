@@ -1,0 +1,109 @@
+"""Reference SFT agent: TRL SFTTrainer on the agent split, submit, train further, submit again.
+
+Completions are the task's answer format ('A + B = C\\n#### C' for arithmetic, see
+`common.completion_for`) in the same chat format the grader prompts with. The full model is saved
+to `$A2C_OUTPUT_DIR/<name>` and submitted through the workspace's grading client. Forbidden in
+`rl-only` mode. Knobs (environment, for tests and small machines): A2C_REF_SFT_STEPS (per stage),
+A2C_REF_STAGES, A2C_REF_BATCH, A2C_REF_LR, A2C_REF_MAX_RECORDS.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+
+from a2c.runtime.agents import common
+from a2c.runtime.agents.common import AgentContext, log
+
+
+def build_dataset(ctx: AgentContext, records: list[dict], chat: bool):
+    from datasets import Dataset
+    rows = []
+    for record in records:
+        prompt, completion = ctx.format_prompt(record), common.completion_for(record)
+        if chat:
+            rows.append({"prompt": [{"role": "user", "content": prompt}],
+                         "completion": [{"role": "assistant", "content": completion}]})
+        else:
+            rows.append({"prompt": prompt, "completion": " " + completion})
+    return Dataset.from_list(rows)
+
+
+def sft_config(out: Path, steps: int, batch: int, lr: float, seed: int, max_length: int = 256):
+    from trl import SFTConfig
+    return SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=batch,
+                     gradient_accumulation_steps=1, learning_rate=lr, lr_scheduler_type="constant",
+                     warmup_steps=0, logging_steps=5, save_strategy="no", report_to="none",
+                     use_cpu=True, bf16=False, fp16=False, seed=seed, max_length=max_length,
+                     disable_tqdm=True, dataloader_num_workers=0)
+
+
+def load_model(path: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path)
+    return model, tokenizer
+
+
+def train_sft(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, batch: int,
+              lr: float, seed: int, tag: str):
+    from trl import SFTTrainer
+    chat = ctx.use_chat and bool(getattr(tokenizer, "chat_template", None))
+    dataset = build_dataset(ctx, records, chat)
+    trainer = SFTTrainer(model=model, args=sft_config(ctx.workspace / "tmp" / tag, steps, batch,
+                                                      lr, seed),
+                         train_dataset=dataset, processing_class=tokenizer)
+    start = time.time()
+    result = trainer.train()
+    elapsed = time.time() - start
+    log(f"{tag}: {steps} SFT steps in {elapsed:.1f}s, loss {result.training_loss:.4f}",
+        event="train", stage=tag, steps=steps, seconds=elapsed, loss=result.training_loss)
+    return trainer.model, elapsed / max(1, steps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ctx = AgentContext.from_env()
+    if ctx.mode == "rl-only":
+        log("mode rl-only forbids plain SFT: the SFT reference agent does nothing in this mode")
+        return 3
+    common.set_threads()
+    steps = common.env_int("A2C_REF_SFT_STEPS", 25)
+    stages = common.env_int("A2C_REF_STAGES", 2)
+    batch = common.env_int("A2C_REF_BATCH", 8)
+    lr = common.env_float("A2C_REF_LR", 5e-5)
+    records = ctx.load_train()
+    random.Random(ctx.seed).shuffle(records)
+    limit = common.env_int("A2C_REF_MAX_RECORDS", 0)
+    if limit:
+        records = records[:limit]
+    log(f"SFT agent: {len(records)} training records, base model {ctx.base_model}, "
+        f"mode {ctx.mode}, {ctx.remaining():.0f}s left", event="start")
+    model, tokenizer = load_model(ctx.base_model)
+    submitted: list[str] = []
+    seconds_per_step = None
+    for stage in range(1, stages + 1):
+        n = steps
+        if seconds_per_step is not None:  # keep a margin for saving, submitting and scoring
+            affordable = int((ctx.remaining() - 60) / max(seconds_per_step, 1e-3))
+            n = min(steps, affordable)
+            if n < 1:
+                log(f"stage {stage}: not enough time left ({ctx.remaining():.0f}s), stopping")
+                break
+        model, seconds_per_step = train_sft(ctx, model, tokenizer, records, n, batch, lr,
+                                            ctx.seed + stage, f"sft-stage{stage}")
+        out = common.save_model(model, tokenizer, ctx.output_dir / f"sft-stage{stage}")
+        sub = common.submit(ctx, out, note=f"SFT stage {stage}: {n} steps, batch {batch}, lr {lr}")
+        if sub is not None:
+            submitted.append(sub)
+    for sub in submitted:
+        common.wait_score(ctx, sub)
+    log(f"SFT agent done: {len(submitted)} submissions", event="done")
+    return 0 if submitted else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
