@@ -1,0 +1,207 @@
+"""Semantic checks, after the schema pass: what a schema cannot say, in the same message format.
+
+Each check is a small function `(doc) -> list[(path, what)]`, registered per kind; they all run
+and every problem is reported.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+from a2c.compiler.yamlsrc import dotted
+
+LEVEL_GRADERS = {1: ("exact_match", "humaneval"), 2: ("pairwise_judge",), 3: ("rollout",)}
+REQUIRED_FIELDS = {"exact_match": ("answer",), "humaneval": ("prompt", "test", "entry_point"),
+                   "pairwise_judge": ("prompt",), "rollout": ()}
+
+_CHECKS: dict[str, list] = {"Task": [], "Agent": [], "Suite": []}
+
+
+def check_for(*kinds):
+    def register(fn):
+        for kind in kinds:
+            _CHECKS[kind].append(fn)
+        return fn
+    return register
+
+
+def check(doc) -> list[str]:
+    problems = []
+    for fn in _CHECKS[doc.kind]:
+        for path, what, *key in fn(doc):
+            where = doc.source.where(path, key=bool(key and key[0]))
+            problems.append(f"{where}: {dotted(path) or '(document)'}: {what}")
+    return problems
+
+
+@check_for("Task", "Agent", "Suite")
+def id_matches_file(doc):
+    stem = doc.path.stem
+    if doc.data["id"] != stem:
+        yield ("id",), (f"id '{doc.data['id']}' does not match the file name '{doc.path.name}'; "
+                        f"name the file {doc.data['id']}{doc.path.suffix or '.yaml'}")
+
+
+@check_for("Task", "Agent")
+def referenced_files_exist(doc):
+    for key in ("description", "prompt"):
+        value = doc.data.get(key)
+        if isinstance(value, dict) and "file" in value:
+            target = doc.path.parent / value["file"]
+            if not target.is_file():
+                yield (key, "file"), f"file not found: {value['file']} (looked at {target})"
+            else:
+                try:
+                    target.read_text(encoding="utf-8")
+                except UnicodeDecodeError:
+                    yield (key, "file"), f"{value['file']} is not valid UTF-8"
+
+
+@check_for("Task")
+def level_fits_grader(doc):
+    level, kind = doc.data["level"], doc.data["grader"]["kind"]
+    if kind not in LEVEL_GRADERS[level]:
+        fits = ", ".join(LEVEL_GRADERS[level])
+        yield ("grader", "kind"), (f"grader kind '{kind}' does not fit level {level} "
+                                   f"(level {level} uses: {fits})")
+    if level == 3 and not doc.data["grader"].get("env"):
+        yield ("grader",), "a level-3 task must declare its environment (grader.env)"
+    if level != 3 and doc.data["grader"].get("env"):
+        yield ("grader", "env"), "only level-3 (interactive) tasks have an environment"
+
+
+def _slice(text):
+    if text is None:
+        return (0, None)
+    start, _, stop = text.partition(":")
+    return (int(start) if start else 0, int(stop) if stop else None)
+
+
+@check_for("Task")
+def splits_do_not_overlap(doc):
+    data = doc.data["data"]
+    agent, held = data["agent"], data["heldout"]
+    src = data["source"]
+    if "files" in src:
+        for role in ("agent", "heldout"):
+            split = data[role]["split"]
+            if split not in src["files"]:
+                yield ("data", role, "split"), (f"split '{split}' is not among the source files "
+                                                f"({', '.join(sorted(src['files']))})")
+        for split, rel in src["files"].items():
+            target = doc.path.parent / rel
+            if not target.is_file():
+                yield ("data", "source", "files", split), (f"file not found: {rel} "
+                                                            f"(looked at {target})")
+    for role in ("agent", "heldout"):
+        s = data[role].get("slice")
+        if s is not None:
+            a, b = _slice(s)
+            if a < 0 or (b is not None and b < 0):
+                yield ("data", role, "slice"), ("negative slice bounds cannot be checked for "
+                                                "overlap; use non-negative indices")
+                return
+            if b is not None and b <= a:
+                yield ("data", role, "slice"), f"slice '{s}' selects no rows"
+    if agent["split"] != held["split"]:
+        return
+    a1, b1 = _slice(agent.get("slice"))
+    a2, b2 = _slice(held.get("slice"))
+    inf = float("inf")
+    if max(a1, a2) < min(b1 if b1 is not None else inf, b2 if b2 is not None else inf):
+        yield ("data", "heldout"), (f"the held-out part overlaps the agent's part of split "
+                                    f"'{agent['split']}' (agent slice {agent.get('slice') or 'all'}"
+                                    f", held-out slice {held.get('slice') or 'all'}); "
+                                    f"use disjoint slices or different splits")
+
+
+@check_for("Task")
+def grader_params_make_sense(doc):
+    g = doc.data["grader"]
+    kind = g["kind"]
+    params = g.get("params") or {}
+    fields = doc.data["data"]["fields"]
+    for field in REQUIRED_FIELDS[kind]:
+        if field not in fields:
+            yield ("data", "fields"), f"grader '{kind}' needs a '{field}' field in the mapping"
+    if kind == "pairwise_judge":
+        ref = params.get("reference_field", "answer")
+        if ref not in fields:
+            yield ("data", "fields"), (f"the judge compares against reference field '{ref}', "
+                                       "which the field mapping does not define")
+    for key in ("pattern", "answer_pattern"):
+        if kind == "exact_match" and params.get(key):
+            try:
+                compiled = re.compile(params[key])
+            except re.error as exc:
+                yield ("grader", "params", key), f"not a valid regular expression: {exc}"
+                continue
+            if compiled.groups < 1:
+                yield ("grader", "params", key), ("the pattern needs a capture group "
+                                                  "around the answer, e.g. '####\\s*(-?[\\d,.]+)'")
+    template = (g.get("inference") or {}).get("prompt_template")
+    if template is not None:
+        try:
+            names = {name.split(".")[0].split("[")[0]
+                     for _, name, _, _ in string.Formatter().parse(template) if name}
+        except ValueError as exc:
+            yield ("grader", "inference", "prompt_template"), f"not a valid format string: {exc}"
+        else:
+            for name in sorted(names - set(fields)):
+                yield (("grader", "inference", "prompt_template"),
+                       f"uses {{{name}}}, which the field mapping does not define "
+                       f"(fields: {', '.join(sorted(fields))})")
+
+
+@check_for("Task")
+def services_are_distinct(doc):
+    services = (doc.data.get("environment") or {}).get("services", [])
+    seen_names, seen_ports = {}, {}
+    for i, svc in enumerate(services):
+        if svc["name"] in seen_names:
+            yield ("environment", "services", i, "name"), f"duplicate service name '{svc['name']}'"
+        if svc["port"] in seen_ports:
+            yield ("environment", "services", i, "port"), (f"port {svc['port']} is already used "
+                                                           f"by '{seen_ports[svc['port']]}'")
+        seen_names[svc["name"]] = i
+        seen_ports[svc["port"]] = svc["name"]
+
+
+@check_for("Task")
+def budget_is_coherent(doc):
+    from a2c.compiler.resolve import seconds
+    b = doc.data.get("budget") or {}
+    wall = seconds(b.get("wall_clock", "12h"))
+    if wall <= 0:
+        yield ("budget", "wall_clock"), "the wall clock must be longer than 0s"
+    if "eval_timeout" in b and seconds(b["eval_timeout"]) <= 0:
+        yield ("budget", "eval_timeout"), "the evaluation timeout must be longer than 0s"
+    if "min_interval" in b and seconds(b["min_interval"]) >= wall:
+        yield ("budget", "min_interval"), ("the minimum interval between submissions is not "
+                                           "shorter than the whole wall clock")
+
+
+@check_for("Agent")
+def agent_driver(doc):
+    d = doc.data
+    drv = d.get("driver") or {}
+    if d["type"] == "reference" and drv.get("required"):
+        yield ("driver", "required"), "reference agents run without a driver model"
+    if d["type"] == "cli" and "$A2C_PROMPT" not in d["launch"]["command"]:
+        yield ("launch", "command"), ("the launch command never passes the prompt: use "
+                                      "\"$A2C_PROMPT\" or \"$A2C_PROMPT_FILE\"")
+
+
+@check_for("Suite")
+def suite_references_exist(doc):
+    root = doc.path.resolve().parent.parent
+    for key, folder in (("tasks", "tasks"), ("agents", "agents")):
+        known = sorted(p.stem for p in (root / folder).glob("*.y*ml"))
+        for i, ident in enumerate(doc.data[key]):
+            if not any((root / folder / f"{ident}{suffix}").is_file()
+                       for suffix in (".yaml", ".yml")):
+                from a2c.compiler.schema import suggest
+                yield (key, i), (f"no {folder[:-1]} spec '{ident}' under "
+                                 f"{Path(root.name) / folder}{suggest(ident, known)}")

@@ -1,0 +1,183 @@
+"""Resolution: a validated spec document → the resolved form the runtime reads.
+
+Defaults are filled in, durations become seconds (`wall_clock: 12h` → `wall_clock_s: 43200`),
+descriptions and prompts are read from their files, and every optional field is present (null when
+unset), so consumers never guess. The resolved task has exactly the shape in docs/contracts.md.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+DEFAULT_BASE_IMAGE = ("python:3.11.10-slim-bookworm@sha256:"
+                      "5148c0e4bbb64271bca1d3322360ebf4bfb7564507ae32dd639322e4952a6b16")
+DEFAULT_PACKAGES = ["accelerate==1.15.0", "datasets==5.2.0", "safetensors==0.8.0",
+                    "torch==2.13.0", "transformers==5.24.0", "trl==1.16.0"]
+
+DEFAULT_INFERENCE = {"backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0,
+                     "stop": [], "batch_size": 32, "chat_template": "auto", "n_samples": 1,
+                     "seed": 0, "prompt_template": "{prompt}"}
+DEFAULT_BUDGET = {"wall_clock": "12h", "gpus": 1, "max_submissions": 30, "min_interval": 0,
+                  "eval_timeout": "1h"}
+DEFAULT_MODES = ["free", "sft-only", "rl-only"]
+DEFAULT_PARAMS = {
+    "exact_match": {"fallback": "none", "normalize": "none", "answer_pattern": None},
+    "humaneval": {"k": [1], "timeout": 10, "memory_mb": 1024, "workers": 4},
+    "pairwise_judge": {"reference_field": "answer", "swap_positions": True,
+                       "length_controlled": True, "max_retries": 3, "max_failure_rate": 0.1,
+                       "judge_template": "alpaca_eval", "max_output_tokens": 16},
+    "rollout": {},
+}
+DEFAULT_ENV = {"max_steps": 50, "n_episodes": None,
+               "history": {"max_tokens": None, "keep_first_turns": 1}, "options": {}}
+FORMATS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def seconds(value: Any) -> int | float:
+    """`12h` → 43200, `1h30m` → 5400, `90s` → 90, a number → itself."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    match = _DURATION.match(str(value))
+    if not match or not str(value):
+        raise ValueError(f"not a duration: {value!r}")
+    h, m, s = (int(x) if x else 0 for x in match.groups())
+    return h * 3600 + m * 60 + s
+
+
+def text_of(value: Any, spec_path: Path) -> str:
+    if isinstance(value, dict):
+        text = (spec_path.parent / value["file"]).read_text(encoding="utf-8")
+    else:
+        text = str(value)
+    text = text.replace("\r\n", "\n")
+    return text if text.endswith("\n") else text + "\n"
+
+
+def data_file_name(split: str, source_file: str) -> str:
+    """Where a local data file lands inside the bundle."""
+    suffix = "".join(Path(source_file).suffixes[-1:]) or ".jsonl"
+    return f"data/{split}{suffix}"
+
+
+def resolve(doc) -> dict[str, Any]:
+    return {"Task": resolve_task, "Agent": resolve_agent, "Suite": resolve_suite}[doc.kind](doc)
+
+
+def resolve_task(doc) -> dict[str, Any]:
+    d = doc.data
+    bm = d["base_model"]
+    if "hub" in bm:
+        base_model = {"hub": bm["hub"], "revision": bm.get("revision") or "main"}
+    elif "path" in bm:
+        p = Path(bm["path"])
+        base_model = {"path": str(p if p.is_absolute() else (doc.path.parent / p).resolve())}
+    else:
+        base_model = {"builtin": bm["builtin"]}
+
+    src = d["data"]["source"]
+    if "hub" in src:
+        source = {"hub": src["hub"], "config": src.get("config"), "revision": src.get("revision")}
+    elif "files" in src:
+        files = {split: data_file_name(split, f) for split, f in sorted(src["files"].items())}
+        fmt = src.get("format") or FORMATS.get(Path(next(iter(src["files"].values()))).suffix,
+                                               "jsonl")
+        source = {"files": files, "format": fmt}
+    elif "package" in src:
+        source = {"package": src["package"]}
+    else:
+        source = {"generator": src["generator"], "params": dict(src.get("params") or {}),
+                  "seed": src.get("seed", 0)}
+    data = {
+        "source": source,
+        "agent": {"split": d["data"]["agent"]["split"], "slice": d["data"]["agent"].get("slice")},
+        "heldout": {"split": d["data"]["heldout"]["split"],
+                    "slice": d["data"]["heldout"].get("slice")},
+        "fields": dict(d["data"]["fields"]),
+    }
+
+    g = d["grader"]
+    kind = g["kind"]
+    params = {**DEFAULT_PARAMS[kind], **(g.get("params") or {})}
+    if kind == "humaneval":
+        params["timeout_s"] = seconds(params.pop("timeout"))
+    inference = {**DEFAULT_INFERENCE, **(g.get("inference") or {})}
+    inference["stop"] = list(inference["stop"])
+    inference["temperature"] = float(inference["temperature"])
+    inference["top_p"] = float(inference["top_p"])
+    env = None
+    if g.get("env"):
+        e = g["env"]
+        env = {"kind": e["kind"], "max_steps": e.get("max_steps", DEFAULT_ENV["max_steps"]),
+               "n_episodes": e.get("n_episodes"),
+               "history": {**DEFAULT_ENV["history"], **(e.get("history") or {})},
+               "options": dict(e.get("options") or {})}
+    grader = {"kind": kind, "params": params, "inference": inference, "env": env}
+
+    b = {**DEFAULT_BUDGET, **(d.get("budget") or {})}
+    budget = {"wall_clock_s": seconds(b["wall_clock"]), "gpus": b["gpus"],
+              "max_submissions": b["max_submissions"],
+              "min_interval_s": seconds(b["min_interval"]),
+              "eval_timeout_s": seconds(b["eval_timeout"])}
+    sc = d.get("scoring") or {}
+    scoring = {"policy": sc.get("policy", "best"), "final_rescore": sc.get("final_rescore", False)}
+    envr = d.get("environment") or {}
+    services = [{"name": s["name"], "command": s["command"], "port": s["port"],
+                 "health": s.get("health"), "startup_timeout_s": seconds(s.get("startup_timeout", 60))}
+                for s in envr.get("services", [])]
+    environment = {"base_image": envr.get("base_image", DEFAULT_BASE_IMAGE),
+                   "packages": sorted(envr.get("packages", DEFAULT_PACKAGES), key=str.lower),
+                   "services": services}
+    return {
+        "id": d["id"], "title": d["title"], "level": d["level"],
+        "description": text_of(d["description"], doc.path),
+        "base_model": base_model, "data": data, "grader": grader, "budget": budget,
+        "scoring": scoring, "modes": list(d.get("modes", DEFAULT_MODES)),
+        "environment": environment,
+    }
+
+
+def resolve_agent(doc) -> dict[str, Any]:
+    d = doc.data
+    reference = d["type"] == "reference"
+    drv = d.get("driver") or {}
+    launch = d["launch"]
+    tr = d.get("transcript") or {"source": "stdout", "format": "text"}
+    ext = tr.get("ext") or {"stream-json": "jsonl", "jsonl": "jsonl", "json": "json",
+                            "text": "log"}[tr["format"]]
+    prompt = text_of(d["prompt"], doc.path) if d.get("prompt") else DEFAULT_PROMPT
+    install = d.get("install") or {}
+    return {
+        "id": d["id"], "title": d["title"], "type": d["type"],
+        "homepage": d.get("homepage"), "version": d.get("version"),
+        "install": {"npm": list(install.get("npm", [])), "pip": list(install.get("pip", [])),
+                    "commands": list(install.get("commands", []))},
+        "launch": {"command": launch["command"].strip(), "env": dict(launch.get("env", {})),
+                   "pass_env": sorted(launch.get("pass_env", []))},
+        "driver": {"required": drv.get("required", not reference), "default": drv.get("default"),
+                   "models": list(drv.get("models", []))},
+        "prompt": prompt,
+        "transcript": {"source": tr["source"], "path": tr.get("path"), "format": tr["format"],
+                       "ext": ext},
+    }
+
+
+DEFAULT_PROMPT = """{{ instructions }}
+"""
+
+
+def resolve_suite(doc) -> dict[str, Any]:
+    d = doc.data
+    b = d.get("budget") or {}
+    budget = {}
+    if "wall_clock" in b:
+        budget["wall_clock_s"] = seconds(b["wall_clock"])
+    if "gpus" in b:
+        budget["gpus"] = b["gpus"]
+    return {"id": d["id"], "title": d["title"], "description": d.get("description"),
+            "tasks": list(d["tasks"]), "agents": list(d["agents"]),
+            "drivers": list(d.get("drivers", [])), "modes": list(d.get("modes", ["free"])),
+            "seeds": list(d.get("seeds", [0])), "budget": budget}
