@@ -1,0 +1,175 @@
+"""The baseline: the base model scored once per (task, base model, grader, held-out set), cached.
+
+The cache key is the sha256 of canonical JSON over the task id, the base model's fingerprint
+(`sha256_tree` of its folder), the grader kind and version, a hash of the whole grader
+configuration (decoding settings change scores) and the held-out fingerprint. Only a valid result
+is cached; a failed evaluation is reported as failed (`valid: false`, `score: null`), never as 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json, sha256_file, sha256_json, sha256_tree
+from a2c.runtime.service.evaluator import run_evaluation
+
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def model_fingerprint(path: str | Path) -> str:
+    """sha256_tree of a model folder, memoised per (path, sizes, mtimes) within a process."""
+    path = Path(path)
+    if path.is_file():
+        return sha256_file(path)
+    stats = []
+    for p in sorted(path.rglob("*")):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        stats.append((str(p), st.st_size, st.st_mtime_ns))
+    key = (str(path.resolve()), tuple(stats))
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = sha256_tree(path)
+    return _FINGERPRINTS[key]
+
+
+def heldout_fingerprint(path: str | Path) -> str:
+    try:
+        from a2c.runtime.data import fingerprint, read_jsonl
+
+        return fingerprint(read_jsonl(path))
+    except ImportError:
+        return sha256_file(path)
+
+
+def grader_identity(grader_cfg: dict[str, Any]) -> tuple[str, str | None]:
+    """(kind, version) from the grader registry; version None when the registry can't say."""
+    kind = str(grader_cfg.get("kind", "unknown"))
+    try:
+        from a2c.runtime.graders import get_grader
+
+        return kind, str(get_grader(grader_cfg).version)
+    except Exception:
+        return kind, None
+
+
+def baseline_key_parts(*, task_id: str, base_fingerprint: str, grader_cfg: dict[str, Any],
+                       grader_version: str, heldout_fp: str) -> dict[str, Any]:
+    return {"task_id": task_id, "base_model": base_fingerprint,
+            "grader_kind": str(grader_cfg.get("kind", "unknown")),
+            "grader_version": grader_version, "grader_config": sha256_json(grader_cfg),
+            "heldout": heldout_fp}
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(canonical_json(data))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[str, Any],
+                     heldout: str | Path, backend: str = "auto",
+                     cache_dir: str | Path | None = None, timeout_s: float = 3600.0,
+                     run_dir: str | Path | None = None, evaluator: list[str] | None = None,
+                     use_cache: bool = True) -> dict[str, Any]:
+    """Score the base model on the held-out set, from the cache when possible.
+
+    Returns {"valid", "score" (None when failed), "ci95", "error", "cached", "key", "key_parts",
+    "elapsed_s", "result" (full GradeResult dict or None)}. With `run_dir`, also writes
+    `run_dir/results/baseline.json` and appends a `baseline_scored` event to `run_dir/events.jsonl`.
+    """
+    started = time.monotonic()
+    grader_cfg = dict(grader_cfg)
+    base_fp = model_fingerprint(base_model)
+    held_fp = heldout_fingerprint(heldout)
+    _, version = grader_identity(grader_cfg)
+    cache_dir = Path(cache_dir) if cache_dir else None
+
+    def parts_for(v: str) -> dict[str, Any]:
+        return baseline_key_parts(task_id=task_id, base_fingerprint=base_fp, grader_cfg=grader_cfg,
+                                  grader_version=v, heldout_fp=held_fp)
+
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    cached = False
+    key_parts = parts_for(version) if version is not None else None
+    key = sha256_json(key_parts) if key_parts else None
+    if use_cache and cache_dir and key:
+        entry = cache_dir / f"{key}.json"
+        if entry.is_file():
+            try:
+                stored = json.loads(entry.read_text(encoding="utf-8"))
+                if stored.get("result", {}).get("valid", True) is not False:
+                    result, cached = stored["result"], True
+            except (OSError, ValueError, KeyError):
+                result = None
+    if result is None:
+        work = Path(run_dir) / "grader" if run_dir else Path(tempfile.mkdtemp(prefix="a2c-baseline-"))
+        work.mkdir(parents=True, exist_ok=True)
+        cfg_path = work / "baseline.grader.json"
+        _write_json_atomic(cfg_path, grader_cfg)
+        outcome = run_evaluation(
+            evaluator or [sys.executable, "-m", "a2c.runtime.service.evaluate_one"],
+            grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
+            backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
+            log_path=work / "eval" / "baseline.log")
+        if outcome.valid:
+            result = outcome.result
+            if key is None:  # the registry was not importable here: the child knows the version
+                key_parts = parts_for(str(result.get("grader_version", "unknown")))
+                key = sha256_json(key_parts)
+            if use_cache and cache_dir:
+                _write_json_atomic(cache_dir / f"{key}.json",
+                                   {"key": key, "key_parts": key_parts, "result": result,
+                                    "created_unix": time.time()})
+        else:
+            error = outcome.message
+            result = outcome.result
+    valid = error is None
+    summary = {
+        "valid": valid, "score": (result or {}).get("score") if valid else None,
+        "ci95": (result or {}).get("ci95") if valid else None, "error": error, "cached": cached,
+        "key": key, "key_parts": key_parts, "elapsed_s": round(time.monotonic() - started, 3),
+        "result": result if valid else None,
+    }
+    if run_dir is not None:
+        run_dir = Path(run_dir)
+        _write_json_atomic(run_dir / "results" / "baseline.json",
+                           {**(result if valid and result else {}),
+                            "valid": valid, "score": summary["score"], "error": error,
+                            "cached": cached, "key": key})
+        from a2c.runtime.events import EventLog
+
+        EventLog(run_dir / "events.jsonl").append("baseline_scored", {
+            "score": summary["score"], "ci95": summary["ci95"], "valid": valid, "error": error,
+            "cached": cached, "key": key, "elapsed_s": summary["elapsed_s"],
+            "backend": (result or {}).get("backend")})
+    return summary
+
+
+def compute_baseline_for_run(run_dir: str | Path, *, use_cache: bool = True) -> dict[str, Any]:
+    """compute_baseline with everything taken from RUN_DIR/grader/service.json."""
+    from a2c.runtime.service.config import ServiceConfig
+
+    cfg = ServiceConfig.load(run_dir)
+    if cfg.base_model is None or cfg.heldout is None:
+        from a2c.errors import RunError
+
+        raise RunError(f"{run_dir}/grader/service.json: base_model and heldout are needed for "
+                       "the baseline")
+    return compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
+                            grader_cfg=cfg.grader_config(), heldout=cfg.heldout,
+                            backend=cfg.backend, cache_dir=cfg.baseline_cache,
+                            timeout_s=cfg.eval_timeout_s, run_dir=cfg.run_dir,
+                            evaluator=cfg.evaluator, use_cache=use_cache)

@@ -1,0 +1,84 @@
+"""A small Python client for the grading service (the runtime's side; the agent has its own
+standard-library copy in the workspace, `a2c_client.py`)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from typing import Any
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, socket_path: str, timeout: float = 30.0):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self.socket_path)
+        self.sock = sock
+
+
+class ServiceError(Exception):
+    def __init__(self, status: int, body: dict[str, Any]):
+        self.status, self.body = status, body
+        self.code = body.get("error")
+        super().__init__(f"{status} {body.get('error')}: {body.get('message')}")
+
+
+class ServiceClient:
+    """`ServiceClient("http://127.0.0.1:PORT" | "unix:/path.sock", token)`."""
+
+    def __init__(self, url: str, token: str | None, timeout: float = 30.0):
+        self.url, self.token, self.timeout = url, token, timeout
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self.url.startswith("unix:"):
+            return UnixHTTPConnection(self.url[len("unix:"):], self.timeout)
+        rest = self.url.split("://", 1)[-1].rstrip("/")
+        host, _, port = rest.partition(":")
+        return http.client.HTTPConnection(host, int(port or 80), timeout=self.timeout)
+
+    def request(self, method: str, path: str, body: Any = None,
+                raise_for_status: bool = True) -> tuple[int, dict[str, Any]]:
+        conn = self._connection()
+        try:
+            headers = {"Accept": "application/json"}
+            if self.token:
+                headers["Authorization"] = f"Bearer {self.token}"
+            data = None
+            if body is not None:
+                data = json.dumps(body).encode()
+                headers["Content-Type"] = "application/json"
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+            try:
+                payload = json.loads(raw) if raw else {}
+            except ValueError:
+                payload = {"error": "bad_response", "message": raw[:200].decode(errors="replace")}
+            if raise_for_status and resp.status >= 400:
+                raise ServiceError(resp.status, payload)
+            return resp.status, payload
+        finally:
+            conn.close()
+
+    def health(self) -> bool:
+        try:
+            return self.request("GET", "/health")[1].get("ok") is True
+        except (OSError, ServiceError, http.client.HTTPException):
+            return False
+
+    def submit(self, model_path: str, note: str = "") -> dict[str, Any]:
+        return self.request("POST", "/submit", {"model_path": model_path, "note": note})[1]
+
+    def status(self, sid: int) -> dict[str, Any]:
+        return self.request("GET", f"/submissions/{sid}")[1]
+
+    def list(self) -> dict[str, Any]:
+        return self.request("GET", "/submissions")[1]
+
+    def time(self) -> dict[str, Any]:
+        return self.request("GET", "/time")[1]

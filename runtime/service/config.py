@@ -1,0 +1,141 @@
+"""`RUN_DIR/grader/service.json`: what the grading service is told by the runtime that starts it.
+
+Keys (docs/contracts.md, "Grader service process"): token, socket_path, host, port,
+deadline_unix, max_submissions, min_interval_s, eval_timeout_s, output_dir, agent_output_dir,
+workspace, bundle, heldout, backend, base_model, baseline_cache. Optional extensions:
+`task_id` and `grader` (else read from the bundle), `evaluator` (the child command that scores one
+model; defaults to `python -m a2c.runtime.service.evaluate_one`), `snapshots` (false disables
+code snapshots), `baseline` (true: the service scores the baseline first, before any submission).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2c.errors import RunError
+
+SERVICE_JSON = "service.json"
+
+
+@dataclass
+class ServiceConfig:
+    run_dir: Path
+    token: str
+    output_dir: Path
+    agent_output_dir: str
+    workspace: Path | None = None
+    socket_path: str | None = None
+    host: str | None = "127.0.0.1"
+    port: int | None = None
+    deadline_unix: float | None = None
+    max_submissions: int | None = None
+    min_interval_s: float = 0.0
+    eval_timeout_s: float = 3600.0
+    bundle: Path | None = None
+    heldout: Path | None = None
+    backend: str = "auto"
+    base_model: Path | None = None
+    baseline_cache: Path | None = None
+    task_id: str | None = None
+    grader: dict[str, Any] | None = None
+    evaluator: list[str] | None = None
+    snapshots: bool = True
+    baseline: bool = False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> "ServiceConfig":
+        run_dir = Path(run_dir).resolve()
+        path = run_dir / "grader" / SERVICE_JSON
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunError(f"{path}: missing; the runtime writes it before starting the grader")
+        except ValueError as exc:
+            raise RunError(f"{path}: not valid JSON: {exc}")
+        return cls.from_dict(run_dir, raw)
+
+    @classmethod
+    def from_dict(cls, run_dir: Path, raw: dict[str, Any]) -> "ServiceConfig":
+        def p(key: str) -> Path | None:
+            value = raw.get(key)
+            return Path(value) if value else None
+
+        missing = [k for k in ("token", "output_dir") if not raw.get(k)]
+        if missing:
+            raise RunError(f"{run_dir}/grader/service.json: missing {', '.join(missing)}")
+        if not raw.get("socket_path") and raw.get("port") is None:
+            raise RunError(f"{run_dir}/grader/service.json: needs socket_path or port")
+        output_dir = Path(raw["output_dir"])
+        return cls(
+            run_dir=run_dir, token=str(raw["token"]), output_dir=output_dir,
+            agent_output_dir=str(raw.get("agent_output_dir") or output_dir),
+            workspace=p("workspace"), socket_path=raw.get("socket_path") or None,
+            host=raw.get("host") or "127.0.0.1", port=raw.get("port"),
+            deadline_unix=raw.get("deadline_unix"), max_submissions=raw.get("max_submissions"),
+            min_interval_s=float(raw.get("min_interval_s") or 0),
+            eval_timeout_s=float(raw.get("eval_timeout_s") or 3600),
+            bundle=p("bundle"), heldout=p("heldout"), backend=raw.get("backend") or "auto",
+            base_model=p("base_model"), baseline_cache=p("baseline_cache"),
+            task_id=raw.get("task_id"), grader=raw.get("grader"),
+            evaluator=raw.get("evaluator"), snapshots=raw.get("snapshots", True) is not False,
+            baseline=bool(raw.get("baseline", False)), raw=raw,
+        )
+
+    # ------------------------------------------------------------------ derived
+    def bundle_manifest(self) -> dict[str, Any] | None:
+        if self.bundle and (self.bundle / "bundle.json").is_file():
+            return json.loads((self.bundle / "bundle.json").read_text(encoding="utf-8"))
+        return None
+
+    def grader_config(self) -> dict[str, Any]:
+        """The grader section: service.json `grader`, else bundle/grader/grader.json, else the
+        resolved task's `grader` in bundle.json."""
+        if self.grader:
+            return self.grader
+        return load_grader_config(self.bundle, self.run_dir)
+
+    def resolved_task_id(self) -> str:
+        if self.task_id:
+            return self.task_id
+        manifest = self.bundle_manifest()
+        if manifest:
+            return manifest.get("id") or manifest.get("task", {}).get("id", "unknown")
+        return "unknown"
+
+    def evaluator_command(self) -> list[str]:
+        return list(self.evaluator) if self.evaluator else [
+            sys.executable, "-m", "a2c.runtime.service.evaluate_one"]
+
+    @property
+    def grader_dir(self) -> Path:
+        return self.run_dir / "grader"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.run_dir / "results"
+
+
+def load_grader_config(bundle: Path | None, run_dir: Path | None = None) -> dict[str, Any]:
+    candidates = []
+    if run_dir is not None:
+        candidates.append(Path(run_dir) / "grader" / "grader.json")
+    if bundle is not None:
+        candidates.append(Path(bundle) / "grader" / "grader.json")
+    for path in candidates:
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
+                data = data["grader"]
+            return data
+    if bundle is not None and (Path(bundle) / "bundle.json").is_file():
+        manifest = json.loads((Path(bundle) / "bundle.json").read_text(encoding="utf-8"))
+        grader = manifest.get("task", {}).get("grader")
+        if grader:
+            return grader
+    raise RunError(f"no grader configuration found (looked in {', '.join(map(str, candidates))} "
+                   f"and {bundle}/bundle.json)")

@@ -1,0 +1,510 @@
+"""The grading service's state: the journal, the queue, the worker, the limits.
+
+Everything the service knows is in `submissions.jsonl` (the journal): a `received` line is
+appended and fsync'ed before a submission is acknowledged, a `scored` line when its result is in
+`results/<n>.json`. A restart replays the journal: scored submissions keep their results,
+received-but-unscored ones are queued again (in id order), ids continue after the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json
+from a2c.runtime.events import EventLog, utc_now
+from a2c.runtime.service.baseline import compute_baseline, model_fingerprint
+from a2c.runtime.service.config import ServiceConfig
+from a2c.runtime.service.evaluator import ProcessSlot, run_evaluation
+
+JOURNAL = "submissions.jsonl"
+PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "duplicate_of", "copy_of_base",
+                 "model_path", "note", "weights_hash", "received_at", "scored_at", "elapsed_s",
+                 "backend", "metrics", "queue_position")
+
+
+class Refusal(Exception):
+    """A request the service refuses: HTTP status, error code, message, limit."""
+
+    def __init__(self, status: int, code: str, message: str, limit: Any = None, **extra: Any):
+        super().__init__(message)
+        self.status, self.code, self.message, self.limit, self.extra = (
+            status, code, message, limit, extra)
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, "limit": self.limit, **self.extra}
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"{utc_now()} grader: {message}\n")
+    sys.stderr.flush()
+
+
+def _scalar_metrics(metrics: Any) -> dict[str, Any]:
+    if not isinstance(metrics, dict):
+        return {}
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
+
+
+def _stat_signature(path: Path) -> list:
+    if path.is_file():
+        st = path.stat()
+        return [["", st.st_size, st.st_mtime_ns]]
+    out = []
+    for p in sorted(path.rglob("*")):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        if p.is_file():
+            out.append([p.relative_to(path).as_posix(), st.st_size, st.st_mtime_ns])
+    return out
+
+
+class Journal:
+    """Append-only JSON lines with fsync; tolerant of a torn last line left by a crash."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._repair()
+
+    def _repair(self) -> None:
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            # A write torn by a crash was never acknowledged: drop it.
+            cut = data.rfind(b"\n") + 1
+            with open(self.path, "r+b") as handle:
+                handle.truncate(cut)
+                handle.flush()
+                os.fsync(handle.fileno())
+            log(f"journal: dropped a torn last line ({len(data) - cut} bytes)")
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        lines = []
+        with open(self.path, encoding="utf-8") as handle:
+            for n, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    log(f"journal: line {n} is not JSON; skipped")
+        return lines
+
+    def append(self, entry: dict[str, Any]) -> None:
+        data = canonical_json(entry) + b"\n"
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+class GradingService:
+    def __init__(self, cfg: ServiceConfig):
+        self.cfg = cfg
+        self.run_dir = cfg.run_dir
+        cfg.results_dir.mkdir(parents=True, exist_ok=True)
+        (cfg.grader_dir / "eval").mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.run_dir / JOURNAL)
+        self.events = EventLog(self.run_dir / "events.jsonl")
+        self.output_dir = Path(os.path.realpath(cfg.output_dir))
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.subs: dict[int, dict[str, Any]] = {}
+        self.queue: list[int] = []
+        self.running: int | None = None
+        self.last_received_unix: float | None = None
+        self.stopping = False
+        self.slot = ProcessSlot()
+        self.snapshotter = None
+        if cfg.snapshots and cfg.workspace is not None and Path(cfg.workspace).is_dir():
+            from a2c.runtime.snapshots import Snapshotter
+
+            self.snapshotter = Snapshotter(self.run_dir / "snapshots.git", cfg.workspace,
+                                           event_log=self.events)
+        self._grader_cfg_path: Path | None = None
+        self._base_fp: str | None = None
+        self._baseline: dict[str, Any] | None = None
+        self._replay()
+        self.worker = threading.Thread(target=self._work, name="grader-worker", daemon=True)
+
+    # ------------------------------------------------------------------ resume
+    def _replay(self) -> None:
+        for entry in self.journal.read():
+            op, sid = entry.get("op"), entry.get("id")
+            if not isinstance(sid, int):
+                continue
+            if op == "received":
+                self.subs[sid] = {**entry, "status": "queued"}
+                self.subs[sid].pop("op", None)
+                ts = entry.get("received_unix")
+                if isinstance(ts, (int, float)):
+                    self.last_received_unix = max(self.last_received_unix or 0, ts)
+            elif op == "scored" and sid in self.subs:
+                sub = self.subs[sid]
+                sub.update({k: v for k, v in entry.items() if k not in ("op", "ts", "id")})
+                sub["scored_at"] = entry.get("ts")
+                sub["status"] = "scored" if entry.get("valid") else "invalid"
+        self.queue = sorted(s for s, sub in self.subs.items() if sub["status"] == "queued")
+        if self.subs:
+            log(f"resumed from the journal: {len(self.subs)} submissions, "
+                f"{len(self.queue)} to (re)evaluate")
+
+    def next_id(self) -> int:
+        return max(self.subs, default=0) + 1
+
+    # ------------------------------------------------------------------ limits
+    def limits(self, now: float | None = None) -> dict[str, Any]:
+        now = time.time() if now is None else now
+        cfg = self.cfg
+        remaining = None if cfg.deadline_unix is None else max(0.0, cfg.deadline_unix - now)
+        left = None if cfg.max_submissions is None else max(0, cfg.max_submissions - len(self.subs))
+        wait = 0.0
+        if cfg.min_interval_s and self.last_received_unix is not None:
+            wait = max(0.0, self.last_received_unix + cfg.min_interval_s - now)
+        return {"deadline": cfg.deadline_unix, "remaining_s": remaining,
+                "submissions_left": left, "max_submissions": cfg.max_submissions,
+                "min_interval_s": cfg.min_interval_s, "next_submission_in_s": round(wait, 3),
+                "now": now, "queued": len(self.queue) + (1 if self.running else 0)}
+
+    def _check_limits(self, now: float) -> None:
+        cfg = self.cfg
+        if self.stopping:
+            raise Refusal(503, "unavailable", "the grading service is shutting down")
+        if cfg.deadline_unix is not None and now >= cfg.deadline_unix:
+            raise Refusal(410, "deadline_passed",
+                          f"the deadline passed {now - cfg.deadline_unix:.0f} s ago; "
+                          "no more submissions are accepted", limit=cfg.deadline_unix)
+        if cfg.max_submissions is not None and len(self.subs) >= cfg.max_submissions:
+            raise Refusal(429, "submission_limit",
+                          f"all {cfg.max_submissions} submissions of this run are used",
+                          limit=cfg.max_submissions, used=len(self.subs))
+        if cfg.min_interval_s and self.last_received_unix is not None:
+            wait = self.last_received_unix + cfg.min_interval_s - now
+            if wait > 0:
+                raise Refusal(409, "too_soon",
+                              f"submissions must be at least {cfg.min_interval_s:g} s apart; "
+                              f"retry in {wait:.1f} s", limit=cfg.min_interval_s,
+                              retry_after_s=round(wait, 3))
+
+    # ------------------------------------------------------------------ paths
+    def resolve_model_path(self, given: Any) -> tuple[str, Path]:
+        """Map the agent's path to a host path inside the output folder, or refuse."""
+        if not isinstance(given, str) or not given.strip():
+            raise Refusal(400, "bad_request", "model_path must be a non-empty string",
+                          limit=None)
+        if "\0" in given:
+            raise Refusal(400, "bad_request", "model_path contains a NUL byte")
+        agent_out = posixpath.normpath(self.cfg.agent_output_dir)
+        host_out = str(self.cfg.output_dir)
+        limit = self.cfg.agent_output_dir
+        parts = given.replace("\\", "/").split("/")
+        if ".." in parts:
+            raise Refusal(400, "path_escape", f"model_path {given!r} contains '..'; give a path "
+                          f"inside {limit}", limit=limit)
+        if given.startswith("/"):
+            norm = posixpath.normpath(given)
+            if norm == agent_out or norm.startswith(agent_out.rstrip("/") + "/"):
+                host = Path(host_out) / posixpath.relpath(norm, agent_out)
+            else:
+                host = Path(norm)  # host-side agents (no sandbox) see host paths
+        else:
+            rel = posixpath.normpath(given)
+            ws = self.cfg.workspace
+            candidates = []
+            if ws is not None:
+                candidates.append(Path(ws) / rel)
+            candidates.append(Path(host_out) / rel)
+            host = next((c for c in candidates if os.path.lexists(c)), candidates[-1])
+        real = Path(os.path.realpath(host))
+        if real != self.output_dir and self.output_dir not in real.parents:
+            raise Refusal(400, "path_escape",
+                          f"model_path {given!r} resolves outside the output folder; submit a "
+                          f"folder inside {limit}", limit=limit)
+        if not real.exists():
+            raise Refusal(400, "bad_request", f"model_path {given!r} does not exist", limit=limit)
+        if real.is_dir():
+            for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
+                for name in dirnames + filenames:
+                    p = os.path.join(dirpath, name)
+                    if os.path.islink(p):
+                        target = Path(os.path.realpath(p))
+                        if target != self.output_dir and self.output_dir not in target.parents:
+                            rel = os.path.relpath(p, real)
+                            raise Refusal(400, "path_escape",
+                                          f"{rel} in {given!r} is a symlink pointing outside the "
+                                          f"output folder {limit}", limit=limit)
+        shown = given if given.startswith("/") else posixpath.join(agent_out, posixpath.normpath(
+            posixpath.relpath(str(real), str(self.output_dir))))
+        return shown, real
+
+    # ------------------------------------------------------------------ submit
+    def submit(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise Refusal(400, "bad_request", "the request body must be a JSON object "
+                          "{\"model_path\": ..., \"note\": ...}")
+        if "model_path" not in body:
+            raise Refusal(400, "bad_request", "missing field: model_path", field="model_path")
+        note = body.get("note")
+        if note is not None and not isinstance(note, str):
+            raise Refusal(400, "bad_request", "note must be a string", field="note")
+        note = (note or "")[:2000]
+        with self.lock:
+            self._check_limits(time.time())
+        shown, host = self.resolve_model_path(body["model_path"])
+        started = time.monotonic()
+        signature = _stat_signature(host)
+        weights_hash = model_fingerprint(host)
+        hash_s = time.monotonic() - started
+        with self.lock:
+            now = time.time()
+            self._check_limits(now)  # again: another submission may have raced us
+            sid = self.next_id()
+            entry = {"op": "received", "id": sid, "ts": utc_now(), "received_unix": now,
+                     "model_path": shown, "host_path": str(host), "weights_hash": weights_hash,
+                     "note": note, "stat": signature}
+            self.journal.append(entry)  # durable before anything else happens
+            sub = {k: v for k, v in entry.items() if k != "op"}
+            sub.update(status="queued", received_at=entry["ts"])
+            self.subs[sid] = sub
+            self.last_received_unix = now
+            self.events.append("submission_received", {
+                "id": sid, "model_path": shown, "weights_hash": weights_hash, "note": note})
+            self.queue.append(sid)
+            position = len(self.queue) + (1 if self.running is not None else 0)
+            self.cond.notify_all()
+        snapshot = None
+        if self.snapshotter is not None:
+            try:
+                info = self.snapshotter.snapshot("submission", submission_id=sid)
+                self.snapshotter.tag_submission(sid, info["commit"])
+                snapshot = info["commit"]
+                with self.lock:
+                    self.subs[sid]["snapshot"] = snapshot
+            except Exception as exc:  # a snapshot failure never costs the agent its submission
+                log(f"snapshot for submission {sid} failed: {exc}")
+        left = self.limits(now)["submissions_left"]
+        log(f"submission {sid} received: {shown} ({weights_hash[:12]}, hashed in {hash_s:.3f} s)")
+        return {"id": sid, "status": "queued", "weights_hash": weights_hash,
+                "queue_position": position, "submissions_left": left, "snapshot": snapshot}
+
+    # ------------------------------------------------------------------ queries
+    def public(self, sub: dict[str, Any]) -> dict[str, Any]:
+        out = {k: sub.get(k) for k in PUBLIC_FIELDS if k in sub or k in ("score", "error")}
+        out["metrics"] = _scalar_metrics(sub.get("metrics"))
+        if sub["status"] == "queued" and sub["id"] in self.queue:
+            out["queue_position"] = self.queue.index(sub["id"]) + 1 + (
+                1 if self.running is not None else 0)
+        else:
+            out.pop("queue_position", None)
+        return out
+
+    def get(self, sid: int) -> dict[str, Any]:
+        with self.lock:
+            if sid not in self.subs:
+                raise Refusal(404, "not_found", f"no submission with id {sid}",
+                              limit=max(self.subs, default=0))
+            return self.public(self.subs[sid])
+
+    def list(self) -> dict[str, Any]:
+        with self.lock:
+            subs = [self.public(self.subs[s]) for s in sorted(self.subs)]
+            valid = [s for s in subs if s["status"] == "scored" and s.get("score") is not None]
+            best = max(valid, key=lambda s: (s["score"], -s["id"]), default=None)
+            return {"submissions": subs, "best": ({"id": best["id"], "score": best["score"]}
+                                                  if best else None),
+                    **{k: v for k, v in self.limits().items()
+                       if k in ("submissions_left", "remaining_s")}}
+
+    def idle(self) -> bool:
+        with self.lock:
+            return not self.queue and self.running is None
+
+    # ------------------------------------------------------------------ worker
+    def start(self) -> None:
+        self.worker.start()
+
+    def _grader_cfg_file(self) -> Path:
+        if self._grader_cfg_path is None:
+            path = self.cfg.grader_dir / "grader.effective.json"
+            path.write_bytes(canonical_json(self.cfg.grader_config()))
+            self._grader_cfg_path = path
+        return self._grader_cfg_path
+
+    def _work(self) -> None:
+        if self.cfg.baseline:
+            try:
+                self._run_baseline()
+            except Exception:
+                log("baseline failed:\n" + traceback.format_exc())
+        while True:
+            with self.lock:
+                while not self.queue and not self.stopping:
+                    self.cond.wait(0.5)
+                if self.stopping:
+                    return
+                sid = self.queue.pop(0)
+                self.running = sid
+                self.subs[sid]["status"] = "running"
+            try:
+                self._evaluate(sid)
+            except Exception as exc:  # bookkeeping bug: record, keep serving
+                log(f"submission {sid}: internal error:\n{traceback.format_exc()}")
+                self._finish(sid, {"score": None, "valid": False,
+                                   "error": f"internal grader error: {exc}"})
+            finally:
+                with self.lock:
+                    self.running = None
+                    self.cond.notify_all()
+
+    def _run_baseline(self) -> None:
+        if (self.run_dir / "results" / "baseline.json").is_file():
+            return
+        if self.cfg.base_model is None or self.cfg.heldout is None:
+            return
+        summary = compute_baseline(task_id=self.cfg.resolved_task_id(),
+                                   base_model=self.cfg.base_model,
+                                   grader_cfg=self.cfg.grader_config(), heldout=self.cfg.heldout,
+                                   backend=self.cfg.backend, cache_dir=self.cfg.baseline_cache,
+                                   timeout_s=self.cfg.eval_timeout_s, run_dir=self.run_dir,
+                                   evaluator=self.cfg.evaluator)
+        log(f"baseline: valid={summary['valid']} score={summary['score']} "
+            f"cached={summary['cached']}")
+
+    def _base_fingerprint(self) -> str | None:
+        if self._base_fp is None and self.cfg.base_model and Path(self.cfg.base_model).exists():
+            try:
+                self._base_fp = model_fingerprint(self.cfg.base_model)
+            except OSError:
+                return None
+        return self._base_fp
+
+    def _baseline_result(self) -> dict[str, Any] | None:
+        path = self.run_dir / "results" / "baseline.json"
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("valid") and data.get("score") is not None:
+                    return data
+            except (OSError, ValueError):
+                return None
+        return None
+
+    def _evaluate(self, sid: int) -> None:
+        sub = self.subs[sid]
+        host = Path(sub["host_path"])
+        weights_hash = sub["weights_hash"]
+        # The weights must still be the ones that were submitted.
+        if not host.exists():
+            self._finish(sid, {"score": None, "valid": False,
+                               "error": f"{sub['model_path']} was deleted before it was evaluated"})
+            return
+        if sub.get("stat") is not None and _stat_signature(host) != sub["stat"]:
+            now_hash = model_fingerprint(host)
+            if now_hash != weights_hash:
+                self._finish(sid, {"score": None, "valid": False, "error": (
+                    f"the files in {sub['model_path']} changed after submission "
+                    f"(weights hash {weights_hash[:12]} -> {now_hash[:12]}); submit a folder you "
+                    "no longer write to")})
+                return
+        # Identical weights are scored once.
+        with self.lock:
+            earlier = next((s for s in sorted(self.subs) if s < sid
+                            and self.subs[s].get("weights_hash") == weights_hash
+                            and self.subs[s]["status"] == "scored"), None)
+        if earlier is not None:
+            src = self.run_dir / f"results/{earlier}.json"
+            result = json.loads(src.read_text(encoding="utf-8"))
+            self._finish(sid, {**self._summary(result), "duplicate_of": earlier,
+                               "elapsed_s": 0.0}, result=result)
+            return
+        if weights_hash == self._base_fingerprint():
+            base = self._baseline_result()
+            if base is not None:
+                self._finish(sid, {**self._summary(base), "duplicate_of": "baseline",
+                                   "copy_of_base": True, "elapsed_s": 0.0}, result=base)
+                return
+        log(f"submission {sid}: evaluating {host}")
+        outcome = run_evaluation(
+            self.cfg.evaluator_command(), grader_cfg_path=self._grader_cfg_file(), model=host,
+            heldout=Path(self.cfg.heldout) if self.cfg.heldout else Path(os.devnull),
+            backend=self.cfg.backend, out_path=self.cfg.grader_dir / "eval" / f"{sid}.json",
+            timeout_s=self.cfg.eval_timeout_s,
+            log_path=self.cfg.grader_dir / "eval" / f"{sid}.log", slot=self.slot)
+        result = outcome.result
+        if outcome.error is not None:
+            result = {"score": None, "ci95": None, "n_items": 0, "items": [], "metrics": {},
+                      "valid": False, "error": outcome.error, "elapsed_s": outcome.elapsed_s}
+        summary = self._summary(result)
+        summary["elapsed_s"] = round(outcome.elapsed_s, 3)
+        summary["copy_of_base"] = weights_hash == self._base_fp if self._base_fp else None
+        self._finish(sid, summary, result=result)
+
+    @staticmethod
+    def _summary(result: dict[str, Any]) -> dict[str, Any]:
+        valid = result.get("valid", True) is not False
+        return {"score": result.get("score") if valid else None,
+                "ci95": result.get("ci95") if valid else None, "valid": valid,
+                "error": None if valid else (result.get("error") or "invalid result"),
+                "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
+                "n_items": result.get("n_items")}
+
+    def _finish(self, sid: int, summary: dict[str, Any], result: dict[str, Any] | None = None) -> None:
+        summary.setdefault("duplicate_of", None)
+        rel = f"results/{sid}.json"
+        full = dict(result or {"score": None, "valid": False, "error": summary.get("error")})
+        full.update(submission_id=sid, weights_hash=self.subs[sid]["weights_hash"],
+                    duplicate_of=summary["duplicate_of"], valid=summary["valid"],
+                    error=summary.get("error"))
+        tmp = self.run_dir / f"results/.{sid}.json.tmp"
+        with open(tmp, "wb") as handle:
+            handle.write(canonical_json(full))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.run_dir / rel)
+        entry = {"op": "scored", "id": sid, "ts": utc_now(), "score": summary.get("score"),
+                 "ci95": summary.get("ci95"), "valid": summary["valid"],
+                 "error": summary.get("error"), "duplicate_of": summary["duplicate_of"],
+                 "copy_of_base": summary.get("copy_of_base"), "elapsed_s": summary.get("elapsed_s"),
+                 "backend": summary.get("backend"), "metrics": summary.get("metrics") or {},
+                 "result": rel}
+        self.journal.append(entry)
+        with self.lock:
+            sub = self.subs[sid]
+            sub.update({k: v for k, v in entry.items() if k not in ("op", "ts", "id")})
+            sub["scored_at"] = entry["ts"]
+            sub["status"] = "scored" if summary["valid"] else "invalid"
+        self.events.append("submission_scored", {
+            "id": sid, "score": entry["score"], "ci95": entry["ci95"], "valid": entry["valid"],
+            "error": entry["error"], "duplicate_of": entry["duplicate_of"],
+            "elapsed_s": entry["elapsed_s"], "backend": entry["backend"]})
+        log(f"submission {sid}: {sub['status']} score={entry['score']} "
+            f"{'dup of ' + str(entry['duplicate_of']) if entry['duplicate_of'] else ''}"
+            f"{entry['error'] or ''}")
+
+    # ------------------------------------------------------------------ shutdown
+    def stop(self, kill_running: bool = False) -> None:
+        with self.lock:
+            self.stopping = True
+            self.cond.notify_all()
+        if kill_running:
+            self.slot.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.worker.is_alive():
+            self.worker.join(timeout)

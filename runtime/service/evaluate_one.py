@@ -1,0 +1,91 @@
+"""Score one model in a child process: `python -m a2c.runtime.service.evaluate_one ...`.
+
+The grading service runs every evaluation here so that a model that fails to load, a CUDA error,
+an out-of-memory kill or a hang costs one invalid submission, never the service. The result (a
+full `GradeResult` as JSON) is written atomically to `--out`; exit status 0 means the file was
+written (the result itself may say `valid: false`), anything else means the evaluation crashed and
+the service records the tail of stderr as the error.
+
+    python -m a2c.runtime.service.evaluate_one --grader GRADER.json --model DIR \
+        --heldout HELDOUT.jsonl --backend auto --out RESULT.json [--parent-pid PID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+
+def _die_with_parent(parent_pid: int | None) -> None:
+    """If the service is SIGKILLed mid-evaluation, this child must not linger holding the GPU."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # not Linux: best effort only
+        pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(3)  # the parent died before prctl took effect
+
+
+def _write_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, ensure_ascii=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _invalid(error: str, grader_cfg: dict, backend: str, elapsed: float) -> dict:
+    return {"score": 0.0, "ci95": [0.0, 0.0], "n_items": 0, "items": [], "metrics": {},
+            "grader": grader_cfg.get("kind", "unknown"), "grader_version": "unknown",
+            "backend": backend, "elapsed_s": elapsed, "valid": False, "error": error}
+
+
+def evaluate(grader_cfg: dict, model: str, heldout: str, backend: str) -> dict:
+    """Score `model` on the held-out records; exceptions become an invalid result."""
+    started = time.monotonic()
+    try:
+        from a2c.runtime.data import read_jsonl
+        from a2c.runtime.graders import get_grader
+
+        records = read_jsonl(heldout)
+        grader = get_grader(grader_cfg)
+        result = grader.grade_model(model, records, backend)
+        data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    except Exception as exc:  # model fails to load, bad weights, grader error
+        tb = traceback.format_exc(limit=3)
+        sys.stderr.write(tb)
+        message = f"{type(exc).__name__}: {exc}"
+        return _invalid(message[:2000], grader_cfg, backend, time.monotonic() - started)
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m a2c.runtime.service.evaluate_one",
+                                     description="Score one model (grading service child).")
+    parser.add_argument("--grader", required=True, help="grader configuration JSON file")
+    parser.add_argument("--model", required=True, help="model folder (host path)")
+    parser.add_argument("--heldout", required=True, help="held-out records (JSONL)")
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--out", required=True, help="where to write the GradeResult JSON")
+    parser.add_argument("--parent-pid", type=int, default=None)
+    args = parser.parse_args(argv)
+    _die_with_parent(args.parent_pid)
+    grader_cfg = json.loads(Path(args.grader).read_text(encoding="utf-8"))
+    data = evaluate(grader_cfg, args.model, args.heldout, args.backend)
+    _write_atomic(Path(args.out), data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

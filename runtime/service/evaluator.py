@@ -1,0 +1,123 @@
+"""Run one evaluation in a child process with a timeout; never let it take the service down."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class EvalOutcome:
+    result: dict[str, Any] | None   # the GradeResult dict the child wrote (may say valid: false)
+    error: str | None               # why there is no usable result (crash, timeout, bad output)
+    elapsed_s: float
+    returncode: int | None
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None and bool(self.result) and self.result.get("valid", True) is not False
+
+    @property
+    def message(self) -> str | None:
+        if self.error:
+            return self.error
+        if self.result is not None and self.result.get("valid", True) is False:
+            return self.result.get("error") or "the grader marked the result invalid"
+        return None
+
+
+def _tail(path: Path, limit: int = 1500) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _last_error_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "Exception" in line or line.startswith(("Killed", "Traceback")):
+            return line.strip()[:500]
+    return (lines[-1].strip()[:500] if lines else "")
+
+
+class ProcessSlot:
+    """The running child, so a shutdown can kill it (second SIGTERM) or let it finish."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def kill(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, heldout: Path,
+                   backend: str, out_path: Path, timeout_s: float, log_path: Path,
+                   slot: ProcessSlot | None = None, env: dict[str, str] | None = None) -> EvalOutcome:
+    """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`."""
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out_path.unlink()
+    except FileNotFoundError:
+        pass
+    argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
+            "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
+            "--parent-pid", str(os.getpid())]
+    started = time.monotonic()
+    with open(log_path, "ab") as log:
+        log.write(f"\n== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
+                  f"evaluate {model}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True, env=env)
+        except OSError as exc:
+            return EvalOutcome(None, f"could not start the evaluator: {exc}", 0.0, None)
+        if slot is not None:
+            slot.proc = proc
+        try:
+            returncode = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            return EvalOutcome(None, f"evaluation timed out after {timeout_s:g} s "
+                                     f"(eval_timeout_s = {timeout_s:g})",
+                               time.monotonic() - started, None)
+        finally:
+            if slot is not None:
+                slot.proc = None
+    elapsed = time.monotonic() - started
+    if returncode != 0:
+        if returncode < 0:
+            sig = -returncode
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+            why = f"the evaluator was killed by {name}"
+            if sig == signal.SIGKILL:
+                why += " (out of memory?)"
+        else:
+            why = f"the evaluator exited with status {returncode}"
+        detail = _last_error_line(_tail(log_path))
+        return EvalOutcome(None, f"{why}: {detail}" if detail else why, elapsed, returncode)
+    try:
+        result = json.loads(out_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return EvalOutcome(None, f"the evaluator wrote no readable result: {exc}", elapsed, 0)
+    if not isinstance(result, dict) or "score" not in result:
+        return EvalOutcome(None, "the evaluator's result has no score", elapsed, 0)
+    return EvalOutcome(result, None, elapsed, 0)

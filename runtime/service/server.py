@@ -1,0 +1,228 @@
+"""HTTP front of the grading service: JSON over TCP loopback and/or a Unix socket, bearer token.
+
+Standard library only (`http.server`): a handful of endpoints, one client at a time in practice,
+and no dependency the sandboxed agent's side would also need.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import signal
+import socketserver
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json
+from a2c.runtime.service.config import ServiceConfig
+from a2c.runtime.service.core import GradingService, Refusal, log
+
+MAX_BODY = 64 * 1024
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "a2c-grader/1"
+    protocol_version = "HTTP/1.1"
+    service: GradingService  # set on the subclass made per server
+
+    def address_string(self) -> str:  # Unix sockets have no peer address
+        addr = self.client_address
+        return addr[0] if isinstance(addr, tuple) and addr else "unix"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        if os.environ.get("A2C_GRADER_ACCESS_LOG"):
+            log(f"{self.address_string()} {format % args}")
+
+    # ---------------------------------------------------------------- plumbing
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n"
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refuse(self, refusal: Refusal) -> None:
+        self._send(refusal.status, refusal.body())
+
+    def _authorized(self) -> bool:
+        header = self.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        expected = self.service.cfg.token.encode()
+        ok = hmac.compare_digest(token.strip().encode(), expected) and scheme.lower() == "bearer"
+        return ok
+
+    def _read_body(self) -> bytes | Refusal:
+        """Read the whole body (so a refused request leaves the connection usable)."""
+        length = self.headers.get("Content-Length")
+        if length is None:
+            return Refusal(400, "bad_request", "the request needs a Content-Length and a JSON body")
+        try:
+            n = int(length)
+        except ValueError:
+            self.close_connection = True
+            return Refusal(400, "bad_request", "bad Content-Length")
+        if n > MAX_BODY or n < 0:
+            self.close_connection = True
+            return Refusal(400, "bad_request", f"request body over {MAX_BODY} bytes",
+                           limit=MAX_BODY)
+        return self.rfile.read(n)
+
+    @staticmethod
+    def _parse(raw: bytes | Refusal) -> Any:
+        if isinstance(raw, Refusal):
+            raise raw
+        try:
+            return json.loads(raw or b"null")
+        except ValueError as exc:
+            raise Refusal(400, "bad_request", f"the request body is not valid JSON: {exc}")
+
+    def _dispatch(self, method: str) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        try:
+            raw = self._read_body() if method == "POST" else b""
+            if path == "/health" and method == "GET":
+                self._send(200, {"ok": True})
+                return
+            if not self._authorized():
+                raise Refusal(401, "unauthorized",
+                              "missing or wrong bearer token (set A2C_TOKEN)")
+            if method == "POST" and path == "/submit":
+                self._send(202, self.service.submit(self._parse(raw)))
+            elif method == "GET" and path == "/submissions":
+                self._send(200, self.service.list())
+            elif method == "GET" and path.startswith("/submissions/"):
+                raw = path[len("/submissions/"):]
+                if not raw.isdigit():
+                    raise Refusal(400, "bad_request", f"submission id must be a number, not {raw!r}")
+                self._send(200, self.service.get(int(raw)))
+            elif method == "GET" and path == "/time":
+                with self.service.lock:
+                    self._send(200, self.service.limits())
+            else:
+                raise Refusal(404, "not_found", f"no endpoint {method} {path}")
+        except Refusal as refusal:
+            self._refuse(refusal)
+        except Exception as exc:  # never let one request take a thread's connection down silently
+            log(f"internal error on {method} {path}: {exc!r}")
+            self._send(500, {"error": "internal", "message": str(exc), "limit": None})
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch("POST")
+
+
+class TCPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+def _handler_for(service: GradingService) -> type[Handler]:
+    return type("BoundHandler", (Handler,), {"service": service})
+
+
+def _write_ready(path: Path, info: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(canonical_json(info) + b"\n")
+    os.replace(tmp, path)
+
+
+def serve(run_dir: str | Path) -> int:
+    cfg = ServiceConfig.load(run_dir)
+    ready = cfg.grader_dir / "ready"
+    try:
+        ready.unlink()
+    except FileNotFoundError:
+        pass
+    service = GradingService(cfg)
+    handler = _handler_for(service)
+    servers: list[socketserver.BaseServer] = []
+    info: dict[str, Any] = {"pid": os.getpid(), "started_at": time.time()}
+    if cfg.socket_path:
+        sock_path = Path(cfg.socket_path)
+        sock_path.parent.mkdir(parents=True, exist_ok=True)
+        if sock_path.exists() or sock_path.is_symlink():
+            sock_path.unlink()
+        unix = UnixServer(str(sock_path), handler)
+        os.chmod(sock_path, 0o666)  # the sandboxed agent may run as another uid
+        servers.append(unix)
+        info["socket_path"] = str(sock_path)
+        info["unix_url"] = f"unix:{sock_path}"
+    if cfg.port is not None:
+        tcp = TCPServer((cfg.host or "127.0.0.1", int(cfg.port)), handler)
+        host, port = tcp.server_address[:2]
+        servers.append(tcp)
+        info.update(host=host, port=port, url=f"http://{host}:{port}")
+    threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.2},
+                                daemon=True, name=f"http-{i}") for i, s in enumerate(servers)]
+    for t in threads:
+        t.start()
+    service.start()
+    stop = threading.Event()
+    terms = {"n": 0}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        terms["n"] += 1
+        if terms["n"] == 1:
+            log(f"{signal.Signals(signum).name}: finishing the running evaluation, then exiting")
+            service.stop()
+        else:
+            log("second signal: stopping the running evaluation now")
+            service.stop(kill_running=True)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    _write_ready(ready, info)
+    log(f"listening on {', '.join(v for k, v in info.items() if k in ('url', 'unix_url'))}; "
+        f"{len(service.subs)} submissions in the journal")
+    while not stop.wait(0.5):
+        pass
+    while service.worker.is_alive():
+        service.join(0.5)
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+    if cfg.socket_path:
+        try:
+            os.unlink(cfg.socket_path)
+        except OSError:
+            pass
+    try:
+        ready.unlink()
+    except FileNotFoundError:
+        pass
+    log("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        sys.stderr.write("usage: python -m a2c.runtime.service RUN_DIR\n"
+                         "Serves the grading API for one run (reads RUN_DIR/grader/service.json).\n")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    try:
+        return serve(argv[0])
+    except Exception as exc:
+        from a2c.errors import A2CError
+
+        if isinstance(exc, A2CError):
+            sys.stderr.write(f"a2c grader: {exc}\n")
+            return exc.exit_code
+        raise
+
