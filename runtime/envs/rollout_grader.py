@@ -1,0 +1,122 @@
+"""The `rollout` grader (level 3): the submitted model is the policy; score = success rate or mean
+episode reward, x100, with a bootstrap CI over episodes and every trajectory in the items.
+
+Grader config (the resolved task's `grader`):
+
+    kind: rollout
+    inference: {max_new_tokens, temperature (0: greedy), stop, batch_size, chat_template, ...}
+    env: {kind: textworld|alfworld|webshop|deepsearchqa, max_steps, n_episodes,
+          history: {max_tokens, keep_first_turns}, options: {...adapter options...},
+          data_root: <folder that record paths are relative to; optional>}
+
+Record paths (`game_file`, corpus files) are resolved against, in order: `env.data_root`,
+`$A2C_ENV_DATA_ROOT`, the folder of `$A2C_HELDOUT` (the held-out JSONL), the current directory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from a2c.runtime.envs.registry import SCORE_BY_KIND, env_factory
+from a2c.runtime.envs.prompts import get_format
+from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
+from a2c.runtime.graders.base import Grader, GraderError
+from a2c.runtime.graders.result import GradeResult
+
+VERSION = "1"
+
+
+def data_root(env_cfg: dict) -> Path:
+    for cand in (env_cfg.get("data_root"), os.environ.get("A2C_ENV_DATA_ROOT"),
+                 os.path.dirname(os.environ.get("A2C_HELDOUT", "")) or None):
+        if cand:
+            return Path(cand)
+    return Path.cwd()
+
+
+def token_counter(backend) -> Callable[[str], int] | None:
+    tok = getattr(backend, "tokenizer", None)
+    if tok is None:
+        return None
+    return lambda text: len(tok.encode(text, add_special_tokens=False))
+
+
+class RolloutGrader(Grader):
+    kind = "rollout"
+    version = VERSION
+
+    def __init__(self, grader_cfg: dict[str, Any]):
+        super().__init__(grader_cfg)
+        self.env_cfg: dict = dict(self.cfg.get("env") or {})
+        if not self.env_cfg.get("kind"):
+            raise GraderError("grader.env.kind is required for a rollout grader")
+        self.env_kind = self.env_cfg["kind"]
+        self.options = dict(self.env_cfg.get("options") or {})
+        self.fmt = get_format(self.env_kind, self.options)
+        self.rollout_cfg = RolloutConfig.from_env_cfg(self.env_cfg)
+        self.score_by = self.options.get("score") or SCORE_BY_KIND.get(self.env_kind, "success")
+
+    def select(self, records: list[dict]) -> list[dict]:
+        n = self.env_cfg.get("n_episodes")
+        return list(records)[: int(n)] if n else list(records)
+
+    # ---------------------------------------------------------------- the entry points
+    def grade_model(self, model_path, records: list[dict], backend_kind: str = "auto") -> GradeResult:
+        from a2c.runtime.inference import load_backend  # lazy: torch
+
+        if backend_kind in (None, "", "auto"):
+            backend_kind = self.inference.get("backend") or "auto"
+        backend = load_backend(model_path, backend_kind)
+        try:
+            return self.grade_backend(backend, records)
+        finally:
+            close = getattr(backend, "close", None)
+            if close:
+                close()
+
+    def grade_backend(self, backend, records: list[dict], *, lockstep: bool = True) -> GradeResult:
+        """Roll out `backend` (anything with `generate(prompts, settings)`) on the records."""
+        settings = self.generation_settings()
+        return self.grade_policy(lambda prompts: backend.generate(prompts, settings), records,
+                                 backend_name=getattr(backend, "name", "custom"),
+                                 count_tokens=token_counter(backend), lockstep=lockstep)
+
+    def grade_policy(self, policy: Callable[[list], list[str]], records: list[dict], *,
+                     backend_name: str = "custom", count_tokens=None,
+                     lockstep: bool = True) -> GradeResult:
+        started = time.monotonic()
+        records = self.select(records)
+        factory = env_factory(self.env_cfg, data_root(self.env_cfg))
+        kwargs = {"count_tokens": count_tokens} if count_tokens else {}
+        episodes = run_rollouts(records, factory, self.fmt, policy, self.rollout_cfg,
+                                lockstep=lockstep, **kwargs)
+        items = []
+        for rec, ep in zip(records, episodes):
+            item_score = (1.0 if ep.won else 0.0) if self.score_by == "success" else float(ep.reward)
+            items.append({
+                "id": ep.id, "prompt": ep.task, "output": ep.steps[-1].output if ep.steps else "",
+                "extracted": [t.action for t in ep.steps], "gold": rec.get("answer"),
+                "correct": bool(ep.won), "score": item_score, "error": ep.failure,
+                "reward": ep.reward, "won": ep.won, "n_steps": len(ep.steps),
+                "first_observation": ep.first_observation, "trajectory": ep.trajectory(),
+            })
+        n = len(items) or 1
+        metrics = {
+            "env": self.env_kind, "score_by": self.score_by,
+            "success_rate": 100.0 * sum(1 for e in episodes if e.won) / n,
+            "mean_reward": 100.0 * sum(e.reward for e in episodes) / n,
+            "failed_episodes": sum(1 for e in episodes if e.failed),
+            "failures": {r: sum(1 for e in episodes if (e.failure or "").split(":")[0] == r)
+                         for r in ("bad_action", "env_crash", "timeout")},
+            "mean_steps": sum(len(e.steps) for e in episodes) / n,
+            "max_steps": self.rollout_cfg.max_steps, "lockstep": lockstep,
+        }
+        return self.finish(items, metrics, backend_name, started)
+
+    def grade_predictions(self, predictions: dict[str, Any], records: list[dict]) -> GradeResult:
+        return GradeResult.invalid(self.kind, self.version, "none",
+                                   "a rollout task is graded by playing the model as a policy; "
+                                   "it has no predictions file to grade")

@@ -1,0 +1,59 @@
+"""TextWorld adapter: a real TextWorld engine playing a compiled game file (.z8/.ulx + .json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from a2c.runtime.envs.prompts import clean_text
+
+_INFO_KEYS = ("admissible_commands", "won", "lost", "score", "max_score", "objective",
+              "description", "policy_commands", "inventory")
+
+
+class TextWorldEnv:
+    """One episode of one TextWorld game. Reward is the game's score gain; `won` ends it."""
+
+    def __init__(self, game_file: str | Path, max_steps: int = 50):
+        import textworld
+        from textworld.envs.wrappers import Filter
+
+        self.game_file = str(game_file)
+        if not Path(self.game_file).is_file():
+            raise FileNotFoundError(f"game file not found: {self.game_file}")
+        infos = textworld.EnvInfos(**{k: True for k in _INFO_KEYS})
+        self._env = textworld.start(self.game_file, infos, wrappers=[Filter])
+        self.max_steps = max_steps
+        self._score = 0
+
+    def _info(self, raw: dict) -> dict:
+        info = {k: raw.get(k) for k in _INFO_KEYS}
+        info["won"] = bool(raw.get("won"))
+        info["lost"] = bool(raw.get("lost"))
+        if info["admissible_commands"]:
+            info["admissible_commands"] = sorted(info["admissible_commands"])
+        return info
+
+    def reset(self) -> tuple[str, dict]:
+        _, raw = self._env.reset()
+        info = self._info(raw)
+        self._score = raw.get("score") or 0
+        info["task"] = clean_text(raw.get("objective") or "")
+        return clean_text(raw.get("description") or ""), info
+
+    def step(self, action: str) -> tuple[str, float, bool, dict]:
+        result = self._env.step(action)      # Filter: (obs, score, done, infos)
+        obs, raw = result[0], result[-1]
+        info = self._info(raw)
+        score = raw.get("score") or 0
+        reward = float(score - self._score)
+        self._score = score
+        done = info["won"] or info["lost"]
+        text = clean_text(obs)
+        # drop the end-of-game boilerplate the engine appends
+        for marker in ("*** The End ***", "*** You lost! ***"):
+            if marker in text:
+                text = text.split(marker)[0].strip() + f"\n{marker}"
+        return text, reward, done, info
+
+    def close(self) -> None:
+        self._env.close()

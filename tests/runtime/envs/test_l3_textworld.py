@@ -1,0 +1,159 @@
+"""TextWorld adapter, lockstep rollouts, failures and the rollout grader on real TextWorld games."""
+
+from __future__ import annotations
+
+import time
+
+from a2c.runtime.envs.prompts import OMITTED, Turn, get_format
+from a2c.runtime.envs.registry import env_factory
+from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
+from a2c.runtime.envs.rollout_grader import RolloutGrader
+from a2c.runtime.envs.textworld_env import TextWorldEnv
+
+ENV_CFG = {"kind": "textworld", "max_steps": 6, "history": {"max_tokens": 1024}}
+
+
+def test_generator_splits_are_disjoint_and_files_exist(tw_games):
+    root, splits = tw_games
+    assert set(splits) == {"train", "test"}
+    ids = [r["id"] for s in splits.values() for r in s]
+    assert len(ids) == len(set(ids)) == 6
+    sigs = {s: {(r["prompt"], tuple(r["walkthrough"])) for r in recs} for s, recs in splits.items()}
+    assert not sigs["train"] & sigs["test"]
+    for rec in splits["train"] + splits["test"]:
+        assert (root / rec["game_file"]).is_file() and not rec["game_file"].startswith("/")
+        assert rec["walkthrough"] and rec["answer"]
+
+
+def test_generator_is_deterministic(tw_games, tmp_path):
+    from a2c.runtime.envs.textworld_games import generate
+
+    _, splits = tw_games
+    again = generate({"splits": {"train": 3, "test": 3}}, 11, tmp_path)
+    assert [r["walkthrough"] for r in again["test"]] == [r["walkthrough"] for r in splits["test"]]
+
+
+def test_env_walkthrough_wins(tw_games):
+    root, splits = tw_games
+    rec = splits["train"][0]
+    env = TextWorldEnv(root / rec["game_file"])
+    obs, info = env.reset()
+    assert obs and info["task"] and info["admissible_commands"]
+    assert rec["walkthrough"][0] in info["admissible_commands"]
+    done = False
+    for a in rec["walkthrough"]:
+        obs, reward, done, info = env.step(a)
+    assert done and info["won"]
+    env.close()
+
+
+def test_lockstep_equals_one_at_a_time_and_batches(tw_games, oracle):
+    root, splits = tw_games
+    recs = splits["test"]
+    fmt = get_format("textworld")
+    factory = env_factory(ENV_CFG, root)
+    cfg = RolloutConfig.from_env_cfg(ENV_CFG)
+    p1 = oracle(recs)
+    lock = run_rollouts(recs, factory, fmt, p1, cfg, lockstep=True)
+    p2 = oracle(recs)
+    single = run_rollouts(recs, factory, fmt, p2, cfg, lockstep=False)
+    assert [e.to_dict() for e in lock] == [e.to_dict() for e in single]
+    assert all(e.won for e in lock)
+    assert p1.batch_sizes[0] == len(recs) and max(p2.batch_sizes) == 1
+    assert len(p1.batch_sizes) < len(p2.batch_sizes)
+    traj = lock[0].trajectory()
+    assert [t["action"] for t in traj] == recs[0]["walkthrough"]
+    assert traj[-1]["reward"] > 0 and traj[0]["observation"]
+
+
+def test_bad_action_and_missing_game_fail_only_their_episode(tw_games, oracle):
+    root, splits = tw_games
+    recs = [dict(r) for r in splits["test"]]
+    recs.append({**recs[0], "id": "missing", "game_file": "games/nope.z8", "prompt": "x"})
+    policy = oracle(recs[:3], bad_ids={recs[1]["id"]})
+    eps = run_rollouts(recs, env_factory(ENV_CFG, root), get_format("textworld"), policy,
+                       RolloutConfig.from_env_cfg(ENV_CFG))
+    assert eps[0].won and eps[2].won
+    assert eps[1].failure.startswith("bad_action") and not eps[1].won
+    assert eps[3].failure.startswith("env_crash") and "nope.z8" in eps[3].failure
+
+
+def test_step_timeout_fails_the_episode(tw_games, oracle):
+    root, splits = tw_games
+    recs = splits["test"][:2]
+    base = env_factory(ENV_CFG, root)
+
+    class Slow:
+        def __init__(self, env):
+            self.env = env
+
+        def reset(self):
+            return self.env.reset()
+
+        def step(self, a):
+            time.sleep(2)
+            return self.env.step(a)
+
+        def close(self):
+            self.env.close()
+
+    def factory(rec):
+        env = base(rec)
+        return Slow(env) if rec["id"] == recs[0]["id"] else env
+
+    cfg = RolloutConfig(max_steps=6, step_timeout_s=0.5)
+    eps = run_rollouts(recs, factory, get_format("textworld"), oracle(recs), cfg)
+    assert eps[0].failure.startswith("timeout") and eps[1].won
+
+
+def test_max_steps_ends_unfinished_episodes(tw_games):
+    root, splits = tw_games
+    recs = splits["test"][:2]
+    cfg = RolloutConfig(max_steps=3)
+    eps = run_rollouts(recs, env_factory(ENV_CFG, root), get_format("textworld"),
+                       lambda ps: ["look"] * len(ps), cfg)
+    assert all(len(e.steps) == 3 and not e.won and e.failure is None for e in eps)
+    assert eps[0].info["stopped"] == "max_steps"
+
+
+def test_history_truncation_keeps_task_and_latest():
+    fmt = get_format("textworld")
+    turns = [Turn(f"action {i}", f"observation {i} " + "word " * 50) for i in range(30)]
+    info = {"admissible_commands": ["look", "go north"]}
+    full = fmt.messages("Find the key.", "You are in a room.", turns, info)
+    cut = fmt.messages("Find the key.", "You are in a room.", turns, info, max_tokens=400,
+                       keep_first_turns=1)
+    assert len(cut) < len(full)
+    assert cut[0] == full[0] and cut[1] == full[1]            # system, task
+    assert cut[2]["content"] == "action 0"                       # keep_first_turns
+    assert cut[-1] == full[-1] and "Valid actions: look, go north" in cut[-1]["content"]
+    assert any(OMITTED in m["content"] for m in cut)
+    roles = [m["role"] for m in cut[1:]]
+    assert all(a != b for a, b in zip(roles, roles[1:]))       # still alternates
+    tiny = fmt.messages("Find the key.", "You are in a room.", turns, info, max_tokens=10)
+    assert tiny[-1]["content"].endswith(full[-1]["content"])     # never raises, keeps latest
+    assert len(tiny) == 4
+
+
+def test_rollout_grader_scores_and_keeps_trajectories(tw_games, oracle):
+    root, splits = tw_games
+    recs = splits["test"]
+    grader = RolloutGrader({"kind": "rollout", "env": {**ENV_CFG, "data_root": str(root)},
+                            "inference": {"max_new_tokens": 16}})
+    res = grader.grade_policy(oracle(recs, bad_ids={recs[0]["id"]}), recs)
+    assert res.n_items == 3 and abs(res.score - 200 / 3) < 1e-6
+    assert res.metrics["failures"]["bad_action"] == 1 and res.grader == "rollout"
+    assert 0 <= res.ci95[0] <= res.score <= res.ci95[1] <= 100
+    item = res.items[1]
+    assert item["correct"] and item["trajectory"] and item["error"] is None
+    assert res.items[0]["error"].startswith("bad_action")
+    res.to_dict()  # JSON-safe
+
+
+def test_rollout_grader_via_registry(tw_games):
+    from a2c.runtime.graders import get_grader
+
+    g = get_grader({"kind": "rollout", "env": {"kind": "textworld"}})
+    assert isinstance(g, RolloutGrader)
+    out = g.grade_predictions({}, [])
+    assert not out.valid
