@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# a2c launcher for Claude Code (`claude-code`, cli agent), compiled by a2c 0.1.0.
+# Generated from specs/agents/claude-code.yaml: edit the spec, then run `a2c build`.
+#
+# The runtime runs this inside the sandbox with the workspace as cwd and sets A2C_WORKSPACE,
+# A2C_PROMPT_FILE (the rendered prompt.md), A2C_DRIVER_MODEL and the other A2C_* variables.
+# Transcript: stream-json on stdout -> logs/transcript.jsonl
+set -euo pipefail
+cd "${A2C_WORKSPACE:?A2C_WORKSPACE is not set}"
+A2C_PROMPT="$(cat "${A2C_PROMPT_FILE:?A2C_PROMPT_FILE is not set}")"
+export A2C_PROMPT
+A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-claude-sonnet-4-5}"
+: "${A2C_DRIVER_MODEL:?claude-code needs a driver model (--driver)}"
+export A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-}"
+# Passed through from the host by the runtime (never stored in the bundle): ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+exec claude -p "$A2C_PROMPT" --output-format stream-json --verbose --dangerously-skip-permissions --model "$A2C_DRIVER_MODEL"
