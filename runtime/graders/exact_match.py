@@ -20,7 +20,7 @@ from typing import Any
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.result import GradeResult
 
-DEFAULT_PATTERN = r"####\s*([^\n]*)"
+DEFAULT_PATTERN = r"####\s*(-?[\d,.]+)"
 NUMBER_RE = re.compile(r"[-+\u2212]?\s?[$\u20ac\u00a3]?\s?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?")
 NORMALIZE_STEPS = ("unicode_minus", "currency", "percent", "thousands", "punctuation", "sign",
                    "trailing_zeros", "lowercase")
@@ -46,23 +46,37 @@ class ExactMatchGrader(Grader):
         self.match = self.params.get("match", "first")
         if self.match not in ("first", "last"):
             raise GraderError(f"exact_match: match must be first or last, not {self.match!r}")
-        norm = self.params.get("normalize", True)
-        if norm is True or norm == "all":
-            self.steps = set(NORMALIZE_STEPS)
+        norm = self.params.get("normalize", "number")
+        if norm is True or norm in ("all", "number"):
+            self.steps = set(NORMALIZE_STEPS) - {"lowercase"}
+        elif norm == "text":
+            self.steps = {"lowercase", "unicode_minus"}
         elif norm in (False, None, "none"):
             self.steps = set()
-        else:
+        elif isinstance(norm, (list, tuple)):
             unknown = set(norm) - set(NORMALIZE_STEPS)
             if unknown:
                 raise GraderError(f"exact_match: unknown normalize steps {sorted(unknown)} "
                                   f"(known: {', '.join(NORMALIZE_STEPS)})")
             self.steps = set(norm)
+        else:
+            raise GraderError(f"exact_match: normalize must be number, text or none, "
+                              f"not {norm!r}")
+        self.normalize_mode = norm if isinstance(norm, str) else "custom"
+        answer_pattern = self.params.get("answer_pattern")
+        try:
+            self.answer_pattern = re.compile(answer_pattern) if answer_pattern else self.pattern
+        except re.error as exc:
+            raise GraderError(f"exact_match: answer_pattern {answer_pattern!r} is not a valid "
+                              f"regular expression: {exc}") from None
 
     # ---------------------------------------------------------------- extraction
     def extract(self, output: str | None) -> tuple[str | None, str]:
         """(answer, how) where how is 'pattern', 'last_number' or 'none'."""
         if not output:
             return None, "none"
+        if "unicode_minus" in self.steps:
+            output = output.replace("\u2212", "-")
         matches = list(self.pattern.finditer(output))
         if matches:
             m = matches[0] if self.match == "first" else matches[-1]
@@ -79,7 +93,7 @@ class ExactMatchGrader(Grader):
         if gold is None:
             raise GraderError(f"record {record.get('id')!r} has no 'answer' field")
         gold = str(gold)
-        matches = list(self.pattern.finditer(gold))
+        matches = list(self.answer_pattern.finditer(gold))
         if matches:
             m = matches[-1]
             return (m.group(1) if m.groups() else m.group(0)).strip()
@@ -120,7 +134,7 @@ class ExactMatchGrader(Grader):
             except InvalidOperation:
                 pass
         if "lowercase" in steps:
-            s = s.lower()
+            s = " ".join(s.casefold().split())
         return s
 
     # ---------------------------------------------------------------- scoring
@@ -147,7 +161,7 @@ class ExactMatchGrader(Grader):
             "n_fallback": sum(1 for it in items if it["extraction"] == "last_number"),
             "n_missing": sum(1 for it in items if it["error"] == "missing prediction"),
             "pattern": self.pattern.pattern, "fallback": self.fallback,
-            "normalize": sorted(self.steps),
+            "normalize": self.normalize_mode, "normalize_steps": sorted(self.steps),
             **(extra or {}),
         }
         return self.finish(items, metrics, backend, started)

@@ -49,11 +49,11 @@ class HumanEvalGrader(Grader):
     def __init__(self, grader_cfg: dict[str, Any]):
         super().__init__(grader_cfg)
         p = self.params
-        self.timeout_s = float(p.get("timeout_s", 10.0))
+        self.timeout_s = float(p.get("timeout", p.get("timeout_s", 10.0)))
         self.memory_mb = int(p.get("memory_mb", 1024))
         self.workers = int(p.get("workers", max(1, min(4, os.cpu_count() or 1))))
         self.extract_code = bool(p.get("extract_code", True))
-        self.ks = [int(k) for k in p.get("k", [1, 10, 100])]
+        self.ks = [int(k) for k in p.get("k", [1])]
         try:
             self.isolation, self.isolation_note = sandbox.isolation(p.get("isolation", "auto"))
         except (ValueError, RuntimeError) as exc:

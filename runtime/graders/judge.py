@@ -53,7 +53,8 @@ USER_TEMPLATE = (
 ENV_PREFIX = "A2C_JUDGE_"
 CONFIG_KEYS = ("base_url", "api_key", "model", "price_prompt_per_1k",
                "price_completion_per_1k", "timeout_s")
-FORBIDDEN_PARAMS = ("base_url", "api_key", "url", "endpoint", "key", "judge_model")
+FORBIDDEN_PARAMS = ("base_url", "api_key", "url", "endpoint", "key")
+JUDGE_TEMPLATES = ("alpaca_eval",)
 
 
 class JudgeConfigError(GraderError):
@@ -86,7 +87,10 @@ class JudgeConfig:
                 "price_completion_per_1k": self.price_completion_per_1k}
 
 
-def load_judge_config(env: dict[str, str] | None = None) -> JudgeConfig:
+def load_judge_config(env: dict[str, str] | None = None,
+                      default_model: str | None = None) -> JudgeConfig:
+    """The judge endpoint: A2C_JUDGE_* variables over the A2C_JUDGE_CONFIG file; the model falls
+    back to `default_model` (the spec's `judge_model`) when neither names one."""
     env = dict(os.environ if env is None else env)
     values: dict[str, Any] = {}
     sources = []
@@ -119,6 +123,8 @@ def load_judge_config(env: dict[str, str] | None = None) -> JudgeConfig:
             values[k] = v
             if "env" not in sources:
                 sources.append("env")
+    if not values.get("model") and default_model:
+        values["model"] = default_model
     missing = [k for k in ("base_url", "model") if not values.get(k)]
     if missing:
         raise JudgeConfigError(
@@ -341,8 +347,16 @@ class PairwiseJudgeGrader(Grader):
                               f"judge endpoint, key and model come from A2C_JUDGE_* environment "
                               f"variables or A2C_JUDGE_CONFIG")
         self.env = env
+        self.spec_judge_model = p.get("judge_model")
         self.weighted = bool(p.get("weighted", True))
-        self.failure_threshold = float(p.get("failure_threshold", 0.05))
+        self.failure_threshold = float(p.get("max_failure_rate", p.get("failure_threshold", 0.05)))
+        self.swap_positions = bool(p.get("swap_positions", True))
+        self.length_controlled = bool(p.get("length_controlled", True))
+        self.template = p.get("judge_template", "alpaca_eval")
+        if self.template not in JUDGE_TEMPLATES:
+            raise GraderError(f"pairwise_judge: unknown judge_template {self.template!r} "
+                              f"(known: {', '.join(JUDGE_TEMPLATES)})")
+        self.max_output_tokens = int(p.get("max_output_tokens", 4))
         self.concurrency = int(p.get("concurrency", 4))
         self.max_retries = int(p.get("max_retries", 5))
         self.backoff_s = float(p.get("backoff_s", 1.0))
@@ -355,7 +369,7 @@ class PairwiseJudgeGrader(Grader):
 
     def client(self) -> JudgeClient:
         if self._client is None:
-            config = load_judge_config(self.env)
+            config = load_judge_config(self.env, default_model=self.spec_judge_model)
             cache = None
             if self.use_cache:
                 env = os.environ if self.env is None else self.env
@@ -368,8 +382,17 @@ class PairwiseJudgeGrader(Grader):
                     cache = cache_dir() / "judge"
             self._client = JudgeClient(config, cache, weighted=self.weighted,
                                        max_retries=self.max_retries, backoff_s=self.backoff_s,
-                                       max_backoff_s=self.max_backoff_s)
+                                       max_backoff_s=self.max_backoff_s,
+                                       max_tokens=self.max_output_tokens)
         return self._client
+
+    def orders(self, record: dict) -> tuple[str, ...]:
+        """Both orders; with swap_positions false, one order chosen by the item's id hash (so
+        each position is used about half of the time, reproducibly)."""
+        if self.swap_positions:
+            return ("reference_first", "model_first")
+        h = int(sha256_json({"id": str(record.get("id"))})[:8], 16)
+        return ("reference_first",) if h % 2 == 0 else ("model_first",)
 
     def _instruction(self, r: dict) -> str:
         v = r.get(self.instruction_field, r.get("instruction", r.get("prompt")))
@@ -396,8 +419,9 @@ class PairwiseJudgeGrader(Grader):
                 if out is None or out == ref:
                     continue
                 # reference first (the model is B), then the model first (the model is A)
-                jobs[(i, "reference_first")] = pool.submit(client.judge, ins, ref, out)
-                jobs[(i, "model_first")] = pool.submit(client.judge, ins, out, ref)
+                for order in self.orders(records[i]):
+                    a, b = (ref, out) if order == "reference_first" else (out, ref)
+                    jobs[(i, order)] = pool.submit(client.judge, ins, a, b)
             results = {k: f.result() for k, f in jobs.items()}
         items = []
         prefs, lm, lb, diffs = [], [], [], []
@@ -416,7 +440,7 @@ class PairwiseJudgeGrader(Grader):
             else:
                 failed = []
                 p_model = []
-                for order in ("reference_first", "model_first"):
+                for order in self.orders(r):
                     j = results[(i, order)]
                     n_calls += 1
                     n_cached += int(j.cached)
@@ -448,8 +472,10 @@ class PairwiseJudgeGrader(Grader):
         n_failed_items = sum(1 for it in items if it.get("excluded"))
         use_diff = bool(diffs) and all(d is not None for d in diffs)
         lc = length_controlled_winrate(prefs, lm, lb, diffs if use_diff else None, l2=self.lc_l2)
+        if not self.length_controlled:
+            lc.update(lc_win_rate=None, coefficients={})
         n = len(items)
-        fail_rate = n_failed_items / n if n else 0.0
+        fail_rate = n_failed_calls / n_calls if n_calls else 0.0
         reliable = fail_rate <= self.failure_threshold
         cfg = client.config
         cost = (tokens["prompt"] / 1000.0 * cfg.price_prompt_per_1k
@@ -467,7 +493,9 @@ class PairwiseJudgeGrader(Grader):
             "n_missing": sum(1 for it in items if it["error"] == "missing prediction"),
             "n_scored": len(prefs),
             "judge_failures": n_failed_calls, "judge_failed_items": n_failed_items,
-            "judge_failure_rate": fail_rate, "failure_threshold": self.failure_threshold,
+            "judge_failure_rate": fail_rate, "max_failure_rate": self.failure_threshold,
+            "swap_positions": self.swap_positions, "judge_template": self.template,
+            "spec_judge_model": self.spec_judge_model,
             "reliable": reliable,
             "judge_calls": n_calls, "judge_cached": n_cached,
             "judge_http_requests": client.http_calls,
@@ -480,8 +508,9 @@ class PairwiseJudgeGrader(Grader):
         }
         error = None
         if not reliable:
-            error = (f"unreliable: judge failed on {n_failed_items}/{n} items "
-                     f"({100 * fail_rate:.1f}% > {100 * self.failure_threshold:.1f}%)")
+            error = (f"unreliable: {n_failed_calls}/{n_calls} judgments failed after retries "
+                     f"({100 * fail_rate:.1f}% > {100 * self.failure_threshold:.1f}%); "
+                     f"{n_failed_items} items left out of the win rate")
         return self.finish(items, metrics, backend, started, score=lc["win_rate"],
                            valid=reliable, error=error)
 
