@@ -102,6 +102,12 @@ class ServiceConfig:
     def resolved_task_id(self) -> str:
         if self.task_id:
             return self.task_id
+        try:
+            grader_task = self.grader_config().get("task_id")
+        except RunError:
+            grader_task = None
+        if grader_task:
+            return str(grader_task)
         manifest = self.bundle_manifest()
         if manifest:
             return manifest.get("id") or manifest.get("task", {}).get("id", "unknown")
