@@ -152,7 +152,7 @@ def same_number(a: str | None, b: str | None) -> bool:
 
 # --------------------------------------------------------------------------------- grading client
 def _client_cmd(ctx: AgentContext, *args: str) -> list[str]:
-    return [sys.executable, str(ctx.workspace / "a2c_client.py"), *args]
+    return [sys.executable, str(ctx.workspace / "a2c_client.py"), *args, "--json"]
 
 
 def _parse(out: str) -> dict:
@@ -169,7 +169,7 @@ def _parse(out: str) -> dict:
                 return value
         except ValueError:
             continue
-    match = re.search(r"\bid\W+(\w+)", out)
+    match = re.search(r"\bsubmission (\d+)", out) or re.search(r"\bid\W+(\w+)", out)
     return {"id": match.group(1), "raw": out} if match else {"raw": out}
 
 

@@ -82,13 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         records = records[:limit]
     log(f"SFT agent: {len(records)} training records, base model {ctx.base_model}, "
         f"mode {ctx.mode}, {ctx.remaining():.0f}s left", event="start")
+    start_time = time.time()
     model, tokenizer = load_model(ctx.base_model)
     submitted: list[str] = []
     seconds_per_step = None
     for stage in range(1, stages + 1):
         n = steps
         if seconds_per_step is not None:  # keep a margin for saving, submitting and scoring
-            affordable = int((ctx.remaining() - 60) / max(seconds_per_step, 1e-3))
+            margin = min(60.0, max(10.0, 0.15 * (ctx.deadline - start_time)))
+            affordable = int((ctx.remaining() - margin) / max(seconds_per_step, 1e-3))
             n = min(steps, affordable)
             if n < 1:
                 log(f"stage {stage}: not enough time left ({ctx.remaining():.0f}s), stopping")

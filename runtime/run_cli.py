@@ -1,0 +1,119 @@
+"""`a2c run` and `a2c demo`: run a bundle with an agent, resume a run, or watch the demo.
+
+Heavy libraries are imported inside the handlers only (the CLI must stay fast to start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from a2c.errors import RunError
+
+DEMO_TASK = "arith"
+DEMO_AGENT = "ref-sft"
+
+
+def register(subparsers) -> None:
+    run = subparsers.add_parser(
+        "run", help="run a task bundle with an agent (or resume a run)",
+        description="Run an agent on a task: prepare an isolated workspace, start the grader, "
+                    "run the agent under the budget, record everything, score the run.")
+    run.add_argument("bundle", nargs="?", metavar="BUNDLE_OR_SPEC",
+                     help="a bundle folder (generated/<id>), a task spec file, or a task id")
+    run.add_argument("--agent", help="agent id (generated/agents/<id>), agent bundle or spec")
+    run.add_argument("--model", help="base model override: a model folder, a builtin name "
+                                     "(tiny, smollm2-135m-instruct) or a hub id[@revision]")
+    run.add_argument("--budget", help="wall-clock budget (e.g. 90s, 15m, 1h30m); "
+                                      "default: the task's")
+    run.add_argument("--mode", default="free", choices=["free", "sft-only", "rl-only"])
+    run.add_argument("--backend", default="local", choices=["local", "docker"])
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--driver", help="driver model for LLM scaffolds")
+    run.add_argument("--runs-dir", help="where run directories go (default: ./runs)")
+    run.add_argument("--resume", metavar="RUN_DIR",
+                     help="continue a run after a crash of the runtime or the grader")
+    run.add_argument("--no-bwrap", action="store_true",
+                     help="local backend without bubblewrap (isolation: none; for debugging)")
+    run.set_defaults(handler=handle_run)
+
+    demo = subparsers.add_parser(
+        "demo", help="the built-in demo: the SFT reference agent post-trains a small model",
+        description="Build the built-in arithmetic task, run the scripted SFT reference agent "
+                    "on SmolLM2-135M-Instruct (offline) with the local backend, print the summary.")
+    demo.add_argument("--runs-dir", help="where the run directory goes (default: ./runs)")
+    demo.add_argument("--agent", default=DEMO_AGENT, help="reference agent (ref-sft or ref-grpo)")
+    demo.add_argument("--budget", default="10m", help="wall-clock budget of the agent (10m)")
+    demo.set_defaults(handler=handle_demo)
+
+
+class Progress:
+    """Timestamped progress lines through rich (plain text when not a terminal)."""
+
+    def __init__(self):
+        from rich.console import Console
+        self.console = Console(highlight=False)
+        self.start = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.monotonic() - self.start
+        style = "bold yellow" if message.startswith("WARNING") else None
+        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] {message}", style=style,
+                           markup=not message.startswith("WARNING"))
+
+    def summary(self, result: dict) -> None:
+        from rich.table import Table
+        table = Table(title=f"a2c run {result['run_id']}", show_header=False)
+        table.add_column(style="bold")
+        table.add_column()
+
+        def fmt(value):
+            return "—" if value is None else f"{value:.1f}"
+        baseline, best = result.get("baseline_score"), result.get("best_score")
+        gain = "" if baseline is None or best is None else f"  ({best - baseline:+.1f} points)"
+        rows = [("task", result["task"]), ("agent", result["agent"]), ("mode", result["mode"]),
+                ("isolation", str(result["isolation"])),
+                ("baseline score", fmt(baseline)), ("best score", fmt(best) + gain),
+                ("final score", fmt(result.get("final_score"))),
+                ("submissions", f"{result['submissions']} ({result['valid_submissions']} valid)"),
+                ("status", result["status"]), ("record", result["run_dir"])]
+        for key, value in rows:
+            table.add_row(key, value)
+        self.console.print(table)
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    from a2c.runtime import run as run_mod
+    progress = Progress()
+    if args.resume:
+        if args.bundle or args.agent:
+            raise RunError("--resume takes only the run directory")
+        result = run_mod.resume(Path(args.resume), report=progress)
+    else:
+        if not args.bundle or not args.agent:
+            raise RunError("usage: a2c run BUNDLE_OR_SPEC --agent ID (or a2c run --resume RUN_DIR)")
+        opts = run_mod.RunOptions(bundle=args.bundle, agent=args.agent, model=args.model,
+                                  budget=args.budget, mode=args.mode, backend=args.backend,
+                                  seed=args.seed, runs_dir=args.runs_dir, driver=args.driver,
+                                  use_bwrap=False if args.no_bwrap else None)
+        ctx = run_mod.prepare(opts, report=progress)
+        result = run_mod.execute(ctx, report=progress)
+    progress.summary(result)
+    return 0 if result["status"] == "finished" else 1
+
+
+def handle_demo(args: argparse.Namespace) -> int:
+    from a2c.runtime import run as run_mod
+    progress = Progress()
+    progress(f"a2c demo: task {DEMO_TASK} (two-digit addition, '#### N' answers), agent "
+             f"{args.agent}, base model SmolLM2-135M-Instruct, local backend, budget {args.budget}")
+    opts = run_mod.RunOptions(bundle=DEMO_TASK, agent=args.agent, budget=args.budget,
+                              runs_dir=args.runs_dir, backend="local")
+    ctx = run_mod.prepare(opts, report=progress)
+    result = run_mod.execute(ctx, report=progress)
+    progress.summary(result)
+    elapsed = time.monotonic() - progress.start
+    progress(f"demo finished in {elapsed:.0f}s (load average {os.getloadavg()[0]:.1f})")
+    return 0 if result["status"] == "finished" else 1
