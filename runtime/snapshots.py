@@ -160,11 +160,12 @@ class Snapshotter:
     def snapshot(self, reason: str, submission_id: int | str | None = None) -> dict[str, Any]:
         """Commit the workspace's code; return {commit, files, bytes, changed, reason, ...}."""
         started = time.monotonic()
-        self._ensure_repo()
+        self.repo_dir.mkdir(parents=True, exist_ok=True)
         lock_path = self.repo_dir / "a2c-snapshot.lock"
         with open(lock_path, "a+") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
+                self._ensure_repo()
                 info = self._snapshot_locked(reason, submission_id)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
