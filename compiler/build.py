@@ -12,19 +12,19 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from a2c.compiler import resolve as resolve_mod
+from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
+from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
 
 import a2c
 from a2c.canonical import sha256_bytes, sha256_json
-from a2c.compiler import resolve as resolve_mod
-from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
 from a2c.errors import SpecError
 from a2c.paths import TEMPLATES_DIR, project_root
-from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
 
 MANIFESTS = {"Task": "bundle.json", "Agent": "agent.json", "Suite": "suite.json"}
 KEYS = {"Task": "task", "Agent": "agent", "Suite": "suite"}
@@ -58,7 +58,7 @@ def default_out_dir() -> Path:
 
 # ---------------------------------------------------------------- rendering
 
-def human_duration(seconds: float | int | None) -> str:
+def human_duration(seconds: float | None) -> str:
     if seconds is None:
         return "none"
     seconds = int(seconds)
@@ -73,8 +73,8 @@ def to_json(value: Any, indent: int | None = 2) -> str:
     return json.dumps(value, sort_keys=True, indent=indent, ensure_ascii=False)
 
 
-@lru_cache(maxsize=None)
-def environment(root: str = str(TEMPLATES_DIR)) -> jinja2.Environment:
+@cache
+def environment(root: str) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(root),
         undefined=jinja2.StrictUndefined,
@@ -97,7 +97,7 @@ def _templates(prefix: str) -> list[str]:
 
 def _render(name: str, context: dict[str, Any]) -> bytes:
     try:
-        text = environment().get_template(name).render(**context)
+        text = environment(str(TEMPLATES_DIR)).get_template(name).render(**context)
     except jinja2.TemplateError as exc:
         where = getattr(exc, "lineno", None)
         raise SpecError(f"{TEMPLATES_DIR / name}:{where or 1}:1: (template): {exc}") from None
@@ -141,7 +141,7 @@ def compile_task(doc: Document) -> Artifact:
     src = doc.data["data"]["source"]
     for split, original in sorted(src.get("files", {}).items()):
         raw = (doc.path.parent / original).read_bytes()
-        if not Path(original).suffix == ".parquet":
+        if Path(original).suffix != ".parquet":
             raw = raw.replace(b"\r\n", b"\n")
         files[resolve_mod.data_file_name(split, original)] = raw
     files["bundle.json"] = _manifest("Task", task["id"], task,
@@ -290,7 +290,7 @@ def prune(artifacts: list[Artifact], out_dir: Path) -> list[Path]:
     wanted = {art.rel_dir for art in artifacts}
     removed = []
     for manifest in sorted(set(MANIFESTS.values())):
-        for path in out_dir.rglob(manifest):
+        for path in sorted(out_dir.rglob(manifest)):
             rel = path.parent.relative_to(out_dir).as_posix()
             if rel not in wanted and path.parent.exists():
                 shutil.rmtree(path.parent)

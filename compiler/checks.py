@@ -151,8 +151,8 @@ def grader_params_make_sense(doc):
         else:
             for name in sorted(names - set(fields)):
                 yield (("grader", "inference", "prompt_template"),
-                       f"uses {{{name}}}, which the field mapping does not define "
-                       f"(fields: {', '.join(sorted(fields))})")
+                       (f"uses {{{name}}}, which the field mapping does not define "
+                       f"(fields: {', '.join(sorted(fields))})"))
 
 
 @check_for("Task")

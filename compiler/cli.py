@@ -103,7 +103,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from a2c.compiler.build import load_all, human_duration
+    from a2c.compiler.build import human_duration, load_all
     from a2c.compiler.load import discover
     from a2c.compiler.resolve import resolve
     specs = discover(args.specs)

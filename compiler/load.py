@@ -16,6 +16,7 @@ from typing import Any
 from a2c.compiler import checks, resolve
 from a2c.compiler.schema import KINDS, problems_for, suggest
 from a2c.compiler.yamlsrc import Source, dotted, parse
+
 from a2c.errors import SpecError
 from a2c.paths import SPECS_DIR, project_root
 
@@ -164,5 +165,14 @@ def deepcopy(obj):
     return copy.deepcopy(obj)
 
 
-__all__ = ["Document", "load_spec", "load_document", "read_document", "validate_document",
-           "find_spec", "discover", "specs_root", "dotted"]
+__all__ = [
+    "Document",
+    "discover",
+    "dotted",
+    "find_spec",
+    "load_document",
+    "load_spec",
+    "read_document",
+    "specs_root",
+    "validate_document",
+]

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import difflib
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
+from a2c.compiler.yamlsrc import Source, dotted
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from a2c.compiler.yamlsrc import Source, dotted
 from a2c.paths import SCHEMAS_DIR
 
 KINDS = {"Task": "task", "Agent": "agent", "Suite": "suite"}
@@ -43,13 +43,13 @@ def _yaml_type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict:
     """The schema for `name` in task|agent|suite."""
     return json.loads((SCHEMAS_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(load_schema(name))
 

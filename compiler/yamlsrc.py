@@ -77,8 +77,7 @@ def decode(file: str, raw: bytes) -> str:
         raise SpecError(_problem(file, line, col,
                                  f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
                                  "save the file as UTF-8")) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     return text.replace("\r\n", "\n")
 
 
@@ -159,9 +158,7 @@ class _Converter:
         self.source.values.setdefault(path, f"{self.source.file}:{line}:{col}")
         if isinstance(node, ScalarNode):
             value = self.constructor.construct_object(node, deep=True)
-            if isinstance(value, (_dt.date, _dt.datetime)):
-                value = node.value
-            elif isinstance(value, bytes):
+            if isinstance(value, (_dt.date, _dt.datetime, bytes)):
                 value = node.value
             return value
         if isinstance(node, SequenceNode):

@@ -2,7 +2,7 @@
 """a2c grading client: submit a trained model for scoring and check results and time left.
 
     python a2c_client.py submit output/my-model [--note "sft 2 epochs"] [--wait]
-    python a2c_client.py status [ID]        # one submission (default: the latest)
+    python a2c_client.py status [ID]        # one submission (without ID: all, like list)
     python a2c_client.py list               # every submission with its score
     python a2c_client.py time               # time and submissions left
     python a2c_client.py wait ID            # block until a submission is scored
@@ -197,16 +197,8 @@ def cmd_submit(args):
 
 def cmd_status(args):
     if args.id is None:
-        subs = call("GET", "/submissions")["submissions"]
-        if not subs:
-            if args.json:
-                print(json.dumps(None))
-            else:
-                print("no submissions yet")
-            return 0
-        sub = subs[-1]
-    else:
-        sub = call("GET", f"/submissions/{args.id}")
+        return cmd_list(args)
+    sub = call("GET", f"/submissions/{args.id}")
     print(json.dumps(sub, indent=1) if args.json else describe(sub))
     return 0
 
@@ -277,7 +269,7 @@ def build_parser():
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up after S s")
     p.set_defaults(func=cmd_submit)
     p = sub.add_parser("status", parents=[common], help="status and score of a submission",
-                       description="Status and score of one submission (default: the latest).")
+                       description="Status and score of one submission (without ID: all).")
     p.add_argument("id", nargs="?", type=int)
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("list", parents=[common], help="all submissions with scores")
