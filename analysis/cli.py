@@ -1,0 +1,88 @@
+"""`a2c verify`, `a2c report`, `a2c leaderboard`: integrity checks, run reports, leaderboards."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .verify import verify_run
+
+    result = verify_run(Path(args.run_dir))
+    for check in result.checks:
+        print(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+    if result.ok:
+        print(f"{args.run_dir}: record verified")
+        return 0
+    print(f"{args.run_dir}: record FAILED verification", file=sys.stderr)
+    for problem in result.problems:
+        print(f"  {args.run_dir.rstrip('/')}/{problem}", file=sys.stderr)
+    return 3
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    report, paths = write_report(Path(args.run_dir), args.out, force=args.force)
+    if not report["verification"]["ok"]:
+        print(f"WARNING: {args.run_dir}: the record FAILED verification; the report is marked "
+              f"UNVERIFIED (--force)", file=sys.stderr)
+    for kind in ("json", "md", "html"):
+        print(paths[kind])
+    scores = report["scores"]
+    print(f"baseline {scores['baseline']} · best {scores['best']} · "
+          f"{report['metrics']['n_submissions']} submissions", file=sys.stderr)
+    return 0
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from .leaderboard import build_leaderboard, render_leaderboard
+
+    by = tuple(k.strip() for k in args.by.split(",") if k.strip())
+    board = build_leaderboard(Path(args.runs_dir), by, args.include_unverified)
+    text = render_leaderboard(board, args.format)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(args.out)
+    else:
+        sys.stdout.write(text)
+    for excluded in board["excluded"]:
+        print(f"excluded {excluded['path']}: {excluded['reason']}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "verify", help="check a run record's integrity (hash chain, bundle, journal, results)",
+        description="Check the hash chain of events.jsonl, the bundle digest, that the grader's "
+                    "journal and the events agree and that results files match. Exits non-zero "
+                    "naming the first broken line or file.")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.set_defaults(handler=_verify)
+
+    p = subparsers.add_parser(
+        "report", help="write report.json, report.md and a self-contained report.html for a run",
+        description="Verify a run and write its report (report.json, report.md, "
+                    "score_over_time.svg, report.html) to --out (default RUN_DIR/report).")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output folder (default: RUN_DIR/report)")
+    p.add_argument("--force", action="store_true",
+                   help="report a run whose record fails verification (marked UNVERIFIED)")
+    p.set_defaults(handler=_report)
+
+    p = subparsers.add_parser(
+        "leaderboard", help="one table across runs: baseline, best, improvement, spread",
+        description="Aggregate every run under RUNS_DIR (folders holding run.json) into one "
+                    "table; only verified runs count unless --include-unverified.")
+    p.add_argument("runs_dir", metavar="RUNS_DIR")
+    p.add_argument("--by", default="agent,driver,task,mode",
+                   help="grouping keys, comma-separated (agent, driver, task, mode, level, seed, "
+                        "isolation); default agent,driver,task,mode")
+    p.add_argument("--format", choices=("md", "csv", "html"), default="md")
+    p.add_argument("--out", metavar="FILE", default=None, help="write here instead of stdout")
+    p.add_argument("--include-unverified", action="store_true",
+                   help="count runs whose record fails verification")
+    p.set_defaults(handler=_leaderboard)

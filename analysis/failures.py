@@ -1,0 +1,166 @@
+"""Failure taxonomy: why submissions were invalid and what went wrong in the run, with evidence.
+
+Each invalid submission (and each run-level failure: no valid submission before the deadline, the
+agent crashing, the grader refusing requests) gets one category. The category is decided from the
+grader's error message, the results file's error and the grader log lines about that submission;
+the evidence is those lines, quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .record import RunRecord, Submission
+
+# (category, label, pattern) in priority order: the first match wins.
+CATEGORIES: list[tuple[str, str, re.Pattern]] = [
+    ("base_copy", "copy of the base model",
+     re.compile(r"copy of the base|identical to the base|base model unchanged|same weights as "
+                r"the base", re.I)),
+    ("duplicate", "duplicate of an earlier submission",
+     re.compile(r"duplicate|identical weights|already (?:scored|submitted)", re.I)),
+    ("path_refused", "path refused",
+     re.compile(r"path_escape|outside (?:the )?output|not inside|path refused|symlink|"
+                r"not_found|does not exist|no such file", re.I)),
+    ("timeout", "evaluation timed out",
+     re.compile(r"time(?:d)? ?out|timeout|exceeded .*eval_timeout", re.I)),
+    ("out_of_memory", "out of memory",
+     re.compile(r"out of memory|\bOOM\b|CUDA error: out|MemoryError|killed by signal 9", re.I)),
+    ("tokenizer_mismatch", "tokenizer / format mismatch",
+     re.compile(r"tokeni[sz]er|chat.?template|vocab(?:ulary)? size|embedding size|"
+                r"special token|pad_token|format mismatch|answer format|no answer extracted",
+                re.I)),
+    ("load_failure", "model failed to load",
+     re.compile(r"fail(?:ed)? to load|could not load|can't load|cannot load|unable to load|"
+                r"no config\.json|config\.json|safetensors|not a valid model|does not appear to "
+                r"have a file|missing weights|OSError|unrecognized model|size mismatch", re.I)),
+    ("eval_crash", "evaluation crashed",
+     re.compile(r"traceback|exception|error|crash|segfault|exit code|returncode|signal", re.I)),
+]
+LABELS = {key: label for key, label, _ in CATEGORIES}
+LABELS.update({
+    "no_submission": "no valid submission before the deadline",
+    "agent_crashed": "agent exited with an error",
+    "rate_limited": "submission refused: too soon",
+    "submission_limit": "submission refused: limit reached",
+    "deadline_passed": "submission refused: deadline passed",
+    "never_scored": "submission never scored",
+    "other": "other",
+})
+SERVICE_REFUSALS = [
+    ("path_refused", re.compile(r"path_escape", re.I)),
+    ("rate_limited", re.compile(r"too_soon", re.I)),
+    ("submission_limit", re.compile(r"submission_limit", re.I)),
+    ("deadline_passed", re.compile(r"deadline_passed", re.I)),
+]
+MAX_EVIDENCE = 5
+MAX_LOG_BYTES = 4_000_000
+
+
+def classify(text: str) -> str:
+    for key, _, pattern in CATEGORIES:
+        if pattern.search(text or ""):
+            return key
+    return "other"
+
+
+def _log_lines(root: Path, name: str) -> list[str]:
+    path = root / "logs" / name
+    if not path.is_file():
+        return []
+    with open(path, "rb") as handle:
+        size = path.stat().st_size
+        if size > MAX_LOG_BYTES:
+            handle.seek(size - MAX_LOG_BYTES)
+        data = handle.read()
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def _clip(text: str, width: int = 240) -> str:
+    text = text.rstrip()
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _submission_pattern(sub_id: str) -> re.Pattern:
+    return re.compile(r"(?:submission|sub|id)[\s#=:\"'_-]*" + re.escape(sub_id) + r"\b", re.I)
+
+
+def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[dict[str, Any]]:
+    failures: list[dict[str, Any]] = []
+    grader_log = _log_lines(record.root, "grader.log")
+    for sub in submissions:
+        if sub.valid and not sub.base_copy:
+            continue
+        evidence: list[dict[str, Any]] = []
+        texts = []
+        if sub.error:
+            texts.append(sub.error)
+            evidence.append({"source": "events.jsonl", "line": sub.scored_line,
+                             "text": _clip(sub.error)})
+        result = record.result(sub.result_file) if sub.result_file else None
+        if result and result.get("error") and result.get("error") != sub.error:
+            texts.append(str(result["error"]))
+            for line in str(result["error"]).splitlines()[-3:]:
+                evidence.append({"source": sub.result_file, "line": None, "text": _clip(line)})
+        pattern = _submission_pattern(sub.id)
+        for lineno, line in enumerate(grader_log, start=1):
+            if len(evidence) >= MAX_EVIDENCE:
+                break
+            if pattern.search(line) and re.search(r"error|fail|invalid|traceback|timeout|"
+                                                  r"refus|duplicate|copy", line, re.I):
+                texts.append(line)
+                evidence.append({"source": "logs/grader.log", "line": lineno,
+                                 "text": _clip(line)})
+        if sub.base_copy:
+            category = "base_copy"
+        elif not sub.scored:
+            category = "never_scored"
+        elif sub.duplicate_of and not sub.error:
+            category = "duplicate"
+        else:
+            category = classify("\n".join(texts))
+        if sub.base_copy and not evidence:
+            evidence.append({"source": "events.jsonl", "line": sub.scored_line,
+                             "text": f"duplicate_of={sub.duplicate_of}"})
+        failures.append({"category": category, "label": LABELS[category],
+                         "submission_id": sub.id, "message": _clip(sub.error or texts[0]
+                                                                   if texts else LABELS[category]),
+                         "evidence": evidence[:MAX_EVIDENCE]})
+    # Run-level failures.
+    if not any(s.valid and not s.base_copy for s in submissions):
+        evidence = []
+        for event in record.events:
+            if event.get("type") in ("deadline_reached", "agent_exited", "run_finished"):
+                evidence.append({"source": "events.jsonl", "line": event.get("_line"),
+                                 "text": _clip(f"{event['type']} {event.get('data') or {}}")})
+        failures.append({"category": "no_submission", "label": LABELS["no_submission"],
+                         "submission_id": None,
+                         "message": f"{len(submissions)} submission(s), none valid",
+                         "evidence": evidence[:MAX_EVIDENCE]})
+    for event in record.events_of("agent_exited"):
+        data = event.get("data") or {}
+        code = data.get("returncode")
+        if code not in (0, None) and data.get("reason") not in ("deadline", "killed_at_deadline"):
+            evidence = [{"source": "events.jsonl", "line": event.get("_line"),
+                         "text": _clip(f"agent_exited {data}")}]
+            agent_log = _log_lines(record.root, "agent.log")
+            hits = [(n, line) for n, line in enumerate(agent_log, start=1)
+                    if re.search(r"Traceback|Error|error:|Killed", line)]
+            for n, line in hits[-(MAX_EVIDENCE - 1):]:
+                evidence.append({"source": "logs/agent.log", "line": n, "text": _clip(line)})
+            failures.append({"category": "agent_crashed", "label": LABELS["agent_crashed"],
+                             "submission_id": None,
+                             "message": f"agent exited with return code {code}"
+                                        + (f" ({data.get('reason')})" if data.get("reason") else ""),
+                             "evidence": evidence})
+    for category, pattern in SERVICE_REFUSALS:
+        hits = [(n, line) for n, line in enumerate(grader_log, start=1) if pattern.search(line)]
+        if hits:
+            failures.append({"category": category, "label": LABELS[category],
+                             "submission_id": None,
+                             "message": f"{len(hits)} request(s) refused by the grader",
+                             "evidence": [{"source": "logs/grader.log", "line": n,
+                                           "text": _clip(line)} for n, line in hits[:MAX_EVIDENCE]]})
+    return failures

@@ -1,0 +1,158 @@
+"""Leaderboards: one table across many runs, grouped (agent × driver × task × mode by default).
+
+Only runs whose record verifies count (``--include-unverified`` overrides; excluded runs are
+listed). Per group: number of runs (seeds), baseline, best, improvement (best - baseline),
+submissions, valid submissions and time to best, each as the mean with its spread (sample standard
+deviation, min–max) when the group has several runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2c.errors import A2CError
+
+from .record import RunRecord
+from .report import _header, _metrics, _submissions
+from .verify import verify_run
+
+GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation")
+DEFAULT_BY = ("agent", "driver", "task", "mode")
+COLUMNS = ("baseline", "best", "improvement", "submissions", "valid", "time_to_best_s")
+
+
+@dataclass
+class RunRow:
+    path: str
+    verified: bool
+    problem: str | None
+    values: dict[str, Any]
+
+
+def find_runs(runs_dir: Path) -> list[Path]:
+    if not runs_dir.is_dir():
+        raise A2CError(f"{runs_dir}: no such directory")
+    found = []
+    for run_json in sorted(runs_dir.rglob("run.json")):
+        if "bundle" in run_json.relative_to(runs_dir).parts[:-1] or \
+                "workspace" in run_json.relative_to(runs_dir).parts[:-1]:
+            continue
+        found.append(run_json.parent)
+    return found
+
+
+def summarise(run_dir: Path) -> RunRow:
+    record = RunRecord.load(run_dir)
+    verification = verify_run(run_dir, record)
+    header = _header(record)
+    baseline = record.baseline_score
+    subs = _submissions(record, baseline)
+    metrics = _metrics(record, subs, baseline, header)
+    best = max((s["score"] for s in subs if s["valid"] and s["score"] is not None
+                and not s["base_copy"]), default=None)
+    values = {key: header.get(key) for key in GROUP_KEYS}
+    values.update({
+        "run_id": header["run_id"], "baseline": baseline, "best": best,
+        "improvement": None if best is None or baseline is None else best - baseline,
+        "submissions": metrics["n_submissions"], "valid": metrics["n_valid"],
+        "time_to_best_s": metrics["time_to_best_s"],
+    })
+    return RunRow(str(run_dir), verification.ok,
+                  None if verification.ok else str(verification.first), values)
+
+
+def _stats(values: list[Any]) -> dict[str, Any]:
+    nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not nums:
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0}
+    return {"mean": statistics.fmean(nums),
+            "std": statistics.stdev(nums) if len(nums) > 1 else None,
+            "min": min(nums), "max": max(nums), "n": len(nums)}
+
+
+def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
+                      include_unverified: bool = False) -> dict[str, Any]:
+    runs_dir = Path(runs_dir)
+    for key in by:
+        if key not in GROUP_KEYS:
+            raise A2CError(f"--by: unknown key {key!r}; choose from {', '.join(GROUP_KEYS)}")
+    rows, broken = [], []
+    for run_dir in find_runs(runs_dir):
+        try:
+            rows.append(summarise(run_dir))
+        except A2CError as exc:
+            broken.append({"path": str(run_dir), "reason": str(exc)})
+    counted = [r for r in rows if r.verified or include_unverified]
+    excluded = [{"path": r.path, "reason": r.problem} for r in rows if not r.verified
+                and not include_unverified] + broken
+    groups: dict[tuple, list[RunRow]] = {}
+    for row in counted:
+        groups.setdefault(tuple(str(row.values.get(k)) for k in by), []).append(row)
+    table = []
+    for key, members in groups.items():
+        entry = {"key": dict(zip(by, key)), "runs": len(members),
+                 "unverified": sum(1 for m in members if not m.verified),
+                 "run_ids": [m.values["run_id"] for m in members]}
+        for column in COLUMNS:
+            entry[column] = _stats([m.values[column] for m in members])
+        table.append(entry)
+    table.sort(key=lambda e: (-(e["improvement"]["mean"] if e["improvement"]["mean"]
+                                is not None else float("-inf")), list(e["key"].values())))
+    return {"by": list(by), "groups": table, "excluded": excluded,
+            "include_unverified": include_unverified, "runs_dir": str(runs_dir),
+            "n_runs": len(counted)}
+
+
+def _fmt(stat: dict[str, Any], seconds: bool = False) -> str:
+    from .render import duration
+
+    if stat["mean"] is None:
+        return "—"
+    one = duration if seconds else (lambda v: f"{v:.2f}")
+    if stat["n"] <= 1 or stat["std"] is None:
+        return one(stat["mean"])
+    return f"{one(stat['mean'])} ± {one(stat['std'])} ({one(stat['min'])}–{one(stat['max'])})"
+
+
+def rows_for_display(board: dict[str, Any]) -> list[dict[str, str]]:
+    out = []
+    for g in board["groups"]:
+        row = {k: v for k, v in g["key"].items()}
+        row["runs"] = str(g["runs"]) + (f" ({g['unverified']} unverified)" if g["unverified"]
+                                        else "")
+        for column in COLUMNS:
+            row[column] = _fmt(g[column], seconds=column.endswith("_s"))
+        out.append(row)
+    return out
+
+
+HEADINGS = {"baseline": "baseline", "best": "best", "improvement": "improvement",
+            "submissions": "submissions", "valid": "valid", "time_to_best_s": "time to best",
+            "runs": "runs"}
+
+
+def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        stats = ("mean", "std", "min", "max")
+        writer.writerow([*board["by"], "runs", *[f"{c}_{s}" for c in COLUMNS for s in stats]])
+        for g in board["groups"]:
+            writer.writerow([*g["key"].values(), g["runs"],
+                             *["" if g[c][s] is None else f"{g[c][s]:.4g}" for c in COLUMNS
+                               for s in stats]])
+        return buffer.getvalue()
+    from .render import environment
+
+    template = {"md": "leaderboard.md.j2", "html": "leaderboard.html.j2"}.get(fmt)
+    if template is None:
+        raise A2CError(f"--format: unknown format {fmt!r}; choose md, csv or html")
+    columns = [*board["by"], "runs", *COLUMNS]
+    return environment().get_template(template).render(
+        board=board, rows=rows_for_display(board), columns=columns,
+        headings={**HEADINGS, **{k: k for k in board["by"]}})

@@ -1,0 +1,287 @@
+"""Reading a run directory (see docs/contracts.md, "Run directory") tolerantly.
+
+The analysis never trusts a record it has not verified (`a2c.analysis.verify`), but it must still be
+able to *read* a damaged one to report on it with `--force`, so every reader here skips lines it
+cannot parse instead of failing, and the submissions are assembled from the events (the
+hash-chained record) with the grader's journal filling in what events do not carry (notes).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from a2c.errors import A2CError
+
+BASE_COPY_MARKERS = ("baseline", "base", "base_model", "base-model")
+
+
+def parse_time(value: Any) -> float | None:
+    """Unix seconds from an ISO-8601 string (``...Z`` allowed) or a number; None otherwise."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return moment.timestamp()
+    return None
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def read_jsonl_tolerant(path: Path) -> tuple[list[dict], list[tuple[int, str]]]:
+    """(objects, [(line, problem)]): unparsable lines are reported, not fatal."""
+    rows: list[dict] = []
+    problems: list[tuple[int, str]] = []
+    if not path.is_file():
+        return rows, problems
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError as exc:
+                problems.append((lineno, f"not valid JSON: {exc}"))
+                continue
+            if not isinstance(obj, dict):
+                problems.append((lineno, "not a JSON object"))
+                continue
+            obj["_line"] = lineno
+            rows.append(obj)
+    return rows, problems
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def sid(value: Any) -> str:
+    """Submission ids compare as strings (the service may use ints)."""
+    return str(value)
+
+
+@dataclass
+class Submission:
+    id: str
+    index: int                      # 1-based order of arrival
+    received_at: float | None = None
+    scored_at: float | None = None
+    model_path: str | None = None
+    weights_hash: str | None = None
+    note: str | None = None
+    scored: bool = False
+    score: float | None = None
+    ci95: list[float] | None = None
+    valid: bool = False
+    error: str | None = None
+    duplicate_of: str | None = None
+    elapsed_s: float | None = None
+    backend: str | None = None
+    result_file: str | None = None
+    snapshot: str | None = None
+    received_line: int | None = None
+    scored_line: int | None = None
+
+    @property
+    def base_copy(self) -> bool:
+        dup = (self.duplicate_of or "").strip().lower()
+        if dup in BASE_COPY_MARKERS:
+            return True
+        err = (self.error or "").lower()
+        return "base model" in err and ("copy" in err or "identical" in err or "unchanged" in err)
+
+
+@dataclass
+class RunRecord:
+    root: Path
+    run: dict[str, Any]
+    events: list[dict[str, Any]]
+    event_problems: list[tuple[int, str]]
+    journal: list[dict[str, Any]]
+    journal_problems: list[tuple[int, str]]
+    _results: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, root: str | Path) -> "RunRecord":
+        root = Path(root)
+        if not root.is_dir():
+            raise A2CError(f"{root}: no such run directory")
+        if not (root / "run.json").is_file() and not (root / "events.jsonl").is_file():
+            raise A2CError(f"{root}: not a run directory (no run.json, no events.jsonl)")
+        run = read_json(root / "run.json")
+        events, event_problems = read_jsonl_tolerant(root / "events.jsonl")
+        journal, journal_problems = read_jsonl_tolerant(root / "submissions.jsonl")
+        return cls(root=root, run=run if isinstance(run, dict) else {}, events=events,
+                   event_problems=event_problems, journal=journal,
+                   journal_problems=journal_problems)
+
+    def result(self, relative: str) -> dict | None:
+        """A results file (``results/<n>.json``) as a dict, cached; None if missing/unreadable."""
+        if relative not in self._results:
+            path = self.root / relative
+            data = read_json(path) if path.is_file() else None
+            self._results[relative] = data if isinstance(data, dict) else None
+        return self._results[relative]
+
+    # ------------------------------------------------------------------ events
+    def events_of(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == type_]
+
+    def first_event(self, type_: str) -> dict[str, Any] | None:
+        for event in self.events:
+            if event.get("type") == type_:
+                return event
+        return None
+
+    @cached_property
+    def started_at(self) -> float | None:
+        start = parse_time(self.run.get("started_at"))
+        if start is None:
+            first = self.first_event("run_started") or (self.events[0] if self.events else None)
+            start = parse_time(first.get("ts")) if first else None
+        return start
+
+    @cached_property
+    def ended_at(self) -> float | None:
+        end = parse_time(self.run.get("ended_at"))
+        if end is None:
+            finished = self.first_event("run_finished")
+            if finished:
+                end = parse_time(finished.get("ts"))
+        if end is None and self.events:
+            end = parse_time(self.events[-1].get("ts"))
+        return end
+
+    @cached_property
+    def deadline(self) -> float | None:
+        deadline = parse_time(self.run.get("deadline"))
+        if deadline is None and self.started_at is not None:
+            wall = (self.budget or {}).get("wall_clock_s")
+            if isinstance(wall, (int, float)):
+                deadline = self.started_at + float(wall)
+        return deadline
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        budget = self.run.get("budget")
+        if isinstance(budget, dict):
+            return budget
+        started = self.first_event("run_started")
+        if started and isinstance(started.get("data", {}).get("budget"), dict):
+            return started["data"]["budget"]
+        return {}
+
+    def rel_time(self, ts: float | None) -> float | None:
+        if ts is None or self.started_at is None:
+            return None
+        return round(ts - self.started_at, 3)
+
+    @cached_property
+    def baseline_score(self) -> float | None:
+        event = self.first_event("baseline_scored")
+        if event and isinstance(event.get("data", {}).get("score"), (int, float)):
+            return float(event["data"]["score"])
+        value = self.run.get("baseline_score")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @cached_property
+    def snapshots(self) -> list[dict[str, Any]]:
+        """Snapshot events in order: {commit, reason, submission_id, ts, files, bytes}."""
+        out = []
+        for event in self.events_of("snapshot"):
+            data = event.get("data") or {}
+            if not data.get("commit"):
+                continue
+            out.append({"commit": data["commit"], "reason": data.get("reason"),
+                        "submission_id": None if data.get("submission_id") is None
+                        else sid(data["submission_id"]),
+                        "ts": parse_time(event.get("ts")), "files": data.get("files"),
+                        "bytes": data.get("bytes")})
+        return out
+
+    # ------------------------------------------------------------------ submissions
+    @cached_property
+    def submissions(self) -> list[Submission]:
+        subs: dict[str, Submission] = {}
+
+        def get(raw_id: Any) -> Submission:
+            key = sid(raw_id)
+            if key not in subs:
+                subs[key] = Submission(id=key, index=len(subs) + 1)
+            return subs[key]
+
+        for event in self.events:
+            data = event.get("data") or {}
+            kind = event.get("type")
+            if kind == "submission_received" and "id" in data:
+                sub = get(data["id"])
+                sub.received_at = parse_time(event.get("ts"))
+                sub.model_path = data.get("model_path")
+                sub.weights_hash = data.get("weights_hash")
+                sub.note = data.get("note", sub.note)
+                sub.received_line = event.get("_line")
+            elif kind == "submission_scored" and "id" in data:
+                sub = get(data["id"])
+                sub.scored = True
+                sub.scored_at = parse_time(event.get("ts"))
+                score = data.get("score")
+                sub.score = float(score) if isinstance(score, (int, float)) else None
+                ci = data.get("ci95")
+                if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(
+                        isinstance(v, (int, float)) for v in ci):
+                    sub.ci95 = [float(ci[0]), float(ci[1])]
+                sub.valid = bool(data.get("valid", sub.score is not None))
+                sub.error = data.get("error")
+                dup = data.get("duplicate_of")
+                sub.duplicate_of = None if dup is None else sid(dup)
+                sub.elapsed_s = data.get("elapsed_s")
+                sub.backend = data.get("backend")
+                sub.scored_line = event.get("_line")
+        for row in self.journal:
+            if "id" not in row:
+                continue
+            sub = get(row["id"])
+            if row.get("op") == "received":
+                sub.note = row.get("note") if sub.note is None else sub.note
+                if sub.received_at is None:
+                    sub.received_at = parse_time(row.get("ts"))
+                sub.model_path = sub.model_path or row.get("model_path")
+                sub.weights_hash = sub.weights_hash or row.get("weights_hash")
+            elif row.get("op") == "scored":
+                sub.result_file = row.get("result")
+        for snap in self.snapshots:
+            if snap["submission_id"] is not None and snap["submission_id"] in subs:
+                subs[snap["submission_id"]].snapshot = snap["commit"]
+        ordered = sorted(subs.values(), key=lambda s: (s.received_at is None,
+                                                       s.received_at or 0.0, s.index))
+        for index, sub in enumerate(ordered, start=1):
+            sub.index = index
+            if sub.result_file is None and (self.root / "results" / f"{sub.id}.json").is_file():
+                sub.result_file = f"results/{sub.id}.json"
+        return ordered

@@ -1,0 +1,180 @@
+"""Rendering a report dict as Markdown, a standalone SVG plot and a self-contained HTML page.
+
+All markup comes from Jinja templates (``analysis/templates``, StrictUndefined); this module only
+computes the plot's geometry (pixel coordinates, ticks) so the templates stay declarative.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+W, H = 860, 340
+M = {"left": 56, "right": 20, "top": 18, "bottom": 44}
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             undefined=jinja2.StrictUndefined,
+                             autoescape=lambda name: bool(name) and name.endswith((".html.j2", ".svg.j2")),
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["dur"] = duration
+    env.filters["num"] = number
+    env.filters["pct"] = percent
+    env.filters["short"] = lambda v, n=12: "—" if v is None else str(v)[:n]
+    env.filters["mdcell"] = md_cell
+    env.filters["tojson_compact"] = lambda v: json.dumps(v, ensure_ascii=False)
+    return env
+
+
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "—"
+    s = float(seconds)
+    if abs(s) < 120:
+        return f"{s:.0f} s" if s == int(s) else f"{s:.1f} s"
+    if abs(s) < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.2f} h"
+
+
+def number(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def percent(value: Any) -> str:
+    return "—" if value is None else f"{100 * float(value):.0f}%"
+
+
+def md_cell(value: Any) -> str:
+    text = "—" if value is None or value == "" else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _nice_step(span: float, target: int) -> float:
+    raw = span / max(1, target)
+    power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    for mult in (1, 2, 2.5, 5, 10):
+        if raw <= mult * power:
+            return mult * power
+    return 10 * power
+
+
+def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
+    """Pixel geometry of the score-over-time plot (consumed by templates/plot.svg.j2)."""
+    subs = report["submissions"]
+    baseline = report["scores"]["baseline"]
+    span = report["run"]["duration_s"] or 0.0
+    times = [s["t_s"] for s in subs if s["t_s"] is not None]
+    budget = (report["run"]["budget"] or {}).get("wall_clock_s")
+    x_max = max([span, *times, 1.0])
+    deadline_t = float(budget) if isinstance(budget, (int, float)) else None
+    if deadline_t is not None and deadline_t <= x_max * 1.25:
+        x_max = max(x_max, deadline_t)
+    values = [s["score"] for s in subs if s["valid"] and s["score"] is not None]
+    for s in subs:
+        if s["valid"] and s["ci95"]:
+            values.extend(s["ci95"])
+    if baseline is not None:
+        values.append(baseline)
+    lo, hi = (min(values), max(values)) if values else (0.0, 100.0)
+    pad = max(2.0, (hi - lo) * 0.12)
+    y_lo, y_hi = max(0.0, lo - pad), min(100.0, hi + pad)
+    if y_hi - y_lo < 5:
+        y_lo, y_hi = max(0.0, y_lo - 2.5), min(100.0, y_hi + 2.5)
+    y_step = _nice_step(y_hi - y_lo, 5)
+    y_lo = math.floor(y_lo / y_step) * y_step
+    y_hi = math.ceil(y_hi / y_step) * y_step
+    unit, scale = ("s", 1.0) if x_max < 180 else ("min", 60.0) if x_max < 3 * 3600 else \
+        ("h", 3600.0)
+    x_step = _nice_step(x_max / scale, 8) * scale
+    pw = W - M["left"] - M["right"]
+    ph = H - M["top"] - M["bottom"]
+
+    def px(t: float) -> float:
+        return round(M["left"] + pw * t / x_max, 2)
+
+    def py(v: float) -> float:
+        v = min(max(v, y_lo), y_hi)
+        return round(M["top"] + ph * (1 - (v - y_lo) / (y_hi - y_lo)), 2)
+
+    points = []
+    best_path = []
+    for s in subs:
+        t = s["t_s"] if s["t_s"] is not None else 0.0
+        x = px(t)
+        label = f"#{s['index']} (id {s['id']}) at {duration(t)}: "
+        if s["valid"] and s["score"] is not None:
+            label += f"score {s['score']:.2f}"
+            if s["ci95"]:
+                label += f" [{s['ci95'][0]:.1f}, {s['ci95'][1]:.1f}]"
+            if s["base_copy"]:
+                label += " (copy of the base model)"
+            point = {"id": s["id"], "index": s["index"], "x": x, "y": py(s["score"]),
+                     "valid": True, "label": label, "improved": s["improved"],
+                     "ci": [py(s["ci95"][1]), py(s["ci95"][0])] if s["ci95"] else None}
+        else:
+            label += "invalid" + (f": {s['error']}" if s["error"] else "")
+            point = {"id": s["id"], "index": s["index"], "x": x, "y": M["top"] + ph - 9,
+                     "valid": False, "label": label[:300], "improved": False, "ci": None}
+        points.append(point)
+        if s["best_so_far"] is not None:
+            y = py(s["best_so_far"])
+            if best_path:
+                best_path.append(f"{x},{best_path[-1].split(',')[1]}")
+            best_path.append(f"{x},{y}")
+    if best_path:
+        best_path.append(f"{px(x_max)},{best_path[-1].split(',')[1]}")
+    x_ticks = []
+    t = 0.0
+    while t <= x_max + 1e-9:
+        value = t / scale
+        x_ticks.append({"x": px(t), "label": f"{value:g}"})
+        t += x_step
+    y_ticks = []
+    v = y_lo
+    while v <= y_hi + 1e-9:
+        y_ticks.append({"y": py(v), "label": f"{v:g}"})
+        v += y_step
+    return {
+        "width": W, "height": H, "left": M["left"], "top": M["top"],
+        "right": W - M["right"], "bottom": H - M["bottom"],
+        "points": points, "best_path": " ".join(best_path),
+        "baseline_y": py(baseline) if baseline is not None else None,
+        "baseline": baseline,
+        "deadline_x": px(deadline_t) if deadline_t is not None and deadline_t <= x_max else None,
+        "x_ticks": x_ticks, "y_ticks": y_ticks, "x_unit": unit,
+        "n_valid": sum(1 for p in points if p["valid"]),
+        "n_invalid": sum(1 for p in points if not p["valid"]),
+    }
+
+
+def render_svg(report: dict[str, Any]) -> str:
+    return environment().get_template("plot.svg.j2").render(plot=plot_geometry(report),
+                                                             standalone=True)
+
+
+def render_markdown(report: dict[str, Any], svg_name: str | None = "score_over_time.svg") -> str:
+    return environment().get_template("report.md.j2").render(r=report, svg_name=svg_name)
+
+
+def render_html(report: dict[str, Any]) -> str:
+    plot = environment().get_template("plot.svg.j2").render(plot=plot_geometry(report),
+                                                             standalone=False)
+    return environment().get_template("report.html.j2").render(r=report, plot_svg=plot)

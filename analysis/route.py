@@ -1,0 +1,347 @@
+"""The training route, read from the code the agent wrote (never from what it says).
+
+For every file of a snapshot we find which post-training methods it uses and with which key
+hyperparameters:
+
+* Python files are parsed with ``ast``: calls (and, more weakly, imports) of TRL trainers and
+  configs (``SFTTrainer`` -> SFT, ``GRPOTrainer`` -> GRPO, ``DPOTrainer`` -> DPO, ...), the plain
+  ``transformers.Trainer`` (supervised fine-tuning), hand-written loops (``loss.backward()``; a
+  policy-gradient loop when log-probs and rewards/advantages appear), and reward-filtered
+  fine-tuning (RFT: sampling + filtering by reward/correctness + supervised training, or explicit
+  rejection-sampling / expert-iteration code);
+* files that do not parse (and shell scripts) fall back to regular expressions.
+
+Hyperparameters are keyword arguments of calls, module-level constants, ``argparse`` defaults and
+dict entries whose names are known (``learning_rate``/``lr``, epochs, steps, batch size, LoRA rank,
+``beta``, ``num_generations`` ...); names are resolved through module constants when possible.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Trainer / config names -> method.
+TRAINER_METHODS = {
+    "SFTTrainer": "SFT", "SFTConfig": "SFT",
+    "GRPOTrainer": "GRPO", "GRPOConfig": "GRPO",
+    "PPOTrainer": "PPO", "PPOConfig": "PPO", "PPOv2Trainer": "PPO",
+    "DPOTrainer": "DPO", "DPOConfig": "DPO",
+    "KTOTrainer": "KTO", "KTOConfig": "KTO",
+    "ORPOTrainer": "ORPO", "ORPOConfig": "ORPO",
+    "CPOTrainer": "CPO", "CPOConfig": "CPO",
+    "RLOOTrainer": "RLOO", "RLOOConfig": "RLOO",
+    "OnlineDPOTrainer": "Online DPO", "OnlineDPOConfig": "Online DPO",
+    "XPOTrainer": "XPO", "NashMDTrainer": "Nash-MD",
+    "GKDTrainer": "GKD", "GKDConfig": "GKD",
+    "RewardTrainer": "Reward model", "RewardConfig": "Reward model",
+    "PRMTrainer": "Reward model",
+}
+GENERIC_TRAINERS = {"Trainer": "SFT", "Seq2SeqTrainer": "SFT"}
+
+# Families used for the mode constraint.
+FAMILY = {
+    "SFT": "supervised", "RFT": "supervised", "GKD": "supervised",
+    "GRPO": "rl", "PPO": "rl", "RLOO": "rl", "Online DPO": "rl", "XPO": "rl", "Nash-MD": "rl",
+    "Policy gradient (custom)": "rl",
+    "DPO": "preference", "KTO": "preference", "ORPO": "preference", "CPO": "preference",
+    "Reward model": "reward-model",
+}
+MODE_ALLOWED = {
+    "sft-only": {"supervised", "reward-model"},
+    "rl-only": {"rl", "preference", "reward-model"},
+}
+
+HP_NAMES = {
+    "learning_rate": "learning_rate", "lr": "learning_rate",
+    "num_train_epochs": "epochs", "epochs": "epochs", "num_epochs": "epochs", "n_epochs": "epochs",
+    "max_steps": "max_steps", "num_steps": "max_steps", "steps": "max_steps",
+    "total_steps": "max_steps", "train_steps": "max_steps",
+    "per_device_train_batch_size": "batch_size", "batch_size": "batch_size",
+    "train_batch_size": "batch_size", "bs": "batch_size",
+    "gradient_accumulation_steps": "grad_accum",
+    "lora_r": "lora_rank", "lora_rank": "lora_rank", "rank": "lora_rank",
+    "lora_alpha": "lora_alpha",
+    "beta": "beta", "kl_coef": "beta", "init_kl_coef": "beta",
+    "num_generations": "num_generations", "num_samples": "num_generations",
+    "max_seq_length": "max_length", "max_length": "max_length",
+    "max_completion_length": "max_completion_length",
+    "warmup_ratio": "warmup_ratio", "weight_decay": "weight_decay",
+    "lr_scheduler_type": "lr_scheduler",
+}
+
+_REGEX_TRAINERS = re.compile(r"\b(" + "|".join(sorted(TRAINER_METHODS, key=len, reverse=True))
+                             + r")\b")
+_REGEX_HP = re.compile(r"(?<![\w.])(?:--)?(" + "|".join(sorted(HP_NAMES, key=len, reverse=True))
+                       + r")[\"']?\s*[=:]\s*[\"']?([-+\w.]+)")
+_RFT_WORDS = re.compile(r"rejection[_ ]?sampl|expert[_ ]?iteration|best[_ -]?of[_ -]?n|"
+                        r"\brft\b|reward[_ ]?filter|self[_ -]?distill|\bstar\b", re.I)
+_FILTER_WORDS = re.compile(r"correct|reward|is_right|accept|verif|filter|match", re.I)
+_PG_WORDS = re.compile(r"log_?probs?|logprob|advantage|policy_loss|reinforce", re.I)
+_REWARD_WORDS = re.compile(r"reward|advantage|return", re.I)
+_SAMPLING = re.compile(r"\.generate\(|\bLLM\(|SamplingParams|\.sample\(|do_sample\s*=\s*True")
+_TRAINING = re.compile(r"Trainer\(|\.backward\(|\.train\(")
+_BACKWARD = re.compile(r"\.backward\(")
+_LORA = re.compile(r"\bLoraConfig\b|get_peft_model|\bpeft\b")
+_QLORA = re.compile(r"load_in_4bit|BitsAndBytesConfig")
+
+CODE_SUFFIXES = (".py", ".sh", ".bash", ".ipynb", ".yaml", ".yml", ".toml", ".cfg", ".json")
+
+
+@dataclass
+class Evidence:
+    method: str
+    file: str
+    line: int
+    kind: str     # call | import | regex | heuristic
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "file": self.file, "line": self.line, "kind": self.kind,
+                "text": self.text}
+
+
+@dataclass
+class Hyperparameter:
+    name: str
+    value: Any
+    file: str
+    line: int
+    source: str   # the original name in the code
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "file": self.file, "line": self.line,
+                "source": self.source}
+
+
+@dataclass
+class FileRoute:
+    path: str
+    evidence: list[Evidence] = field(default_factory=list)
+    hyperparameters: list[Hyperparameter] = field(default_factory=list)
+    adapters: list[str] = field(default_factory=list)
+    parsed: bool = True
+    strings: set[str] = field(default_factory=set)
+
+    @property
+    def methods(self) -> list[str]:
+        strong = {e.method for e in self.evidence if e.kind != "import"}
+        if not strong:
+            strong = {e.method for e in self.evidence}
+        return sorted(strong)
+
+    @property
+    def trains(self) -> bool:
+        return bool(self.methods)
+
+
+def _name_of(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _value(node: ast.AST, source: str, constants: dict[str, Any]) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    if isinstance(node, ast.Name) and node.id in constants:
+        return constants[node.id]
+    segment = ast.get_source_segment(source, node) or ""
+    return segment if len(segment) <= 80 else segment[:79] + "…"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool))
+                                                for v in value):
+        return list(value)
+    return repr(value)[:80]
+
+
+def _line_text(lines: list[str], lineno: int) -> str:
+    if 1 <= lineno <= len(lines):
+        text = lines[lineno - 1].strip()
+        return text if len(text) <= 160 else text[:159] + "…"
+    return ""
+
+
+def _analyse_python(path: str, source: str) -> FileRoute:
+    route = FileRoute(path)
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    constants: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                pass
+    imported: dict[str, int] = {}
+    seen_calls: set[tuple[str, int]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name in TRAINER_METHODS or alias.name in GENERIC_TRAINERS:
+                    imported.setdefault(alias.name, node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                len(node.value) < 300:
+            route.strings.add(node.value)
+        elif isinstance(node, ast.Call):
+            name = _name_of(node.func)
+            if name in TRAINER_METHODS or (name in GENERIC_TRAINERS and (
+                    name in imported or isinstance(node.func, ast.Attribute))):
+                method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
+                if (method, node.lineno) not in seen_calls:
+                    seen_calls.add((method, node.lineno))
+                    route.evidence.append(Evidence(method, path, node.lineno, "call",
+                                                   _line_text(lines, node.lineno)))
+            if name and name.endswith("LoraConfig") and "LoRA" not in route.adapters:
+                route.adapters.append("LoRA")
+            for kw in node.keywords:
+                if kw.arg is None:
+                    continue
+                key = HP_NAMES.get(kw.arg)
+                if kw.arg == "r" and name and name.endswith("LoraConfig"):
+                    key = "lora_rank"
+                if kw.arg == "default" and name == "add_argument" and node.args:
+                    flag = node.args[0]
+                    if isinstance(flag, ast.Constant) and isinstance(flag.value, str):
+                        key = HP_NAMES.get(flag.value.lstrip("-").replace("-", "_"))
+                        if key:
+                            route.hyperparameters.append(Hyperparameter(
+                                key, _jsonable(_value(kw.value, source, constants)), path,
+                                node.lineno, flag.value))
+                    continue
+                if key:
+                    route.hyperparameters.append(Hyperparameter(
+                        key, _jsonable(_value(kw.value, source, constants)), path, node.lineno,
+                        kw.arg))
+        elif isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and \
+                        k.value in HP_NAMES and k.value not in ("steps", "rank", "bs"):
+                    route.hyperparameters.append(Hyperparameter(
+                        HP_NAMES[k.value], _jsonable(_value(v, source, constants)), path,
+                        k.lineno, k.value))
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and node.value is not None:
+                    key = HP_NAMES.get(target.id.lower())
+                    if key and target.id.lower() not in ("steps", "rank", "bs"):
+                        route.hyperparameters.append(Hyperparameter(
+                            key, _jsonable(_value(node.value, source, constants)), path,
+                            node.lineno, target.id))
+    called = {e.method for e in route.evidence}
+    for name, lineno in imported.items():
+        method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
+        if method not in called:
+            route.evidence.append(Evidence(method, path, lineno, "import",
+                                           _line_text(lines, lineno)))
+    _heuristics(route, source, lines)
+    return route
+
+
+def _first_line(pattern: re.Pattern, source: str) -> int:
+    match = pattern.search(source)
+    return source.count("\n", 0, match.start()) + 1 if match else 1
+
+
+def _heuristics(route: FileRoute, source: str, lines: list[str]) -> None:
+    methods = {e.method for e in route.evidence if e.kind != "import"}
+    if _BACKWARD.search(source) and not methods:
+        lineno = _first_line(_BACKWARD, source)
+        if _PG_WORDS.search(source) and _REWARD_WORDS.search(source):
+            route.evidence.append(Evidence("Policy gradient (custom)", route.path, lineno,
+                                           "heuristic", _line_text(lines, lineno)))
+        else:
+            route.evidence.append(Evidence("SFT", route.path, lineno, "heuristic",
+                                           _line_text(lines, lineno)))
+        methods = {e.method for e in route.evidence if e.kind != "import"}
+    rft_word = _RFT_WORDS.search(source)
+    supervised = bool(methods & {"SFT"})
+    if rft_word or (supervised and _SAMPLING.search(source) and _FILTER_WORDS.search(source)):
+        lineno = _first_line(_RFT_WORDS if rft_word else _SAMPLING, source)
+        if rft_word or supervised:
+            route.evidence.append(Evidence("RFT", route.path, lineno, "heuristic",
+                                           _line_text(lines, lineno)))
+    if _QLORA.search(source) and "QLoRA" not in route.adapters:
+        route.adapters.append("QLoRA")
+    if _LORA.search(source) and "LoRA" not in route.adapters:
+        route.adapters.append("LoRA")
+
+
+def _analyse_text(path: str, source: str) -> FileRoute:
+    route = FileRoute(path, parsed=False)
+    lines = source.splitlines()
+    for lineno, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped.startswith("#") and not path.endswith((".yaml", ".yml")):
+            continue
+        for match in _REGEX_TRAINERS.finditer(line):
+            route.evidence.append(Evidence(TRAINER_METHODS[match.group(1)], path, lineno,
+                                           "regex", _line_text(lines, lineno)))
+        for match in _REGEX_HP.finditer(line):
+            name = match.group(1)
+            if name in ("steps", "rank", "bs"):
+                continue
+            raw = match.group(2)
+            value: Any = raw
+            try:
+                value = int(raw)
+            except ValueError:
+                try:
+                    value = float(raw)
+                except ValueError:
+                    pass
+            route.hyperparameters.append(Hyperparameter(HP_NAMES[name], value, path, lineno,
+                                                        name))
+    for match in re.finditer(r"['\"]([^'\"\n]{1,200})['\"]", source):
+        route.strings.add(match.group(1))
+    for token in re.findall(r"[\w./-]*output[\w./-]*", source):
+        route.strings.add(token)
+    _heuristics(route, source, lines)
+    return route
+
+
+def analyse_file(path: str, source: str) -> FileRoute:
+    if path.endswith(".py"):
+        try:
+            return _analyse_python(path, source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return _analyse_text(path, source)
+
+
+def is_code(path: str) -> bool:
+    return path.endswith(CODE_SUFFIXES) and not path.endswith(("package.json", "lock.json"))
+
+
+def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
+    """Does a route obey the run's mode? verdict: complies | violates | unknown | n/a."""
+    mode = (mode or "free").lower()
+    if mode not in MODE_ALLOWED:
+        return {"verdict": "n/a", "detail": f"mode {mode!r} puts no constraint on the route",
+                "offending": []}
+    if not methods:
+        return {"verdict": "unknown", "detail": "no training method found in the code",
+                "offending": []}
+    allowed = MODE_ALLOWED[mode]
+    offending = sorted(m for m in methods if FAMILY.get(m, "other") not in allowed)
+    if offending:
+        return {"verdict": "violates", "offending": offending,
+                "detail": f"{', '.join(offending)} not allowed under {mode}"}
+    if mode == "rl-only" and not any(FAMILY.get(m) in ("rl", "preference") for m in methods):
+        return {"verdict": "unknown", "offending": [],
+                "detail": "no RL method found in the code"}
+    return {"verdict": "complies", "offending": [],
+            "detail": f"{', '.join(methods)} allowed under {mode}"}

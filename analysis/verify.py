@@ -1,0 +1,255 @@
+"""Integrity of a run record: is what we are about to report what actually happened?
+
+Checks, in order (every problem is collected; the first one is what the CLI names):
+
+1. ``events.jsonl``: the hash chain (``runtime.events.verify_events``) and that every line is
+   exactly the canonical JSON the event log writes (so even a whitespace-only edit is caught);
+2. ``run.json`` is readable;
+3. ``bundle/``: every file hash and the digest (``runtime.bundle.Bundle.load``), and the digest
+   equals ``run.json``'s ``bundle_digest`` and the ``run_started`` event's;
+4. ``submissions.jsonl`` (the grader's journal): every scored submission in the journal appears in
+   the events with the same score and validity, and every scored event is in the journal;
+5. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
+   agree with the events.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json
+from a2c.errors import A2CError
+from a2c.runtime.bundle import Bundle
+from a2c.runtime.events import verify_events
+
+from .record import RunRecord, sid
+
+
+class VerificationError(A2CError):
+    """A run record failed verification (the report refuses it without --force)."""
+
+    exit_code = 3
+
+
+@dataclass
+class Problem:
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else \
+            f"{self.file}: {self.message}"
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Verification:
+    run_dir: str
+    checks: list[Check] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    events: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def first(self) -> Problem | None:
+        return self.problems[0] if self.problems else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "events": self.events,
+                "checks": [asdict(c) for c in self.checks],
+                "problems": [asdict(p) for p in self.problems]}
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_events(root: Path, out: Verification) -> None:
+    path = root / "events.jsonl"
+    chain = verify_events(path)
+    out.events = chain.events
+    problems: list[Problem] = []
+    if not chain.ok:
+        problems.append(Problem("events.jsonl", chain.bad_line, chain.reason or "broken chain"))
+    if path.is_file():
+        with open(path, "rb") as handle:
+            for lineno, raw in enumerate(handle, start=1):
+                if chain.bad_line is not None and lineno >= chain.bad_line:
+                    break
+                try:
+                    canonical = canonical_json(json.loads(raw)) + b"\n"
+                except ValueError:
+                    break
+                if raw != canonical:
+                    problems.append(Problem("events.jsonl", lineno,
+                                            "line is not in the canonical form the event log "
+                                            "writes (edited by hand?)"))
+                    break
+    if path.is_file() and chain.ok and chain.events == 0:
+        problems.append(Problem("events.jsonl", None, "no events"))
+    problems.sort(key=lambda p: p.line or 0)
+    out.problems.extend(problems[:1] + problems[1:])
+    out.checks.append(Check("event chain", not problems,
+                            f"{chain.events} events chained" if not problems else str(problems[0])))
+
+
+def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
+    problems: list[Problem] = []
+    bundle_dir = root / "bundle"
+    digest = None
+    if not bundle_dir.is_dir():
+        problems.append(Problem("bundle", None, "missing: the run has no copy of its bundle"))
+    else:
+        try:
+            bundle = Bundle.load(bundle_dir)
+            digest = bundle.digest
+        except A2CError as exc:
+            problems.append(Problem("bundle", None, str(exc).replace(str(bundle_dir) + ": ", "")))
+    if digest is not None:
+        recorded = record.run.get("bundle_digest")
+        if recorded != digest:
+            problems.append(Problem("run.json", None, f"bundle_digest {recorded!r} differs from "
+                                                      f"the bundle's digest {digest}"))
+        started = record.first_event("run_started")
+        if started is None:
+            problems.append(Problem("events.jsonl", None, "no run_started event"))
+        else:
+            event_digest = (started.get("data") or {}).get("bundle_digest")
+            if event_digest is not None and event_digest != digest:
+                problems.append(Problem("events.jsonl", started.get("_line"),
+                                        f"run_started bundle_digest {event_digest!r} differs "
+                                        f"from the bundle's digest {digest}"))
+    out.problems.extend(problems)
+    out.checks.append(Check("bundle digest", not problems,
+                            f"bundle {digest} verified" if not problems else str(problems[0])))
+
+
+def _check_journal(record: RunRecord, out: Verification) -> None:
+    problems: list[Problem] = []
+    for line, message in record.journal_problems:
+        problems.append(Problem("submissions.jsonl", line, message))
+    if not (record.root / "submissions.jsonl").is_file() and record.events_of("submission_scored"):
+        problems.append(Problem("submissions.jsonl", None, "missing, but events record scored "
+                                                           "submissions"))
+    scored_events = {sid(e["data"]["id"]): e for e in record.events_of("submission_scored")
+                     if isinstance(e.get("data"), dict) and "id" in e["data"]}
+    received_events = {sid(e["data"]["id"]): e for e in record.events_of("submission_received")
+                       if isinstance(e.get("data"), dict) and "id" in e["data"]}
+    journal_scored: dict[str, dict] = {}
+    for row in record.journal:
+        if row.get("op") == "scored" and "id" in row:
+            key = sid(row["id"])
+            journal_scored[key] = row
+            event = scored_events.get(key)
+            if event is None:
+                problems.append(Problem("submissions.jsonl", row["_line"],
+                                        f"submission {key} is scored in the journal but has no "
+                                        f"submission_scored event"))
+                continue
+            data = event["data"]
+            if not _same_number(row.get("score"), data.get("score")):
+                problems.append(Problem("submissions.jsonl", row["_line"],
+                                        f"submission {key}: journal score {row.get('score')!r} "
+                                        f"!= event score {data.get('score')!r}"))
+            if bool(row.get("valid")) != bool(data.get("valid")):
+                problems.append(Problem("submissions.jsonl", row["_line"],
+                                        f"submission {key}: journal valid={row.get('valid')!r} "
+                                        f"!= event valid={data.get('valid')!r}"))
+        elif row.get("op") == "received" and "id" in row:
+            if sid(row["id"]) not in received_events:
+                problems.append(Problem("submissions.jsonl", row["_line"],
+                                        f"submission {sid(row['id'])} is received in the journal "
+                                        f"but has no submission_received event"))
+    for key, event in scored_events.items():
+        if key not in journal_scored:
+            problems.append(Problem("events.jsonl", event.get("_line"),
+                                    f"submission {key} is scored in the events but not in the "
+                                    f"journal"))
+    problems.sort(key=lambda p: (p.file != "submissions.jsonl", p.line or 0))
+    out.problems.extend(problems)
+    out.checks.append(Check("journal matches events", not problems,
+                            f"{len(journal_scored)} scored submissions agree" if not problems
+                            else str(problems[0])))
+
+
+def _check_results(record: RunRecord, out: Verification) -> None:
+    problems: list[Problem] = []
+    checked = 0
+    for row in record.journal:
+        if row.get("op") != "scored" or "id" not in row:
+            continue
+        key = sid(row["id"])
+        relative = row.get("result") or f"results/{key}.json"
+        path = record.root / relative
+        if not path.is_file():
+            problems.append(Problem(relative, None, f"missing (journal line {row['_line']}, "
+                                                    f"submission {key})"))
+            continue
+        result = record.result(relative)
+        if result is None:
+            problems.append(Problem(relative, None, "not a readable JSON object"))
+            continue
+        checked += 1
+        if "score" in result and not _same_number(result.get("score"), row.get("score")) \
+                and row.get("score") is not None:
+            problems.append(Problem(relative, None, f"score {result.get('score')!r} != journal "
+                                                    f"score {row.get('score')!r} (submission "
+                                                    f"{key})"))
+        if "valid" in result and bool(result["valid"]) != bool(row.get("valid")):
+            problems.append(Problem(relative, None, f"valid={result['valid']!r} != journal "
+                                                    f"valid={row.get('valid')!r}"))
+    baseline = record.first_event("baseline_scored")
+    if baseline is not None:
+        relative = "results/baseline.json"
+        result = record.result(relative)
+        if result is None:
+            problems.append(Problem(relative, None, "missing or unreadable, but the events "
+                                                    "record a baseline score"))
+        else:
+            checked += 1
+            score = (baseline.get("data") or {}).get("score")
+            if score is not None and not _same_number(result.get("score"), score):
+                problems.append(Problem(relative, None, f"score {result.get('score')!r} != "
+                                                        f"baseline_scored event {score!r}"))
+    out.problems.extend(problems)
+    out.checks.append(Check("results files", not problems,
+                            f"{checked} results files match" if not problems
+                            else str(problems[0])))
+
+
+def verify_run(run_dir: str | Path, record: RunRecord | None = None) -> Verification:
+    root = Path(run_dir)
+    record = record or RunRecord.load(root)
+    out = Verification(run_dir=str(root))
+    _check_events(root, out)
+    if not (root / "run.json").is_file():
+        out.problems.append(Problem("run.json", None, "missing"))
+        out.checks.append(Check("run.json", False, "missing"))
+    elif not record.run:
+        out.problems.append(Problem("run.json", None, "not a readable JSON object"))
+        out.checks.append(Check("run.json", False, "unreadable"))
+    else:
+        out.checks.append(Check("run.json", True, "readable"))
+    _check_bundle(root, record, out)
+    _check_journal(record, out)
+    _check_results(record, out)
+    return out
