@@ -53,6 +53,7 @@ class HumanEvalGrader(Grader):
         self.memory_mb = int(p.get("memory_mb", 1024))
         self.workers = int(p.get("workers", max(1, min(4, os.cpu_count() or 1))))
         self.extract_code = bool(p.get("extract_code", True))
+        self.tmp_dir = p.get("tmp_dir")  # where throw-away directories go (default: $TMPDIR)
         self.ks = [int(k) for k in p.get("k", [1])]
         try:
             self.isolation, self.isolation_note = sandbox.isolation(p.get("isolation", "auto"))
@@ -75,7 +76,8 @@ class HumanEvalGrader(Grader):
 
     def _check(self, record: dict, completion: str) -> sandbox.ExecResult:
         return sandbox.run_program(build_program(record, completion), timeout_s=self.timeout_s,
-                                   memory_mb=self.memory_mb, mode=self.isolation)
+                                   memory_mb=self.memory_mb, mode=self.isolation,
+                                   tmp_root=self.tmp_dir)
 
     def score(self, records: list[dict], prompts: list[Any],
               samples: list[list[str] | None], backend: str, started: float,
