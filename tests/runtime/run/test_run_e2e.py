@@ -1,0 +1,201 @@
+"""End-to-end runs on the built-in arithmetic task with the tiny model and shell "agents":
+the deadline stops a whole process tree, the sandbox hides the grader's files and the record,
+the record is tamper-evident, and a run survives a SIGKILL of the runtime."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from a2c.runtime import run as run_mod
+from a2c.runtime.events import read_events, verify_events
+from a2c.runtime.sandbox.local import bwrap_works
+from a2c.runtime.sandbox.proctree import collect
+
+HAVE_BWRAP = bwrap_works()
+
+
+def _ts(event) -> float:
+    return datetime.strptime(event["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def _run(tmp_path, agent_dir, budget, **kw):
+    opts = run_mod.RunOptions(bundle="arith", agent=str(agent_dir), model="tiny", budget=budget,
+                              runs_dir=tmp_path / "runs", **kw)
+    ctx = run_mod.prepare(opts, report=lambda _: None)
+    return ctx
+
+
+TREE = r"""
+sleep 300 &
+( sleep 300 & sleep 300 ) &
+setsid sh -c 'sleep 300 & sleep 300' &
+( setsid sleep 301 & ) &
+trap '' TERM
+echo "tree started" 
+wait
+"""
+
+
+@pytest.mark.slow
+def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory):
+    agent = agent_factory("forker", TREE)
+    ctx = _run(tmp_path, agent, "6s")
+    summary = run_mod.execute(ctx, report=lambda _: None)
+    assert summary["status"] == "finished"
+    events = read_events(ctx.run_dir / "events.jsonl")
+    types = [e["type"] for e in events]
+    for needed in ("run_started", "baseline_scored", "budget_warning", "deadline_reached",
+                   "agent_exited", "snapshot", "run_finished"):
+        assert needed in types, types
+    deadline = next(e for e in events if e["type"] == "deadline_reached")
+    exited = next(e for e in events if e["type"] == "agent_exited")
+    assert exited["data"]["reason"] == "deadline"
+    assert exited["data"]["stop"]["survivors"] == []
+    assert _ts(exited) - _ts(deadline) < 5.0
+    assert collect(None, None, ctx.run["sandbox_id"]) == set()
+    run = json.loads((ctx.run_dir / "run.json").read_text())
+    assert run["status"] == "finished" and run["submissions"] == 0
+    assert run["isolation"] in ("bubblewrap", "none")
+    for key in ("run_id", "task", "level", "agent", "driver", "mode", "seed", "base_model",
+                "bundle_digest", "spec_hash", "isolation", "budget", "baseline_score",
+                "best_score", "final_score", "submissions", "valid_submissions", "status",
+                "started_at", "ended_at", "deadline", "versions"):
+        assert key in run, key
+    assert run["baseline_score"] is not None
+    assert verify_events(ctx.run_dir / "events.jsonl").ok
+    assert "tree started" in (ctx.run_dir / "logs" / "agent.log").read_text()
+    assert (ctx.run_dir / "logs" / "transcript.log").is_file()
+
+
+PROBE = r"""
+python3 - "$PROBE_RUN" <<'PY'
+import json, os, sys, subprocess
+run = sys.argv[1]
+def tryread(p):
+    try:
+        return "READ " + open(p).read()[:20]
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def trywrite(p):
+    try:
+        with open(p, "a") as f:
+            f.write("tampered\n")
+        return "WROTE"
+    except Exception as e:
+        return "ERR " + type(e).__name__
+r = {
+  "token": tryread(run + "/grader/token"),
+  "service_json": tryread(run + "/grader/service.json"),
+  "heldout": tryread(run + "/grader/heldout.jsonl"),
+  "events_write": trywrite(run + "/events.jsonl"),
+  "runjson_write": trywrite(run + "/run.json"),
+  "journal_write": trywrite(run + "/submissions.jsonl"),
+  "data": tryread(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
+  "data_write": trywrite(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
+  "model_write": trywrite(os.environ["A2C_BASE_MODEL"] + "/config.json"),
+}
+t = subprocess.run([sys.executable, "a2c_client.py", "time", "--json"], capture_output=True, text=True)
+r["time"] = json.loads(t.stdout) if t.returncode == 0 else t.stderr
+json.dump(r, open("probe.json", "w"))
+PY
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap not available")
+def test_sandboxed_agent_cannot_reach_heldout_token_or_record(tmp_path, agent_factory):
+    agent = agent_factory("probe", PROBE)
+    ctx = _run(tmp_path, agent, "60s")
+    ctx.run["options"]["agent_env"] = {"PROBE_RUN": str(ctx.run_dir)}
+    ctx.save()
+    summary = run_mod.execute(ctx, report=lambda _: None)
+    assert summary["isolation"] == "bubblewrap"
+    report = json.loads((ctx.run_dir / "workspace" / "probe.json").read_text())
+    for key in ("token", "service_json", "heldout", "events_write", "runjson_write",
+                "journal_write", "data_write", "model_write"):
+        assert report[key].startswith("ERR"), (key, report)
+    assert report["data"].startswith("READ {")
+    assert 0 < report["time"]["remaining_s"] <= 60, report["time"]
+    assert verify_events(ctx.run_dir / "events.jsonl").ok
+    assert "tampered" not in (ctx.run_dir / "run.json").read_text()
+
+
+@pytest.mark.slow
+def test_tampering_with_one_event_is_detected(tmp_path, agent_factory):
+    agent = agent_factory("quick", "echo hello\n")
+    ctx = _run(tmp_path, agent, "30s")
+    run_mod.execute(ctx, report=lambda _: None)
+    path = ctx.run_dir / "events.jsonl"
+    assert verify_events(path).ok
+    lines = path.read_text().splitlines()
+    event = json.loads(lines[1])
+    event["data"]["score"] = 99.0
+    lines[1] = json.dumps(event, sort_keys=True, separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n")
+    check = verify_events(path)
+    assert not check.ok and check.bad_line == 2
+
+
+SUBMIT_THEN_SLEEP = r"""
+if [ ! -d "$A2C_OUTPUT_DIR/copy" ]; then   # a relaunched agent finds its earlier work
+    cp -r "$A2C_BASE_MODEL" "$A2C_OUTPUT_DIR/copy"
+    python3 a2c_client.py submit "$A2C_OUTPUT_DIR/copy" --note copy
+    echo submitted
+fi
+sleep 300
+"""
+
+DRIVER = """
+import sys
+from a2c.runtime import run as run_mod
+ctx = run_mod.RunContext(run_mod.Path(sys.argv[1]), run_mod._read_json(run_mod.Path(sys.argv[1]) / "run.json"))
+run_mod.execute(ctx)
+"""
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_of_the_runtime(tmp_path, agent_factory):
+    agent = agent_factory("submitter", SUBMIT_THEN_SLEEP)
+    ctx = _run(tmp_path, agent, "40s")
+    log = open(tmp_path / "runtime.log", "wb")
+    runtime = subprocess.Popen([sys.executable, "-c", DRIVER, str(ctx.run_dir)], stdout=log,
+                               stderr=subprocess.STDOUT)
+    journal = ctx.run_dir / "submissions.jsonl"
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        if journal.exists() and '"received"' in journal.read_text():
+            break
+        assert runtime.poll() is None, (tmp_path / "runtime.log").read_text()
+        time.sleep(0.2)
+    else:
+        pytest.fail("no submission was received")
+    runtime.send_signal(signal.SIGKILL)
+    runtime.wait()
+    before = json.loads((ctx.run_dir / "run.json").read_text())
+    assert before["status"] == "running"
+    summary = run_mod.resume(ctx.run_dir, report=lambda _: None)
+    assert summary["status"] == "finished"
+    after = json.loads((ctx.run_dir / "run.json").read_text())
+    assert after["deadline"] == before["deadline"]
+    events = read_events(ctx.run_dir / "events.jsonl")
+    types = [e["type"] for e in events]
+    assert "run_resumed" in types and types[-1] == "run_finished"
+    assert verify_events(ctx.run_dir / "events.jsonl").ok
+    state = run_mod.journal_state(ctx.run_dir)
+    assert state["pending"] == [] and len(state["scored"]) == 1
+    (scored,) = state["scored"].values()
+    assert scored["copy_of_base"] is True
+    assert after["best_score"] == after["baseline_score"]
+    assert collect(None, None, after["sandbox_id"]) == set()
+    service_pid = int((ctx.run_dir / "grader" / "service.pid").read_text())
+    assert not os.path.exists(f"/proc/{service_pid}") or \
+        open(f"/proc/{service_pid}/stat").read().split()[2] == "Z"
