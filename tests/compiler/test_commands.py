@@ -85,3 +85,20 @@ def test_prune_removes_bundles_without_specs(specs, tmp_path):
 def test_spec_reference_is_current():
     assert docgen.target().read_text(encoding="utf-8") == docgen.render(), (
         "docs/spec-reference.md is stale: run `python -m a2c.compiler.docgen`")
+
+
+def test_authoring_example_builds(tmp_path, run_cli):
+    import re
+
+    from a2c.paths import PACKAGE_ROOT
+    text = (PACKAGE_ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
+    spec_text = re.search(r"`specs/tasks/capitals.yaml`:\n\n```yaml\n(.*?)```", text, re.S)[1]
+    tasks = tmp_path / "specs" / "tasks"
+    (tasks / "data" / "capitals").mkdir(parents=True)
+    (tasks / "capitals.yaml").write_text(spec_text)
+    (tasks / "capitals.md").write_text("Capitals.\n")
+    record = '{"id": "fr", "question": "Capital of France?", "capital": "Paris"}\n'
+    for split in ("train", "test"):
+        (tasks / "data" / "capitals" / f"{split}.jsonl").write_text(record)
+    code, _, err = run_cli("build", tasks / "capitals.yaml", "-o", tmp_path / "gen")
+    assert code == 0, err
