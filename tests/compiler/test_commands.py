@@ -92,7 +92,8 @@ def test_authoring_example_builds(tmp_path, run_cli):
 
     from a2c.paths import PACKAGE_ROOT
     text = (PACKAGE_ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
-    spec_text = re.search(r"`specs/tasks/capitals.yaml`:\n\n```yaml\n(.*?)```", text, re.S)[1]
+    spec_text = re.search(r"`specs/tasks/capitals.yaml`:\n\n```yaml\n(.*?)```", text,
+                          re.DOTALL)[1]
     tasks = tmp_path / "specs" / "tasks"
     (tasks / "data" / "capitals").mkdir(parents=True)
     (tasks / "capitals.yaml").write_text(spec_text)
