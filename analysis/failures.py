@@ -22,8 +22,8 @@ CATEGORIES: list[tuple[str, str, re.Pattern]] = [
     ("duplicate", "duplicate of an earlier submission",
      re.compile(r"duplicate|identical weights|already (?:scored|submitted)", re.I)),
     ("path_refused", "path refused",
-     re.compile(r"path_escape|outside (?:the )?output|not inside|path refused|symlink|"
-                r"not_found|does not exist|no such file", re.I)),
+     re.compile(r"path_escape|outside (?:the )?output|not inside|path refused|escapes the|"
+                r"symlink", re.I)),
     ("timeout", "evaluation timed out",
      re.compile(r"time(?:d)? ?out|timeout|exceeded .*eval_timeout", re.I)),
     ("out_of_memory", "out of memory",
@@ -35,7 +35,8 @@ CATEGORIES: list[tuple[str, str, re.Pattern]] = [
     ("load_failure", "model failed to load",
      re.compile(r"fail(?:ed)? to load|could not load|can't load|cannot load|unable to load|"
                 r"no config\.json|config\.json|safetensors|not a valid model|does not appear to "
-                r"have a file|missing weights|OSError|unrecognized model|size mismatch", re.I)),
+                r"have a file|missing weights|OSError|unrecognized model|size mismatch|no such file|"
+                r"does not exist|not_found", re.I)),
     ("eval_crash", "evaluation crashed",
      re.compile(r"traceback|exception|error|crash|segfault|exit code|returncode|signal", re.I)),
 ]

@@ -280,6 +280,11 @@ def _heuristics(route: FileRoute, source: str, lines: list[str]) -> None:
         route.adapters.append("LoRA")
 
 
+_TRL_CLI = re.compile(r"\btrl\s+(sft|dpo|grpo|kto|orpo|ppo|rloo|online_dpo)\b")
+_TRL_CLI_METHODS = {"sft": "SFT", "dpo": "DPO", "grpo": "GRPO", "kto": "KTO", "orpo": "ORPO",
+                    "ppo": "PPO", "rloo": "RLOO", "online_dpo": "Online DPO"}
+
+
 def _analyse_text(path: str, source: str) -> FileRoute:
     route = FileRoute(path, parsed=False)
     lines = source.splitlines()
@@ -287,6 +292,9 @@ def _analyse_text(path: str, source: str) -> FileRoute:
         stripped = line.strip()
         if stripped.startswith("#") and not path.endswith((".yaml", ".yml")):
             continue
+        for match in _TRL_CLI.finditer(line):
+            route.evidence.append(Evidence(_TRL_CLI_METHODS[match.group(1)], path, lineno,
+                                           "regex", _line_text(lines, lineno)))
         for match in _REGEX_TRAINERS.finditer(line):
             route.evidence.append(Evidence(TRAINER_METHODS[match.group(1)], path, lineno,
                                            "regex", _line_text(lines, lineno)))
