@@ -129,10 +129,8 @@ def compile_task(doc: Document) -> Artifact:
     files: dict[str, bytes] = {}
     for name in _templates("task"):
         rel = name[len("task/"):-len(".j2")]
-        if rel.startswith(L3_PREFIX):
-            if not ctx["level3"]:
-                continue
-            rel = "workspace/" + rel[len(L3_PREFIX):]
+        if rel.startswith(L3_PREFIX) and not ctx["level3"]:
+            continue            # level-3 workspace files (workspace/l3/...) only for level 3
         if rel.startswith(MODES_PREFIX):
             mode = Path(rel).stem
             if mode not in task["modes"]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from a2c.compiler.yamlsrc import dotted
 
 LEVEL_GRADERS = {1: ("exact_match", "humaneval"), 2: ("pairwise_judge",), 3: ("rollout",)}
-REQUIRED_FIELDS = {"exact_match": ("answer",), "humaneval": ("prompt", "test", "entry_point"),
+REQUIRED_FIELDS = {"exact_match": ("prompt", "answer"), "humaneval": ("prompt", "test", "entry_point"),
                    "pairwise_judge": ("prompt",), "rollout": ()}
 
 _CHECKS: dict[str, list] = {"Task": [], "Agent": [], "Suite": []}

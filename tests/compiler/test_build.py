@@ -131,7 +131,7 @@ def test_level3_workspace_files_only_for_level3(specs, tmp_path, monkeypatch):
     monkeypatch.setattr(build, "TEMPLATES_DIR", templates)
     spec = specs / "tasks" / "tiny.yaml"
     (l1,) = build_specs([spec], tmp_path / "a")
-    assert not (l1 / "workspace" / "ENV.md").exists() and not (l1 / "workspace" / "l3").exists()
+    assert not (l1 / "workspace" / "l3").exists()
     text = spec.read_text().replace("level: 1", "level: 3").replace(
         "kind: exact_match\n  params: {pattern: '####\\s*(-?[\\d,.]+)', fallback: none, "
         "normalize: number}",
@@ -143,7 +143,7 @@ def test_level3_workspace_files_only_for_level3(specs, tmp_path, monkeypatch):
                                      "history": {"max_tokens": 1024, "keep_first_turns": 2},
                                      "options": {"world_size": 3}}
     (l3,) = build_specs([spec], tmp_path / "b")
-    assert (l3 / "workspace" / "ENV.md").read_text() == "env textworld\n"
+    assert (l3 / "workspace" / "l3" / "ENV.md").read_text() == "env textworld\n"
 
 
 def test_find_spec_by_id():
