@@ -260,6 +260,9 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     from a2c.runtime.sandbox import BACKENDS
     if opts.backend not in BACKENDS:
         raise RunError(f"unknown sandbox backend {opts.backend!r} (choose local or docker)")
+    if opts.backend == "docker":  # fail fast, before anything is written, without an engine
+        from a2c.runtime.sandbox import get_backend
+        get_backend("docker", build=False)
     build_tmp = Path(tempfile.mkdtemp(prefix="a2c-build-"))
     try:
         bundle_src = resolve_task_bundle(opts.bundle, build_tmp / "task")
@@ -271,6 +274,9 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         if opts.mode not in task.get("modes", MODES):
             raise RunError(f"task {task['id']} does not offer mode {opts.mode!r} "
                            f"(it offers {', '.join(task.get('modes', []))})")
+        driver = agent.get("driver") if isinstance(agent.get("driver"), dict) else {}
+        if driver.get("required") and not (opts.driver or driver.get("default")):
+            raise RunError(f"agent {agent['id']} needs a driver model: pass --driver MODEL")
         budget_cfg = dict(task.get("budget") or {})
         wall = parse_duration(opts.budget) if opts.budget is not None \
             else float(budget_cfg.get("wall_clock_s") or 3600)

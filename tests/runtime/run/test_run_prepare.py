@@ -1,0 +1,81 @@
+"""Preparing a run directory: layout, what the agent gets, what only the grader gets."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+from a2c.errors import RunError
+from a2c.paths import project_root
+from a2c.runtime import run as run_mod
+from a2c.runtime.bundle import Bundle
+
+
+def _prepare(tmp_path, **kw):
+    opts = run_mod.RunOptions(bundle=kw.pop("bundle", "arith"), agent=kw.pop("agent", "ref-sft"),
+                              model="tiny", budget="90s", runs_dir=tmp_path / "runs", seed=3,
+                              mode=kw.pop("mode", "sft-only"), **kw)
+    return run_mod.prepare(opts, report=lambda _: None)
+
+
+def test_layout_and_separation(tmp_path):
+    ctx = _prepare(tmp_path)
+    run_dir = ctx.run_dir
+    for sub in ("workspace", "grader", "logs", "results", "data", "bundle", "agent"):
+        assert (run_dir / sub).is_dir(), sub
+    Bundle.load(run_dir / "bundle")
+    ws = run_dir / "workspace"
+    assert (ws / "a2c_client.py").is_file() and (ws / "INSTRUCTIONS.md").is_file()
+    assert (ws / "output").is_dir()
+    assert (ws / "MODE.md").read_text() == (ws / "modes" / "sft-only.md").read_text()
+    train = (run_dir / "data" / "train.jsonl").read_text().splitlines()
+    heldout = (run_dir / "grader" / "heldout.jsonl").read_text().splitlines()
+    assert len(train) == 2000 and len(heldout) == 100
+    train_ids = {json.loads(line)["id"] for line in train}
+    held_ids = {json.loads(line)["id"] for line in heldout}
+    assert not train_ids & held_ids
+    # the held-out data exists nowhere the agent is given
+    for folder in (ws, run_dir / "data"):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert "test-0" not in path.read_text(errors="ignore") or path.name.endswith(".md")
+    assert not (stat.S_IMODE((run_dir / "data" / "train.jsonl").stat().st_mode) & 0o222)
+    token = run_dir / "grader" / "token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    service = json.loads((run_dir / "grader" / "service.json").read_text())
+    for key in ("token", "socket_path", "host", "port", "deadline_unix", "max_submissions",
+                "min_interval_s", "eval_timeout_s", "output_dir", "agent_output_dir",
+                "workspace", "bundle", "heldout", "backend", "base_model", "baseline_cache"):
+        assert key in service, key
+    assert service["token"] == token.read_text()
+    assert len(service["socket_path"]) < 108
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["task"] == "arith" and run["agent"] == "ref-sft" and run["seed"] == 3
+    assert run["mode"] == "sft-only" and run["budget"]["wall_clock_s"] == 90
+    assert len(run["base_model"]["fingerprint"]) == 64
+    assert len(run["data"]["agent_fingerprint"]) == 64
+    assert run["bundle_digest"] == Bundle.load(run_dir / "bundle").digest
+    assert run["status"] == "prepared"
+    assert (run_dir / "agent" / "prompt.rendered.md").read_text().strip()
+
+
+def test_spec_file_is_compiled(tmp_path):
+    spec = project_root() / "specs" / "tasks" / "arith.yaml"
+    ctx = _prepare(tmp_path, bundle=str(spec))
+    assert Bundle.load(ctx.run_dir / "bundle").id == "arith"
+
+
+def test_docker_without_engine_fails_before_writing(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(RunError, match="no Docker engine is reachable"):
+        _prepare(tmp_path, backend="docker")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_mode_and_backend(tmp_path):
+    with pytest.raises(RunError):
+        _prepare(tmp_path, mode="dpo-only")
+    with pytest.raises(RunError):
+        _prepare(tmp_path, backend="vm")
