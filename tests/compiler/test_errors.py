@@ -258,3 +258,62 @@ def test_cli_subprocess_has_no_traceback(specs, tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     problems(proc.stderr)
+
+
+def test_split_missing_from_local_files(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "heldout: {split: test}", "heldout: {split: dev}")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "data.heldout.split" and "'dev' is not among" in m["what"]
+
+
+def test_two_sources_at_once(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "  source:\n", "  source:\n    hub: x/y\n")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "data.source" and "only one of: hub, files" in m["what"]
+
+
+def test_unknown_key_inside_a_source_variant(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "test: data/test.jsonl}", "test: data/test.jsonl}\n    formt: jsonl")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "data.source.formt" and "did you mean 'format'" in m["what"]
+
+
+def test_several_documents_and_merge_keys(specs, run_cli, tmp_path):
+    spec = tiny(specs)
+    spec.write_text(spec.read_text() + "---\nid: again\n")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert "several YAML documents" in m["what"]
+    spec.write_text(spec.read_text().split("---")[0] + "x: &x {a: 1}\ny:\n  <<: *x\n")
+    found = build_fails(run_cli, spec, tmp_path)
+    assert any("merge keys" in m["what"] for m in found)
+
+
+def test_base_of_another_kind(specs, run_cli, tmp_path):
+    edit(specs / "base" / "defaults.yaml", "kind: Task", "kind: Agent")
+    child = edit(specs / "tasks" / "child.yaml", "id: child", "kind: Task\nid: child")
+    (m,) = build_fails(run_cli, child, tmp_path)
+    assert m["path"] == "extends" and "Agent spec" in m["what"]
+
+
+def test_bad_agent_spec(tmp_path, run_cli):
+    agents = tmp_path / "specs" / "agents"
+    agents.mkdir(parents=True)
+    spec = agents / "bot.yaml"
+    spec.write_text("apiVersion: a2c/v1\nkind: Agent\nid: bot\ntitle: Bot\ntype: cli\n"
+                    "launch: {command: bot --run}\ntranscript: {source: file, format: jsonl}\n")
+    found = build_fails(run_cli, spec, tmp_path)
+    assert [m["path"] for m in found] == ["transcript.path"]
+    spec.write_text(spec.read_text().replace("source: file", "source: stdout"))
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "launch.command" and "$A2C_PROMPT" in m["what"]
+
+
+def test_suite_with_unknown_task(tmp_path, run_cli, specs):
+    suites = specs / "suites"
+    suites.mkdir()
+    spec = suites / "s.yaml"
+    spec.write_text("apiVersion: a2c/v1\nkind: Suite\nid: s\ntitle: S\n"
+                    "tasks: [tiny, tinny]\nagents: [nobody]\nseeds: [0, 1]\n")
+    found = build_fails(run_cli, spec, tmp_path)
+    assert [m["path"] for m in found] == ["tasks[1]", "agents[0]"]
+    assert "did you mean 'tiny'" in found[0]["what"]
