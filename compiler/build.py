@@ -120,7 +120,8 @@ def task_context(task: dict) -> dict[str, Any]:
     return {"task": task, "level": task["level"], "budget": task["budget"],
             "grader": task["grader"], "modes": task["modes"], "mode_titles": MODE_TITLES,
             "env_vars": ENV_VARS, "compiler_version": a2c.__version__,
-            "fields": task["data"]["fields"], "level3": task["level"] == 3}
+            "fields": task["data"]["fields"], "level3": task["level"] == 3,
+            "standalone": False}
 
 
 def compile_task(doc: Document) -> Artifact:
@@ -135,7 +136,8 @@ def compile_task(doc: Document) -> Artifact:
             mode = Path(rel).stem
             if mode not in task["modes"]:
                 continue
-        files[rel] = _render(name, {**ctx, "mode": Path(rel).stem})
+        extra = {"mode": Path(rel).stem, "standalone": rel.startswith(MODES_PREFIX)}
+        files[rel] = _render(name, {**ctx, **extra})
     src = doc.data["data"]["source"]
     for split, original in sorted(src.get("files", {}).items()):
         raw = (doc.path.parent / original).read_bytes()
