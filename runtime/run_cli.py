@@ -45,7 +45,7 @@ def register(subparsers) -> None:
                     "on SmolLM2-135M-Instruct (offline) with the local backend, print the summary.")
     demo.add_argument("--runs-dir", help="where the run directory goes (default: ./runs)")
     demo.add_argument("--agent", default=DEMO_AGENT, help="reference agent (ref-sft or ref-grpo)")
-    demo.add_argument("--budget", default="10m", help="wall-clock budget of the agent (10m)")
+    demo.add_argument("--budget", default="7m", help="wall-clock budget of the agent (7m)")
     demo.set_defaults(handler=handle_demo)
 
 

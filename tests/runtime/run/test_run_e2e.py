@@ -48,7 +48,7 @@ wait
 @pytest.mark.slow
 def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory):
     agent = agent_factory("forker", TREE)
-    ctx = _run(tmp_path, agent, "6s")
+    ctx = _run(tmp_path, agent, "6s", snapshot_every_s=2)
     summary = run_mod.execute(ctx, report=lambda _: None)
     assert summary["status"] == "finished"
     events = read_events(ctx.run_dir / "events.jsonl")
@@ -61,6 +61,8 @@ def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory):
     assert exited["data"]["reason"] == "deadline"
     assert exited["data"]["stop"]["survivors"] == []
     assert _ts(exited) - _ts(deadline) < 5.0
+    reasons = [e["data"].get("reason") for e in events if e["type"] == "snapshot"]
+    assert "periodic" in reasons and "final" in reasons, reasons
     assert collect(None, None, ctx.run["sandbox_id"]) == set()
     run = json.loads((ctx.run_dir / "run.json").read_text())
     assert run["status"] == "finished" and run["submissions"] == 0
