@@ -62,7 +62,17 @@ def _paths(args) -> list:
         if not found:
             raise A2CError("no specs found under specs/")
         return found
-    return list(args.paths)
+    paths = []
+    for given in args.paths:
+        folder = Path(given)
+        if folder.is_dir():     # a specs/ folder, or a folder of spec files
+            found = discover(folder) or sorted(folder.glob("*.y*ml"))
+            if not found:
+                raise A2CError(f"{folder}: no spec files in this folder")
+            paths.extend(found)
+        else:
+            paths.append(given)
+    return paths
 
 
 def cmd_validate(args) -> int:

@@ -103,3 +103,10 @@ def test_authoring_example_builds(tmp_path, run_cli):
         (tasks / "data" / "capitals" / f"{split}.jsonl").write_text(record)
     code, _, err = run_cli("build", tasks / "capitals.yaml", "-o", tmp_path / "gen")
     assert code == 0, err
+
+
+def test_validate_folders(specs, run_cli):
+    code, out, err = run_cli("validate", specs)
+    assert code == 0, err
+    assert "tiny" in out and "child" in out
+    assert run_cli("validate", specs / "tasks")[0] == 0
