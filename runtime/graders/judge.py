@@ -52,7 +52,7 @@ USER_TEMPLATE = (
 
 ENV_PREFIX = "A2C_JUDGE_"
 CONFIG_KEYS = ("base_url", "api_key", "model", "price_prompt_per_1k",
-               "price_completion_per_1k", "timeout_s")
+               "price_completion_per_1k", "timeout_s", "backoff_s", "concurrency")
 FORBIDDEN_PARAMS = ("base_url", "api_key", "url", "endpoint", "key")
 JUDGE_TEMPLATES = ("alpaca_eval",)
 
@@ -69,6 +69,8 @@ class JudgeConfig:
     price_prompt_per_1k: float = 0.0
     price_completion_per_1k: float = 0.0
     timeout_s: float = 60.0
+    backoff_s: float | None = None       # first retry delay (doubles each retry)
+    concurrency: int | None = None       # judge calls in flight
     source: str = "env"
 
     @property
@@ -141,6 +143,10 @@ def load_judge_config(env: dict[str, str] | None = None,
                            price_completion_per_1k=float(values.get("price_completion_per_1k",
                                                                     0.0)),
                            timeout_s=float(values.get("timeout_s", 60.0)),
+                           backoff_s=(float(values["backoff_s"]) if values.get("backoff_s")
+                                      not in (None, "") else None),
+                           concurrency=(int(values["concurrency"]) if values.get("concurrency")
+                                        not in (None, "") else None),
                            source="+".join(sources))
     except ValueError as exc:
         raise JudgeConfigError(f"pairwise_judge: bad judge configuration value: {exc}") from None
@@ -269,11 +275,15 @@ class JudgeClient:
         last_error = "no attempt"
         pt = ct = 0
         attempts = 0
+        retry_after: float | None = None
         for attempt in range(self.max_retries + 1):
             attempts = attempt + 1
-            if attempt:
-                delay = min(self.max_backoff_s, self.backoff_s * (2 ** (attempt - 1)))
-                time.sleep(delay)
+            if attempt:  # exponential backoff, or the server's Retry-After when it is longer
+                delay = self.backoff_s * (2 ** (attempt - 1))
+                if retry_after is not None:
+                    delay = max(delay, retry_after)
+                time.sleep(min(self.max_backoff_s, delay))
+                retry_after = None
             try:
                 with self._lock:
                     self.http_calls += 1
@@ -298,8 +308,7 @@ class JudgeClient:
                                 completion_tokens=ct, attempts=attempts, raw=content[:200])
             except _Retryable as exc:
                 last_error = str(exc)
-                if exc.retry_after is not None and attempt < self.max_retries:
-                    time.sleep(min(self.max_backoff_s, exc.retry_after))
+                retry_after = exc.retry_after
         return Judgment(p_b=None, verdict=None, prompt_tokens=pt, completion_tokens=ct,
                         attempts=attempts, error=f"after {attempts} attempts: {last_error}")
 
@@ -357,9 +366,9 @@ class PairwiseJudgeGrader(Grader):
             raise GraderError(f"pairwise_judge: unknown judge_template {self.template!r} "
                               f"(known: {', '.join(JUDGE_TEMPLATES)})")
         self.max_output_tokens = int(p.get("max_output_tokens", 4))
-        self.concurrency = int(p.get("concurrency", 4))
+        self.concurrency = p.get("concurrency")
         self.max_retries = int(p.get("max_retries", 5))
-        self.backoff_s = float(p.get("backoff_s", 1.0))
+        self.backoff_s = p.get("backoff_s")
         self.max_backoff_s = float(p.get("max_backoff_s", 30.0))
         self.lc_l2 = float(p.get("lc_l2", 1.0))
         self.use_cache = bool(p.get("cache", True))
@@ -380,8 +389,13 @@ class PairwiseJudgeGrader(Grader):
                     from a2c.paths import cache_dir
 
                     cache = cache_dir() / "judge"
+            if self.backoff_s is None:
+                self.backoff_s = config.backoff_s if config.backoff_s is not None else 1.0
+            if self.concurrency is None:
+                self.concurrency = config.concurrency or 4
             self._client = JudgeClient(config, cache, weighted=self.weighted,
-                                       max_retries=self.max_retries, backoff_s=self.backoff_s,
+                                       max_retries=self.max_retries,
+                                       backoff_s=float(self.backoff_s),
                                        max_backoff_s=self.max_backoff_s,
                                        max_tokens=self.max_output_tokens)
         return self._client
@@ -414,7 +428,7 @@ class PairwiseJudgeGrader(Grader):
         instructions = [self._instruction(r) for r in records]
         client = self.client()
         jobs: dict[tuple[int, str], Any] = {}
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, int(self.concurrency))) as pool:
             for i, (ins, ref, out) in enumerate(zip(instructions, refs, outputs)):
                 if out is None or out == ref:
                     continue

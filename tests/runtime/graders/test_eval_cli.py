@@ -1,0 +1,217 @@
+"""`a2c eval` on every level-1 and level-2 bundle under generated/ (predictions path), on fixture
+data where the task's real data set is on the hub (not on this machine)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from a2c.cli import main
+from conftest import FIXTURES, GENERATED, make_fixture_bundle
+
+FIXTURE_DATA = {
+    "gsm8k": ({"train": FIXTURES / "gsm8k_train.jsonl", "test": FIXTURES / "gsm8k_test.jsonl"},
+              None),
+    "alpacaeval": ({"eval": FIXTURES / "alpacaeval_eval.jsonl"},
+                   {"agent": {"split": "eval", "slice": "0:3"},
+                    "heldout": {"split": "eval", "slice": "3:"}}),
+}
+
+
+def task_bundles():
+    out = []
+    for manifest in sorted(GENERATED.glob("*/bundle.json")):
+        data = json.loads(manifest.read_text())
+        if data.get("kind") == "Task" and data["task"].get("level") in (1, 2):
+            out.append(manifest.parent.name)
+    return out
+
+
+def usable_bundle(task_id, tmp_path):
+    """The real bundle when its data is here, else the same bundle over fixture files."""
+    from a2c.runtime.bundle import Bundle
+    from a2c.runtime.data import DataError, load_split
+
+    bundle = Bundle.load(GENERATED / task_id)
+    try:
+        records = load_split(bundle.task, "heldout", bundle.root)
+        return bundle.root, records, "real"
+    except DataError:
+        if task_id not in FIXTURE_DATA:
+            pytest.skip(f"{task_id}: data not available here and no fixture")
+    files, splits = FIXTURE_DATA[task_id]
+    root = make_fixture_bundle(task_id, tmp_path / task_id, files, splits)
+    bundle = Bundle.load(root)
+    return root, load_split(bundle.task, "heldout", root), "fixture"
+
+
+def perfect_and_corrupted(task, records):
+    kind = task["grader"]["kind"]
+    if kind == "exact_match":
+        from a2c.runtime.graders import get_grader
+
+        g = get_grader(task["grader"])
+        gold = {r["id"]: f"Let me think.\n#### {g.gold_answer(r)}" for r in records}
+        bad = {r["id"]: "#### 987654321" for r in records}
+    elif kind == "humaneval":
+        gold = {r["id"]: r["answer"] for r in records}
+        bad = {r["id"]: "    pass\n" for r in records}
+    elif kind == "pairwise_judge":
+        gold = {r["id"]: r["answer"] + " In more detail: " + r["answer"] for r in records}
+        bad = {r["id"]: r["answer"][:5] for r in records}
+    else:
+        raise AssertionError(kind)
+    return gold, bad
+
+
+def write_preds(path, preds):
+    with open(path, "w") as f:
+        for i, o in preds.items():
+            f.write(json.dumps({"id": i, "output": o}) + "\n")
+    return path
+
+
+def run_eval(capsys, *args):
+    rc = main(["eval", *map(str, args)])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_there_are_bundles_to_evaluate():
+    ids = task_bundles()
+    assert "arith" in ids
+
+
+@pytest.mark.parametrize("task_id", task_bundles())
+def test_eval_predictions_on_every_l1_l2_bundle(task_id, tmp_path, capsys, fake_judge):
+    root, records, source = usable_bundle(task_id, tmp_path)
+    task = json.loads((root / "bundle.json").read_text())["task"]
+    gold, bad = perfect_and_corrupted(task, records)
+    out = tmp_path / "items.jsonl"
+    rc, stdout, _ = run_eval(capsys, root, "--predictions", write_preds(tmp_path / "p.jsonl", gold),
+                             "--out", out, "--json")
+    assert rc == 0, stdout
+    result = json.loads(stdout)
+    assert result["score"] == 100.0, (task_id, source)
+    assert result["n_items"] == len(records) and result["task"] == task_id
+    assert result["split"] == "heldout" and result["n_missing"] == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [it["id"] for it in lines] == [r["id"] for r in records]
+    assert all({"id", "prompt", "output", "gold", "correct", "score"} <= set(it) for it in lines)
+
+    rc, stdout, _ = run_eval(capsys, root, "--predictions", write_preds(tmp_path / "b.jsonl", bad),
+                             "--json")
+    assert rc == 0 and json.loads(stdout)["score"] == 0.0
+
+
+@pytest.fixture
+def arith(tmp_path):
+    from a2c.runtime.bundle import Bundle
+    from a2c.runtime.data import load_split
+
+    if not (GENERATED / "arith" / "bundle.json").is_file():
+        pytest.skip("no arith bundle")
+    b = Bundle.load(GENERATED / "arith")
+    return b.root, load_split(b.task, "heldout", b.root)
+
+
+def test_task_id_and_human_summary(arith, capsys, tmp_path):
+    root, records = arith
+    preds = write_preds(tmp_path / "p.jsonl", {r["id"]: f"#### {r['answer']}" for r in records})
+    rc, stdout, _ = run_eval(capsys, "arith", "--predictions", preds)
+    assert rc == 0 and re.search(r"arith \[heldout\] exact_match .*score 100\.00", stdout)
+
+
+def test_missing_ids_are_failures_and_counted(arith, capsys, tmp_path):
+    root, records = arith
+    half = {r["id"]: f"#### {r['answer']}" for r in records[:50]}
+    rc, stdout, err = run_eval(capsys, root, "--predictions", write_preds(tmp_path / "p.jsonl", half),
+                               "--json")
+    res = json.loads(stdout)
+    assert rc == 0 and res["score"] == 50.0 and res["n_missing"] == 50
+    assert res["metrics"]["n_missing"] == 50 and len(res["missing_ids"]) == 20
+
+
+def test_errors(arith, capsys, tmp_path):
+    root, records = arith
+    rc, _, err = run_eval(capsys, root, "--predictions", tmp_path / "nope.jsonl")
+    assert rc == 2 and "predictions file not found" in err
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": records[0]["id"], "output": "#### 1"}) + "\n{not json\n")
+    rc, _, err = run_eval(capsys, root, "--predictions", bad)
+    assert rc == 2 and f"{bad}:2: not valid JSON" in err
+
+    noid = tmp_path / "noid.jsonl"
+    noid.write_text(json.dumps({"output": "x"}) + "\n")
+    rc, _, err = run_eval(capsys, root, "--predictions", noid)
+    assert rc == 2 and ':1: no "id"' in err
+
+    unknown = write_preds(tmp_path / "u.jsonl", {"nope-1": "#### 1", records[0]["id"]: "#### 2"})
+    rc, _, err = run_eval(capsys, root, "--predictions", unknown)
+    assert rc == 2 and "'nope-1'" in err and "not in the heldout split" in err
+
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("".join(json.dumps({"id": records[0]["id"], "output": "x"}) + "\n"
+                           for _ in range(2)))
+    rc, _, err = run_eval(capsys, root, "--predictions", dup)
+    assert rc == 2 and "more than once" in err
+
+    rc, _, err = run_eval(capsys, tmp_path / "no-bundle", "--predictions", dup)
+    assert rc == 2 and "bundle not found" in err
+    rc, _, err = run_eval(capsys, tmp_path, "--predictions", dup)
+    assert rc == 2 and "not a bundle" in err
+
+    rc, _, err = run_eval(capsys, root, "--model", tmp_path / "no-model")
+    assert rc == 2 and "model not found" in err
+
+
+def test_agent_split_only_when_asked(arith, capsys, tmp_path):
+    from a2c.runtime.bundle import Bundle
+    from a2c.runtime.data import load_split
+
+    root, heldout = arith
+    agent = load_split(Bundle.load(root).task, "agent", root)
+    preds = write_preds(tmp_path / "a.jsonl", {r["id"]: f"#### {r['answer']}" for r in agent[:5]})
+    rc, _, err = run_eval(capsys, root, "--predictions", preds)
+    assert rc == 2 and "not in the heldout split" in err
+    rc, stdout, _ = run_eval(capsys, root, "--predictions", preds, "--split", "agent",
+                             "--limit", "5", "--json")
+    res = json.loads(stdout)
+    assert rc == 0 and res["split"] == "agent" and res["score"] == 100.0 and res["n_items"] == 5
+
+
+def test_humaneval_sample_format_is_accepted(capsys, tmp_path, humaneval_problems):
+    if not (GENERATED / "humaneval" / "bundle.json").is_file():
+        pytest.skip("no humaneval bundle")
+    path = tmp_path / "samples.jsonl"
+    with open(path, "w") as f:
+        for r in humaneval_problems[82:]:
+            f.write(json.dumps({"task_id": r["id"], "completion": r["answer"]}) + "\n")
+    rc, stdout, _ = run_eval(capsys, GENERATED / "humaneval", "--predictions", path, "--json")
+    res = json.loads(stdout)
+    assert rc == 0 and res["score"] == 100.0 and res["metrics"]["pass@1"] == 100.0
+
+
+def test_judge_unreliable_exit_status(capsys, tmp_path, fake_judge, monkeypatch):
+    root, records, _ = usable_bundle("alpacaeval", tmp_path)
+    gold, _ = perfect_and_corrupted({"grader": {"kind": "pairwise_judge"}}, records)
+    fake_judge.fail_marker = records[0]["prompt"][:20]
+    monkeypatch.setenv("A2C_JUDGE_BACKOFF_S", "0.01")
+    rc, stdout, _ = run_eval(capsys, root, "--predictions", write_preds(tmp_path / "p.jsonl", gold),
+                             "--json")
+    res = json.loads(stdout)
+    assert rc == 3 and res["valid"] is False and "unreliable" in res["error"]
+
+
+def test_real_command_prints_one_json_object(arith, tmp_path):
+    root, records = arith
+    preds = write_preds(tmp_path / "p.jsonl", {r["id"]: f"#### {r['answer']}" for r in records})
+    proc = subprocess.run([sys.executable, "-m", "a2c.cli", "eval", str(root), "--predictions",
+                           str(preds), "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    obj = json.loads(proc.stdout)
+    assert obj["score"] == 100.0 and 0 <= obj["ci95"][0] <= obj["ci95"][1] <= 100
