@@ -23,11 +23,13 @@ DEFAULT_BUDGET = {"wall_clock": "12h", "gpus": 1, "max_submissions": 30, "min_in
                   "eval_timeout": "1h"}
 DEFAULT_MODES = ["free", "sft-only", "rl-only"]
 DEFAULT_PARAMS = {
-    "exact_match": {"fallback": "none", "normalize": "none", "answer_pattern": None},
-    "humaneval": {"k": [1], "timeout": 10, "memory_mb": 1024, "workers": 4},
-    "pairwise_judge": {"reference_field": "answer", "swap_positions": True,
-                       "length_controlled": True, "max_retries": 3, "max_failure_rate": 0.1,
-                       "judge_template": "alpaca_eval", "max_output_tokens": 16},
+    # The graders' own defaults (runtime/graders), written out so a bundle states them.
+    "exact_match": {"fallback": "last_number", "normalize": "number", "match": "first"},
+    "humaneval": {"k": [1], "timeout": 10, "memory_mb": 1024},
+    "pairwise_judge": {"reference_field": "answer", "instruction_field": "prompt",
+                       "swap_positions": True, "length_controlled": True, "max_retries": 5,
+                       "max_failure_rate": 0.05, "judge_template": "alpaca_eval",
+                       "max_output_tokens": 4},
     "rollout": {},
 }
 DEFAULT_ENV = {"max_steps": 50, "n_episodes": None,

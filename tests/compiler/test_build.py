@@ -203,3 +203,10 @@ def test_generated_is_up_to_date():
     """The committed generated/ matches what the shipped specs compile to."""
     artifacts = plan(SHIPPED)
     assert stale_files(artifacts, PACKAGE_ROOT / "generated") == []
+
+
+@pytest.mark.parametrize("task_id", ["arith", "gsm8k", "humaneval", "alpacaeval"])
+def test_shipped_grader_configs_load_in_the_graders(task_id):
+    graders = pytest.importorskip("a2c.runtime.graders")
+    grader = graders.get_grader(load_spec(task_id)["grader"])
+    assert grader.kind == load_spec(task_id)["grader"]["kind"]
