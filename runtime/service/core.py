@@ -365,8 +365,15 @@ class GradingService:
                 self._evaluate(sid)
             except Exception as exc:  # bookkeeping bug: record, keep serving
                 log(f"submission {sid}: internal error:\n{traceback.format_exc()}")
-                self._finish(sid, {"score": None, "valid": False,
-                                   "error": f"internal grader error: {exc}"})
+                try:
+                    self._finish(sid, {"score": None, "valid": False,
+                                       "error": f"internal grader error: {exc}"})
+                except Exception:  # e.g. the disk is full: stays unscored, re-queued on resume
+                    log(f"submission {sid}: could not record the error:\n"
+                        f"{traceback.format_exc()}")
+                    with self.lock:
+                        self.subs[sid].update(status="invalid", score=None, error=(
+                            f"internal grader error, not recorded (re-evaluated on resume): {exc}"))
             finally:
                 with self.lock:
                     self.running = None
@@ -409,7 +416,13 @@ class GradingService:
         sub = self.subs[sid]
         host = Path(sub["host_path"])
         weights_hash = sub["weights_hash"]
-        # The weights must still be the ones that were submitted.
+        # Still inside the output folder (not swapped for a symlink since), still the same weights.
+        real = Path(os.path.realpath(host))
+        if real != self.output_dir and self.output_dir not in real.parents:
+            self._finish(sid, {"score": None, "valid": False, "error": (
+                f"{sub['model_path']} now resolves outside the output folder "
+                f"{self.cfg.agent_output_dir}; it was replaced after submission")})
+            return
         if not host.exists():
             self._finish(sid, {"score": None, "valid": False,
                                "error": f"{sub['model_path']} was deleted before it was evaluated"})

@@ -416,3 +416,20 @@ def test_snapshot_at_each_submission(service):
     files = subprocess.run(["git", f"--git-dir={run / 'snapshots.git'}", "ls-tree", "-r",
                             "--name-only", "submission-1"], capture_output=True, text=True).stdout
     assert "train.py" in files and "output" not in files
+
+
+def test_folder_swapped_for_symlink_after_submission(service, tmp_path):
+    import shutil
+
+    handle, run = service()
+    client = handle.client()
+    outside = make_model(tmp_path / "outside", content="v1")
+    make_model(out(run) / "slow", SLEEP=1.5, SCORE=1)
+    make_model(out(run) / "swap", content="v1")
+    client.submit("output/slow")
+    sid = client.submit("output/swap")["id"]
+    shutil.rmtree(out(run) / "swap")
+    (out(run) / "swap").symlink_to(outside, target_is_directory=True)
+    assert handle.wait_idle(30)
+    sub = client.status(sid)
+    assert sub["status"] == "invalid" and "outside the output folder" in sub["error"]
