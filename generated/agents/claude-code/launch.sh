@@ -5,6 +5,9 @@
 # The runtime runs this inside the sandbox with the workspace as cwd and sets A2C_WORKSPACE,
 # A2C_PROMPT_FILE (the rendered prompt.md), A2C_DRIVER_MODEL and the other A2C_* variables.
 # Transcript: stream-json on stdout -> logs/transcript.jsonl
+# The recorder hook (BASH_ENV) logs the agent's commands, not this launcher's.
+trap - DEBUG
+unset A2C_HOOK_ACTIVE
 set -euo pipefail
 cd "${A2C_WORKSPACE:?A2C_WORKSPACE is not set}"
 A2C_PROMPT="$(cat "${A2C_PROMPT_FILE:?A2C_PROMPT_FILE is not set}")"
