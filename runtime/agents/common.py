@@ -217,3 +217,24 @@ def env_int(name: str, default: int) -> int:
 def env_float(name: str, default: float) -> float:
     value = os.environ.get(name)
     return float(value) if value else default
+
+
+def time_limit_callback(stop_at: float):
+    """A TrainerCallback that ends training once the clock passes `stop_at` (unix seconds), so
+    a slow machine still leaves time to save and submit before the deadline."""
+    from transformers import TrainerCallback
+
+    class TimeLimit(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.time() >= stop_at:
+                control.should_training_stop = True
+                log(f"time limit: stopping training after step {state.global_step}",
+                    event="time_limit", step=state.global_step)
+            return control
+
+    return TimeLimit()
+
+
+def submit_margin(ctx: AgentContext, total: float) -> float:
+    """Seconds kept free before the deadline for saving and submitting a model."""
+    return min(90.0, max(15.0, 0.08 * total))

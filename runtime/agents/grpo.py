@@ -36,7 +36,8 @@ def make_reward(pattern: str):
     return exact_match_reward
 
 
-def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, tag: str):
+def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, tag: str,
+               stop_at: float | None = None):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     chat = ctx.use_chat and bool(getattr(tokenizer, "chat_template", None))
@@ -57,11 +58,13 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
         dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(ctx.answer_pattern)],
                           args=config, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer)
+                          processing_class=tokenizer,
+                          callbacks=[common.time_limit_callback(stop_at)] if stop_at else None)
     start = time.time()
     result = trainer.train()
     elapsed = time.time() - start
     rewards = [h.get("reward") for h in trainer.state.log_history if "reward" in h]
+    steps = trainer.state.global_step
     log(f"{tag}: {steps} GRPO steps in {elapsed:.1f}s, mean reward first {rewards[:1]} "
         f"last {rewards[-1:]}", event="train", stage=tag, steps=steps, seconds=elapsed,
         loss=result.training_loss, rewards=rewards)
@@ -78,13 +81,18 @@ def main(argv: list[str] | None = None) -> int:
         records = records[:limit]
     log(f"GRPO agent: {len(records)} records, mode {ctx.mode}, {ctx.remaining():.0f}s left",
         event="start")
+    start_time = time.time()
+    margin = common.submit_margin(ctx, ctx.deadline - start_time)
     model, tokenizer = load_model(ctx.base_model)
     submitted = []
     if ctx.mode != "rl-only":
         steps = common.env_int("A2C_REF_SFT_STEPS", 25)
-        model, _ = train_sft(ctx, model, tokenizer, records, steps,
-                             common.env_int("A2C_REF_BATCH", 8),
-                             common.env_float("A2C_REF_LR", 5e-5), ctx.seed, "sft-warmup")
+        left = ctx.deadline - margin - time.time()
+        stop_at = time.time() + (0.5 * left if ctx.mode != "sft-only" else left)
+        model, _, steps = train_sft(ctx, model, tokenizer, records, steps,
+                                    common.env_int("A2C_REF_BATCH", 8),
+                                    common.env_float("A2C_REF_LR", 5e-5), ctx.seed, "sft-warmup",
+                                    stop_at=stop_at)
         out = common.save_model(model, tokenizer, ctx.output_dir / "sft-warmup")
         sub = common.submit(ctx, out, note=f"SFT warm-up: {steps} steps")
         if sub:
@@ -93,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         log("mode rl-only: no SFT warm-up")
     if ctx.mode != "sft-only":
         steps = common.env_int("A2C_REF_GRPO_STEPS", 8)
-        model = train_grpo(ctx, model, tokenizer, records, steps, "grpo")
+        model = train_grpo(ctx, model, tokenizer, records, steps, "grpo",
+                           stop_at=ctx.deadline - margin)
         out = common.save_model(model, tokenizer, ctx.output_dir / "grpo")
-        sub = common.submit(ctx, out, note=f"GRPO: {steps} steps after the warm-up")
+        sub = common.submit(ctx, out, note="GRPO after the warm-up")
         if sub:
             submitted.append(sub)
     else:

@@ -50,19 +50,21 @@ def load_model(path: Path):
 
 
 def train_sft(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, batch: int,
-              lr: float, seed: int, tag: str):
+              lr: float, seed: int, tag: str, stop_at: float | None = None):
     from trl import SFTTrainer
     chat = ctx.use_chat and bool(getattr(tokenizer, "chat_template", None))
     dataset = build_dataset(ctx, records, chat)
     trainer = SFTTrainer(model=model, args=sft_config(ctx.workspace / "tmp" / tag, steps, batch,
                                                       lr, seed),
-                         train_dataset=dataset, processing_class=tokenizer)
+                         train_dataset=dataset, processing_class=tokenizer,
+                         callbacks=[common.time_limit_callback(stop_at)] if stop_at else None)
     start = time.time()
     result = trainer.train()
     elapsed = time.time() - start
+    steps = max(1, trainer.state.global_step)
     log(f"{tag}: {steps} SFT steps in {elapsed:.1f}s, loss {result.training_loss:.4f}",
         event="train", stage=tag, steps=steps, seconds=elapsed, loss=result.training_loss)
-    return trainer.model, elapsed / max(1, steps)
+    return trainer.model, elapsed / steps, steps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,20 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     start_time = time.time()
     model, tokenizer = load_model(ctx.base_model)
     submitted: list[str] = []
-    seconds_per_step = None
+    total = ctx.deadline - start_time
+    margin = common.submit_margin(ctx, total)
     for stage in range(1, stages + 1):
-        n = steps
-        if seconds_per_step is not None:  # keep a margin for saving, submitting and scoring
-            margin = min(60.0, max(10.0, 0.15 * (ctx.deadline - start_time)))
-            affordable = int((ctx.remaining() - margin) / max(seconds_per_step, 1e-3))
-            n = min(steps, affordable)
-            if n < 1:
-                log(f"stage {stage}: not enough time left ({ctx.remaining():.0f}s), stopping")
-                break
-        model, seconds_per_step = train_sft(ctx, model, tokenizer, records, n, batch, lr,
-                                            ctx.seed + stage, f"sft-stage{stage}")
+        left = ctx.deadline - margin - time.time()
+        if left < 5:
+            log(f"stage {stage}: not enough time left ({ctx.remaining():.0f}s), stopping")
+            break
+        # the first stage may use at most 60% of what is left, so a score exists early
+        stop_at = time.time() + (0.6 * left if stage < stages else left)
+        model, _, done = train_sft(ctx, model, tokenizer, records, steps, batch, lr,
+                                   ctx.seed + stage, f"sft-stage{stage}", stop_at=stop_at)
         out = common.save_model(model, tokenizer, ctx.output_dir / f"sft-stage{stage}")
-        sub = common.submit(ctx, out, note=f"SFT stage {stage}: {n} steps, batch {batch}, lr {lr}")
+        sub = common.submit(ctx, out, note=f"SFT stage {stage}: {done} steps, batch {batch}, "
+                                           f"lr {lr}")
         if sub is not None:
             submitted.append(sub)
     for sub in submitted:

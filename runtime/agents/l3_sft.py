@@ -1,0 +1,128 @@
+"""Reference agent for level 3: SFT on expert trajectories, in exactly the evaluation prompt format.
+
+    python -m a2c.runtime.agents.l3_sft
+
+1. Reads the environment configuration the bundle gives every level-3 workspace
+   (`$A2C_WORKSPACE/l3/env.json`: kind, max_steps, history rule, options) and the training split
+   (`$A2C_DATA_DIR/train.jsonl`; game files at the same relative paths).
+2. Plays each training game's expert walkthrough through the real environment and records, at every
+   step, the prompt the rollout grader would build (`a2c.runtime.envs.prompts`, same history rule)
+   and the expert action: (chat prompt, action) pairs.
+3. Fine-tunes the base model on them with TRL's SFTTrainer (prompt-completion, loss on the action
+   only), saves to `$A2C_OUTPUT_DIR/l3-sft`, submits through the workspace client and waits for the
+   score.
+
+Knobs (environment): A2C_L3_STEPS (default 60), A2C_L3_BATCH (4), A2C_L3_LR (5e-5),
+A2C_L3_MAX_LENGTH (640).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+from a2c.runtime.envs.prompts import Turn, get_format
+from a2c.runtime.envs.registry import env_factory
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] l3_sft: {message}", flush=True)
+
+
+def collect_expert(records: list[dict], env_cfg: dict, data_root: str | Path) -> list[dict]:
+    """(prompt messages, expert action) pairs from playing each record's walkthrough."""
+    fmt = get_format(env_cfg["kind"], env_cfg.get("options"))
+    hist = env_cfg.get("history") or {}
+    factory = env_factory(env_cfg, data_root)
+    rows: list[dict] = []
+    for rec in records:
+        walk = rec.get("walkthrough") or [a.strip() for a in str(rec.get("answer", "")).split(";")]
+        env = factory(rec)
+        try:
+            obs, info = env.reset()
+            task = info.get("task") or rec.get("prompt", "")
+            turns: list[Turn] = []
+            won = False
+            for action in walk:
+                msgs = fmt.messages(task, obs, turns, info, max_tokens=hist.get("max_tokens"),
+                                    keep_first_turns=int(hist.get("keep_first_turns", 0) or 0))
+                rows.append({"prompt": msgs, "completion": [{"role": "assistant",
+                                                             "content": action}],
+                             "id": rec.get("id")})
+                o, _, done, info = env.step(action)
+                turns.append(Turn(action, o))
+                won = bool(info.get("won"))
+                if done:
+                    break
+            if not won:
+                log(f"walkthrough of {rec.get('id')} did not win; its steps are kept anyway")
+        finally:
+            env.close()
+    return rows
+
+
+def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
+          batch: int = 4, lr: float = 5e-5, seed: int = 0, max_length: int = 640,
+          work_dir: str | Path | None = None) -> Path:
+    """TRL SFT (loss on the completions only); returns the saved model folder."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    torch.manual_seed(seed)
+    tok = AutoTokenizer.from_pretrained(base_model)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(base_model)
+    data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    work = Path(work_dir or Path(out_dir).parent / "tmp-l3-sft")
+    args = SFTConfig(output_dir=str(work), max_steps=steps, per_device_train_batch_size=batch,
+                     gradient_accumulation_steps=1, learning_rate=lr, lr_scheduler_type="constant",
+                     warmup_steps=0, logging_steps=10, save_strategy="no", report_to="none",
+                     use_cpu=True, bf16=False, fp16=False, seed=seed, max_length=max_length,
+                     completion_only_loss=True, disable_tqdm=True, dataloader_num_workers=0)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
+    started = time.time()
+    result = trainer.train()
+    log(f"{steps} SFT steps on {len(rows)} expert steps in {time.time() - started:.0f}s, "
+        f"loss {result.training_loss:.3f}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer.model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from a2c.runtime.agents import common
+
+    ctx = common.AgentContext.from_env()
+    if ctx.mode == "rl-only":
+        log("mode rl-only: this agent only does SFT; nothing to do")
+        return 0
+    env_path = ctx.workspace / "l3" / "env.json"
+    env_cfg = json.loads(env_path.read_text())
+    records = ctx.load_train()
+    random.Random(ctx.seed).shuffle(records)
+    log(f"{len(records)} training games, env {env_cfg['kind']}")
+    rows = collect_expert(records, env_cfg, ctx.data_dir)
+    log(f"collected {len(rows)} expert steps")
+    out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft",
+                steps=int(os.environ.get("A2C_L3_STEPS", 60)),
+                batch=int(os.environ.get("A2C_L3_BATCH", 4)),
+                lr=float(os.environ.get("A2C_L3_LR", 5e-5)), seed=ctx.seed,
+                max_length=int(os.environ.get("A2C_L3_MAX_LENGTH", 640)),
+                work_dir=ctx.workspace / "tmp" / "l3-sft")
+    sid = common.submit(ctx, out, note="l3 SFT on expert trajectories")
+    if sid:
+        reply = common.wait_score(ctx, sid)
+        log(f"submission {sid}: score {reply.get('score')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
