@@ -58,10 +58,10 @@ class Progress:
         self.start = time.monotonic()
 
     def __call__(self, message: str) -> None:
+        from rich.markup import escape
         elapsed = time.monotonic() - self.start
         style = "bold yellow" if message.startswith("WARNING") else None
-        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] {message}", style=style,
-                           markup=not message.startswith("WARNING"))
+        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] {escape(message)}", style=style)
 
     def summary(self, result: dict) -> None:
         from rich.table import Table

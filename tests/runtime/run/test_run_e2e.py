@@ -46,9 +46,10 @@ wait
 
 
 @pytest.mark.slow
-def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory):
+@pytest.mark.parametrize("use_bwrap", [None, False])
+def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap):
     agent = agent_factory("forker", TREE)
-    ctx = _run(tmp_path, agent, "6s", snapshot_every_s=2)
+    ctx = _run(tmp_path, agent, "6s", snapshot_every_s=2, use_bwrap=use_bwrap)
     summary = run_mod.execute(ctx, report=lambda _: None)
     assert summary["status"] == "finished"
     events = read_events(ctx.run_dir / "events.jsonl")
@@ -66,7 +67,8 @@ def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory):
     assert collect(None, None, ctx.run["sandbox_id"]) == set()
     run = json.loads((ctx.run_dir / "run.json").read_text())
     assert run["status"] == "finished" and run["submissions"] == 0
-    assert run["isolation"] in ("bubblewrap", "none")
+    assert run["isolation"] == ("none" if use_bwrap is False else
+                                ("bubblewrap" if HAVE_BWRAP else "none"))
     for key in ("run_id", "task", "level", "agent", "driver", "mode", "seed", "base_model",
                 "bundle_digest", "spec_hash", "isolation", "budget", "baseline_score",
                 "best_score", "final_score", "submissions", "valid_submissions", "status",
