@@ -138,7 +138,9 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
                                  "text": _clip(f"{event['type']} {event.get('data') or {}}")})
         failures.append({"category": "no_submission", "label": LABELS["no_submission"],
                          "submission_id": None,
-                         "message": f"{len(submissions)} submission(s), none valid",
+                         "message": f"{len(submissions)} submission(s), none valid"
+                         + (" apart from copies of the base model"
+                            if any(s.valid and s.base_copy for s in submissions) else ""),
                          "evidence": evidence[:MAX_EVIDENCE]})
     for event in record.events_of("agent_exited"):
         data = event.get("data") or {}

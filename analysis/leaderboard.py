@@ -55,6 +55,8 @@ def summarise(run_dir: Path) -> RunRow:
     metrics = _metrics(record, subs, baseline, header)
     best = max((s["score"] for s in subs if s["valid"] and s["score"] is not None
                 and not s["base_copy"]), default=None)
+    if best is None:  # no valid model of its own: the run ends where it started
+        best = baseline
     values = {key: header.get(key) for key in GROUP_KEYS}
     values.update({
         "run_id": header["run_id"], "baseline": baseline, "best": best,

@@ -65,7 +65,7 @@ def _header(record: RunRecord) -> dict[str, Any]:
     duration = None
     if record.started_at is not None and record.ended_at is not None:
         duration = round(record.ended_at - record.started_at, 3)
-    base_model = pick("base_model")
+    base_model = _base_model_name(pick("base_model"))
     return {
         "run_id": str(pick("run_id", record.root.name)),
         "task": pick("task"), "level": pick("level"), "agent": pick("agent"),
@@ -79,6 +79,22 @@ def _header(record: RunRecord) -> dict[str, Any]:
         "deadline": iso(record.deadline), "duration_s": duration,
         "versions": versions if isinstance(versions, dict) else {},
     }
+
+
+def _base_model_name(value: Any) -> Any:
+    """`builtin:tiny`, `hub:Qwen/Qwen3-8B-Base@main`, `path:/models/x` from a spec or a
+    run.json base_model object ({spec, path, fingerprint}); strings pass through."""
+    if isinstance(value, dict):
+        spec = value.get("spec") if isinstance(value.get("spec"), dict) else value
+        if "builtin" in spec:
+            return f"builtin:{spec['builtin']}"
+        if "hub" in spec:
+            rev = spec.get("revision")
+            return f"hub:{spec['hub']}" + (f"@{rev}" if rev else "")
+        if "path" in spec:
+            return f"path:{spec['path']}"
+        return json.dumps(value, sort_keys=True)
+    return value
 
 
 # ---------------------------------------------------------------------- submissions
@@ -241,6 +257,7 @@ def _route_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str
         route_out["compliance"]["detail"] = "no snapshots.git: the route cannot be read"
         return route_out, timeline
     cache = _RouteCache(repo)
+    shipped = _shipped_workspace(record.root / "bundle" / "workspace")
     try:
         snapshots = record.snapshots
         prev_files: dict[str, str] = {}
@@ -271,7 +288,8 @@ def _route_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str
                     prev_commit = before[-1]["commit"]
                     prev_files = repo.files(prev_commit)
             files = repo.files(commit)
-            diff = diff_trees(repo, prev_files, files)
+            diff = diff_trees(repo, prev_files, files,
+                              old_text=shipped if prev_commit is None else None)
             changed = {f.path for f in diff.files}
             routes = [r for path, blob in sorted(files.items()) if is_code(path)
                       for r in [cache.file(path, blob)] if r is not None]
@@ -314,6 +332,20 @@ def _route_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str
     finally:
         repo.close()
     return route_out, timeline
+
+
+def _shipped_workspace(folder: Path) -> dict[str, str]:
+    """The workspace files as the bundle ships them: the first submission is diffed against
+    these when no snapshot precedes it (so the diff shows the agent's work, not the bundle)."""
+    shipped: dict[str, str] = {}
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.stat().st_size <= 512_000:
+                try:
+                    shipped[path.relative_to(folder).as_posix()] = path.read_text("utf-8")
+                except (UnicodeDecodeError, OSError):
+                    continue
+    return shipped
 
 
 def _merge_hps(per_sub: list[dict[str, Any]]) -> dict[str, list[Any]]:

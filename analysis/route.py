@@ -87,7 +87,7 @@ _BACKWARD = re.compile(r"\.backward\(")
 _LORA = re.compile(r"\bLoraConfig\b|get_peft_model|\bpeft\b")
 _QLORA = re.compile(r"load_in_4bit|BitsAndBytesConfig")
 
-CODE_SUFFIXES = (".py", ".sh", ".bash", ".ipynb", ".yaml", ".yml", ".toml", ".cfg", ".json")
+CODE_SUFFIXES = (".py", ".sh", ".bash", ".ipynb", ".yaml", ".yml", ".toml", ".cfg")
 
 
 @dataclass

@@ -150,16 +150,23 @@ class Diff:
 
 
 def diff_trees(repo: SnapshotRepo, old: dict[str, str], new: dict[str, str],
-               excerpt_lines: int = EXCERPT_LINES) -> Diff:
+               excerpt_lines: int = EXCERPT_LINES, old_text: dict[str, str] | None = None
+               ) -> Diff:
+    """Changes from `old` to `new` ({path: blob id}); `old_text` ({path: text}) stands for files
+    outside the repository (the workspace as the bundle shipped it)."""
     out = Diff()
+    if old_text:
+        old = {**{p: f"text:{p}" for p in old_text}, **old}
     code_first = (".py", ".sh", ".ipynb", ".yaml", ".yml", ".toml", ".cfg")
     for path in sorted(set(old) | set(new), key=lambda p: (not p.endswith(code_first), p)):
         a, b = old.get(path), new.get(path)
         if a == b:
             continue
         status = "added" if a is None else "removed" if b is None else "modified"
-        a_text = repo.text(a) if a else ""
+        a_text = (old_text[path] if a.startswith("text:") else repo.text(a)) if a else ""
         b_text = repo.text(b) if b else ""
+        if a is not None and a.startswith("text:") and a_text == b_text:
+            continue
         if a_text is None or b_text is None:  # binary
             out.files.append(FileChange(path, status, 0, 0))
             if len(out.excerpt) < excerpt_lines:

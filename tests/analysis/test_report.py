@@ -195,3 +195,24 @@ def test_cli_report_default_out(fixture_run, capsys):
                        ("report.json", "report.md", "report.html")]
     # Writing the report into the run directory does not break verification.
     assert main(["verify", str(fixture_run)]) == 0
+
+
+def test_first_submission_is_diffed_against_the_shipped_workspace(maker, tmp_path):
+    run = maker.make_run(tmp_path / "nosnap", n=3, initial_snapshot=False)
+    first = build_report(run)["timeline"][0]
+    assert first["from_commit"] is None
+    paths = [f["path"] for f in first["files_changed"]]
+    assert "INSTRUCTIONS.md" not in paths  # unchanged from the bundle: not the agent's work
+    assert "train_sft.py" in paths and paths[0] == "eval.py"
+
+
+def test_run_json_base_model_object(fixture_run):
+    path = fixture_run / "run.json"
+    run = json.loads(path.read_text())
+    run["base_model"] = {"fingerprint": "f" * 64, "path": "/cache/models/tiny",
+                         "spec": {"builtin": "tiny"}}
+    run["deadline"] = 1796083200.0 + 3600  # unix seconds, as the runtime writes it
+    path.write_text(json.dumps(run))
+    report = build_report(fixture_run)
+    assert report["run"]["base_model"] == "builtin:tiny"
+    assert report["run"]["deadline"].endswith("Z")
