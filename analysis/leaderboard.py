@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +39,13 @@ def find_runs(runs_dir: Path) -> list[Path]:
     if not runs_dir.is_dir():
         raise A2CError(f"{runs_dir}: no such directory")
     found = []
-    for run_json in sorted(runs_dir.rglob("run.json")):
-        if "bundle" in run_json.relative_to(runs_dir).parts[:-1] or \
-                "workspace" in run_json.relative_to(runs_dir).parts[:-1]:
+    for dirpath, dirnames, filenames in os.walk(runs_dir):
+        if "run.json" in filenames and ("events.jsonl" in filenames or dirpath != str(runs_dir)):
+            found.append(Path(dirpath))
+            dirnames[:] = []  # never descend into a run (workspaces can be huge)
             continue
-        found.append(run_json.parent)
-    return found
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    return sorted(found)
 
 
 def summarise(run_dir: Path) -> RunRow:
