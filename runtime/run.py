@@ -355,7 +355,8 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         "base_model": str(model_path), "baseline_cache": str(_baseline_cache()),
         "task_id": task["id"], "baseline": False,
     }
-    _write_json(run_dir / "grader" / "service.json", service)
+    from a2c.runtime.service import write_service_config
+    write_service_config(run_dir, **service)
 
     run = {
         "run_id": run_id, "task": task["id"], "level": task.get("level"),
@@ -610,8 +611,8 @@ class Runner:
         path = self.run_dir / "grader" / "service.json"
         cfg = _read_json(path)
         cfg.update(updates)
-        _write_json(path, cfg)
-        os.chmod(path, 0o600)
+        from a2c.runtime.service import write_service_config
+        write_service_config(self.run_dir, **cfg)
 
     # ---------------------------------------------------------------- phases
     def launch_agent(self, backend):

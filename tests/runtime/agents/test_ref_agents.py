@@ -81,7 +81,7 @@ def _reference_run(tmp_path, agent, budget, env=None):
 @pytest.mark.slow
 def test_sft_reference_agent_beats_baseline_by_20_points(tmp_path):
     """The demo: SmolLM2-135M-Instruct + TRL SFT on arith, scored by the grader."""
-    ctx, summary = _reference_run(tmp_path, "ref-sft", "10m")
+    ctx, summary = _reference_run(tmp_path, "ref-sft", "7m")
     assert summary["status"] == "finished"
     assert summary["submissions"] == 2 and summary["valid_submissions"] == 2
     assert summary["best_score"] >= summary["baseline_score"] + 20, summary
@@ -89,7 +89,7 @@ def test_sft_reference_agent_beats_baseline_by_20_points(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_reference_agent_beats_baseline(tmp_path):
-    ctx, summary = _reference_run(tmp_path, "ref-grpo", "10m",
+    ctx, summary = _reference_run(tmp_path, "ref-grpo", "7m",
                                   {"A2C_REF_GRPO_STEPS": os.environ.get("A2C_REF_GRPO_STEPS", "4")})
     assert summary["status"] == "finished"
     assert summary["submissions"] == 2, summary

@@ -44,6 +44,7 @@ def test_layout_and_separation(tmp_path):
     assert not (stat.S_IMODE((run_dir / "data" / "train.jsonl").stat().st_mode) & 0o222)
     token = run_dir / "grader" / "token"
     assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert stat.S_IMODE((run_dir / "grader" / "service.json").stat().st_mode) == 0o600
     service = json.loads((run_dir / "grader" / "service.json").read_text())
     for key in ("token", "socket_path", "host", "port", "deadline_unix", "max_submissions",
                 "min_interval_s", "eval_timeout_s", "output_dir", "agent_output_dir",
