@@ -31,6 +31,7 @@ def environment() -> jinja2.Environment:
     env.filters["pct"] = percent
     env.filters["short"] = lambda v, n=12: "—" if v is None else str(v)[:n]
     env.filters["mdcell"] = md_cell
+    env.filters["d"] = lambda v: "—" if v is None or v == "" else v
     env.filters["tojson_compact"] = lambda v: json.dumps(v, ensure_ascii=False)
     return env
 
@@ -128,11 +129,13 @@ def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
                 label += " (copy of the base model)"
             point = {"id": s["id"], "index": s["index"], "x": x, "y": py(s["score"]),
                      "valid": True, "label": label, "improved": s["improved"],
+                     "base_copy": s["base_copy"],
                      "ci": [py(s["ci95"][1]), py(s["ci95"][0])] if s["ci95"] else None}
         else:
             label += "invalid" + (f": {s['error']}" if s["error"] else "")
             point = {"id": s["id"], "index": s["index"], "x": x, "y": M["top"] + ph - 9,
-                     "valid": False, "label": label[:300], "improved": False, "ci": None}
+                     "valid": False, "label": label[:300], "improved": False, "ci": None,
+                     "base_copy": s["base_copy"]}
         points.append(point)
         if s["best_so_far"] is not None:
             y = py(s["best_so_far"])
