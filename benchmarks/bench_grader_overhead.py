@@ -85,12 +85,13 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
 
-    from a2c.canonical import sha256_tree
     from a2c.runtime.events import EventLog
     from a2c.runtime.service import start_service, write_service_config
     from a2c.runtime.service.core import Journal
     from a2c.runtime.service.evaluator import run_evaluation
     from a2c.runtime.snapshots import Snapshotter
+
+    from a2c.canonical import sha256_tree
 
     grader, records, default_model = arith_setup()
     model = resolve_model(args.model or default_model)

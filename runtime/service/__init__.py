@@ -23,17 +23,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from a2c.errors import RunError
-from a2c.runtime.service.baseline import (  # noqa: F401  (public API)
+from a2c.runtime.service.baseline import (
     compute_baseline,
     compute_baseline_for_run,
     model_fingerprint,
 )
-from a2c.runtime.service.client import ServiceClient, ServiceError  # noqa: F401
+from a2c.runtime.service.client import ServiceClient, ServiceError
 
-__all__ = ["ServiceHandle", "start_service", "write_service_config", "compute_baseline",
-           "compute_baseline_for_run", "model_fingerprint", "ServiceClient", "ServiceError",
-           "read_journal"]
+from a2c.errors import RunError
+
+__all__ = [
+    "ServiceClient",
+    "ServiceError",
+    "ServiceHandle",
+    "compute_baseline",
+    "compute_baseline_for_run",
+    "model_fingerprint",
+    "read_journal",
+    "start_service",
+    "write_service_config",
+]
 
 
 def write_service_config(run_dir: str | Path, **fields: Any) -> Path:

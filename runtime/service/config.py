@@ -48,19 +48,20 @@ class ServiceConfig:
     raw: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, run_dir: str | Path) -> "ServiceConfig":
+    def load(cls, run_dir: str | Path) -> ServiceConfig:
         run_dir = Path(run_dir).resolve()
         path = run_dir / "grader" / SERVICE_JSON
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise RunError(f"{path}: missing; the runtime writes it before starting the grader")
+            raise RunError(f"{path}: missing; the runtime writes it before starting the grader") \
+                from None
         except ValueError as exc:
-            raise RunError(f"{path}: not valid JSON: {exc}")
+            raise RunError(f"{path}: not valid JSON: {exc}") from None
         return cls.from_dict(run_dir, raw)
 
     @classmethod
-    def from_dict(cls, run_dir: Path, raw: dict[str, Any]) -> "ServiceConfig":
+    def from_dict(cls, run_dir: Path, raw: dict[str, Any]) -> ServiceConfig:
         def p(key: str) -> Path | None:
             value = raw.get(key)
             return Path(value) if value else None

@@ -18,9 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import canonical_json
 from a2c.runtime.service.config import ServiceConfig
 from a2c.runtime.service.core import GradingService, Refusal, log
+
+from a2c.canonical import canonical_json
 
 MAX_BODY = 64 * 1024
 
@@ -34,7 +35,7 @@ class Handler(BaseHTTPRequestHandler):
         addr = self.client_address
         return addr[0] if isinstance(addr, tuple) and addr else "unix"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         if os.environ.get("A2C_GRADER_ACCESS_LOG"):
             log(f"{self.address_string()} {format % args}")
 
@@ -81,7 +82,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             return json.loads(raw or b"null")
         except ValueError as exc:
-            raise Refusal(400, "bad_request", f"the request body is not valid JSON: {exc}")
+            raise Refusal(400, "bad_request",
+                          f"the request body is not valid JSON: {exc}") from None
 
     def _dispatch(self, method: str) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
@@ -113,10 +115,10 @@ class Handler(BaseHTTPRequestHandler):
             log(f"internal error on {method} {path}: {exc!r}")
             self._send(500, {"error": "internal", "message": str(exc), "limit": None})
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
 

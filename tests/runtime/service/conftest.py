@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_helpers import RunFactory  # noqa: E402
+from service_helpers import RunFactory
 
 
 @pytest.fixture

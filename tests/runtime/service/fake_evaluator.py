@@ -6,7 +6,6 @@ model path to $FAKE_EVAL_LOG so tests can count evaluations.
 """
 
 import argparse
-import json
 import os
 import sys
 import time

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from a2c.runtime.events import read_events
 from a2c.runtime.service import compute_baseline, compute_baseline_for_run, start_service
 from service_helpers import FAKE_EVALUATOR, make_model

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from service_helpers import make_model
 
 from a2c.paths import TEMPLATES_DIR
-from service_helpers import make_model
 
 WORKSPACE_TEMPLATES = TEMPLATES_DIR / "task" / "workspace"
 CLIENT_FILES = ("a2c_client.py", "submit", "status", "time")

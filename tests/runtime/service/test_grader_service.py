@@ -15,10 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from a2c.runtime.events import read_events, verify_events
 from a2c.runtime.service import ServiceClient, ServiceError, read_journal, start_service
-
 from service_helpers import make_model
 
 
@@ -94,7 +92,7 @@ def test_path_escapes_are_refused(service, tmp_path):
         "/workspace/output/missing": "bad_request",
     }
     for path, code in cases.items():
-        err = refused(lambda: client.submit(path))
+        err = refused(lambda p=path: client.submit(p))
         assert err.status == 400 and err.code == code, (path, err.body)
         assert err.body["limit"] == "/workspace/output"
         assert err.body["message"]
