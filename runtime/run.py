@@ -541,7 +541,8 @@ def _update_run_meta(workspace: Path, run: dict, remaining: float | None) -> Non
     meta.update({"mode": run["mode"], "seed": run["seed"], "deadline": run["deadline"],
                  "deadline_iso": _iso(run["deadline"]), "budget": run["budget"],
                  "remaining_s": None if remaining is None else round(remaining, 1),
-                 "updated_at": _iso(time.time())})
+                 "updated_at": _iso(time.time()),
+                 "base_model": (run.get("base_model") or {}).get("spec", meta.get("base_model"))})
     meta.setdefault("task", {}).update(run.get("task_format") or {})
     _write_json(path, meta)
 
