@@ -18,27 +18,27 @@ from .record import RunRecord, Submission
 CATEGORIES: list[tuple[str, str, re.Pattern]] = [
     ("base_copy", "copy of the base model",
      re.compile(r"copy of the base|identical to the base|base model unchanged|same weights as "
-                r"the base", re.I)),
+                r"the base", re.IGNORECASE)),
     ("duplicate", "duplicate of an earlier submission",
-     re.compile(r"duplicate|identical weights|already (?:scored|submitted)", re.I)),
+     re.compile(r"duplicate|identical weights|already (?:scored|submitted)", re.IGNORECASE)),
     ("path_refused", "path refused",
      re.compile(r"path_escape|outside (?:the )?output|not inside|path refused|escapes the|"
-                r"symlink", re.I)),
+                r"symlink", re.IGNORECASE)),
     ("timeout", "evaluation timed out",
-     re.compile(r"time(?:d)? ?out|timeout|exceeded .*eval_timeout", re.I)),
+     re.compile(r"time(?:d)? ?out|timeout|exceeded .*eval_timeout", re.IGNORECASE)),
     ("out_of_memory", "out of memory",
-     re.compile(r"out of memory|\bOOM\b|CUDA error: out|MemoryError|killed by signal 9", re.I)),
+     re.compile(r"out of memory|\bOOM\b|CUDA error: out|MemoryError|killed by signal 9", re.IGNORECASE)),
     ("tokenizer_mismatch", "tokenizer / format mismatch",
      re.compile(r"tokeni[sz]er|chat.?template|vocab(?:ulary)? size|embedding size|"
                 r"special token|pad_token|format mismatch|answer format|no answer extracted",
-                re.I)),
+                re.IGNORECASE)),
     ("load_failure", "model failed to load",
      re.compile(r"fail(?:ed)? to load|could not load|can't load|cannot load|unable to load|"
                 r"no config\.json|config\.json|safetensors|not a valid model|does not appear to "
                 r"have a file|missing weights|OSError|unrecognized model|size mismatch|no such file|"
-                r"does not exist|not_found", re.I)),
+                r"does not exist|not_found", re.IGNORECASE)),
     ("eval_crash", "evaluation crashed",
-     re.compile(r"traceback|exception|error|crash|segfault|exit code|returncode|signal", re.I)),
+     re.compile(r"traceback|exception|error|crash|segfault|exit code|returncode|signal", re.IGNORECASE)),
 ]
 LABELS = {key: label for key, label, _ in CATEGORIES}
 LABELS.update({
@@ -51,10 +51,10 @@ LABELS.update({
     "other": "other",
 })
 SERVICE_REFUSALS = [
-    ("path_refused", re.compile(r"path_escape", re.I)),
-    ("rate_limited", re.compile(r"too_soon", re.I)),
-    ("submission_limit", re.compile(r"submission_limit", re.I)),
-    ("deadline_passed", re.compile(r"deadline_passed", re.I)),
+    ("path_refused", re.compile(r"path_escape", re.IGNORECASE)),
+    ("rate_limited", re.compile(r"too_soon", re.IGNORECASE)),
+    ("submission_limit", re.compile(r"submission_limit", re.IGNORECASE)),
+    ("deadline_passed", re.compile(r"deadline_passed", re.IGNORECASE)),
 ]
 MAX_EVIDENCE = 5
 MAX_LOG_BYTES = 4_000_000
@@ -85,7 +85,7 @@ def _clip(text: str, width: int = 240) -> str:
 
 
 def _submission_pattern(sub_id: str) -> re.Pattern:
-    return re.compile(r"(?:submission|sub|id)[\s#=:\"'_-]*" + re.escape(sub_id) + r"\b", re.I)
+    return re.compile(r"(?:submission|sub|id)[\s#=:\"'_-]*" + re.escape(sub_id) + r"\b", re.IGNORECASE)
 
 
 def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[dict[str, Any]]:
@@ -110,7 +110,7 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
             if len(evidence) >= MAX_EVIDENCE:
                 break
             if pattern.search(line) and re.search(r"error|fail|invalid|traceback|timeout|"
-                                                  r"refus|duplicate|copy", line, re.I):
+                                                  r"refus|duplicate|copy", line, re.IGNORECASE):
                 texts.append(line)
                 evidence.append({"source": "logs/grader.log", "line": lineno,
                                  "text": _clip(line)})

@@ -128,7 +128,7 @@ class RunRecord:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, root: str | Path) -> "RunRecord":
+    def load(cls, root: str | Path) -> RunRecord:
         root = Path(root)
         if not root.is_dir():
             raise A2CError(f"{root}: no such run directory")

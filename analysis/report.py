@@ -8,6 +8,7 @@ definitions are in docs/analysis.md.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -20,7 +21,7 @@ import jsonschema
 from a2c import __version__
 
 from .failures import analyse_failures
-from .record import RunRecord, Submission, iso
+from .record import RunRecord, iso
 from .route import FileRoute, analyse_file, compliance, is_code
 from .snapshots import SnapshotRepo, diff_trees
 from .verify import Verification, verify_run
@@ -103,10 +104,10 @@ def _submissions(record: RunRecord, baseline: float | None) -> list[dict[str, An
     best: float | None = None
     for sub in record.submissions:
         improved = False
-        if sub.valid and sub.score is not None and not sub.base_copy:
-            if best is None or sub.score > best:
-                improved = best is not None or baseline is None or sub.score > baseline
-                best = sub.score if best is None else max(best, sub.score)
+        if sub.valid and sub.score is not None and not sub.base_copy and (
+                best is None or sub.score > best):
+            improved = best is not None or baseline is None or sub.score > baseline
+            best = sub.score if best is None else max(best, sub.score)
         out.append({
             "id": sub.id, "index": sub.index, "t_s": record.rel_time(sub.received_at),
             "received_at": iso(sub.received_at), "scored_at": iso(sub.scored_at),
@@ -132,7 +133,7 @@ def _metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: float | No
     first_improvement = next((s for s in counted if baseline is not None
                               and s["score"] > baseline), None)
     scores = [s["score"] for s in counted]
-    pairs = list(zip(scores, scores[1:]))
+    pairs = list(itertools.pairwise(scores))
     monotonicity = (sum(1 for a, b in pairs if b >= a) / len(pairs)) if pairs else None
     spearman = None
     if len(scores) >= 3 and len(set(scores)) > 1:

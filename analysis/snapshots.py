@@ -40,15 +40,9 @@ class SnapshotRepo:
             try:
                 self._proc.stdin.close()
                 self._proc.wait(timeout=5)
-            except Exception:  # pragma: no cover - best effort
+            except (OSError, subprocess.TimeoutExpired):  # pragma: no cover - best effort
                 self._proc.kill()
             self._proc = None
-
-    def __enter__(self) -> "SnapshotRepo":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def read(self, name: str) -> tuple[str, str, bytes] | None:
         """(object id, type, content) of any object name git understands; None if missing."""

@@ -21,10 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import canonical_json
-from a2c.errors import A2CError
 from a2c.runtime.bundle import Bundle
 from a2c.runtime.events import verify_events
+
+from a2c.canonical import canonical_json
+from a2c.errors import A2CError
 
 from .record import RunRecord, sid
 
@@ -107,7 +108,7 @@ def _check_events(root: Path, out: Verification) -> None:
     if path.is_file() and chain.ok and chain.events == 0:
         problems.append(Problem("events.jsonl", None, "no events"))
     problems.sort(key=lambda p: p.line or 0)
-    out.problems.extend(problems[:1] + problems[1:])
+    out.problems.extend(problems)
     out.checks.append(Check("event chain", not problems,
                             f"{chain.events} events chained" if not problems else str(problems[0])))
 
@@ -174,11 +175,11 @@ def _check_journal(record: RunRecord, out: Verification) -> None:
                 problems.append(Problem("submissions.jsonl", row["_line"],
                                         f"submission {key}: journal valid={row.get('valid')!r} "
                                         f"!= event valid={data.get('valid')!r}"))
-        elif row.get("op") == "received" and "id" in row:
-            if sid(row["id"]) not in received_events:
-                problems.append(Problem("submissions.jsonl", row["_line"],
-                                        f"submission {sid(row['id'])} is received in the journal "
-                                        f"but has no submission_received event"))
+        elif row.get("op") == "received" and "id" in row and \
+                sid(row["id"]) not in received_events:
+            problems.append(Problem("submissions.jsonl", row["_line"],
+                                    f"submission {sid(row['id'])} is received in the journal "
+                                    f"but has no submission_received event"))
     for key, event in scored_events.items():
         if key not in journal_scored:
             problems.append(Problem("events.jsonl", event.get("_line"),

@@ -33,7 +33,7 @@ class PageCheck:
 def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="a2c-chromium-") as profile:
         return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _console(stderr: str) -> list[str]:

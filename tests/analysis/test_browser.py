@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from a2c.analysis.report import write_report
 
 
@@ -54,7 +53,7 @@ def test_report_in_headless_chromium(fixture_run, tmp_path, forced):
     n = report["metrics"]["n_submissions"]
     assert f'data-plot-points="{n}"' in body  # the inline script ran to the end
     assert 'data-plot-box="860x340"' in body  # the plot is laid out at full size
-    svg = re.search(r'<svg [^>]*id="score-plot".*?</svg>', check.dom, re.S).group(0)
+    svg = re.search(r'<svg [^>]*id="score-plot".*?</svg>', check.dom, re.DOTALL).group(0)
     assert len(re.findall(r'class="sub (?:valid|invalid)', svg)) == n
     assert ('id="unverified"' in check.dom) is forced
     shot = tmp_path / f"report-{'forced' if forced else 'verified'}.png"

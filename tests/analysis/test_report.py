@@ -8,8 +8,8 @@ import shutil
 
 import jsonschema
 import pytest
-
 from a2c.analysis.report import build_report, report_schema, validate_report, write_report
+
 from a2c.cli import main
 
 
@@ -139,7 +139,7 @@ def test_markdown_and_html(written):
     assert "<script src" not in html and "http://" not in html.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
-    svg = re.search(r"<svg .*?</svg>", html, re.S).group(0)
+    svg = re.search(r"<svg .*?</svg>", html, re.DOTALL).group(0)
     assert len(re.findall(r'class="sub valid', svg)) == 3
     assert len(re.findall(r'class="sub invalid', svg)) == 3
     assert 'class="baseline"' in svg and 'class="best"' in svg

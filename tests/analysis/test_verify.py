@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from a2c.analysis.report import write_report
 from a2c.analysis.verify import VerificationError, verify_run
+
 from a2c.cli import main
 
 N_EVENTS = 24  # lines in the default fixture's events.jsonl
