@@ -96,7 +96,8 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
                 and not include_unverified] + broken
     groups: dict[tuple, list[RunRow]] = {}
     for row in counted:
-        groups.setdefault(tuple(str(row.values.get(k)) for k in by), []).append(row)
+        groups.setdefault(tuple("—" if row.values.get(k) is None else str(row.values.get(k))
+                                for k in by), []).append(row)
     table = []
     for key, members in groups.items():
         entry = {"key": dict(zip(by, key)), "runs": len(members),
@@ -112,12 +113,16 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
             "n_runs": len(counted)}
 
 
-def _fmt(stat: dict[str, Any], seconds: bool = False) -> str:
+def _count(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _fmt(stat: dict[str, Any], seconds: bool = False, count: bool = False) -> str:
     from .render import duration
 
     if stat["mean"] is None:
         return "—"
-    one = duration if seconds else (lambda v: f"{v:.2f}")
+    one = duration if seconds else _count if count else (lambda v: f"{v:.2f}")
     if stat["n"] <= 1 or stat["std"] is None:
         return one(stat["mean"])
     return f"{one(stat['mean'])} ± {one(stat['std'])} ({one(stat['min'])}–{one(stat['max'])})"
@@ -130,7 +135,8 @@ def rows_for_display(board: dict[str, Any]) -> list[dict[str, str]]:
         row["runs"] = str(g["runs"]) + (f" ({g['unverified']} unverified)" if g["unverified"]
                                         else "")
         for column in COLUMNS:
-            row[column] = _fmt(g[column], seconds=column.endswith("_s"))
+            row[column] = _fmt(g[column], seconds=column.endswith("_s"),
+                               count=column in ("submissions", "valid"))
         out.append(row)
     return out
 
@@ -147,7 +153,7 @@ def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
         stats = ("mean", "std", "min", "max")
         writer.writerow([*board["by"], "runs", *[f"{c}_{s}" for c in COLUMNS for s in stats]])
         for g in board["groups"]:
-            writer.writerow([*g["key"].values(), g["runs"],
+            writer.writerow([*("" if v == "—" else v for v in g["key"].values()), g["runs"],
                              *["" if g[c][s] is None else f"{g[c][s]:.4g}" for c in COLUMNS
                                for s in stats]])
         return buffer.getvalue()
