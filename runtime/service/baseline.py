@@ -8,6 +8,7 @@ is cached; a failed evaluation is reported as failed (`valid: false`, `score: nu
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -79,6 +80,46 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_dir, grader_cfg,
+                        evaluator, base_model, heldout, backend, timeout_s):
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    cached = False
+    if use_cache and cache_dir and key:
+        entry = cache_dir / f"{key}.json"
+        if entry.is_file():
+            try:
+                stored = json.loads(entry.read_text(encoding="utf-8"))
+                if stored.get("result", {}).get("valid", True) is not False:
+                    result, cached = stored["result"], True
+            except (OSError, ValueError, KeyError):
+                result = None
+    if result is None:
+        work = (Path(run_dir) / "grader" if run_dir
+                else Path(tempfile.mkdtemp(prefix="a2c-baseline-")))
+        work.mkdir(parents=True, exist_ok=True)
+        cfg_path = work / "baseline.grader.json"
+        _write_json_atomic(cfg_path, grader_cfg)
+        outcome = run_evaluation(
+            evaluator or [sys.executable, "-m", "a2c.runtime.service.evaluate_one"],
+            grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
+            backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
+            log_path=work / "eval" / "baseline.log")
+        if outcome.valid:
+            result = outcome.result
+            if key is None:  # the registry was not importable here: the child knows the version
+                key_parts = parts_for(str(result.get("grader_version", "unknown")))
+                key = sha256_json(key_parts)
+            if use_cache and cache_dir:
+                _write_json_atomic(cache_dir / f"{key}.json",
+                                   {"key": key, "key_parts": key_parts, "result": result,
+                                    "created_unix": time.time()})
+        else:
+            error = outcome.message
+            result = outcome.result
+    return result, error, cached, key, key_parts
+
+
 def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[str, Any],
                      heldout: str | Path, backend: str = "auto",
                      cache_dir: str | Path | None = None, timeout_s: float = 3600.0,
@@ -101,42 +142,23 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
         return baseline_key_parts(task_id=task_id, base_fingerprint=base_fp, grader_cfg=grader_cfg,
                                   grader_version=v, heldout_fp=held_fp)
 
-    result: dict[str, Any] | None = None
-    error: str | None = None
-    cached = False
     key_parts = parts_for(version) if version is not None else None
     key = sha256_json(key_parts) if key_parts else None
+    lock = None
     if use_cache and cache_dir and key:
-        entry = cache_dir / f"{key}.json"
-        if entry.is_file():
-            try:
-                stored = json.loads(entry.read_text(encoding="utf-8"))
-                if stored.get("result", {}).get("valid", True) is not False:
-                    result, cached = stored["result"], True
-            except (OSError, ValueError, KeyError):
-                result = None
-    if result is None:
-        work = Path(run_dir) / "grader" if run_dir else Path(tempfile.mkdtemp(prefix="a2c-baseline-"))
-        work.mkdir(parents=True, exist_ok=True)
-        cfg_path = work / "baseline.grader.json"
-        _write_json_atomic(cfg_path, grader_cfg)
-        outcome = run_evaluation(
-            evaluator or [sys.executable, "-m", "a2c.runtime.service.evaluate_one"],
-            grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
-            backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
-            log_path=work / "eval" / "baseline.log")
-        if outcome.valid:
-            result = outcome.result
-            if key is None:  # the registry was not importable here: the child knows the version
-                key_parts = parts_for(str(result.get("grader_version", "unknown")))
-                key = sha256_json(key_parts)
-            if use_cache and cache_dir:
-                _write_json_atomic(cache_dir / f"{key}.json",
-                                   {"key": key, "key_parts": key_parts, "result": result,
-                                    "created_unix": time.time()})
-        else:
-            error = outcome.message
-            result = outcome.result
+        # Concurrent runs of the same task: the first evaluates, the others wait and hit the cache.
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(cache_dir / f".{key}.lock", "a+")  # released below
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    try:
+        result, error, cached, key, key_parts = _lookup_or_evaluate(
+            key, key_parts, parts_for, use_cache=use_cache, cache_dir=cache_dir,
+            run_dir=run_dir, grader_cfg=grader_cfg, evaluator=evaluator, base_model=base_model,
+            heldout=heldout, backend=backend, timeout_s=timeout_s)
+    finally:
+        if lock is not None:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+            lock.close()
     valid = error is None
     summary = {
         "valid": valid, "score": (result or {}).get("score") if valid else None,

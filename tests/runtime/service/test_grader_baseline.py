@@ -64,7 +64,7 @@ def test_failed_baseline_is_not_cached_and_not_zero(tmp_path, heldout, eval_log)
     first = baseline(base, heldout, cache, run_dir=run)
     assert first["valid"] is False and first["score"] is None and first["ci95"] is None
     assert "Unable to load weights" in first["error"]
-    assert not cache.exists() or not list(cache.iterdir())
+    assert not list(cache.glob("*.json"))
     stored = json.loads((run / "results" / "baseline.json").read_text())
     assert stored["valid"] is False and stored["score"] is None
     event = [e for e in read_events(run / "events.jsonl") if e["type"] == "baseline_scored"][-1]
@@ -76,10 +76,10 @@ def test_failed_baseline_is_not_cached_and_not_zero(tmp_path, heldout, eval_log)
     (base / "CRASH").unlink()
     (base / "INVALID").write_text("1")
     assert baseline(base, heldout, cache)["valid"] is False
-    assert not cache.exists() or not list(cache.iterdir())
+    assert not list(cache.glob("*.json"))
     (base / "INVALID").unlink()
     assert baseline(base, heldout, cache)["valid"] is True
-    assert len(list(cache.iterdir())) == 1
+    assert len(list(cache.glob("*.json"))) == 1
 
 
 def test_baseline_for_run_and_copy_of_base(make_run, tmp_path, eval_log):
@@ -107,3 +107,20 @@ def test_baseline_for_run_and_copy_of_base(make_run, tmp_path, eval_log):
     assert len(eval_log()) == 1
     events = [e for e in read_events(run2 / "events.jsonl") if e["type"] == "baseline_scored"]
     assert events[0]["data"]["cached"] is True and events[0]["data"]["score"] == 9.0
+
+
+def test_concurrent_runs_evaluate_the_baseline_once(tmp_path, heldout, eval_log):
+    import threading
+
+    base = make_model(tmp_path / "base", SCORE=21, SLEEP=1)
+    cache = tmp_path / "cache"
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(baseline(base, heldout, cache)))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [r["score"] for r in results] == [21.0] * 3
+    assert sorted(r["cached"] for r in results) == [False, True, True]
+    assert len(eval_log()) == 1
