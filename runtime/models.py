@@ -115,6 +115,8 @@ def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
             meta = {"name": name, "version": spec.version, "seed": seed if spec.seeded else None}
             (tmp / COMPLETE_MARKER).write_text(json.dumps(meta, sort_keys=True) + "\n")
             os.chmod(tmp, 0o755)
+            for f in tmp.rglob("*"):
+                os.chmod(f, 0o755 if f.is_dir() else 0o644)
             old = None
             if target.exists():
                 old = target.parent / f".{target.name}.old-{os.getpid()}"
@@ -258,12 +260,17 @@ def _build_tiny(out_dir: Path, seed: int) -> None:
     vocab = len(tokenizer)
     config = Qwen2Config(
         vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
         tie_word_embeddings=True, rope_theta=10000.0, initializer_range=0.2,
         bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).to(torch.float32)
+    saved_threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # tiny tensors: threads only add spin-waits on a loaded machine
+    try:
+        model = Qwen2ForCausalLM(config).to(torch.float32)
+    finally:
+        torch.set_num_threads(saved_threads)
     model.generation_config = GenerationConfig(
         bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
         pad_token_id=config.pad_token_id)
@@ -271,8 +278,9 @@ def _build_tiny(out_dir: Path, seed: int) -> None:
     tokenizer.save_pretrained(out_dir)
 
 
-_builtin("tiny", "tiny random Qwen2 (~100k params, byte-level BPE, ChatML) built from a seed; "
-         "for plumbing tests, learns little", version="1", seeded=True)(_build_tiny)
+_builtin("tiny", "tiny random Qwen2 (~100k params, byte-level BPE, ChatML, head_dim 32 so "
+         "vLLM-CPU runs it too) built from a seed; for plumbing tests, learns little",
+         version="2", seeded=True)(_build_tiny)
 
 
 # --------------------------------------------------------------------------------------------

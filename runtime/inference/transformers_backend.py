@@ -7,7 +7,9 @@ batch), left-padded, generated under `torch.inference_mode`, and returned in inp
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -19,7 +21,7 @@ class TransformersBackend:
     name = "transformers"
 
     def __init__(self, model_path: str | Path, device: str | None = None, dtype: str | None = None,
-                 use_stop_strings: bool = True):
+                 use_stop_strings: bool = True, cpu_threads: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -44,6 +46,17 @@ class TransformersBackend:
             pad = self.eos_ids[0] if self.eos_ids else 0
         self.pad_id = int(pad)
         self.use_stop_strings = use_stop_strings
+        self.last_stats: dict = {}   # of the last call: prompts, batches, new_tokens, seconds
+        # Intra-op threads on CPU: tiny models gain nothing from several threads and lose a lot
+        # (10-40x measured) to thread spin-waits when the machine is loaded, so models under
+        # 20M parameters run single-threaded. $A2C_TORCH_THREADS or cpu_threads overrides.
+        env = os.environ.get("A2C_TORCH_THREADS")
+        if cpu_threads is None and env:
+            cpu_threads = int(env)
+        if cpu_threads is None and not self.device.startswith("cuda"):
+            n_params = sum(p.numel() for p in self.model.parameters())
+            cpu_threads = 1 if n_params < 20_000_000 else None
+        self.cpu_threads = cpu_threads
 
     # -- public API --------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[str]:
@@ -79,6 +92,8 @@ class TransformersBackend:
 
     def _run(self, prompts: Sequence[Prompt], settings: GenerationSettings,
              n: int) -> list[list[str]]:
+        import time
+
         import torch
 
         if self.model is None:
@@ -89,7 +104,9 @@ class TransformersBackend:
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         gen_config = self._generation_config(settings, n)
         results: list[list[str] | None] = [None] * len(ids)
-        with torch.inference_mode():
+        new_tokens: list[int] = [0] * len(ids)
+        started = time.perf_counter()
+        with torch.inference_mode(), _threads(self.cpu_threads):
             for b, start in enumerate(range(0, len(order), settings.batch_size)):
                 chunk = order[start:start + settings.batch_size]
                 width = max(len(ids[i]) for i in chunk)
@@ -110,7 +127,20 @@ class TransformersBackend:
                 for row, i in enumerate(chunk):
                     texts = [self._decode(new[row * per + j], settings) for j in range(per)]
                     results[i] = texts * n if settings.greedy else texts
+                    new_tokens[i] = self._length(new[row * per])
+        self.last_stats = {"prompts": len(ids), "batches": -(-len(ids) // settings.batch_size),
+                           "new_tokens": new_tokens,
+                           "seconds": round(time.perf_counter() - started, 3)}
         return results  # type: ignore[return-value]
+
+    def _length(self, tokens: list[int]) -> int:
+        """Generated tokens of one sequence, up to and including its eos (padding excluded)."""
+        for k, tok in enumerate(tokens):
+            if tok in self.eos_ids:
+                return k + 1
+        while tokens and tokens[-1] == self.pad_id:
+            tokens = tokens[:-1]
+        return len(tokens)
 
     def _decode(self, tokens: list[int], settings: GenerationSettings) -> str:
         # drop padding after the sequence ended and everything from the first eos on
@@ -127,3 +157,17 @@ def _dtype_kwarg(dtype) -> dict:
     import transformers
     major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
     return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
+@contextlib.contextmanager
+def _threads(n: int | None):
+    import torch
+    if not n:
+        yield
+        return
+    saved = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)

@@ -56,7 +56,8 @@ class VLLMBackend:
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
         kwargs["enforce_eager"] = on_cpu if enforce_eager is None else enforce_eager
         kwargs.update(engine_kwargs)
-        os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+        if on_cpu:  # KV cache size on CPU, GiB (vLLM's default is sized for a big host)
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as exc:  # noqa: BLE001 - engine start failures are many and varied
@@ -81,7 +82,6 @@ class VLLMBackend:
             n=1 if greedy else n,
             temperature=0.0 if greedy else settings.temperature,
             top_p=1.0 if greedy else settings.top_p,
-            top_k=-1 if _old_top_k() else 0,
             seed=None if greedy else settings.seed + index,
             max_tokens=settings.max_new_tokens,
             stop=list(settings.stop) or None,
@@ -117,8 +117,3 @@ def _cuda() -> bool:
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001
         return False
-
-
-def _old_top_k() -> bool:
-    """vLLM < 0.9 disables top-k with -1; newer versions accept 0 (and still -1)."""
-    return True
