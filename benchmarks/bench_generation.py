@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vllm_parity import arith_task, resolve_model  # noqa: E402  (arith data, model resolution)
+from vllm_parity import arith_task, resolve_model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +34,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-
     from a2c.runtime.data import load_split
     from a2c.runtime.inference import GenerationSettings, load_backend
 

@@ -24,9 +24,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from a2c.canonical import sha256_tree
 from a2c.errors import A2CError
@@ -225,10 +225,14 @@ def _tiny_corpus(seed: int) -> list[str]:
     """Text the tiny tokenizer is trained on: arithmetic Q&A, chat turns, plain words."""
     import random
     rng = random.Random(seed)
-    words = ("the a an is of to and in what plus minus times answer number reply end with "
-             "followed by question you are helpful assistant system user model go north south "
-             "east west take open door key room box look inventory score win lose def return "
-             "print import for if else while true false none class self").split()
+    words = [
+        "the", "a", "an", "is", "of", "to", "and", "in", "what", "plus", "minus", "times",
+        "answer", "number", "reply", "end", "with", "followed", "by", "question", "you", "are",
+        "helpful", "assistant", "system", "user", "model", "go", "north", "south", "east",
+        "west", "take", "open", "door", "key", "room", "box", "look", "inventory", "score",
+        "win", "lose", "def", "return", "print", "import", "for", "if", "else", "while",
+        "true", "false", "none", "class", "self",
+    ]
     lines = []
     for _ in range(2000):
         a, b = rng.randint(0, 999), rng.randint(0, 999)
@@ -242,7 +246,12 @@ def _tiny_corpus(seed: int) -> list[str]:
 def _build_tiny(out_dir: Path, seed: int) -> None:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

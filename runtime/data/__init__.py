@@ -26,8 +26,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from a2c.canonical import canonical_json, sha256_bytes, sha256_json
 from a2c.paths import cache_dir as _default_cache_dir
@@ -36,8 +36,17 @@ from . import generators
 from .generators import DataError, register
 
 __all__ = [
-    "DataError", "load_split", "load_splits", "fingerprint", "write_jsonl", "read_jsonl",
-    "data_root", "copy_referenced_files", "register", "generators", "parse_slice",
+    "DataError",
+    "copy_referenced_files",
+    "data_root",
+    "fingerprint",
+    "generators",
+    "load_split",
+    "load_splits",
+    "parse_slice",
+    "read_jsonl",
+    "register",
+    "write_jsonl",
 ]
 
 PARTS = ("agent", "heldout")
@@ -217,7 +226,7 @@ def _package_split(source: dict, split: str, cache: Path) -> list[dict]:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise DataError(f"data package {package!r} is not installed: pip install {package}")
-    base = Path(list(spec.submodule_search_locations)[0])
+    base = Path(next(iter(spec.submodule_search_locations)))
     return _load_files({k: base / v for k, v in files.items()}, builder, split, cache,
                        f"package {package}")
 

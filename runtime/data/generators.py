@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from a2c.errors import A2CError
 

@@ -22,9 +22,10 @@ defaults (repetition penalty, default sampling) are ignored on both backends.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 from a2c.errors import A2CError
 
@@ -66,7 +67,7 @@ class GenerationSettings:
         return self.temperature == 0
 
     @classmethod
-    def from_config(cls, cfg: dict | None) -> "GenerationSettings":
+    def from_config(cls, cfg: dict | None) -> GenerationSettings:
         """From a grader's `inference` block; unknown keys (backend, prompt_template) go to extra."""
         cfg = dict(cfg or {})
         known = {f.name for f in fields(cls)} - {"extra"}
@@ -158,5 +159,14 @@ def generate_records(backend: Backend, records: Sequence[dict], settings: Genera
             for r, p, o in zip(records, prompts, outputs)]
 
 
-__all__ = ["GenerationSettings", "Backend", "InferenceError", "load_backend", "resolve_kind",
-           "render_prompt", "generate_records", "cuda_available", "vllm_installed"]
+__all__ = [
+    "Backend",
+    "GenerationSettings",
+    "InferenceError",
+    "cuda_available",
+    "generate_records",
+    "load_backend",
+    "render_prompt",
+    "resolve_kind",
+    "vllm_installed",
+]

@@ -6,7 +6,8 @@ runs it, and `cut_at_stop` so outputs are post-processed the same way.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from . import InferenceError
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from . import GenerationSettings, InferenceError, Prompt
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
@@ -35,7 +35,7 @@ class TransformersBackend:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
             self.model = AutoModelForCausalLM.from_pretrained(self.model_path,
                                                               **_dtype_kwarg(torch_dtype))
-        except Exception as exc:  # noqa: BLE001 - surfaced as one clear error
+        except Exception as exc:
             raise InferenceError(f"cannot load model {self.model_path}: "
                                  f"{type(exc).__name__}: {exc}") from exc
         self.model.to(self.device).eval()
@@ -79,8 +79,8 @@ class TransformersBackend:
     # -- internals ---------------------------------------------------------------------------
     def _generation_config(self, settings: GenerationSettings, n: int):
         from transformers import GenerationConfig
-        kwargs = dict(max_new_tokens=settings.max_new_tokens, eos_token_id=self.eos_ids or None,
-                      pad_token_id=self.pad_id, use_cache=True)
+        kwargs = {"max_new_tokens": settings.max_new_tokens, "eos_token_id": self.eos_ids or None,
+                      "pad_token_id": self.pad_id, "use_cache": True}
         if settings.greedy:
             kwargs.update(do_sample=False, num_return_sequences=1)
         else:

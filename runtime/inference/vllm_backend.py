@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from . import GenerationSettings, InferenceError, Prompt
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
@@ -46,9 +46,9 @@ class VLLMBackend:
             gen_config = GenerationConfig.from_pretrained(self.model_path)
         self.eos_ids = eos_token_ids(self.tokenizer, gen_config, config)
         on_cpu = not _cuda()
-        kwargs = dict(model=str(self.model_path), tokenizer=str(self.model_path),
-                      generation_config="vllm", seed=0,
-                      dtype=dtype or ("float32" if on_cpu else "auto"))
+        kwargs = {"model": str(self.model_path), "tokenizer": str(self.model_path),
+                      "generation_config": "vllm", "seed": 0,
+                      "dtype": dtype or ("float32" if on_cpu else "auto")}
         if max_model_len:
             kwargs["max_model_len"] = min(max_model_len,
                                           getattr(config, "max_position_embeddings", max_model_len))
@@ -60,7 +60,7 @@ class VLLMBackend:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         try:
             self.llm = vllm.LLM(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - engine start failures are many and varied
+        except Exception as exc:
             raise InferenceError(f"vLLM could not load {self.model_path}: "
                                  f"{type(exc).__name__}: {exc}") from exc
         self._vllm = vllm
