@@ -25,11 +25,11 @@ import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from a2c.errors import A2CError
 
-Prompt = Union[str, list]
+Prompt = str | list
 KINDS = ("auto", "transformers", "vllm")
 
 
