@@ -12,14 +12,22 @@ only when explicitly asked, e.g. `a2c eval --split agent`).
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.runtime.graders.bootstrap import bootstrap_ci
 from a2c.runtime.graders.result import GradeResult
 
-__all__ = ["GradeResult", "Grader", "GraderError", "bootstrap_ci", "get_grader", "register",
-           "GRADER_KINDS"]
+__all__ = [
+    "GRADER_KINDS",
+    "GradeResult",
+    "Grader",
+    "GraderError",
+    "bootstrap_ci",
+    "get_grader",
+    "register",
+]
 
 # kind -> "module:attribute"; modules are imported on first use (humaneval and the judge pull in
 # nothing heavy, but rollout pulls in the L3 environments).

@@ -6,7 +6,7 @@ how much. Resampling is over items, with an explicit seed so the same items give
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -119,9 +119,7 @@ class ExactMatchGrader(Grader):
         if "punctuation" in steps:
             s = s.strip(_PUNCT)
         s = re.sub(r"^([-+])\s+", r"\1", s)
-        if "thousands" in steps and re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s):
-            s = s.replace(",", "")
-        elif "thousands" in steps and re.fullmatch(r"[-+]?[\d,]+(\.\d+)?", s):
+        if "thousands" in steps and re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s) or "thousands" in steps and re.fullmatch(r"[-+]?[\d,]+(\.\d+)?", s):
             s = s.replace(",", "")
         if "sign" in steps and s.startswith("+"):
             s = s[1:]

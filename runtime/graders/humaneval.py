@@ -12,7 +12,6 @@ the item's gold for reports). Which records are held out is the data layer's bus
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import time
@@ -20,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from a2c.runtime.graders import sandbox
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.result import GradeResult
-from a2c.runtime.graders import sandbox
 
-_FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

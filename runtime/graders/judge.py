@@ -29,14 +29,15 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import sha256_json
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.lc import length_controlled_winrate
 from a2c.runtime.graders.result import GradeResult
+
+from a2c.canonical import sha256_json
 
 PROMPT_VERSION = "a2c-pairwise-1"
 SYSTEM_PROMPT = (
@@ -176,14 +177,14 @@ def parse_verdict(content: str) -> str | None:
     bare = s.strip("()[]*\"'`.: \n")
     if bare.upper() in ("A", "B"):
         return bare.upper()
-    m = re.match(r"^[\s*\"'`]*(?:answer|output|response)\s*[(\[]?([AB])\b", s, re.I)
+    m = re.match(r"^[\s*\"'`]*(?:answer|output|response)\s*[(\[]?([AB])\b", s, re.IGNORECASE)
     if m:
         return m.group(1).upper()
     m = re.match(r"^[\s*\"'`(\[]*([AB])\b(?![-'])", s)
     if m:
         return m.group(1)
     m = re.search(r"\b(?:answer|output|response)\s*[(\[]?([AB])[)\]]?\s+is\s+(?:better|preferred)",
-                  s, re.I)
+                  s, re.IGNORECASE)
     if m:
         return m.group(1).upper()
     return None

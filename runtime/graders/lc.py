@@ -17,7 +17,7 @@ identifiable and the result approaches the raw win rate.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def fit_soft_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 100,
                       tol: float = 1e-10) -> np.ndarray:
     """Ridge-penalised logistic regression with soft labels y in [0, 1], by Newton's method."""
-    n, d = X.shape
+    d = X.shape[1]
     beta = np.zeros(d)
     eye = np.eye(d)
     for _ in range(iters):

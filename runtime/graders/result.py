@@ -38,7 +38,7 @@ class GradeResult:
         return _json_safe(out)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GradeResult":
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
         known = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
         ci = kwargs.get("ci95", (0.0, 0.0))
@@ -51,7 +51,7 @@ class GradeResult:
 
     @classmethod
     def invalid(cls, grader: str, version: str, backend: str, error: str,
-                elapsed_s: float = 0.0, n_items: int = 0) -> "GradeResult":
+                elapsed_s: float = 0.0, n_items: int = 0) -> GradeResult:
         """A submission that could not be graded (it scores 0 and says why)."""
         return cls(score=0.0, ci95=(0.0, 0.0), n_items=n_items, items=[], metrics={},
                    grader=grader, grader_version=version, backend=backend,

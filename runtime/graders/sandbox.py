@@ -125,7 +125,7 @@ def bwrap_available() -> bool:
                 tmp = Path(tempfile.mkdtemp(prefix="a2c-probe-"))
                 try:
                     r = subprocess.run(_bwrap_args(tmp) + [_python(), "-I", "-c", "pass"],
-                                       capture_output=True, timeout=30)
+                                       capture_output=True, timeout=30, check=False)
                     ok = r.returncode == 0
                 except (OSError, subprocess.TimeoutExpired):
                     ok = False

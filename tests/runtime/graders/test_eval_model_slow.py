@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from grader_helpers import task_bundles, usable_bundle
 
 from a2c.cli import main
-from test_eval_cli import task_bundles, usable_bundle
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,4 @@
 import pytest
-
 from a2c.runtime.graders import GraderError, get_grader
 
 GSM8K = {"kind": "exact_match",
@@ -82,7 +81,7 @@ def test_missing_predictions_are_failures(grader, gsm8k_records):
 
 class FakeBackend:
     name = "fake"
-    calls: list = []
+    calls: list = []  # noqa: RUF012 - a test double records its calls
 
     def __init__(self, answers):
         self.answers = answers
@@ -99,7 +98,7 @@ class FakeBackend:
 
 
 def test_grade_model_uses_one_batched_call_and_the_prompt_template(monkeypatch, gsm8k_records):
-    import a2c.runtime.inference as inference
+    from a2c.runtime import inference
 
     cfg = {**GSM8K, "inference": {"prompt_template": "Q: {prompt}\nA:", "max_new_tokens": 64,
                                   "stop": ["\n\n"]}}

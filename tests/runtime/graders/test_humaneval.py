@@ -2,11 +2,8 @@ import socket
 import threading
 import time
 
-import numpy as np
 import pytest
-
-from a2c.runtime.graders import get_grader
-from a2c.runtime.graders import sandbox
+from a2c.runtime.graders import get_grader, sandbox
 from a2c.runtime.graders.humaneval import build_program, pass_at_k
 
 CFG = {"kind": "humaneval", "params": {"k": [1], "timeout": 10, "memory_mb": 1024}}
@@ -83,7 +80,6 @@ def test_child_processes_are_killed_with_the_group(heldout, tmp_path, isolation)
 
 def test_fork_really_happens(heldout, tmp_path):
     # the same program, proving the child existed while the parent ran
-    import subprocess
 
     body = ("    import posix, time\n"
             "    if posix.fork() == 0:\n"
