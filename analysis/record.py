@@ -168,6 +168,23 @@ class RunRecord:
         return start
 
     @cached_property
+    def clock_start(self) -> float | None:
+        """When the agent's budget clock started: the first agent_started event (the runtime
+        scores the baseline before it), else run.json agent_started_at, else the run's start."""
+        event = self.first_event("agent_started")
+        start = parse_time(event.get("ts")) if event else None
+        if start is None:
+            start = parse_time(self.run.get("agent_started_at"))
+        return start if start is not None else self.started_at
+
+    @cached_property
+    def agent_ended_at(self) -> float | None:
+        """When the agent stopped: the last agent_exited event, else the end of the run."""
+        exits = self.events_of("agent_exited")
+        end = parse_time(exits[-1].get("ts")) if exits else None
+        return end if end is not None else self.ended_at
+
+    @cached_property
     def ended_at(self) -> float | None:
         end = parse_time(self.run.get("ended_at"))
         if end is None:
@@ -181,10 +198,10 @@ class RunRecord:
     @cached_property
     def deadline(self) -> float | None:
         deadline = parse_time(self.run.get("deadline"))
-        if deadline is None and self.started_at is not None:
+        if deadline is None and self.clock_start is not None:
             wall = (self.budget or {}).get("wall_clock_s")
             if isinstance(wall, (int, float)):
-                deadline = self.started_at + float(wall)
+                deadline = self.clock_start + float(wall)
         return deadline
 
     @property
@@ -198,9 +215,10 @@ class RunRecord:
         return {}
 
     def rel_time(self, ts: float | None) -> float | None:
-        if ts is None or self.started_at is None:
+        """Seconds on the agent's budget clock (since `clock_start`)."""
+        if ts is None or self.clock_start is None:
             return None
-        return round(ts - self.started_at, 3)
+        return round(ts - self.clock_start, 3)
 
     @cached_property
     def baseline_score(self) -> float | None:

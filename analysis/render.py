@@ -81,7 +81,7 @@ def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
     """Pixel geometry of the score-over-time plot (consumed by templates/plot.svg.j2)."""
     subs = report["submissions"]
     baseline = report["scores"]["baseline"]
-    span = report["run"]["duration_s"] or 0.0
+    span = report["run"]["agent_time_s"] or report["run"]["duration_s"] or 0.0
     times = [s["t_s"] for s in subs if s["t_s"] is not None]
     budget = (report["run"]["budget"] or {}).get("wall_clock_s")
     x_max = max([span, *times, 1.0])

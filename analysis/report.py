@@ -77,7 +77,10 @@ def _header(record: RunRecord) -> dict[str, Any]:
         "spec_hash": pick("spec_hash"), "isolation": pick("isolation"),
         "status": pick("status"),
         "started_at": iso(record.started_at), "ended_at": iso(record.ended_at),
+        "agent_started_at": iso(record.clock_start), "agent_ended_at": iso(record.agent_ended_at),
         "deadline": iso(record.deadline), "duration_s": duration,
+        "agent_time_s": None if record.clock_start is None or record.agent_ended_at is None
+        else round(record.agent_ended_at - record.clock_start, 3),
         "versions": versions if isinstance(versions, dict) else {},
     }
 
@@ -141,7 +144,9 @@ def _metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: float | No
         order = list(range(1, len(scores) + 1))
         spearman = _pearson(order, ranks)
     wall = _num((record.budget or {}).get("wall_clock_s"))
-    duration = header.get("duration_s")
+    duration = header.get("agent_time_s")
+    if duration is None:
+        duration = header.get("duration_s")
     max_subs = (record.budget or {}).get("max_submissions")
     last_t = max((s["t_s"] for s in subs if s["t_s"] is not None), default=None)
     gap = None
@@ -163,7 +168,8 @@ def _metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: float | No
         "rank_correlation": _r(spearman),
         "base_model_copies": sum(1 for s in subs if s["base_copy"]),
         "duplicates": sum(1 for s in subs if s["duplicate_of"] and not s["base_copy"]),
-        "run_duration_s": duration,
+        "run_duration_s": header.get("duration_s"),
+        "agent_time_s": duration,
         "budget_used_share": _r(duration / wall) if duration is not None and wall else None,
         "submissions_used_share": _r(n / max_subs) if isinstance(max_subs, int) and max_subs
         else None,

@@ -70,7 +70,7 @@ def test_process_metrics(written):
     assert m["base_model_copies"] == 1 and m["duplicates"] == 0
     assert m["budget_used_share"] == pytest.approx(3590 / 3600, abs=1e-3)
     assert m["submissions_used_share"] == 0.6
-    assert m["gap_last_submission_to_end_s"] == 290.0
+    assert m["gap_last_submission_to_end_s"] == 289.0  # to agent_exited
     assert m["n_snapshots"] == 7
 
 
@@ -216,3 +216,13 @@ def test_run_json_base_model_object(fixture_run):
     report = build_report(fixture_run)
     assert report["run"]["base_model"] == "builtin:tiny"
     assert report["run"]["deadline"].endswith("Z")
+
+
+def test_times_count_from_the_agent_start(maker, tmp_path):
+    run = maker.make_run(tmp_path / "clock", agent_start=100.0)
+    report = build_report(run)
+    assert report["submissions"][0]["t_s"] == 500.0
+    assert report["run"]["agent_time_s"] == 3589.0 - 100.0
+    assert report["metrics"]["budget_used_share"] == pytest.approx(3489 / 3600, abs=1e-3)
+    assert report["metrics"]["time_to_best_s"] == 2600.0
+    assert report["metrics"]["gap_last_submission_to_end_s"] == 3589.0 - 3300.0
