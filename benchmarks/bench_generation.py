@@ -84,4 +84,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as exc:  # a2c's user errors: one line, no traceback
+        from a2c.errors import A2CError
+        if not isinstance(exc, A2CError):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
