@@ -8,9 +8,12 @@ definitions are in docs/analysis.md.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import itertools
 import json
 import math
+import re
 import statistics
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +24,7 @@ import jsonschema
 from a2c import __version__
 
 from .failures import analyse_failures
-from .record import RunRecord, iso
+from .record import RunRecord, iso, parse_time
 from .route import FileRoute, analyse_file, compliance, is_code
 from .snapshots import SnapshotRepo, diff_trees
 from .verify import Verification, verify_run
@@ -232,6 +235,85 @@ def _attribute(routes: list[FileRoute], changed: set[str], model_path: str | Non
     return training, "all"
 
 
+_MODULE_RUN = re.compile(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s+(a2c\.[\w.]+)")
+_CLI_RUN = re.compile(r"\b(?:trl|accelerate\s+launch\s+-m\s+trl\.scripts\.)\s*"
+                      r"(sft|dpo|grpo|kto|orpo|ppo|rloo)\b")
+
+
+def _module_source(name: str) -> tuple[str, str] | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        return spec.origin, Path(spec.origin).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _launched(record: RunRecord) -> list[tuple[float | None, FileRoute]]:
+    """Training code the agent launched from outside its workspace: `python -m a2c...` modules
+    named in the agent's launcher (RUN/agent/launch.sh) or in logs/commands.log (the reference
+    agents train this way; read from the installed a2c), one level of their a2c imports, and
+    TRL command-line trainers (`trl sft ...`). Each with the time it was first launched."""
+    sources: list[tuple[float | None, str]] = []
+    launch = record.root / "agent" / "launch.sh"
+    if launch.is_file():
+        for line in launch.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.lstrip().startswith("#"):
+                sources.append((None, line))
+    commands = record.root / "logs" / "commands.log"
+    if commands.is_file() and commands.stat().st_size < 8_000_000:
+        for line in commands.read_text(encoding="utf-8", errors="replace").splitlines():
+            stamp = parse_time(line.split("\t", 1)[0]) if "\t" in line else None
+            sources.append((stamp, line))
+    found: dict[str, tuple[float | None, FileRoute]] = {}
+    for stamp, line in sources:
+        for match in _MODULE_RUN.finditer(line):
+            name = match.group(1)
+            if name in found:
+                continue
+            loaded = _module_source(name)
+            if loaded is None:
+                continue
+            route = _analyse_module(name, loaded[1])
+            found[name] = (stamp, route)
+            for dep in _a2c_imports(loaded[1])[:10]:
+                if dep not in found and (dep_src := _module_source(dep)) is not None:
+                    found[dep] = (stamp, _analyse_module(dep, dep_src[1]))
+        for match in _CLI_RUN.finditer(line):
+            key = f"trl {match.group(1)}"
+            if key not in found:
+                found[key] = (stamp, analyse_file("logs/commands.log.sh", line.split("\t")[-1]))
+                found[key][1].path = "logs/commands.log"
+    return [(stamp, route) for stamp, route in found.values() if route.trains]
+
+
+def _analyse_module(name: str, source: str) -> FileRoute:
+    route = analyse_file(f"{name.replace('.', '/')}.py", source)
+    route.path = f"module:{name}"
+    for item in route.evidence:
+        item.file = route.path
+    for hp in route.hyperparameters:
+        hp.file = route.path
+    return route
+
+
+def _a2c_imports(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("a2c.") \
+                and node.module not in names:
+            names.append(node.module)
+    return names
+
+
 def _upstream(chosen: list[FileRoute], routes: list[FileRoute]) -> list[FileRoute]:
     """Training scripts whose output folder a chosen script starts from (e.g. SFT -> GRPO)."""
     found = list(chosen)
@@ -265,6 +347,7 @@ def _route_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str
         return route_out, timeline
     cache = _RouteCache(repo)
     shipped = _shipped_workspace(record.root / "bundle" / "workspace")
+    launched = _launched(record)
     try:
         snapshots = record.snapshots
         prev_files: dict[str, str] = {}
@@ -303,6 +386,11 @@ def _route_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str
             chosen, how = _attribute(routes, changed, sub["model_path"])
             if how == "output_path":
                 chosen = _upstream(chosen, routes)
+            elif how == "none":
+                received = parse_time(sub["received_at"])
+                chosen = [r for stamp, r in launched
+                          if stamp is None or received is None or stamp <= received]
+                how = "launched" if chosen else "none"
             methods = sorted({m for r in chosen for m in r.methods})
             adapters = sorted({a for r in chosen for a in r.adapters})
             verdict = compliance(mode, methods) if sub["valid"] or methods else \

@@ -145,13 +145,19 @@ def _name_of(node: ast.AST) -> str | None:
     return None
 
 
+class _Unresolved(Exception):
+    pass
+
+
 def _value(node: ast.AST, source: str, constants: dict[str, Any]) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
-    if isinstance(node, ast.Name) and node.id in constants:
-        return constants[node.id]
+    if isinstance(node, ast.Name):
+        if node.id in constants:
+            return constants[node.id]
+        raise _Unresolved(node.id)  # a bare variable name says nothing
     segment = ast.get_source_segment(source, node) or ""
     return segment if len(segment) <= 80 else segment[:79] + "…"
 
@@ -172,6 +178,15 @@ def _line_text(lines: list[str], lineno: int) -> str:
     return ""
 
 
+def _add_hp(route: FileRoute, key: str, node: ast.AST, source: str, constants: dict[str, Any],
+            path: str, line: int, name: str) -> None:
+    try:
+        value = _jsonable(_value(node, source, constants))
+    except _Unresolved:
+        return
+    route.hyperparameters.append(Hyperparameter(key, value, path, line, name))
+
+
 def _analyse_python(path: str, source: str) -> FileRoute:
     route = FileRoute(path)
     lines = source.splitlines()
@@ -184,6 +199,31 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 pass
+    # Names assigned anywhere from a literal, from a call with a literal default
+    # (`lr = env_float("LR", 5e-5)`), or function parameters with literal defaults.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id not in constants:
+            value = node.value
+            if isinstance(value, ast.Call):
+                callee = (_name_of(value.func) or "").lower()
+                if "env" not in callee and callee not in ("get", "getattr"):
+                    continue
+                literals = [a.value for a in value.args if isinstance(a, ast.Constant)
+                            and isinstance(a.value, (int, float)) and not isinstance(a.value, bool)]
+                if literals:
+                    constants[node.targets[0].id] = literals[-1]
+                continue
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                pass
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args.posonlyargs + node.args.args
+            for arg, default in zip(args[len(args) - len(node.args.defaults):],
+                                    node.args.defaults):
+                if arg.arg not in constants and isinstance(default, ast.Constant):
+                    constants[arg.arg] = default.value
     imported: dict[str, int] = {}
     seen_calls: set[tuple[str, int]] = set()
     for node in ast.walk(tree):
@@ -216,21 +256,17 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                     if isinstance(flag, ast.Constant) and isinstance(flag.value, str):
                         key = HP_NAMES.get(flag.value.lstrip("-").replace("-", "_"))
                         if key:
-                            route.hyperparameters.append(Hyperparameter(
-                                key, _jsonable(_value(kw.value, source, constants)), path,
-                                node.lineno, flag.value))
+                            _add_hp(route, key, kw.value, source, constants, path,
+                                    node.lineno, flag.value)
                     continue
                 if key:
-                    route.hyperparameters.append(Hyperparameter(
-                        key, _jsonable(_value(kw.value, source, constants)), path, node.lineno,
-                        kw.arg))
+                    _add_hp(route, key, kw.value, source, constants, path, node.lineno, kw.arg)
         elif isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str) and \
                         k.value in HP_NAMES and k.value not in ("steps", "rank", "bs"):
-                    route.hyperparameters.append(Hyperparameter(
-                        HP_NAMES[k.value], _jsonable(_value(v, source, constants)), path,
-                        k.lineno, k.value))
+                    _add_hp(route, HP_NAMES[k.value], v, source, constants, path, k.lineno,
+                            k.value)
     for node in tree.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -238,9 +274,13 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                 if isinstance(target, ast.Name) and node.value is not None:
                     key = HP_NAMES.get(target.id.lower())
                     if key and target.id.lower() not in ("steps", "rank", "bs"):
-                        route.hyperparameters.append(Hyperparameter(
-                            key, _jsonable(_value(node.value, source, constants)), path,
-                            node.lineno, target.id))
+                        if target.id in constants:
+                            route.hyperparameters.append(Hyperparameter(
+                                key, _jsonable(constants[target.id]), path, node.lineno,
+                                target.id))
+                        else:
+                            _add_hp(route, key, node.value, source, constants, path,
+                                    node.lineno, target.id)
     called = {e.method for e in route.evidence}
     for name, lineno in imported.items():
         method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]

@@ -226,3 +226,21 @@ def test_times_count_from_the_agent_start(maker, tmp_path):
     assert report["metrics"]["budget_used_share"] == pytest.approx(3489 / 3600, abs=1e-3)
     assert report["metrics"]["time_to_best_s"] == 2600.0
     assert report["metrics"]["gap_last_submission_to_end_s"] == 3589.0 - 3300.0
+
+
+def test_route_of_a_launched_module(maker, tmp_path):
+    """Reference agents train from a module outside the workspace, named in their launcher."""
+    import importlib.util
+
+    if importlib.util.find_spec("a2c.runtime.agents.sft") is None:
+        pytest.skip("no reference SFT agent installed")
+    run = maker.make_run(tmp_path / "module", n=3, with_code=False)
+    assert build_report(run)["route"]["methods"] == []
+    (run / "agent").mkdir()
+    (run / "agent" / "launch.sh").write_text(
+        "#!/usr/bin/env bash\n# python -m a2c.not.this\nexec python -m a2c.runtime.agents.sft\n")
+    route = build_report(run)["route"]
+    assert route["methods"] == ["SFT"]
+    first = route["per_submission"][0]
+    assert first["attribution"] == "launched"
+    assert first["files"][0] == "module:a2c.runtime.agents.sft"

@@ -131,3 +131,15 @@ def test_compliance(mode, methods, verdict):
 ])
 def test_failure_classification(text, category):
     assert classify(text) == category
+
+
+def test_values_resolved_through_env_defaults_and_parameters():
+    src = ("import os\nfrom trl import SFTConfig, SFTTrainer\n"
+           "lr = env_float('A2C_LR', 5e-5)\nsteps = max(1, n)\n"
+           "def config(batch, max_length=256):\n"
+           "    return SFTConfig(learning_rate=lr, per_device_train_batch_size=batch,\n"
+           "                     max_seq_length=max_length, max_steps=steps)\n"
+           "SFTTrainer(model='m', args=config(8))\n")
+    hps = {h.name: h.value for h in analyse_file("t.py", src).hyperparameters}
+    # lr from the env default, max_length from the parameter default; unresolved names dropped.
+    assert hps == {"learning_rate": 5e-5, "max_length": 256}
