@@ -6,7 +6,8 @@ Checks, in order (every problem is collected; the first one is what the CLI name
    exactly the canonical JSON the event log writes (so even a whitespace-only edit is caught);
 2. ``run.json`` is readable;
 3. ``bundle/``: every file hash and the digest (``runtime.bundle.Bundle.load``), and the digest
-   equals ``run.json``'s ``bundle_digest`` and the ``run_started`` event's;
+   equals ``run.json``'s ``bundle_digest`` and the ``run_started`` event's; likewise the copy of
+   the agent bundle (``agent/agent.json``) when the run has one, against ``agent_digest``;
 4. ``submissions.jsonl`` (the grader's journal): every scored submission in the journal appears in
    the events with the same score and validity, and every scored event is in the journal;
 5. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
@@ -21,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2c.runtime.bundle import Bundle
+from a2c.runtime.bundle import Bundle, bundle_digest
 from a2c.runtime.events import verify_events
 
-from a2c.canonical import canonical_json
+from a2c.canonical import canonical_json, sha256_file
 from a2c.errors import A2CError
 
 from .record import RunRecord, sid
@@ -144,6 +145,40 @@ def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
                             f"bundle {digest} verified" if not problems else str(problems[0])))
 
 
+def _check_agent(root: Path, record: RunRecord, out: Verification) -> None:
+    """The copy of the agent bundle (RUN/agent/agent.json), when the run has one: listed files
+    unchanged, the digest rule, and the digest recorded in run.json and run_started."""
+    manifest_path = root / "agent" / "agent.json"
+    if not manifest_path.is_file():
+        return
+    problems: list[Problem] = []
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        files = dict(manifest.get("files") or {})
+    except (OSError, ValueError, TypeError, AttributeError):
+        manifest, files = {}, {}
+        problems.append(Problem("agent/agent.json", None, "unreadable manifest"))
+    for relative, expected in sorted(files.items()):
+        path = root / "agent" / relative
+        if not path.is_file():
+            problems.append(Problem(f"agent/{relative}", None, "missing"))
+        elif sha256_file(path) != expected:
+            problems.append(Problem(f"agent/{relative}", None, "content differs from the agent "
+                                                               "manifest"))
+    digest = manifest.get("digest")
+    if manifest and bundle_digest(manifest.get("spec_hash", ""), files) != digest:
+        problems.append(Problem("agent/agent.json", None, "digest does not match the files"))
+    started = (record.first_event("run_started") or {}).get("data") or {}
+    for source, recorded in (("run.json", record.run.get("agent_digest")),
+                             ("events.jsonl", started.get("agent_digest"))):
+        if recorded is not None and digest is not None and recorded != digest:
+            problems.append(Problem(source, None, f"agent_digest {recorded!r} differs from the "
+                                                  f"agent bundle's digest {digest}"))
+    out.problems.extend(problems)
+    out.checks.append(Check("agent bundle", not problems,
+                            f"agent {digest} verified" if not problems else str(problems[0])))
+
+
 def _check_journal(record: RunRecord, out: Verification) -> None:
     problems: list[Problem] = []
     for line, message in record.journal_problems:
@@ -251,6 +286,7 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None) -> Verifica
     else:
         out.checks.append(Check("run.json", True, "readable"))
     _check_bundle(root, record, out)
+    _check_agent(root, record, out)
     _check_journal(record, out)
     _check_results(record, out)
     return out

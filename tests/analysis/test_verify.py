@@ -150,3 +150,26 @@ def test_not_a_run_directory(tmp_path, capsys):
     assert main(["verify", str(tmp_path)]) == 1
     assert "not a run directory" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "nope")]) == 1
+
+
+def test_agent_bundle_copy_is_verified(fixture_run):
+    from a2c.canonical import sha256_file, sha256_json
+    from a2c.runtime.bundle import bundle_digest
+
+    agent = fixture_run / "agent"
+    agent.mkdir()
+    (agent / "launch.sh").write_text("#!/usr/bin/env bash\nexec python -m a2c.runtime.agents.sft\n")
+    files = {"launch.sh": sha256_file(agent / "launch.sh")}
+    spec_hash = sha256_json({"id": "ref-sft"})
+    digest = bundle_digest(spec_hash, files)
+    (agent / "agent.json").write_text(json.dumps({"format": "a2c-bundle/1", "kind": "Agent",
+                                                  "id": "ref-sft", "spec_hash": spec_hash,
+                                                  "files": files, "digest": digest}))
+    run = json.loads((fixture_run / "run.json").read_text())
+    run["agent_digest"] = digest
+    (fixture_run / "run.json").write_text(json.dumps(run))
+    result = verify_run(fixture_run)
+    assert result.ok and "agent bundle" in [c.name for c in result.checks]
+    (agent / "launch.sh").write_text("#!/usr/bin/env bash\nexec python -m evil\n")
+    result = verify_run(fixture_run)
+    assert not result.ok and result.first.file == "agent/launch.sh"
