@@ -516,7 +516,7 @@ def _outcomes(record: RunRecord, subs: list[dict[str, Any]], level: Any,
     wrong = [i for i in items if _correct(i) is False]
     for item in right[:MAX_EXAMPLES] + wrong[:MAX_EXAMPLES]:
         example = {"id": str(item.get("id")), "correct": _correct(item),
-                   "score": _num(item.get("score")),
+                   "score": _num(item.get("score")), "reward": _num(item.get("reward")),
                    "baseline_correct": base_items.get(str(item.get("id")))}
         for key in ("prompt", "output", "extracted", "gold", "error"):
             if item.get(key) is not None:

@@ -244,3 +244,22 @@ def test_route_of_a_launched_module(maker, tmp_path):
     first = route["per_submission"][0]
     assert first["attribution"] == "launched"
     assert first["files"][0] == "module:a2c.runtime.agents.sft"
+
+
+def test_l3_episode_outcomes(fixture_run):
+    path = fixture_run / "results" / "5.json"
+    result = json.loads(path.read_text())
+    for item in result["items"]:
+        item["trajectory"] = [{"action": f"go {d}", "observation": "a room", "reward": 0}
+                              for d in ("north", "east", "south", "west", "up", "down", "in")]
+        item["reward"] = 1.0 if item["correct"] else 0.0
+    path.write_text(json.dumps(result))
+    run = json.loads((fixture_run / "run.json").read_text())
+    run["level"] = 3
+    (fixture_run / "run.json").write_text(json.dumps(run))
+    report, paths = write_report(fixture_run, fixture_run / "out")
+    o = report["outcomes"]
+    assert o["unit"] == "episode"
+    assert o["examples"][0]["steps"] == 7 and len(o["examples"][0]["trajectory"]) == 6
+    assert "7 steps, reward 1.00" in paths["html"].read_text()
+    assert "episodes correct" in paths["md"].read_text()
