@@ -263,3 +263,14 @@ def test_l3_episode_outcomes(fixture_run):
     assert o["examples"][0]["steps"] == 7 and len(o["examples"][0]["trajectory"]) == 6
     assert "7 steps, reward 1.00" in paths["html"].read_text()
     assert "episodes correct" in paths["md"].read_text()
+
+
+def test_html_escapes_agent_text(fixture_run):
+    path = fixture_run / "submissions.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["note"] = "<script>alert('x')</script> & more"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, paths = write_report(fixture_run, fixture_run / "out")
+    html = paths["html"].read_text()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more" in html
