@@ -26,7 +26,8 @@ MAX_FILE_BYTES = 1_000_000
 
 # Directory names never descended into (matched against the name at any depth).
 EXCLUDED_DIRS = (
-    ".git", "__pycache__", ".cache", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ipynb_checkpoints",
+    ".git", "__pycache__", ".cache", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+    ".ipynb_checkpoints",
     "node_modules", ".venv", "venv", ".tox", ".nox", "wandb", "mlruns", "runs", "checkpoints",
     "hf_cache", ".huggingface", ".triton", "site-packages",
 )
@@ -196,7 +197,7 @@ class Snapshotter:
                 return {"commit": parent, "tree": tree, "files": len(files), "bytes": total,
                         "excluded": excluded, "changed": False, "reason": reason,
                         "submission_id": submission_id}
-        message = f"{reason}" + (f" submission {submission_id}" if submission_id is not None else "")
+        message = reason if submission_id is None else f"{reason} submission {submission_id}"
         args = ["commit-tree", tree, "-m", message]
         if parent is not None:
             args += ["-p", parent]

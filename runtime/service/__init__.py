@@ -128,7 +128,8 @@ class ServiceHandle:
             self.proc.kill()
 
 
-def start_service(run_dir: str | Path, *, timeout_s: float = 60.0, log_path: str | Path | None = None,
+def start_service(run_dir: str | Path, *, timeout_s: float = 60.0,
+                  log_path: str | Path | None = None,
                   python: str | None = None, env: dict[str, str] | None = None) -> ServiceHandle:
     """Start `python -m a2c.runtime.service RUN_DIR` and wait for RUN_DIR/grader/ready.
 

@@ -136,7 +136,8 @@ def load_grader_config(bundle: Path | None, run_dir: Path | None = None) -> dict
     for path in candidates:
         if path.is_file():
             data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
+            nested = isinstance(data, dict) and isinstance(data.get("grader"), dict)
+            if nested and "kind" not in data:
                 data = data["grader"]
             return data
     if bundle is not None and (Path(bundle) / "bundle.json").is_file():

@@ -478,7 +478,8 @@ class GradingService:
                 "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
                 "n_items": result.get("n_items")}
 
-    def _finish(self, sid: int, summary: dict[str, Any], result: dict[str, Any] | None = None) -> None:
+    def _finish(self, sid: int, summary: dict[str, Any],
+                result: dict[str, Any] | None = None) -> None:
         summary.setdefault("duplicate_of", None)
         rel = f"results/{sid}.json"
         full = dict(result or {"score": None, "valid": False, "error": summary.get("error")})

@@ -21,7 +21,8 @@ class EvalOutcome:
 
     @property
     def valid(self) -> bool:
-        return self.error is None and bool(self.result) and self.result.get("valid", True) is not False
+        return (self.error is None and bool(self.result)
+                and self.result.get("valid", True) is not False)
 
     @property
     def message(self) -> str | None:
@@ -65,7 +66,8 @@ class ProcessSlot:
 
 def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, heldout: Path,
                    backend: str, out_path: Path, timeout_s: float, log_path: Path,
-                   slot: ProcessSlot | None = None, env: dict[str, str] | None = None) -> EvalOutcome:
+                   slot: ProcessSlot | None = None,
+                   env: dict[str, str] | None = None) -> EvalOutcome:
     """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`."""
     out_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -102,7 +102,8 @@ class Handler(BaseHTTPRequestHandler):
             elif method == "GET" and path.startswith("/submissions/"):
                 raw = path[len("/submissions/"):]
                 if not raw.isdigit():
-                    raise Refusal(400, "bad_request", f"submission id must be a number, not {raw!r}")
+                    raise Refusal(400, "bad_request",
+                                  f"submission id must be a number, not {raw!r}")
                 self._send(200, self.service.get(int(raw)))
             elif method == "GET" and path == "/time":
                 with self.service.lock:
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         sys.stderr.write("usage: python -m a2c.runtime.service RUN_DIR\n"
-                         "Serves the grading API for one run (reads RUN_DIR/grader/service.json).\n")
+                         "Serves the grading API for one run "
+                         "(reads RUN_DIR/grader/service.json).\n")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     try:
         return serve(argv[0])

@@ -28,7 +28,8 @@ if (model / "SLEEP").exists():
 if (model / "HANG").exists():
     time.sleep(3600)
 if (model / "CRASH").exists():
-    sys.stderr.write("Traceback (most recent call last):\nOSError: Unable to load weights from model\n")
+    sys.stderr.write("Traceback (most recent call last):\n"
+                     "OSError: Unable to load weights from model\n")
     sys.exit(1)
 score = float((model / "SCORE").read_text()) if (model / "SCORE").exists() else 50.0
 valid = not (model / "INVALID").exists()
