@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from a2c.runtime.envs.prompts import clean_text
 
 _INFO_KEYS = ("admissible_commands", "won", "lost", "score", "max_score", "objective",
               "description", "policy_commands", "inventory")
+
+
+# The Z-machine interpreter (Jericho/frotz) is not thread-safe: engine calls are serialised.
+# They take milliseconds; model calls dominate a step.
+ENGINE_LOCK = threading.RLock()
 
 
 class TextWorldEnv:
@@ -21,7 +27,8 @@ class TextWorldEnv:
         if not Path(self.game_file).is_file():
             raise FileNotFoundError(f"game file not found: {self.game_file}")
         infos = textworld.EnvInfos(**{k: True for k in _INFO_KEYS})
-        self._env = textworld.start(self.game_file, infos, wrappers=[Filter])
+        with ENGINE_LOCK:
+            self._env = textworld.start(self.game_file, infos, wrappers=[Filter])
         self.max_steps = max_steps
         self._score = 0
 
@@ -34,14 +41,16 @@ class TextWorldEnv:
         return info
 
     def reset(self) -> tuple[str, dict]:
-        _, raw = self._env.reset()
+        with ENGINE_LOCK:
+            _, raw = self._env.reset()
         info = self._info(raw)
         self._score = raw.get("score") or 0
         info["task"] = clean_text(raw.get("objective") or "")
         return clean_text(raw.get("description") or ""), info
 
     def step(self, action: str) -> tuple[str, float, bool, dict]:
-        result = self._env.step(action)      # Filter: (obs, score, done, infos)
+        with ENGINE_LOCK:
+            result = self._env.step(action)  # Filter: (obs, score, done, infos)
         obs, raw = result[0], result[-1]
         info = self._info(raw)
         score = raw.get("score") or 0
@@ -56,4 +65,5 @@ class TextWorldEnv:
         return text, reward, done, info
 
     def close(self) -> None:
-        self._env.close()
+        with ENGINE_LOCK:
+            self._env.close()
