@@ -1,0 +1,237 @@
+"""Side services a task declares (`environment.services`, e.g. the WebShop server).
+
+The runtime starts them before any grading (the baseline included) and stops them after the run:
+
+    group = start_services(task["environment"]["services"], log_dir=RUN/"logs")
+    ...
+    group.stop()
+
+or as a context manager (`with services_running(specs, log_dir=...) as group:`).
+
+A service is `{name, command, port, health, startup_timeout_s}` (the resolved spec). `command` is a
+shell command line, run outside the agent's sandbox in its own process group, with `{port}`
+replaced by the port and `$A2C_SERVICE_PORT` set; `python` on its PATH is the interpreter running
+a2c (the venv's bin folder comes first). Readiness: when `health` is a URL path, an HTTP GET of
+`http://127.0.0.1:<port><health>` must answer 200; without one, a TCP connection to the port must
+succeed. A service that exits before it is ready, or is not ready within `startup_timeout_s`,
+raises `ServiceError` naming it, the reason and the tail of its log, and every service already
+started by the same call is stopped. Stopping sends SIGTERM to the process group, then SIGKILL
+after a grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from contextlib import contextmanager
+
+from a2c.errors import RunError
+
+DEFAULT_STARTUP_TIMEOUT_S = 60.0
+POLL_S = 0.1
+
+
+class ServiceError(RunError):
+    """A declared service could not be started or did not become healthy."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    command: str
+    port: int
+    health: str | None = None
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
+    host: str = "127.0.0.1"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ServiceSpec":
+        return cls(name=str(d["name"]), command=str(d["command"]), port=int(d["port"]),
+                   health=d.get("health") or None,
+                   startup_timeout_s=float(d.get("startup_timeout_s")
+                                           or d.get("startup_timeout") or DEFAULT_STARTUP_TIMEOUT_S),
+                   host=str(d.get("host") or "127.0.0.1"))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass
+class RunningService:
+    spec: ServiceSpec
+    proc: subprocess.Popen
+    log_path: Path | None
+    started_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace: float = 5.0) -> int | None:
+        if self.proc.poll() is None:
+            _signal_group(self.proc, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc, signal.SIGKILL)
+                try:
+                    self.proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    pass
+        return self.proc.poll()
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)          # started with start_new_session: pgid == pid
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+
+def _tail(path: Path | None, n: int = 1500) -> str:
+    if path is None or not path.is_file():
+        return ""
+    data = path.read_bytes()[-n:]
+    return data.decode("utf-8", "replace").strip()
+
+
+def probe(spec: ServiceSpec, timeout: float = 2.0) -> bool:
+    """One readiness check: HTTP 200 on the health path, or a TCP connect without one."""
+    if spec.health:
+        try:
+            with urllib.request.urlopen(spec.url + spec.health, timeout=timeout) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+    try:
+        with socket.create_connection((spec.host, spec.port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _environment(spec: ServiceSpec, extra: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra or {})
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env["A2C_SERVICE_PORT"] = str(spec.port)
+    env["A2C_SERVICE_NAME"] = spec.name
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def start_service(spec: ServiceSpec | dict, *, log_dir: str | Path | None = None,
+                  cwd: str | Path | None = None, env: dict[str, str] | None = None) -> RunningService:
+    """Start one service and wait until it is healthy; raise ServiceError otherwise."""
+    spec = spec if isinstance(spec, ServiceSpec) else ServiceSpec.from_dict(spec)
+    if probe(spec, timeout=0.5):
+        raise ServiceError(f"service {spec.name!r}: port {spec.port} is already in use "
+                           f"(something answers at {spec.url}); stop it or change the port")
+    command = spec.command.replace("{port}", str(spec.port))
+    log_path = None
+    if log_dir is not None:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        log_path = Path(log_dir) / f"service-{spec.name}.log"
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=str(cwd) if cwd else None,
+                                env=_environment(spec, env), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        raise ServiceError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
+    finally:
+        if log_path:
+            out.close()
+    running = RunningService(spec, proc, log_path)
+    deadline = time.monotonic() + spec.startup_timeout_s
+    what = f"GET {spec.url}{spec.health} -> 200" if spec.health else f"a connection to {spec.url}"
+    while True:
+        if proc.poll() is not None:
+            tail = _tail(log_path)
+            raise ServiceError(f"service {spec.name!r} exited with status {proc.returncode} "
+                               f"before it was ready (command: {command})"
+                               + (f"\n--- log tail ({log_path}) ---\n{tail}" if tail else ""))
+        if probe(spec, timeout=min(2.0, max(0.1, deadline - time.monotonic()))):
+            return running
+        if time.monotonic() >= deadline:
+            running.stop(grace=2.0)
+            tail = _tail(log_path)
+            raise ServiceError(f"service {spec.name!r} not healthy within "
+                               f"{spec.startup_timeout_s:g}s (waited for {what}; command: {command})"
+                               + (f"\n--- log tail ({log_path}) ---\n{tail}" if tail else ""))
+        time.sleep(POLL_S)
+
+
+class ServiceGroup:
+    """The services of one run, started in order and stopped in reverse order."""
+
+    def __init__(self, services: list[RunningService] | None = None):
+        self.services = list(services or [])
+
+    def __iter__(self) -> Iterator[RunningService]:
+        return iter(self.services)
+
+    def __len__(self) -> int:
+        return len(self.services)
+
+    def alive(self) -> dict[str, bool]:
+        return {s.spec.name: s.alive() for s in self.services}
+
+    def urls(self) -> dict[str, str]:
+        return {s.spec.name: s.spec.url for s in self.services}
+
+    def stop(self, grace: float = 5.0) -> None:
+        while self.services:
+            self.services.pop().stop(grace=grace)
+
+    def __enter__(self) -> "ServiceGroup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_services(specs: Iterable[ServiceSpec | dict] | None, *, log_dir: str | Path | None = None,
+                   cwd: str | Path | None = None, env: dict[str, str] | None = None) -> ServiceGroup:
+    """Start every declared service (in order); on any failure stop those started and raise."""
+    group = ServiceGroup()
+    try:
+        for spec in specs or []:
+            group.services.append(start_service(spec, log_dir=log_dir, cwd=cwd, env=env))
+    except BaseException:
+        group.stop(grace=2.0)
+        raise
+    return group
+
+
+@contextmanager
+def services_running(specs, **kwargs) -> Iterator[ServiceGroup]:
+    group = start_services(specs, **kwargs)
+    try:
+        yield group
+    finally:
+        group.stop()
+
+
+def describe(spec: ServiceSpec | dict) -> str:
+    spec = spec if isinstance(spec, ServiceSpec) else ServiceSpec.from_dict(spec)
+    return f"{spec.name} ({shlex.quote(spec.command)} on port {spec.port})"

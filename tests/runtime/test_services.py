@@ -1,0 +1,86 @@
+"""Declared side services (runtime/services.py): start, health wait, clear failures, stop."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from a2c.runtime.services import (ServiceError, ServiceSpec, probe, services_running,
+                                  start_service, start_services)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_server(port: int, delay: float = 0.0) -> str:
+    """A shell command: a tiny HTTP server answering 200 on every path, after `delay` seconds."""
+    code = ("import time,http.server as h;time.sleep(%s);"
+            "h.HTTPServer(('127.0.0.1',%d),h.SimpleHTTPRequestHandler).serve_forever()" % (delay, port))
+    return f"{sys.executable} -c \"{code}\""
+
+
+def test_start_health_and_stop(tmp_path):
+    port = free_port()
+    spec = {"name": "web", "command": http_server(port, 0.3), "port": port, "health": "/",
+            "startup_timeout_s": 20}
+    group = start_services([spec], log_dir=tmp_path)
+    try:
+        assert group.alive() == {"web": True}
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        group.stop()
+    assert not probe(ServiceSpec.from_dict(spec))
+    assert (tmp_path / "service-web.log").is_file()
+
+
+def test_port_placeholder_python_on_path_and_tcp_probe(tmp_path):
+    port = free_port()
+    code = ("import socket,time;s=socket.socket();"
+            "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+            "s.bind(('127.0.0.1',{port}));s.listen();time.sleep(60)")
+    spec = ServiceSpec(name="tcp", command=f'python -c "{code}"', port=port, startup_timeout_s=20)
+    with services_running([spec], log_dir=tmp_path) as group:
+        assert list(group.alive().values()) == [True]
+        proc = group.services[0].proc
+    assert proc.poll() is not None          # stopped on leaving the block
+
+
+def test_exit_before_ready_names_the_service_and_log(tmp_path):
+    spec = {"name": "broken", "command": "echo boom-on-start >&2; exit 3", "port": free_port(),
+            "health": "/health", "startup_timeout_s": 10}
+    with pytest.raises(ServiceError) as err:
+        start_service(spec, log_dir=tmp_path)
+    msg = str(err.value)
+    assert "'broken'" in msg and "status 3" in msg and "boom-on-start" in msg
+
+
+def test_health_timeout_stops_the_process_and_earlier_services(tmp_path):
+    good_port, bad_port = free_port(), free_port()
+    good = {"name": "good", "command": http_server(good_port), "port": good_port, "health": "/",
+            "startup_timeout_s": 20}
+    # listens on the wrong port, so its health check never answers
+    slow = {"name": "slow", "command": http_server(free_port()), "port": bad_port,
+            "health": "/health", "startup_timeout_s": 1.0}
+    started = time.monotonic()
+    with pytest.raises(ServiceError, match=r"'slow' not healthy within 1s"):
+        start_services([good, slow], log_dir=tmp_path)
+    assert time.monotonic() - started < 15
+    time.sleep(0.3)
+    assert not probe(ServiceSpec.from_dict(good))      # the first one was stopped too
+
+
+def test_port_already_in_use_is_refused(tmp_path):
+    port = free_port()
+    spec = {"name": "a", "command": http_server(port), "port": port, "health": "/",
+            "startup_timeout_s": 20}
+    with services_running([spec], log_dir=tmp_path):
+        with pytest.raises(ServiceError, match="already in use"):
+            start_service({**spec, "name": "b"}, log_dir=tmp_path)
