@@ -19,7 +19,9 @@ Generator = Callable[[dict, int, Path], dict]
 
 _REGISTRY: dict[str, Generator] = {}
 # name -> module that registers it when imported
-LAZY: dict[str, str] = {"textworld": "a2c.runtime.envs.textworld_games"}
+LAZY: dict[str, str] = {"textworld": "a2c.runtime.envs.textworld_games",
+                        "webshop": "a2c.runtime.envs.webshop_env",
+                        "deepsearchqa": "a2c.runtime.envs.deepsearchqa_env"}
 
 
 class DataError(A2CError):
