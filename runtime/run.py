@@ -556,6 +556,7 @@ class Runner:
         self.run = ctx.run
         self.report = report
         self.service = ServiceProcess(self.run_dir)
+        self.env_services = None      # the task's environment.services (runtime/services.py)
         self.agent = _load_agent(self.run_dir / "agent")
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
@@ -592,6 +593,20 @@ class Runner:
         if self.run["backend"] == "local":
             return get_backend("local", use_bwrap=(self.run.get("options") or {}).get("use_bwrap"))
         return get_backend(self.run["backend"])
+
+    def start_env_services(self) -> None:
+        """Start the task's declared services (e.g. the WebShop server) before any grading."""
+        task = _read_json(self.run_dir / "bundle" / "bundle.json").get("task") or {}
+        specs = (task.get("environment") or {}).get("services") or []
+        if specs and self.env_services is None:
+            from a2c.runtime.services import describe, start_services
+            self.report("starting services: " + ", ".join(describe(s) for s in specs))
+            self.env_services = start_services(specs, log_dir=self.run_dir / "logs")
+
+    def stop_env_services(self) -> None:
+        if self.env_services is not None:
+            self.env_services.stop()
+            self.env_services = None
 
     def baseline(self) -> None:
         if (self.run_dir / "results" / "baseline.json").is_file():
@@ -728,6 +743,7 @@ class Runner:
         pending = journal_state(self.run_dir)["pending"]
         self.drain(float(budget.get("eval_timeout_s") or 3600) * max(1, len(pending)) + 30)
         self.service.stop()
+        self.stop_env_services()
         transcript = _copy_transcript(self.agent, self.run_dir)
         scores = self.refresh()
         self.run.update({"status": status, "ended_at": _iso(time.time()),
@@ -763,6 +779,7 @@ class Runner:
                                             "driver", "mode", "seed", "backend", "isolation",
                                             "base_model", "data", "bundle_digest", "spec_hash",
                                             "budget", "scoring", "versions")})
+            self.start_env_services()
             self.baseline()
             if run.get("deadline") is None:
                 now = time.time()
@@ -820,6 +837,7 @@ class Runner:
             from a2c.runtime.sandbox.proctree import kill_tree
             kill_tree(None, None, self.run.get("sandbox_id"), grace=2.0)
             self.service.stop()
+            self.stop_env_services()
             self.run.update({"status": status, "ended_at": _iso(time.time())})
             self.ctx.save()
         except Exception:  # noqa: BLE001 - best effort while failing

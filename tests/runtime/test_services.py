@@ -84,3 +84,26 @@ def test_port_already_in_use_is_refused(tmp_path):
     with services_running([spec], log_dir=tmp_path):
         with pytest.raises(ServiceError, match="already in use"):
             start_service({**spec, "name": "b"}, log_dir=tmp_path)
+
+
+def test_runner_starts_and_stops_the_bundles_services(tmp_path):
+    """run.py's Runner.start_env_services / stop_env_services on a bundle declaring a service."""
+    import json
+    from types import SimpleNamespace
+
+    from a2c.runtime.run import Runner
+
+    port = free_port()
+    (tmp_path / "bundle").mkdir()
+    svc = {"name": "web", "command": http_server(port), "port": port, "health": "/",
+           "startup_timeout_s": 20}
+    (tmp_path / "bundle" / "bundle.json").write_text(json.dumps({"task": {"environment": {"services": [svc]}}}))
+    said = []
+    fake = SimpleNamespace(run_dir=tmp_path, env_services=None, report=said.append)
+    Runner.start_env_services(fake)
+    try:
+        assert probe(ServiceSpec.from_dict(svc)) and "web" in said[0]
+    finally:
+        Runner.stop_env_services(fake)
+    assert fake.env_services is None and not probe(ServiceSpec.from_dict(svc))
+    assert (tmp_path / "logs" / "service-web.log").is_file()
