@@ -20,6 +20,7 @@ Generator = Callable[[dict, int, Path], dict]
 _REGISTRY: dict[str, Generator] = {}
 # name -> module that registers it when imported
 LAZY: dict[str, str] = {"textworld": "a2c.runtime.envs.textworld_games",
+                        "alfworld": "a2c.runtime.data.alfworld",
                         "webshop": "a2c.runtime.envs.webshop_env",
                         "deepsearchqa": "a2c.runtime.envs.deepsearchqa_env"}
 

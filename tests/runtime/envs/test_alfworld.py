@@ -289,3 +289,23 @@ def test_real_engine_rollout_grader(tmp_path):
     env = {"kind": "alfworld", "max_steps": 50, "data_root": str(tmp_path)}
     res = RolloutGrader({"kind": "rollout", "env": env}).grade_policy(policy, recs[:2])
     assert res.score == 100.0, [i["error"] for i in res.items]
+
+
+# ---------------------------------------------------------------- the data generator
+def test_generator_lists_fetched_games_into_records(tmp_path):
+    from a2c.runtime.data.generators import get_generator
+
+    gen = get_generator("alfworld")
+    splits = gen({"root": str(FIXTURES)}, 0, tmp_path)
+    assert [len(splits["train"]), len(splits["test"])] == [1, 2]
+    rec = splits["test"][1]
+    assert rec["id"] == "valid_unseen/pick_heat_then_place_in_recep-Egg-None-DiningTable-3/trial_T20190003_000003_000003"
+    assert rec["task_type"] == "pick_heat_then_place_in_recep" and rec["prompt"].startswith("heat some egg")
+    env = aw.AlfWorldEnv(tmp_path / rec["game_file"], {"engine": "fixture"})
+    assert env.reset()[1]["task"] == "heat some egg and put it in diningtable"
+    assert (tmp_path / rec["traj_file"]).is_file()
+    limited = gen({"root": str(FIXTURES), "limit": {"test": 1}}, 0, tmp_path / "b")
+    assert len(limited["test"]) == 1
+    from a2c.runtime.data import DataError
+    with pytest.raises(DataError, match="a2c data fetch alfworld"):
+        gen({"root": str(tmp_path / "empty")}, 0, tmp_path / "c")
