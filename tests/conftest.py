@@ -10,6 +10,11 @@ def pytest_addoption(parser):
                      help="also run tests marked slow (end-to-end; CI always does)")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "vllm_server: the judge against a real vLLM server; "
+                            "skipped unless A2C_VLLM_SERVER_TEST=1 (nox -s vllm)")
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--runslow"):
         return

@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.canonical import sha256_json
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.lc import length_controlled_winrate
 from a2c.runtime.graders.result import GradeResult
 
-from a2c.canonical import sha256_json
-
 PROMPT_VERSION = "a2c-pairwise-1"
+# How a reply becomes a judgment (verdict patterns, which token's logprobs); part of the cache key.
+PARSER_VERSION = 2
 SYSTEM_PROMPT = (
     "You are a careful and impartial judge of the quality of answers given by AI assistants. "
     "You compare two answers to the same instruction and decide which one a thoughtful human "
@@ -171,39 +172,132 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-def parse_verdict(content: str) -> str | None:
-    """'A' or 'B' from the judge's reply, or None when the reply names neither."""
-    s = (content or "").strip()
-    bare = s.strip("()[]*\"'`.: \n")
-    if bare.upper() in ("A", "B"):
-        return bare.upper()
-    m = re.match(r"^[\s*\"'`]*(?:answer|output|response)\s*[(\[]?([AB])\b", s, re.IGNORECASE)
-    if m:
-        return m.group(1).upper()
-    m = re.match(r"^[\s*\"'`(\[]*([AB])\b(?![-'])", s)
-    if m:
-        return m.group(1)
-    m = re.search(r"\b(?:answer|output|response)\s*[(\[]?([AB])[)\]]?\s+is\s+(?:better|preferred)",
-                  s, re.IGNORECASE)
-    if m:
-        return m.group(1).upper()
+# A verdict letter: upper case, or either case in brackets ("Output (a)"); a lower-case "a" on its
+# own is an article, not a verdict.
+_LETTER = r"(?:[(\[]\s*([AaBb])\s*[)\]]|([AB]))(?![\w'-])"
+_NAMED = r"(?i:answer|output|response|model|assistant)"
+_VERDICT_PATTERNS = [
+    # at the start: "Answer A", "Output (a)", "Response: B", "The answer A is", "Better answer: B"
+    re.compile(r"^(?i:the\s+)?(?i:(?:better|best|preferred|winning)\s+)?" + _NAMED
+               + r"\s*(?i:is\s*)?[:=#-]?\s*" + _LETTER),
+    # a bare letter first: "A", "(B)", "**B**", "A is better.", "B."
+    re.compile(r"^" + _LETTER),
+    # anywhere: "Answer B is better", "Output (a) is preferred"
+    re.compile(_NAMED + r"\s*" + _LETTER + r"\s+(?i:is\s+(?:the\s+)?(?:better|preferred|best))"),
+    # anywhere: "The better answer is B", "Preferred output: (a)", "Verdict: A", "Winner: B"
+    re.compile(r"(?i:(?:better|best|preferred|winning)\s+" + _NAMED + r"|verdict|winner|choice)"
+               r"\s*(?i:is|would be|:)\s*(?:" + _NAMED + r"\s*)?" + _LETTER),
+    # anywhere: "I prefer B", "I choose Answer A"
+    re.compile(r"\bI\s+(?i:prefer|choose|pick|select)\s+(?:" + _NAMED + r"\s*)?" + _LETTER),
+]
+_JSON_KEYS = ("winner", "verdict", "better", "preferred", "preference", "choice", "answer",
+              "best", "output", "result")
+# AlpacaEval's ranking templates name the outputs model_1/model_2 (or m/M); the first is A.
+_MODEL_NAMES = {"model_1": "A", "model_2": "B", "m": "A", "M": "B", "1": "A", "2": "B"}
+
+
+def _verdict_from_json(content: str) -> str | None:
+    """A verdict from a JSON reply (optionally in a ```json fence): {"winner": "B"},
+    {"verdict": "Output (a)"}, or AlpacaEval's ranking list
+    [{"model": "model_1", "rank": 2}, {"model": "model_2", "rank": 1}]."""
+    m = re.search(r"[\[{].*[\]}]", content, re.DOTALL)
+    if not m:
+        return None
+    try:
+        data = json.loads(m.group(0))
+    except ValueError:
+        try:  # AlpacaEval's templates show Python-style single quotes
+            import ast
+
+            data = ast.literal_eval(m.group(0))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if str(k).lower() in _JSON_KEYS and isinstance(v, (str, int)):
+                v = str(v).strip()
+                if v in _MODEL_NAMES:
+                    return _MODEL_NAMES[v]
+                got = parse_verdict(v, _json=False)
+                if got:
+                    return got
+        return None
+    if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+        try:
+            best = min(data, key=lambda d: float(d["rank"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+        name = str(best.get("model", best.get("output", ""))).strip()
+        return _MODEL_NAMES.get(name) or parse_verdict(name, _json=False)
     return None
 
 
-def _p_b_from_logprobs(choice: dict) -> float | None:
+def parse_verdict(content: str, _json: bool = True) -> str | None:
+    """'A' or 'B' from the judge's reply, or None when the reply names neither.
+
+    Accepts a bare letter in either case ("A", "b", "(B)", "**B**", "A is better."), a named
+    answer ("Answer A", "Output (a)", "Response: B", "The answer B is better", "The better answer
+    is A", "Verdict: B"), AlpacaEval's "m" / "M" replies (m = the first output = A), and JSON
+    ({"winner": "B"}, a ranking list [{"model": "model_1", "rank": 1}, ...]). A reply that names
+    both letters in different verdict phrases, or none, is None (a failed judgment, never a loss).
+    """
+    s = (content or "").strip()
+    bare = s.strip("()[]*\"'`.:!, \n")
+    if bare.upper() in ("A", "B"):
+        return bare.upper()
+    if bare in ("m", "M"):
+        return _MODEL_NAMES[bare]
+    if _json and s[:1] in "[{`":
+        got = _verdict_from_json(s)
+        if got:
+            return got
+    text = s.lstrip("*\"'` \n#>")
+    for i, pat in enumerate(_VERDICT_PATTERNS):
+        m = pat.search(text) if i >= 2 else pat.match(text)
+        if m:
+            return next(g for g in m.groups() if g).upper()
+    if _json and ("{" in s or "[" in s):
+        return _verdict_from_json(s)
+    return None
+
+
+def _verdict_letter(token: str) -> str | None:
+    t = str(token).strip().strip("()[]*\"'`").upper()
+    return t if t in ("A", "B") else None
+
+
+def _p_b_from_logprobs(choice: dict, verdict: str | None = None) -> float | None:
+    """P(B) / (P(A) + P(B)) at the token where the judge wrote its verdict letter: the first
+    generated token (AlpacaEval's weighted judge), or, when the reply starts with words ("The
+    answer A ..."), the first token that is the parsed verdict. None when that token's
+    alternatives name neither letter."""
     try:
-        tops = choice["logprobs"]["content"][0]["top_logprobs"]
-    except (KeyError, IndexError, TypeError):
+        content = choice["logprobs"]["content"]
+    except (KeyError, TypeError):
+        return None
+    if not content:
+        return None
+    pos = None
+    for i, entry in enumerate(content[:64]):
+        letter = _verdict_letter((entry or {}).get("token", ""))
+        if letter is not None and (i == 0 or letter == verdict):
+            pos = i
+            break
+    if pos is None:
+        return None
+    try:
+        tops = content[pos].get("top_logprobs") or []
+    except AttributeError:
         return None
     pa = pb = 0.0
-    for t in tops or []:
-        tok = str(t.get("token", "")).strip().strip("()*\"'").upper()
+    for t in tops:
+        letter = _verdict_letter(t.get("token", ""))
         lp = t.get("logprob")
-        if lp is None:
+        if lp is None or letter is None:
             continue
-        if tok == "A":
+        if letter == "A":
             pa += math.exp(lp)
-        elif tok == "B":
+        else:
             pb += math.exp(lp)
     if pa + pb <= 0:
         return None
@@ -232,7 +326,8 @@ class JudgeClient:
     def cache_key(self, instruction: str, output_a: str, output_b: str) -> str:
         return sha256_json({"instruction": instruction, "output_a": output_a,
                             "output_b": output_b, "judge_model": self.config.model,
-                            "prompt": PROMPT_VERSION, "weighted": self.weighted})
+                            "prompt": PROMPT_VERSION, "parser": PARSER_VERSION,
+                            "weighted": self.weighted})
 
     def judge(self, instruction: str, output_a: str, output_b: str) -> Judgment:
         key = self.cache_key(instruction, output_a, output_b)
@@ -298,7 +393,7 @@ class JudgeClient:
                 except (KeyError, IndexError, TypeError, AttributeError):
                     raise _Retryable(f"malformed response: {str(resp)[:200]}") from None
                 verdict = parse_verdict(content)
-                p_b = _p_b_from_logprobs(choice) if self.weighted else None
+                p_b = _p_b_from_logprobs(choice, verdict) if self.weighted else None
                 if verdict is None and p_b is None:
                     raise _Retryable(f"unparseable verdict: {content[:100]!r}")
                 if p_b is None:
@@ -346,7 +441,7 @@ class JudgeClient:
 
 class PairwiseJudgeGrader(Grader):
     kind = "pairwise_judge"
-    version = "1.0"
+    version = "1.1"   # 1.1: wider verdict parsing, logprobs at the verdict token
 
     def __init__(self, grader_cfg: dict[str, Any], env: dict[str, str] | None = None):
         super().__init__(grader_cfg)
@@ -442,7 +537,7 @@ class PairwiseJudgeGrader(Grader):
         prefs, lm, lb, diffs = [], [], [], []
         tokens = {"prompt": 0, "completion": 0}
         n_cached = n_calls = n_failed_calls = 0
-        for i, (r, p, ins, ref, out) in enumerate(zip(records, prompts, instructions, refs,
+        for i, (r, p, _ins, ref, out) in enumerate(zip(records, prompts, instructions, refs,
                                                       outputs)):
             item = {"id": r["id"], "prompt": p, "output": out, "extracted": None, "gold": ref,
                     "error": None, "len_output": len(out) if out is not None else 0,
@@ -471,7 +566,8 @@ class PairwiseJudgeGrader(Grader):
                         failed.append(f"{order}: {j.error}")
                     item["judgments"].append({"order": order, "verdict": j.verdict,
                                               "p_model": pm, "cached": j.cached,
-                                              "attempts": j.attempts, "error": j.error})
+                                              "attempts": j.attempts, "error": j.error,
+                                              "raw": j.raw})
                 if failed:
                     item.update(preference=None, correct=False, score=0.0, excluded=True,
                                 error="judge failed: " + "; ".join(failed))
