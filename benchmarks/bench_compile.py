@@ -19,7 +19,6 @@ def main(rounds: int = 7) -> int:
     t0 = time.perf_counter()
     from a2c.compiler.build import COMPILERS, load_all, write_artifact
     from a2c.compiler.load import discover
-
     from a2c.paths import PACKAGE_ROOT
     import_s = time.perf_counter() - t0
 

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
+
     from a2c.runtime.data import load_split
     from a2c.runtime.inference import GenerationSettings, load_backend
 

@@ -74,7 +74,7 @@ def make_workspace(ws: Path, n_files: int) -> None:
     for i in range(n_files):
         d = ws / f"pkg{i // 100}"
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"mod{i}.py").write_text(f"# module {i}\n" + "def f(x):\n    return x + %d\n" % i * 20)
+        (d / f"mod{i}.py").write_text(f"# module {i}\n" + f"def f(x):\n    return x + {i}\n" * 20)
 
 
 def main() -> int:
@@ -85,13 +85,12 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
 
+    from a2c.canonical import sha256_tree
     from a2c.runtime.events import EventLog
     from a2c.runtime.service import start_service, write_service_config
     from a2c.runtime.service.core import Journal
     from a2c.runtime.service.evaluator import run_evaluation
     from a2c.runtime.snapshots import Snapshotter
-
-    from a2c.canonical import sha256_tree
 
     grader, records, default_model = arith_setup()
     model = resolve_model(args.model or default_model)

@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 from a2c.compiler.build import human_duration
-from a2c.runtime.bundle import Bundle
-
 from a2c.errors import BundleError
+from a2c.runtime.bundle import Bundle
 
 
 def parse_dockerfile(text: str) -> list[tuple[str, str]]:

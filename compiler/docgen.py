@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from a2c.compiler.schema import load_schema
-
 from a2c.paths import PACKAGE_ROOT
 
 HEADER = """# Spec field reference

@@ -16,7 +16,6 @@ from typing import Any
 from a2c.compiler import checks, resolve
 from a2c.compiler.schema import KINDS, problems_for, suggest
 from a2c.compiler.yamlsrc import Source, dotted, parse
-
 from a2c.errors import SpecError
 from a2c.paths import SPECS_DIR, project_root
 

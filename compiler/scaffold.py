@@ -18,8 +18,9 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 def new_task(task_id: str, title: str | None = None, level: int = 1,
              specs_dir: Path | None = None) -> Path:
     """Create specs/tasks/<id>.yaml, <id>.md and data/<id>/{train,test}.jsonl; return the spec."""
-    from a2c.compiler.load import specs_root
     from cookiecutter.main import cookiecutter
+
+    from a2c.compiler.load import specs_root
 
     if not _ID.match(task_id) or len(task_id) > 64:
         raise A2CError(f"{task_id!r} is not a valid id: use lowercase letters, digits, '-', '_'")

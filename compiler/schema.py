@@ -12,10 +12,10 @@ import json
 from functools import cache
 from typing import Any
 
-from a2c.compiler.yamlsrc import Source, dotted
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from a2c.compiler.yamlsrc import Source, dotted
 from a2c.paths import SCHEMAS_DIR
 
 KINDS = {"Task": "task", "Agent": "agent", "Suite": "suite"}

@@ -60,7 +60,7 @@ class Bundle:
         return self.root / relative
 
     @classmethod
-    def load(cls, root: str | Path, verify: bool = True) -> "Bundle":
+    def load(cls, root: str | Path, verify: bool = True) -> Bundle:
         root = Path(root)
         manifest_path = root / MANIFEST
         if not manifest_path.is_file():

@@ -52,9 +52,8 @@ def register(subparsers: Any) -> None:
 
 
 def resolve_bundle(arg: str):
-    from a2c.runtime.bundle import Bundle
-
     from a2c.paths import project_root
+    from a2c.runtime.bundle import Bundle
 
     path = Path(arg)
     if not (path / "bundle.json").is_file():

@@ -21,15 +21,14 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from a2c.canonical import sha256_bytes
 from a2c.errors import A2CError, BundleError, RunError

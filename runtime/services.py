@@ -30,11 +30,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
-
-from contextlib import contextmanager
 
 from a2c.errors import RunError
 
@@ -56,7 +55,7 @@ class ServiceSpec:
     host: str = "127.0.0.1"
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ServiceSpec":
+    def from_dict(cls, d: dict) -> ServiceSpec:
         return cls(name=str(d["name"]), command=str(d["command"]), port=int(d["port"]),
                    health=d.get("health") or None,
                    startup_timeout_s=float(d.get("startup_timeout_s")
@@ -203,7 +202,7 @@ class ServiceGroup:
         while self.services:
             self.services.pop().stop(grace=grace)
 
-    def __enter__(self) -> "ServiceGroup":
+    def __enter__(self) -> ServiceGroup:
         return self
 
     def __exit__(self, *exc) -> None:

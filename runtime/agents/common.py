@@ -47,7 +47,7 @@ class AgentContext:
     meta: dict = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls) -> "AgentContext":
+    def from_env(cls) -> AgentContext:
         env = os.environ
         workspace = Path(env.get("A2C_WORKSPACE", os.getcwd()))
         meta = {}
@@ -220,15 +220,33 @@ def env_float(name: str, default: float) -> float:
 
 
 def time_limit_callback(stop_at: float):
-    """A TrainerCallback that ends training once the clock passes `stop_at` (unix seconds), so
-    a slow machine still leaves time to save and submit before the deadline."""
+    """A TrainerCallback that ends training before the clock passes `stop_at` (unix seconds), so
+    a slow or shared machine still leaves time to save and submit before the deadline.
+
+    A step is only started when the slowest of the recent steps would still end before
+    `stop_at`: checking the clock only after a step lets one long step (a GRPO step with its
+    generations, on a CPU that the grader shares) overrun the deadline.
+    """
     from transformers import TrainerCallback
 
     class TimeLimit(TrainerCallback):
+        def __init__(self):
+            self.step_started = None
+            self.recent: list[float] = []
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.step_started = time.time()
+            return control
+
         def on_step_end(self, args, state, control, **kwargs):
-            if time.time() >= stop_at:
+            now = time.time()
+            if self.step_started is not None:
+                self.recent = (self.recent + [now - self.step_started])[-3:]
+            expected = 1.25 * max(self.recent, default=0.0)
+            if now + expected >= stop_at:
                 control.should_training_stop = True
-                log(f"time limit: stopping training after step {state.global_step}",
+                log(f"time limit: stopping training after step {state.global_step} "
+                    f"(next step ~{expected:.0f}s, {stop_at - now:.0f}s left)",
                     event="time_limit", step=state.global_step)
             return control
 

@@ -15,8 +15,9 @@ episode as failed with the reason recorded, never the batch.
 from __future__ import annotations
 
 import concurrent.futures as cf
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 class Env(Protocol):

@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Callable
-
 import importlib
+from collections.abc import Callable
+from pathlib import Path
 
 from a2c.runtime.envs.base import Env
 

@@ -15,8 +15,13 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.runtime.sandbox import SandboxSpec
-from a2c.runtime.sandbox.local import (INSIDE_COMMAND_LOG, INSIDE_DATA, INSIDE_MODEL,
-                                       INSIDE_SOCKET, INSIDE_WORKSPACE)
+from a2c.runtime.sandbox.local import (
+    INSIDE_COMMAND_LOG,
+    INSIDE_DATA,
+    INSIDE_MODEL,
+    INSIDE_SOCKET,
+    INSIDE_WORKSPACE,
+)
 from a2c.runtime.sandbox.proctree import MARKER_VAR
 
 NO_ENGINE = ("docker backend: no Docker engine is reachable ({detail}); start dockerd or use "

@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from a2c.errors import RunError
 from a2c.runtime.service.baseline import (
     compute_baseline,
     compute_baseline_for_run,
     model_fingerprint,
 )
 from a2c.runtime.service.client import ServiceClient, ServiceError
-
-from a2c.errors import RunError
 
 __all__ = [
     "ServiceClient",

@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from a2c.runtime.service.evaluator import run_evaluation
-
 from a2c.canonical import canonical_json, sha256_file, sha256_json, sha256_tree
+from a2c.runtime.service.evaluator import run_evaluation
 
 _FINGERPRINTS: dict[tuple, str] = {}
 

@@ -59,6 +59,8 @@ def evaluate(grader_cfg: dict, model: str, heldout: str, backend: str) -> dict:
         from a2c.runtime.graders import get_grader
 
         records = read_jsonl(heldout)
+        # files the records reference (level-3 game files) sit next to the held-out JSONL
+        os.environ.setdefault("A2C_HELDOUT", str(Path(heldout).resolve()))
         grader = get_grader(grader_cfg)
         result = grader.grade_model(model, records, backend)
         data = result.to_dict() if hasattr(result, "to_dict") else dict(result)

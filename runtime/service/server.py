@@ -18,10 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from a2c.canonical import canonical_json
 from a2c.runtime.service.config import ServiceConfig
 from a2c.runtime.service.core import GradingService, Refusal, log
-
-from a2c.canonical import canonical_json
 
 MAX_BODY = 64 * 1024
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from a2c.analysis.report import write_report
 
 

@@ -7,8 +7,8 @@ import io
 import json
 
 import pytest
-from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
 
+from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
 from a2c.cli import main
 
 

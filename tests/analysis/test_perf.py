@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from a2c.analysis.report import write_report
 from a2c.analysis.verify import verify_run
 

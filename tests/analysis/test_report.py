@@ -8,8 +8,8 @@ import shutil
 
 import jsonschema
 import pytest
-from a2c.analysis.report import build_report, report_schema, validate_report, write_report
 
+from a2c.analysis.report import build_report, report_schema, validate_report, write_report
 from a2c.cli import main
 
 

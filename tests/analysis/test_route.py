@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from a2c.analysis.failures import classify
 from a2c.analysis.route import analyse_file, compliance
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from a2c.analysis.report import write_report
 from a2c.analysis.verify import VerificationError, verify_run
-
 from a2c.cli import main
 
 N_EVENTS = 24  # lines in the default fixture's events.jsonl
@@ -153,9 +153,8 @@ def test_not_a_run_directory(tmp_path, capsys):
 
 
 def test_agent_bundle_copy_is_verified(fixture_run):
-    from a2c.runtime.bundle import bundle_digest
-
     from a2c.canonical import sha256_file, sha256_json
+    from a2c.runtime.bundle import bundle_digest
 
     agent = fixture_run / "agent"
     agent.mkdir()

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from a2c.compiler.build import build_specs
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from a2c.runtime import data
 from a2c.runtime.data import DataError, generators
 
@@ -161,7 +162,9 @@ def test_arithmetic_is_deterministic_and_disjoint(tmp_path):
     assert out == again and out != other
     train, test = out["train"], out["test"]
     assert len(train) == 300 and len(test) == 100
-    key = lambda r: frozenset((r["a"], r["b"]))
+    def key(r):
+        return frozenset((r["a"], r["b"]))
+
     assert not {key(r) for r in train} & {key(r) for r in test}
     assert len({key(r) for r in train}) == 300
     rec = test[0]

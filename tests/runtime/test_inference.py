@@ -10,6 +10,7 @@ import time
 from unittest import mock
 
 import pytest
+
 from a2c.runtime import inference
 from a2c.runtime.inference import GenerationSettings, InferenceError
 from a2c.runtime.inference.prompts import build_prompt_ids, cut_at_stop, prompt_text

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from a2c.runtime import models
 from a2c.runtime.models import ModelError
 

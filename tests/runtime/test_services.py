@@ -9,8 +9,14 @@ import urllib.request
 
 import pytest
 
-from a2c.runtime.services import (ServiceError, ServiceSpec, probe, services_running,
-                                  start_service, start_services)
+from a2c.runtime.services import (
+    ServiceError,
+    ServiceSpec,
+    probe,
+    services_running,
+    start_service,
+    start_services,
+)
 
 
 def free_port() -> int:
@@ -21,8 +27,8 @@ def free_port() -> int:
 
 def http_server(port: int, delay: float = 0.0) -> str:
     """A shell command: a tiny HTTP server answering 200 on every path, after `delay` seconds."""
-    code = ("import time,http.server as h;time.sleep(%s);"
-            "h.HTTPServer(('127.0.0.1',%d),h.SimpleHTTPRequestHandler).serve_forever()" % (delay, port))
+    code = (f"import time,http.server as h;time.sleep({delay});"
+            f"h.HTTPServer(('127.0.0.1',{port}),h.SimpleHTTPRequestHandler).serve_forever()")
     return f"{sys.executable} -c \"{code}\""
 
 

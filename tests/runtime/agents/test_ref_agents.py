@@ -78,6 +78,11 @@ def _reference_run(tmp_path, agent, budget, env=None):
     return ctx, run_mod.execute(ctx, report=print)
 
 
+def run_mod_journal(run_dir):
+    from a2c.runtime import run as run_mod
+    return {str(k): v for k, v in run_mod.journal_state(run_dir)["scored"].items()}
+
+
 @pytest.mark.slow
 def test_sft_reference_agent_beats_baseline_by_20_points(tmp_path):
     """The demo: SmolLM2-135M-Instruct + TRL SFT on arith, scored by the grader."""
@@ -97,6 +102,9 @@ def test_grpo_reference_agent_beats_baseline(tmp_path):
     events = [json.loads(line) for line in (ctx.run_dir / "events.jsonl").read_text().splitlines()]
     notes = [e["data"] for e in events if e["type"] == "submission_received"]
     assert len(notes) == 2
+    # The GRPO stage's own model (submission 2) beats the baseline too, not only the warm-up.
+    scored = run_mod_journal(ctx.run_dir)
+    assert scored["2"]["valid"] and scored["2"]["score"] > summary["baseline_score"], scored
 
 
 @pytest.mark.slow

@@ -16,7 +16,6 @@ from a2c.runtime.envs import webshop_fixture as fx
 from a2c.runtime.envs.base import BadAction
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import env_factory
-from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.envs.rollout_grader import RolloutGrader
 from a2c.runtime.envs.webshop_env import WebShopEnv, sessions
 from a2c.runtime.services import services_running

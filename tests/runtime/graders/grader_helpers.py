@@ -25,9 +25,8 @@ def make_fixture_bundle(task_id: str, dest: Path, files: dict[str, Path],
                         splits: dict[str, dict] | None = None) -> Path:
     """A copy of generated/<task_id> whose data source is the given local files (the hub data
     sets are not on this machine), with a recomputed manifest so that Bundle.load verifies it."""
-    from a2c.runtime.bundle import bundle_digest
-
     from a2c.canonical import sha256_file, sha256_json
+    from a2c.runtime.bundle import bundle_digest
 
     src = GENERATED / task_id
     if not (src / "bundle.json").is_file():

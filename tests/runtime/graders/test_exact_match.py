@@ -1,4 +1,5 @@
 import pytest
+
 from a2c.runtime.graders import GraderError, get_grader
 
 GSM8K = {"kind": "exact_match",

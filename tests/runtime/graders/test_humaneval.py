@@ -3,6 +3,7 @@ import threading
 import time
 
 import pytest
+
 from a2c.runtime.graders import get_grader, sandbox
 from a2c.runtime.graders.humaneval import build_program, pass_at_k
 

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from a2c.runtime.graders import GRADER_KINDS, GraderError, GradeResult, bootstrap_ci, get_grader
 from a2c.runtime.graders.bootstrap import mean_score
 

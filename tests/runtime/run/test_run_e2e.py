@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -40,7 +39,7 @@ sleep 300 &
 setsid sh -c 'sleep 300 & sleep 300' &
 ( setsid sleep 301 & ) &
 trap '' TERM
-echo "tree started" 
+echo "tree started"
 wait
 """
 

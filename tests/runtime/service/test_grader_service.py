@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from service_helpers import make_model
+
 from a2c.runtime.events import read_events, verify_events
 from a2c.runtime.service import ServiceClient, ServiceError, read_journal, start_service
-from service_helpers import make_model
 
 
 def wait_for(predicate, timeout=30.0, poll=0.05):
