@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from a2c.compiler import resolve as resolve_mod
-from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
-from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
 
 import a2c
 from a2c.canonical import sha256_bytes, sha256_json
+from a2c.compiler import resolve as resolve_mod
+from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
 from a2c.errors import SpecError
 from a2c.paths import TEMPLATES_DIR, project_root
+from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
 
 MANIFESTS = {"Task": "bundle.json", "Agent": "agent.json", "Suite": "suite.json"}
 KEYS = {"Task": "task", "Agent": "agent", "Suite": "suite"}
@@ -121,7 +121,15 @@ def task_context(task: dict) -> dict[str, Any]:
             "grader": task["grader"], "modes": task["modes"], "mode_titles": MODE_TITLES,
             "env_vars": ENV_VARS, "compiler_version": a2c.__version__,
             "fields": task["data"]["fields"], "level3": task["level"] == 3,
-            "standalone": False}
+            "standalone": False, "l3": l3_context(task) if task["level"] == 3 else None}
+
+
+def l3_context(task: dict) -> dict[str, Any]:
+    """The level-3 prompt format, described by the runtime's own code (workspace/l3/ templates)."""
+    from a2c.runtime.envs.prompts import describe  # stdlib only; no torch
+
+    env = task["grader"].get("env") or {}
+    return describe(env["kind"], env.get("options"), env.get("history"))
 
 
 def compile_task(doc: Document) -> Artifact:

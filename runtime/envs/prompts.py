@@ -132,6 +132,26 @@ class PromptFormat:
         return out
 
     # -- actions -------------------------------------------------------------------------------
+    ACTION_RULE = ("The action is the first non-empty line of the model's output, with a leading "
+                   "`>`, `Action:` or `Command:` (any case) removed, surrounding backticks, quotes "
+                   "and spaces stripped and one trailing period removed. An output with no "
+                   "non-empty line is a bad action: the episode ends as failed (score 0).")
+
+    def layout(self) -> list[str]:
+        """The message layout in words (Markdown list items) for the workspace documentation."""
+        items = [
+            f"`system`: always exactly\n   > {self.system}",
+            "`user`: `Goal: <goal>` + blank line + `Observation: <first observation>`"
+            + (" (after the few-shot examples)" if self.fewshot() else "") + ".",
+            "For every action taken so far: `assistant`: the action (the *parsed* action, not "
+            "the raw output), then `user`: `Observation: <what the environment answered>`.",
+        ]
+        if self.list_actions:
+            items.append("The latest `user` message (the first one at step 1) ends with a blank "
+                         "line, `Valid actions: a, b, c` (the environment's admissible commands, "
+                         f"at most {self.max_listed_actions}), a blank line and `Action:`.")
+        return items
+
     def parse_action(self, output: str) -> str:
         """The action in a model output: its first non-empty line, prefixes stripped."""
         for line in (output or "").split("\n"):
@@ -141,6 +161,36 @@ class PromptFormat:
             if s:
                 return s
         raise BadAction(f"no action in model output {output[:80]!r}")
+
+
+# A made-up two-step episode, used only to show the layout (the workspace's l3/PROMPT_FORMAT.md
+# is rendered from it at compile time, so the document and the code cannot drift).
+EXAMPLE = {
+    "task": "First, open the chest. Then, take the key from the chest.",
+    "first_observation": "-= Study =-\nYou are in a study. You can see a closed chest.",
+    "info": {"admissible_commands": ["examine chest", "inventory", "look", "open chest"]},
+    "turns": [("open chest", "You open the chest, revealing a key.",
+               {"admissible_commands": ["close chest", "examine chest", "examine key",
+                                        "inventory", "look", "take key from chest"]})],
+}
+
+
+def describe(kind: str, options: dict | None = None, history: dict | None = None) -> dict:
+    """What the workspace documentation states about a format: constants and rendered examples."""
+    fmt = get_format(kind, options)
+    hist = history or {}
+    ex = getattr(fmt, "example", None) or EXAMPLE       # a format may bring its own example
+    kwargs = {"max_tokens": hist.get("max_tokens"),
+              "keep_first_turns": int(hist.get("keep_first_turns") or 0)}
+    first = fmt.messages(ex["task"], ex["first_observation"], [], ex["info"], **kwargs)
+    turns = [Turn(a, o) for a, o, _ in ex["turns"]]
+    second = fmt.messages(ex["task"], ex["first_observation"], turns, ex["turns"][-1][2], **kwargs)
+    return {"kind": fmt.kind, "format_class": type(fmt).__name__, "system": fmt.system,
+            "list_actions": fmt.list_actions, "max_listed_actions": fmt.max_listed_actions,
+            "omitted_marker": OMITTED, "action_rule": fmt.ACTION_RULE,
+            "example_step1": first, "example_step2": second,
+            "example_actions": [a for a, _, _ in ex["turns"]],
+            "layout": fmt.layout(), "example_output": ex["turns"][0][0]}
 
 
 class TextWorldFormat(PromptFormat):

@@ -61,7 +61,7 @@ def _prompt(fmt: PromptFormat, st: _State, cfg: RolloutConfig, count_tokens) -> 
 
 def _play(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFormat,
           policy: Callable[[list], list[str]], cfg: RolloutConfig, count_tokens,
-          on_step: Callable[[int, int], None] | None) -> list[Episode]:
+          on_step: Callable[[int, int], None] | None, record_prompts: bool = False) -> list[Episode]:
     states = [_State(r) for r in records]
     batch = EnvBatch([(lambda r=r: env_factory(r)) for r in records],
                      step_timeout_s=cfg.step_timeout_s, max_workers=cfg.max_workers)
@@ -86,6 +86,9 @@ def _play(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFo
                     states[i].episode.info["stopped"] = "max_steps"
                 break
             prompts = [_prompt(fmt, states[i], cfg, count_tokens) for i in live]
+            if record_prompts:     # the exact prompt of every step (training data for agents)
+                for i, p in zip(live, prompts):
+                    states[i].episode.info.setdefault("prompts", []).append(p)
             outputs = policy(prompts)
             if len(outputs) != len(prompts):
                 raise RuntimeError(f"policy returned {len(outputs)} outputs for {len(prompts)} prompts")
@@ -141,11 +144,14 @@ def _play(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFo
 def run_rollouts(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFormat,
                  policy: Callable[[list], list[str]], config: RolloutConfig | None = None, *,
                  lockstep: bool = True, count_tokens: Callable[[str], int] = approx_tokens,
-                 on_step: Callable[[int, int], None] | None = None) -> list[Episode]:
+                 on_step: Callable[[int, int], None] | None = None,
+                 record_prompts: bool = False) -> list[Episode]:
+    """`record_prompts`: keep each step's prompt messages in `episode.info["prompts"]`."""
     cfg = config or RolloutConfig()
     if lockstep:
-        return _play(records, env_factory, fmt, policy, cfg, count_tokens, on_step)
+        return _play(records, env_factory, fmt, policy, cfg, count_tokens, on_step, record_prompts)
     episodes: list[Episode] = []
     for rec in records:
-        episodes.extend(_play([rec], env_factory, fmt, policy, cfg, count_tokens, on_step))
+        episodes.extend(_play([rec], env_factory, fmt, policy, cfg, count_tokens, on_step,
+                              record_prompts))
     return episodes

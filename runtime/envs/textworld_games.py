@@ -4,7 +4,9 @@
 
 Each game is generated with TextWorld's own generator (`textworld.generator.make_game` /
 `compile_game`, what `tw-make custom` runs) and compiled into `out_dir/games/<id>.z8` (+ `.json`).
-Records reference it by a path relative to `out_dir` (`game_file`) and carry the goal (`prompt`),
+Records reference both by paths relative to `out_dir` (`game_file`: the story file the engine
+runs; `game_json`: TextWorld's game description next to it, which the engine needs for the goal
+and the admissible commands, so a copier of referenced files copies both) and carry the goal (`prompt`),
 the expert walkthrough (`walkthrough`, `answer`) and the game seed. Splits use disjoint game seeds,
 and games whose (goal, walkthrough) repeat an earlier one are skipped, so no held-out game is a
 training game.
@@ -77,9 +79,10 @@ def generate(params: dict, seed: int, out_dir: Path) -> dict[str, list[dict]]:
                     (out_dir / "games" / f"{gid}{ext}").unlink(missing_ok=True)
                 continue
             seen.add(sig)
+            (out_dir / "games" / f"{gid}.ni").unlink(missing_ok=True)   # Inform source: unused
             records.append({"id": gid, "prompt": objective, "answer": " ; ".join(walkthrough),
-                            "game_file": rel, "walkthrough": walkthrough, "game_seed": gseed,
-                            "split": split})
+                            "game_file": rel, "game_json": f"games/{gid}.json",
+                            "walkthrough": walkthrough, "game_seed": gseed, "split": split})
         result[split] = records
     return result
 
