@@ -157,3 +157,86 @@ def test_rollout_grader_via_registry(tw_games):
     assert isinstance(g, RolloutGrader)
     out = g.grade_predictions({}, [])
     assert not out.valid
+
+
+# ------------------------------------------------------------------ the workspace's l3/ folder
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
+
+
+def test_record_prompts_are_the_prompts_the_policy_saw(tw_games, oracle):
+    root, splits = tw_games
+    recs = splits["test"]
+    seen = []
+
+    def policy(prompts):
+        seen.extend(prompts)
+        return oracle(recs)(prompts)
+
+    eps = run_rollouts(recs, env_factory(ENV_CFG, root), get_format("textworld"), policy,
+                       RolloutConfig.from_env_cfg(ENV_CFG), record_prompts=True)
+    for ep in eps:
+        assert len(ep.info["prompts"]) == len(ep.steps)
+        assert all(p in seen for p in ep.info["prompts"])
+    assert sum(len(ep.info["prompts"]) for ep in eps) == len(seen)
+
+
+def test_copied_games_run_from_the_copy(tw_games, tmp_path):
+    """The run copies each record's referenced files; the engine needs game_file AND game_json."""
+    from a2c.runtime.data import copy_referenced_files
+
+    root, splits = tw_games
+    rec = splits["train"][0]
+    copied = copy_referenced_files([rec], root, tmp_path)
+    assert set(copied) == {rec["game_file"], rec["game_json"]}
+    env = TextWorldEnv(tmp_path / rec["game_file"])
+    obs, info = env.reset()
+    for a in rec["walkthrough"]:
+        obs, _, done, info = env.step(a)
+    assert done and info["won"]
+    env.close()
+
+
+def test_prompt_format_doc_is_rendered_from_the_code():
+    """generated/textquest/workspace/l3/PROMPT_FORMAT.md states what prompts.py builds."""
+    import json
+
+    from a2c.runtime.envs.prompts import TextWorldFormat, describe
+
+    task = json.loads((ROOT / "generated" / "textquest" / "bundle.json").read_text())["task"]
+    env = task["grader"]["env"]
+    doc = (ROOT / "generated" / "textquest" / "workspace" / "l3" / "PROMPT_FORMAT.md").read_text()
+    d = describe("textworld", env["options"], env["history"])
+    assert TextWorldFormat.system in doc and d["action_rule"] in doc
+    assert json.dumps(d["example_step2"], sort_keys=True, indent=2) in doc
+    cfg = json.loads((ROOT / "generated" / "textquest" / "workspace" / "l3" / "env.json").read_text())
+    assert {k: cfg[k] for k in ("kind", "max_steps", "history", "options")} == \
+        {k: env[k] for k in ("kind", "max_steps", "history", "options")}
+    assert "heldout" not in json.dumps(cfg) and "data_root" not in cfg
+
+
+def test_rollout_example_expert_writes_trajectories(tw_games, tmp_path):
+    """l3/rollout_example.py --expert: the walkthroughs, in the evaluation format, as SFT rows."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from a2c.runtime.envs.prompts import get_format
+
+    root, splits = tw_games
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "generated" / "textquest" / "workspace" / "l3", ws / "l3")
+    (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in splits["train"]))
+    env = {**os.environ, "A2C_DATA_DIR": str(root)}
+    proc = subprocess.run([sys.executable, "l3/rollout_example.py", "--expert", "--out", "t.jsonl"],
+                          cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "(100.0%)" in proc.stderr
+    rows = [json.loads(line) for line in (ws / "t.jsonl").read_text().splitlines()]
+    assert len(rows) == sum(len(r["walkthrough"]) for r in splits["train"])
+    first = rows[0]
+    assert first["won"] and first["step"] == 0
+    assert first["completion"][0]["content"] == splits["train"][0]["walkthrough"][0]
+    assert first["prompt"][0]["content"] == get_format("textworld").system
+    assert first["prompt"][-1]["content"].endswith("\n\nAction:")

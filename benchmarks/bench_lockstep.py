@@ -1,0 +1,93 @@
+"""Lockstep-batched vs one-episode-at-a-time evaluation of a level-3 task (same games, same model).
+
+    nice -n 15 .venv/bin/python benchmarks/bench_lockstep.py [--task textquest] [--model smollm2-135m-instruct]
+        [--games 12] [--repeat 1] [--json OUT.json]
+
+Plays the task's held-out games with the rollout grader twice: `lockstep=True` (every live
+episode's prompt in one batched `generate` per step) and `lockstep=False` (one episode after the
+other, one prompt per call). Prints both wall times and their ratio, and asserts that both modes
+give the same success rate and the same trajectories (greedy decoding). The model is loaded once,
+in the dtype the task's grader uses (`grader.env.options.dtype`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", default="textquest", help="a generated level-3 bundle id")
+    parser.add_argument("--model", default="smollm2-135m-instruct",
+                        help="builtin model name or a model folder")
+    parser.add_argument("--games", type=int, default=0, help="first N held-out games (0: all)")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args(argv)
+
+    from a2c.runtime import data as data_mod
+    from a2c.runtime import models
+    from a2c.runtime.envs.rollout_grader import RolloutGrader, token_counter
+    from a2c.runtime.inference import load_backend
+
+    bundle = ROOT / "generated" / args.task
+    task = json.loads((bundle / "bundle.json").read_text())["task"]
+    records = data_mod.load_split(task, "heldout", bundle)
+    if args.games:
+        records = records[: args.games]
+    grader_cfg = json.loads(json.dumps(task["grader"]))
+    grader_cfg["env"]["data_root"] = str(data_mod.data_root(task, bundle))
+    grader = RolloutGrader(grader_cfg)
+    model_path = Path(args.model) if Path(args.model).is_dir() else \
+        Path(models.resolve_base_model({"builtin": args.model}, bundle))
+    dtype = grader.options.get("dtype")
+    backend = load_backend(model_path, "transformers", **({"dtype": dtype} if dtype else {}))
+    settings = grader.generation_settings()
+    counter = token_counter(backend)
+    calls = {"lockstep": 0, "one-at-a-time": 0}
+    model_s = {"lockstep": 0.0, "one-at-a-time": 0.0}
+
+    def policy_for(mode):
+        def policy(prompts):
+            calls[mode] += 1
+            started = time.perf_counter()
+            try:
+                return backend.generate(prompts, settings)
+            finally:
+                model_s[mode] += time.perf_counter() - started
+        return policy
+
+    results, times = {}, {}
+    for mode, lock in (("lockstep", True), ("one-at-a-time", False)):
+        started = time.perf_counter()
+        results[mode] = grader.grade_policy(policy_for(mode), records, backend_name=backend.name,
+                                            count_tokens=counter, lockstep=lock)
+        times[mode] = time.perf_counter() - started
+        print(f"{mode:14s} {times[mode]:7.1f} s  (model {model_s[mode]:6.1f} s, environment and "
+              f"the rest {times[mode] - model_s[mode]:5.1f} s)  {calls[mode]:3d} generate calls  "
+              f"success {results[mode].metrics['success_rate']:.1f}%", flush=True)
+    backend.close()
+    ratio = times["one-at-a-time"] / times["lockstep"]
+    same_rate = results["lockstep"].score == results["one-at-a-time"].score
+    traj = {mode: [(i["id"], i["extracted"], i["won"]) for i in r.items] for mode, r in results.items()}
+    same_traj = traj["lockstep"] == traj["one-at-a-time"]
+    print(f"games {len(records)}, model {model_path.name} ({dtype or 'default dtype'}), "
+          f"max_steps {grader.rollout_cfg.max_steps}: lockstep is {ratio:.1f}x faster; "
+          f"same success rate: {same_rate}; same trajectories: {same_traj}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "games": len(records), "model": str(model_path), "dtype": dtype, "seconds": times,
+            "model_seconds": model_s, "calls": calls, "ratio": ratio, "success_rate": {m: r.score for m, r in results.items()},
+            "same_trajectories": same_traj}, indent=2) + "\n")
+    assert same_rate, "lockstep and one-at-a-time success rates differ"
+    assert same_traj, "lockstep and one-at-a-time trajectories differ"
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
