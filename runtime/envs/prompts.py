@@ -197,6 +197,10 @@ class TextWorldFormat(PromptFormat):
     kind = "textworld"
     system = ("You are playing a text adventure game. Read the goal and the observation, then "
               "reply with exactly one action from the list of valid actions and nothing else.")
+    ACTION_RULE = PromptFormat.ACTION_RULE + (
+        " The game reads ASCII: other characters become spaces, runs of spaces one space, and "
+        "the command is cut at 200 characters; an action with nothing printable left is a bad "
+        "action.")
 
 
 _REGISTRY: dict[str, type[PromptFormat]] = {"textworld": TextWorldFormat}

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
+from a2c.runtime.envs.base import BadAction
 from a2c.runtime.envs.prompts import clean_text
+
+MAX_ACTION_CHARS = 200
+_NOT_PRINTABLE = re.compile(r"[^\x20-\x7e]+")
+
+
+def engine_action(action: str) -> str:
+    """The command the Z-machine is given: printable ASCII only, at most MAX_ACTION_CHARS.
+
+    The interpreter reads ASCII; control characters hang it or crash the process (measured with
+    random-model outputs), which would take every other episode of the evaluation with it."""
+    text = " ".join(_NOT_PRINTABLE.sub(" ", action or "").split())[:MAX_ACTION_CHARS].strip()
+    if not text:
+        raise BadAction(f"no printable ASCII in action {action[:40]!r}")
+    return text
 
 _INFO_KEYS = ("admissible_commands", "won", "lost", "score", "max_score", "objective",
               "description", "policy_commands", "inventory")
@@ -49,8 +65,9 @@ class TextWorldEnv:
         return clean_text(raw.get("description") or ""), info
 
     def step(self, action: str) -> tuple[str, float, bool, dict]:
+        command = engine_action(action)
         with ENGINE_LOCK:
-            result = self._env.step(action)  # Filter: (obs, score, done, infos)
+            result = self._env.step(command)  # Filter: (obs, score, done, infos)
         obs, raw = result[0], result[-1]
         info = self._info(raw)
         score = raw.get("score") or 0

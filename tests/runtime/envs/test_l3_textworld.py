@@ -240,3 +240,26 @@ def test_rollout_example_expert_writes_trajectories(tw_games, tmp_path):
     assert first["completion"][0]["content"] == splits["train"][0]["walkthrough"][0]
     assert first["prompt"][0]["content"] == get_format("textworld").system
     assert first["prompt"][-1]["content"].endswith("\n\nAction:")
+
+
+def test_unprintable_actions_fail_only_their_episode(tw_games):
+    """Control characters hang or crash the Z-machine: they never reach it."""
+    from a2c.runtime.envs.textworld_env import engine_action
+
+    assert engine_action(" take\x0e  key\ufffd from  box ") == "take key from box"
+    assert len(engine_action("x" * 1000)) == 200
+    root, splits = tw_games
+    recs = splits["test"][:2]
+    outs = {recs[0]["prompt"].strip(): "\x0e\x13\ufffd"}
+
+    def policy(prompts):
+        res = []
+        for msgs in prompts:
+            goal = msgs[1]["content"].split("Goal: ", 1)[1].split("\n\nObservation:")[0].strip()
+            res.append(outs.get(goal, "look\x02"))
+        return res
+
+    eps = run_rollouts(recs, env_factory(ENV_CFG, root), get_format("textworld"), policy,
+                       RolloutConfig(max_steps=2))
+    assert eps[0].failure.startswith("bad_action") and "printable" in eps[0].failure
+    assert eps[1].failure is None and len(eps[1].steps) == 2
