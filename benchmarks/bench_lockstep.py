@@ -6,8 +6,10 @@
 Plays the task's held-out games with the rollout grader twice: `lockstep=True` (every live
 episode's prompt in one batched `generate` per step) and `lockstep=False` (one episode after the
 other, one prompt per call). Prints both wall times and their ratio, and asserts that both modes
-give the same success rate and the same trajectories (greedy decoding). The model is loaded once,
-in the dtype the task's grader uses (`grader.env.options.dtype`).
+give the same success rate and (in float32) the same trajectories (greedy decoding). The model is
+loaded once, in the dtype the task's grader uses (`grader.env.options.dtype`) unless `--dtype`.
+In bfloat16, batched and single generation are not bit-identical (padding changes the
+accumulation order), so trajectories may differ there: they are counted, not asserted.
 """
 
 from __future__ import annotations
@@ -91,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             "model_seconds": model_s, "calls": calls, "ratio": ratio, "success_rate": {m: r.score for m, r in results.items()},
             "same_trajectories": same_traj}, indent=2) + "\n")
     assert same_rate, "lockstep and one-at-a-time success rates differ"
-    assert same_traj, "lockstep and one-at-a-time trajectories differ"
+    if (dtype or "float32") == "float32":
+        assert same_traj, "lockstep and one-at-a-time trajectories differ"
+    elif not same_traj:   # bf16/fp16: padding changes the accumulation order; greedy may flip
+        n_diff = sum(a != b for a, b in zip(traj["lockstep"], traj["one-at-a-time"]))
+        print(f"note: {n_diff} of {len(records)} trajectories differ in {dtype} (not bit-identical "
+              f"batched vs single); run with --dtype float32 for the identity check")
     assert ratio >= args.min_ratio, f"lockstep only {ratio:.2f}x faster (< {args.min_ratio})"
     return 0
 

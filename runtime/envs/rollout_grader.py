@@ -27,7 +27,7 @@ from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.runtime.graders.result import GradeResult
 
-VERSION = "1"
+VERSION = "2"   # 2: policy dtype option; TextWorld actions sanitised to printable ASCII
 
 
 def data_root(env_cfg: dict) -> Path:
