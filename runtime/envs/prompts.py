@@ -22,8 +22,8 @@ latest observation. It never raises.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from a2c.runtime.envs.base import BadAction
 

@@ -16,10 +16,10 @@ A failed episode scores 0; the other episodes and the evaluation go on.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from a2c.runtime.envs.base import BadAction, EnvBatch, Env, Episode, Transition
+from a2c.runtime.envs.base import BadAction, Env, EnvBatch, Episode, Transition
 from a2c.runtime.envs.prompts import PromptFormat, Turn, approx_tokens
 
 
@@ -33,7 +33,7 @@ class RolloutConfig:
     max_workers: int = 8
 
     @classmethod
-    def from_env_cfg(cls, env_cfg: dict) -> "RolloutConfig":
+    def from_env_cfg(cls, env_cfg: dict) -> RolloutConfig:
         hist = env_cfg.get("history") or {}
         opts = env_cfg.get("options") or {}
         return cls(max_steps=int(env_cfg.get("max_steps", 50)),

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from a2c.runtime.envs.registry import SCORE_BY_KIND, env_factory
 from a2c.runtime.envs.prompts import get_format
+from a2c.runtime.envs.registry import SCORE_BY_KIND, env_factory
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.runtime.graders.result import GradeResult
