@@ -30,8 +30,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="builtin model name or a model folder")
     parser.add_argument("--games", type=int, default=0, help="first N held-out games (0: all)")
     parser.add_argument("--dtype", help="override the grader's dtype (e.g. float32)")
+    parser.add_argument("--backend", default="transformers", choices=["transformers", "vllm"],
+                        help="inference backend (vllm: run inside the `nox -s vllm` venv)")
     parser.add_argument("--min-ratio", type=float, default=1.0,
                         help="fail when lockstep is not at least this many times faster")
+    parser.add_argument("--max-new-tokens", type=int,
+                        help="override the grader's max_new_tokens (a policy that thinks aloud "
+                             "before acting, as in ReAct, generates tens of tokens per step)")
+    parser.add_argument("--no-stop", action="store_true",
+                        help="drop the grader's stop sequences (generate max_new_tokens each step)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
 
@@ -51,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     model_path = Path(args.model) if Path(args.model).is_dir() else \
         Path(models.resolve_base_model({"builtin": args.model}, bundle))
     dtype = args.dtype or grader.options.get("dtype")
-    backend = load_backend(model_path, "transformers", **({"dtype": dtype} if dtype else {}))
-    settings = grader.generation_settings()
+    backend = load_backend(model_path, args.backend, **({"dtype": dtype} if dtype else {}))
+    overrides = {}
+    if args.max_new_tokens:
+        overrides["max_new_tokens"] = args.max_new_tokens
+    if args.no_stop:
+        overrides["stop"] = ()
+    settings = grader.generation_settings(**overrides)
     counter = token_counter(backend)
     calls = {"lockstep": 0, "one-at-a-time": 0}
     model_s = {"lockstep": 0.0, "one-at-a-time": 0.0}
@@ -84,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     same_rate = results["lockstep"].score == results["one-at-a-time"].score
     traj = {mode: [(i["id"], i["extracted"], i["won"]) for i in r.items] for mode, r in results.items()}
     same_traj = traj["lockstep"] == traj["one-at-a-time"]
-    print(f"games {len(records)}, model {model_path.name} ({dtype or 'default dtype'}), "
+    print(f"games {len(records)}, model {model_path.name} ({dtype or 'default dtype'}, "
+          f"{backend.name}), "
           f"max_steps {grader.rollout_cfg.max_steps}: lockstep is {ratio:.1f}x faster; "
           f"same success rate: {same_rate}; same trajectories: {same_traj}")
     if args.json:
