@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+
 from a2c.runtime.graders import GraderError, get_grader
 from a2c.runtime.graders.judge import JudgeConfigError, load_judge_config, parse_verdict
 from a2c.runtime.graders.lc import _sigmoid, length_controlled_winrate
