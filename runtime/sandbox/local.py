@@ -87,6 +87,9 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
             argv += ["--symlink", os.readlink(path), directory]
         elif path.exists():
             argv += ["--ro-bind", directory, directory]
+    # The fresh /tmp, /proc and /dev come before the binds below: a bind placed earlier under
+    # /tmp (a virtual environment or a checkout in /tmp) would be hidden by the tmpfs.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for directory in (python_dirs if python_dirs is not None else python_binds()):
         argv += ["--ro-bind", directory, directory]
     argv += ["--ro-bind", str(spec.data_dir), INSIDE_DATA,
@@ -99,8 +102,7 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
         argv += ["--bind", str(spec.command_log), INSIDE_COMMAND_LOG]
     for inside, host in sorted(spec.extra_ro.items()):
         argv += ["--ro-bind", str(host), inside]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--unshare-all", "--die-with-parent", "--new-session",
+    argv += ["--unshare-all", "--die-with-parent", "--new-session",
              "--chdir", INSIDE_WORKSPACE, "--"]
     return argv + list(spec.command)
 

@@ -150,3 +150,27 @@ def test_unknown_backend():
     from a2c.errors import RunError
     with pytest.raises(RunError):
         get_backend("vm")
+
+
+@pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap not usable here")
+def test_python_dirs_under_tmp_stay_visible(tmp_path):
+    """A checkout or venv under /tmp (as in a CI clone) is not hidden by the sandbox's fresh /tmp."""
+    import shutil
+    import subprocess
+
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "marker.txt").write_text("visible\n")
+    spec = _spec(tmp_path, ["/bin/cat", str(venv / "marker.txt")])
+    spec.command_log.touch()
+    argv = build_bwrap_argv(spec, shutil.which("bwrap"), python_dirs=[str(tmp_path / "venv")])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0 and proc.stdout == "visible\n", proc.stderr
+    # ...while the rest of the host's /tmp (here: the run's grader files) stays invisible.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token\n")
+    spec = _spec(tmp_path, ["/bin/cat", str(secret)])
+    spec.command_log.touch()
+    argv = build_bwrap_argv(spec, shutil.which("bwrap"), python_dirs=[str(tmp_path / "venv")])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode != 0 and "token" not in proc.stdout
