@@ -23,6 +23,7 @@ from a2c.canonical import sha256_bytes, sha256_json
 from a2c.compiler import resolve as resolve_mod
 from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
 from a2c.errors import SpecError
+from a2c.fsutil import swap_in_dir
 from a2c.paths import TEMPLATES_DIR, project_root
 from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
 
@@ -235,15 +236,7 @@ def write_artifact(art: Artifact, out_dir: Path) -> Path:
         for rel, data in sorted(art.files.items()):
             _write_file(tmp / rel, data)
         os.chmod(tmp, 0o755)
-        old = None
-        if target.exists():
-            old = target.parent / f".{art.id}.old-{os.getpid()}"
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swap_in_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from a2c.errors import A2CError
+from a2c.fsutil import swap_in_dir
 
 MANIFEST = "a2c-data.json"
 CHUNK = 1 << 20
@@ -184,13 +185,7 @@ def fetch(name: str, dest: str | Path | None = None, *, mirror: str | None = Non
             {"name": name, "archives": fetched,
              "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
             indent=1, sort_keys=True) + "\n")
-        old = None
-        if dest.exists():
-            old = dest.parent / f".{dest.name}.old-{os.getpid()}"
-            os.rename(dest, old)
-        os.rename(out, dest)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swap_in_dir(out, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     say(f"{name}: ready at {dest}")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from a2c.canonical import sha256_tree
 from a2c.errors import A2CError
+from a2c.fsutil import swap_in_dir
 from a2c.paths import cache_dir
 
 COMPLETE_MARKER = ".a2c-model.json"   # written last into a built-in's folder: {"name", "builder"}
@@ -117,13 +118,7 @@ def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
             os.chmod(tmp, 0o755)
             for f in tmp.rglob("*"):
                 os.chmod(f, 0o755 if f.is_dir() else 0o644)
-            old = None
-            if target.exists():
-                old = target.parent / f".{target.name}.old-{os.getpid()}"
-                os.rename(target, old)
-            os.rename(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+            swap_in_dir(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
