@@ -132,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     random.Random(ctx.seed).shuffle(records)
     log(f"{len(records)} training games, env {env_cfg['kind']}")
     from transformers import AutoTokenizer
+
+    from a2c.runtime.envs.rollout_grader import tokenizer_counter
     tok = AutoTokenizer.from_pretrained(ctx.base_model)
-    rows = collect_expert(records, env_cfg, ctx.data_dir,
-                          count_tokens=lambda t: len(tok.encode(t, add_special_tokens=False)))
+    rows = collect_expert(records, env_cfg, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
     out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft",
                 steps=int(os.environ.get("A2C_L3_STEPS", 20)),

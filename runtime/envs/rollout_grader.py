@@ -39,11 +39,14 @@ def data_root(env_cfg: dict) -> Path:
     return Path.cwd()
 
 
+def tokenizer_counter(tokenizer) -> Callable[[str], int]:
+    """The history rule's token count: the policy's own tokens, without special tokens."""
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
+
+
 def token_counter(backend) -> Callable[[str], int] | None:
     tok = getattr(backend, "tokenizer", None)
-    if tok is None:
-        return None
-    return lambda text: len(tok.encode(text, add_special_tokens=False))
+    return None if tok is None else tokenizer_counter(tok)
 
 
 class RolloutGrader(Grader):
