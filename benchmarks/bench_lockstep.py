@@ -7,7 +7,10 @@ Plays the task's held-out games with the rollout grader twice: `lockstep=True` (
 episode's prompt in one batched `generate` per step) and `lockstep=False` (one episode after the
 other, one prompt per call). Prints both wall times and their ratio, and asserts that both modes
 give the same success rate and (in float32) the same trajectories (greedy decoding). The model is
-loaded once, in the dtype the task's grader uses (`grader.env.options.dtype`) unless `--dtype`.
+loaded once, the way the task's grader loads it (`grader.env.options`: dtype, prefix cache) unless
+`--dtype` / `--no-prefix-cache`; the prefix cache is emptied before each mode, so neither mode
+reuses the other's work. Per mode it prints the prompt tokens the model computed and the ones it
+reused from the cache.
 In bfloat16, batched and single generation are not bit-identical (padding changes the
 accumulation order), so trajectories may differ there: they are counted, not asserted.
 """
@@ -28,7 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="textquest", help="a generated level-3 bundle id")
     parser.add_argument("--model", default="smollm2-135m-instruct",
                         help="builtin model name or a model folder")
-    parser.add_argument("--games", type=int, default=0, help="first N held-out games (0: all)")
+    parser.add_argument("--split", default="heldout", choices=["heldout", "agent"],
+                        help="which games: the grader's held-out split or the agent's training "
+                             "split (more games: a bigger batch per step)")
+    parser.add_argument("--games", type=int, default=0, help="first N games (0: all)")
     parser.add_argument("--dtype", help="override the grader's dtype (e.g. float32)")
     parser.add_argument("--backend", default="transformers", choices=["transformers", "vllm"],
                         help="inference backend (vllm: run inside the `nox -s vllm` venv)")
@@ -39,17 +45,20 @@ def main(argv: list[str] | None = None) -> int:
                              "before acting, as in ReAct, generates tens of tokens per step)")
     parser.add_argument("--no-stop", action="store_true",
                         help="drop the grader's stop sequences (generate max_new_tokens each step)")
+    parser.add_argument("--no-prefix-cache", action="store_true",
+                        help="recompute every prompt in full at every step (the old way)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
 
     from a2c.runtime import data as data_mod
     from a2c.runtime import models
-    from a2c.runtime.envs.rollout_grader import RolloutGrader, token_counter
+    from a2c.runtime.envs.rollout_grader import (RolloutGrader, policy_backend_kwargs,
+                                                 token_counter)
     from a2c.runtime.inference import load_backend
 
     bundle = ROOT / "generated" / args.task
     task = json.loads((bundle / "bundle.json").read_text())["task"]
-    records = data_mod.load_split(task, "heldout", bundle)
+    records = data_mod.load_split(task, args.split, bundle)
     if args.games:
         records = records[: args.games]
     grader_cfg = json.loads(json.dumps(task["grader"]))
@@ -57,8 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     grader = RolloutGrader(grader_cfg)
     model_path = Path(args.model) if Path(args.model).is_dir() else \
         Path(models.resolve_base_model({"builtin": args.model}, bundle))
-    dtype = args.dtype or grader.options.get("dtype")
-    backend = load_backend(model_path, args.backend, **({"dtype": dtype} if dtype else {}))
+    options = dict(grader.options)
+    if args.dtype:
+        options["dtype"] = args.dtype
+    if args.no_prefix_cache:
+        options["prefix_cache_mb"] = 0
+    dtype = options.get("dtype")
+    backend = load_backend(model_path, args.backend, **policy_backend_kwargs(options))
+    reset_cache = getattr(backend, "reset_prefix_cache", lambda: None)
     overrides = {}
     if args.max_new_tokens:
         overrides["max_new_tokens"] = args.max_new_tokens
@@ -82,28 +97,35 @@ def main(argv: list[str] | None = None) -> int:
     # warm-up (untimed): first engine start and first generate pay one-off costs
     grader.grade_policy(lambda prompts: backend.generate(prompts, settings), records[:1],
                         backend_name=backend.name, count_tokens=counter)
-    results, times = {}, {}
+    results, times, cache_stats = {}, {}, {}
     for mode, lock in (("lockstep", True), ("one-at-a-time", False)):
+        reset_cache()
         started = time.perf_counter()
         results[mode] = grader.grade_policy(policy_for(mode), records, backend_name=backend.name,
                                             count_tokens=counter, lockstep=lock)
         times[mode] = time.perf_counter() - started
+        cache = getattr(backend, "prefix_cache", None)
+        cache_stats[mode] = cache.stats.to_dict() if cache is not None else None
+        tokens = (f"  prompt tokens computed {cache_stats[mode]['computed_tokens']}, reused "
+                  f"{cache_stats[mode]['reused_tokens']}") if cache_stats[mode] else ""
         print(f"{mode:14s} {times[mode]:7.1f} s  (model {model_s[mode]:6.1f} s, environment and "
               f"the rest {times[mode] - model_s[mode]:5.1f} s)  {calls[mode]:3d} generate calls  "
-              f"success {results[mode].metrics['success_rate']:.1f}%", flush=True)
+              f"success {results[mode].metrics['success_rate']:.1f}%{tokens}", flush=True)
     backend.close()
     ratio = times["one-at-a-time"] / times["lockstep"]
     same_rate = results["lockstep"].score == results["one-at-a-time"].score
     traj = {mode: [(i["id"], i["extracted"], i["won"]) for i in r.items] for mode, r in results.items()}
     same_traj = traj["lockstep"] == traj["one-at-a-time"]
-    print(f"games {len(records)}, model {model_path.name} ({dtype or 'default dtype'}, "
-          f"{backend.name}), "
+    prefix = "off" if args.no_prefix_cache else "on"
+    print(f"games {len(records)} ({args.split}), model {model_path.name} ({dtype or 'default dtype'}, "
+          f"{backend.name}, prefix cache {prefix}), "
           f"max_steps {grader.rollout_cfg.max_steps}: lockstep is {ratio:.1f}x faster; "
           f"same success rate: {same_rate}; same trajectories: {same_traj}")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "games": len(records), "model": str(model_path), "dtype": dtype, "seconds": times,
-            "model_seconds": model_s, "calls": calls, "ratio": ratio, "success_rate": {m: r.score for m, r in results.items()},
+            "model_seconds": model_s, "calls": calls, "ratio": ratio,
+            "prefix_cache": cache_stats, "max_new_tokens": settings.max_new_tokens, "success_rate": {m: r.score for m, r in results.items()},
             "same_trajectories": same_traj}, indent=2) + "\n")
     assert same_rate, "lockstep and one-at-a-time success rates differ"
     if (dtype or "float32") == "float32":

@@ -7,7 +7,9 @@ Grader config (the resolved task's `grader`):
     inference: {max_new_tokens, temperature (0: greedy), stop, batch_size, chat_template, ...}
     env: {kind: textworld|alfworld|webshop|deepsearchqa, max_steps, n_episodes,
           history: {max_tokens, keep_first_turns},
-          options: {step_timeout_s, dtype (the policy's weights dtype), ...adapter options...},
+          options: {step_timeout_s, dtype (the policy's weights dtype),
+                    prefix_cache_mb (keys/values kept between steps, default 1024; 0: off),
+                    ...adapter options...},
           data_root: <folder that record paths are relative to; optional>}
 
 Record paths (`game_file`, corpus files) are resolved against, in order: `env.data_root`,
@@ -28,7 +30,8 @@ from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.runtime.graders.result import GradeResult
 
-VERSION = "2"   # 2: policy dtype option; TextWorld actions sanitised to printable ASCII
+VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printable ASCII
+                # 3: prefix cache between steps (options.prefix_cache_mb)
 
 
 def data_root(env_cfg: dict) -> Path:
@@ -37,6 +40,19 @@ def data_root(env_cfg: dict) -> Path:
         if cand:
             return Path(cand)
     return Path.cwd()
+
+
+PREFIX_CACHE_MB = 1024
+
+
+def policy_backend_kwargs(options: dict) -> dict:
+    """How the policy's backend is loaded for rollouts (grader, example script, benchmark alike):
+    the weights dtype, and the prefix cache, so each step computes only the conversation's new
+    tokens (transformers: `inference/prefix_cache.py`; vLLM: its automatic prefix caching)."""
+    kwargs = {"prefix_cache_mb": int(options.get("prefix_cache_mb", PREFIX_CACHE_MB) or 0)}
+    if options.get("dtype"):
+        kwargs["dtype"] = options["dtype"]
+    return kwargs
 
 
 def tokenizer_counter(tokenizer) -> Callable[[str], int]:
@@ -76,8 +92,7 @@ class RolloutGrader(Grader):
             backend_kind = self.inference.get("backend") or "auto"
         # env.options.dtype (e.g. bfloat16): the policy's weights dtype on every backend. On a
         # CPU with bf16 instructions it is ~5x faster than float32 (docs/level3.md).
-        dtype = self.options.get("dtype")
-        backend = load_backend(model_path, backend_kind, **({"dtype": dtype} if dtype else {}))
+        backend = load_backend(model_path, backend_kind, **policy_backend_kwargs(self.options))
         try:
             return self.grade_backend(backend, records)
         finally:

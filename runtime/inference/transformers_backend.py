@@ -3,6 +3,10 @@
 Prompts are tokenized once (`prompts.build_prompt_ids`), sorted by length (longest first) so a
 batch holds prompts of similar length (little padding, and an out-of-memory shows on the first
 batch), left-padded, generated under `torch.inference_mode`, and returned in input order.
+
+With `prefix_cache_mb` set, greedy requests reuse the keys/values of earlier prompts that share
+a token prefix (`prefix_cache.py`): what a multi-turn policy (level 3) needs, where each step's
+prompt repeats the conversation so far.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ class TransformersBackend:
     name = "transformers"
 
     def __init__(self, model_path: str | Path, device: str | None = None, dtype: str | None = None,
-                 use_stop_strings: bool = True, cpu_threads: int | None = None):
+                 use_stop_strings: bool = True, cpu_threads: int | None = None,
+                 prefix_cache_mb: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -57,6 +62,9 @@ class TransformersBackend:
             n_params = sum(p.numel() for p in self.model.parameters())
             cpu_threads = 1 if n_params < 20_000_000 else None
         self.cpu_threads = cpu_threads
+        from .prefix_cache import PrefixCache, supports
+        self.prefix_cache = PrefixCache(int(prefix_cache_mb) << 20) \
+            if prefix_cache_mb and supports(self.model) else None
 
     # -- public API --------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[str]:
@@ -69,9 +77,15 @@ class TransformersBackend:
     def close(self) -> None:
         import torch
         self.model = None
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+    def reset_prefix_cache(self) -> None:
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     def prompt_ids(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[list[int]]:
         return [build_prompt_ids(self.tokenizer, p, settings.chat_template) for p in prompts]
@@ -116,6 +130,9 @@ class TransformersBackend:
                     seq = ids[i]
                     input_ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
                     mask[row, width - len(seq):] = 1
+                if settings.greedy and self.prefix_cache is not None:
+                    self._greedy_cached(chunk, ids, settings, n, results, new_tokens)
+                    continue
                 if not settings.greedy:
                     torch.manual_seed(settings.seed + b)
                 extra = {"tokenizer": self.tokenizer} if gen_config.stop_strings else {}
@@ -131,7 +148,28 @@ class TransformersBackend:
         self.last_stats = {"prompts": len(ids), "batches": -(-len(ids) // settings.batch_size),
                            "new_tokens": new_tokens,
                            "seconds": round(time.perf_counter() - started, 3)}
+        if self.prefix_cache is not None:
+            self.last_stats["prefix_cache"] = self.prefix_cache.stats.to_dict()
         return results  # type: ignore[return-value]
+
+    def _greedy_cached(self, chunk, ids, settings, n, results, new_tokens) -> None:
+        from .prefix_cache import greedy_generate
+
+        stop = tuple(settings.stop) if self.use_stop_strings else ()
+
+        def stop_check(tokens: list[int]) -> bool:
+            if not stop:
+                return False
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            return any(s in text for s in stop)
+
+        outs = greedy_generate(self.model, [ids[i] for i in chunk],
+                               max_new_tokens=settings.max_new_tokens, eos_ids=self.eos_ids,
+                               pad_id=self.pad_id, stop_check=stop_check,
+                               cache=self.prefix_cache)
+        for i, tokens in zip(chunk, outs):
+            results[i] = [self._decode(tokens, settings)] * n
+            new_tokens[i] = self._length(tokens)
 
     def _length(self, tokens: list[int]) -> int:
         """Generated tokens of one sequence, up to and including its eos (padding excluded)."""

@@ -27,7 +27,8 @@ class VLLMBackend:
 
     def __init__(self, model_path: str | Path, dtype: str | None = None,
                  max_model_len: int | None = 4096, gpu_memory_utilization: float | None = None,
-                 enforce_eager: bool | None = None, **engine_kwargs):
+                 enforce_eager: bool | None = None, prefix_cache_mb: int | None = None,
+                 **engine_kwargs):
         try:
             import vllm
         except ImportError as exc:
@@ -55,6 +56,8 @@ class VLLMBackend:
         if gpu_memory_utilization is not None:
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
         kwargs["enforce_eager"] = on_cpu if enforce_eager is None else enforce_eager
+        if prefix_cache_mb is not None:     # vLLM sizes its own block pool; this switches it
+            kwargs["enable_prefix_caching"] = bool(prefix_cache_mb)
         kwargs.update(engine_kwargs)
         if on_cpu:  # KV cache size on CPU, GiB (vLLM's default is sized for a big host)
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
@@ -71,6 +74,11 @@ class VLLMBackend:
     def sample(self, prompts: Sequence[Prompt], settings: GenerationSettings,
                n: int) -> list[list[str]]:
         return self._run(prompts, settings, n)
+
+    def reset_prefix_cache(self) -> None:
+        reset = getattr(self.llm, "reset_prefix_cache", None)
+        if reset is not None:
+            reset()
 
     def close(self) -> None:
         self.llm = None

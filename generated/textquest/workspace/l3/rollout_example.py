@@ -79,15 +79,16 @@ def main(argv: list[str] | None = None) -> int:
             episodes += run_rollouts([rec], factory, fmt, expert_policy(rec), rollout_cfg,
                                      lockstep=False, record_prompts=True)
     else:
-        from a2c.runtime.envs.rollout_grader import token_counter
+        from a2c.runtime.envs.rollout_grader import policy_backend_kwargs, token_counter
         from a2c.runtime.inference import GenerationSettings, load_backend
 
         inference = dict(cfg["inference"], seed=args.seed)
         if args.temperature is not None:
             inference["temperature"] = args.temperature
         settings = GenerationSettings.from_config(inference)
-        dtype = (cfg.get("options") or {}).get("dtype")
-        backend = load_backend(args.model, args.backend, **({"dtype": dtype} if dtype else {}))
+        # the grader's dtype and prefix cache: same numbers, same speed as the evaluation
+        backend = load_backend(args.model, args.backend,
+                               **policy_backend_kwargs(cfg.get("options") or {}))
         counter = token_counter(backend)
         kwargs = {"count_tokens": counter} if counter else {}
         try:
