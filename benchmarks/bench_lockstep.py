@@ -52,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from a2c.runtime import data as data_mod
     from a2c.runtime import models
-    from a2c.runtime.envs.rollout_grader import (RolloutGrader, policy_backend_kwargs,
-                                                 token_counter)
+    from a2c.runtime.envs.rollout_grader import RolloutGrader, policy_backend_kwargs, token_counter
     from a2c.runtime.inference import load_backend
 
     bundle = ROOT / "generated" / args.task
