@@ -105,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         times[mode] = time.perf_counter() - started
         cache = getattr(backend, "prefix_cache", None)
         cache_stats[mode] = cache.stats.to_dict() if cache is not None else None
-        tokens = (f"  prompt tokens computed {cache_stats[mode]['computed_tokens']}, reused "
-                  f"{cache_stats[mode]['reused_tokens']}") if cache_stats[mode] else ""
+        c = cache_stats[mode]
+        tokens = (f"\n{'':16s}prompt tokens computed {c['computed_tokens']}, reused "
+                  f"{c['reused_tokens']}; prefill {c['prefill_s']:.1f} s, decode "
+                  f"{c['decode_s']:.1f} s ({c['decode_forwards']} forwards)") if c else ""
         print(f"{mode:14s} {times[mode]:7.1f} s  (model {model_s[mode]:6.1f} s, environment and "
               f"the rest {times[mode] - model_s[mode]:5.1f} s)  {calls[mode]:3d} generate calls  "
               f"success {results[mode].metrics['success_rate']:.1f}%{tokens}", flush=True)
@@ -115,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     same_rate = results["lockstep"].score == results["one-at-a-time"].score
     traj = {mode: [(i["id"], i["extracted"], i["won"]) for i in r.items] for mode, r in results.items()}
     same_traj = traj["lockstep"] == traj["one-at-a-time"]
+    if all(cache_stats.values()):
+        lock, one = cache_stats["lockstep"], cache_stats["one-at-a-time"]
+        print(f"where the time goes: prefill {one['prefill_s']:.1f} s one at a time vs "
+              f"{lock['prefill_s']:.1f} s lockstep ({_ratio(one['prefill_s'], lock['prefill_s'])}; "
+              f"compute-bound on a CPU), decode {one['decode_s']:.1f} s vs {lock['decode_s']:.1f} s "
+              f"({_ratio(one['decode_s'], lock['decode_s'])})")
     prefix = "off" if args.no_prefix_cache else "on"
     print(f"games {len(records)} ({args.split}), model {model_path.name} ({dtype or 'default dtype'}, "
           f"{backend.name}, prefix cache {prefix}), "
@@ -135,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
               f"batched vs single); run with --dtype float32 for the identity check")
     assert ratio >= args.min_ratio, f"lockstep only {ratio:.2f}x faster (< {args.min_ratio})"
     return 0
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.1f}x" if b > 0 else "n/a"
 
 
 if __name__ == "__main__":

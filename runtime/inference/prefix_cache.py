@@ -30,9 +30,10 @@ bf16 can flip a near-tie, as batching already can).
 from __future__ import annotations
 
 import inspect
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass
@@ -48,12 +49,16 @@ class CacheStats:
     prompt_tokens: int = 0
     reused_tokens: int = 0          # prompt tokens whose keys/values came from the cache
     evictions: int = 0
-    extra: dict = field(default_factory=dict)
+    prefill_s: float = 0.0          # time computing prompts (incl. a batch's shared prefix)
+    decode_s: float = 0.0           # time generating, one token per forward for the whole batch
+    decode_forwards: int = 0
 
     def to_dict(self) -> dict:
         return {"prompts": self.prompts, "prompt_tokens": self.prompt_tokens,
                 "reused_tokens": self.reused_tokens, "computed_tokens":
-                    self.prompt_tokens - self.reused_tokens, "evictions": self.evictions}
+                    self.prompt_tokens - self.reused_tokens, "evictions": self.evictions,
+                "prefill_s": round(self.prefill_s, 3), "decode_s": round(self.decode_s, 3),
+                "decode_forwards": self.decode_forwards}
 
 
 class PrefixCache:
@@ -275,6 +280,7 @@ def greedy_generate(model, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
     step = _Stepper(model)
     device = step.param.device
     rows = len(prompts)
+    started = time.perf_counter()
     shared = _common_prefix_all(prompts)
     if rows > 1 and shared >= SHARED_PREFIX_MIN:
         head = list(prompts[0][:shared])
@@ -295,6 +301,8 @@ def greedy_generate(model, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
         for g, r in enumerate(group):
             prompt_kv[r], first[r] = kv[g], next_ids[g]
 
+    decode_started = time.perf_counter()
+    cache.stats.prefill_s += decode_started - started
     eos = {int(e) for e in eos_ids}
     generated = [[first[r]] for r in range(rows)]
     active = [not (first[r] in eos or stop_check(generated[r])) for r in range(rows)]
@@ -310,11 +318,14 @@ def greedy_generate(model, prompts: Sequence[Sequence[int]], *, max_new_tokens: 
                            device=device)[:, None]
         visible = torch.cat([visible, torch.tensor(active, device=device)[:, None]], dim=1)
         kv_cache, next_ids = step(kv_cache, visible, ids, pos)
+        cache.stats.decode_forwards += 1
         for r in range(rows):
             if active[r]:
                 generated[r].append(int(next_ids[r]))
                 if generated[r][-1] in eos or stop_check(generated[r]):
                     active[r] = False
+
+    cache.stats.decode_s += time.perf_counter() - decode_started
 
     # keep every row's computed sequence: the prompt and the generated tokens fed back
     layers = _layers(kv_cache)
