@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from a2c.runtime.envs.prompts import OMITTED, Turn, get_format
 from a2c.runtime.envs.registry import env_factory
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
@@ -263,3 +265,35 @@ def test_unprintable_actions_fail_only_their_episode(tw_games):
                        RolloutConfig(max_steps=2))
     assert eps[0].failure.startswith("bad_action") and "printable" in eps[0].failure
     assert eps[1].failure is None and len(eps[1].steps) == 2
+
+
+@pytest.mark.slow
+def test_prefix_cache_changes_nothing_but_the_work_with_smollm2(tw_games):
+    """A real model (SmolLM2, Llama layers; the fast tests use the tiny Qwen2) on real games: the
+    grader with the prefix cache gives exactly the items it gives without, in float32, lockstep
+    and one at a time, while computing far fewer prompt tokens."""
+    from a2c.runtime.inference import load_backend
+    from a2c.runtime.models import prepare_builtin
+
+    root, splits = tw_games
+    recs = splits["train"] + splits["test"]
+    env = {**ENV_CFG, "max_steps": 5, "data_root": str(root)}
+    grader = RolloutGrader({"kind": "rollout", "env": env,
+                            "inference": {"max_new_tokens": 12, "stop": ["\n"]}})
+    path = prepare_builtin("smollm2-135m-instruct")
+    items = {}
+    for mb in (0, 256):
+        backend = load_backend(path, "transformers", dtype="float32", prefix_cache_mb=mb)
+        try:
+            for lockstep in (True, False):
+                res = grader.grade_backend(backend, recs, lockstep=lockstep)
+                items[mb, lockstep] = [(i["id"], i["extracted"], i["output"], i["won"])
+                                       for i in res.items]
+            if mb:
+                stats = backend.prefix_cache.stats
+                assert stats.reused_tokens > 0.5 * stats.prompt_tokens, stats
+        finally:
+            backend.close()
+    assert items[256, True] == items[0, True]
+    assert items[256, False] == items[0, False] == items[0, True]
+    assert any(len(x[1]) > 1 for x in items[0, True])        # multi-step episodes were played
