@@ -18,19 +18,17 @@ Heavy libraries are imported inside functions so `import a2c.runtime.models` sta
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.canonical import sha256_tree
 from a2c.errors import A2CError
-from a2c.fsutil import swap_in_dir
+from a2c.fsutil import file_lock, swap_in_dir
 from a2c.paths import cache_dir
 
 COMPLETE_MARKER = ".a2c-model.json"   # written last into a built-in's folder: {"name", "builder"}
@@ -90,24 +88,13 @@ def _get_builtin(name: str) -> BuiltinModel:
         raise ModelError(f"unknown built-in model {name!r}; known: {known}") from None
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
     """Build the built-in model `name` once (cached, locked, atomic) and return its folder."""
     spec = _get_builtin(name)
     target = builtin_dir(name, seed)
     if not force and is_prepared(name, seed):
         return target
-    with _file_lock(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock"):
         if not force and is_prepared(name, seed):   # another process built it while we waited
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))

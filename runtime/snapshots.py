@@ -13,7 +13,6 @@ snapshot of an unchanged workspace makes no commit and returns the previous one.
 
 from __future__ import annotations
 
-import fcntl
 import fnmatch
 import os
 import stat
@@ -21,6 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from a2c.fsutil import file_lock
 
 MAX_FILE_BYTES = 1_000_000
 
@@ -162,14 +163,9 @@ class Snapshotter:
         """Commit the workspace's code; return {commit, files, bytes, changed, reason, ...}."""
         started = time.monotonic()
         self.repo_dir.mkdir(parents=True, exist_ok=True)
-        lock_path = self.repo_dir / "a2c-snapshot.lock"
-        with open(lock_path, "a+") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            try:
-                self._ensure_repo()
-                info = self._snapshot_locked(reason, submission_id)
-            finally:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        with file_lock(self.repo_dir / "a2c-snapshot.lock"):
+            self._ensure_repo()
+            info = self._snapshot_locked(reason, submission_id)
         info["elapsed_s"] = round(time.monotonic() - started, 4)
         if self.event_log is not None and (info["changed"] or reason in ("submission", "final")):
             self.event_log.append("snapshot", {k: info[k] for k in (

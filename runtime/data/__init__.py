@@ -20,7 +20,6 @@ ids never overlap the held-out ids.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import json
 import os
@@ -30,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from a2c.canonical import canonical_json, sha256_bytes, sha256_json
+from a2c.fsutil import file_lock
 from a2c.paths import cache_dir as _default_cache_dir
 
 from . import generators
@@ -231,17 +231,6 @@ def _package_split(source: dict, split: str, cache: Path) -> list[dict]:
                        f"package {package}")
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def generator_dir(source: dict, cache: Path) -> Path:
     """The cache folder of a generator source: keyed by name, params, seed and version."""
     key = sha256_json({"generator": source["generator"], "params": source.get("params") or {},
@@ -255,7 +244,7 @@ def _generate(source: dict, cache: Path) -> Path:
     if (out / "splits.json").is_file():
         return out
     fn = generators.get_generator(source["generator"])
-    with _file_lock(out.parent / f".{out.name}.lock"):
+    with file_lock(out.parent / f".{out.name}.lock"):
         if (out / "splits.json").is_file():
             return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))

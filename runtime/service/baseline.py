@@ -8,7 +8,7 @@ is cached; a failed evaluation is reported as failed (`valid: false`, `score: nu
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import os
 import sys
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json, sha256_file, sha256_json, sha256_tree
+from a2c.fsutil import file_lock
 from a2c.runtime.service.evaluator import run_evaluation
 
 _FINGERPRINTS: dict[tuple, str] = {}
@@ -143,21 +144,13 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
 
     key_parts = parts_for(version) if version is not None else None
     key = sha256_json(key_parts) if key_parts else None
-    lock = None
-    if use_cache and cache_dir and key:
-        # Concurrent runs of the same task: the first evaluates, the others wait and hit the cache.
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        lock = open(cache_dir / f".{key}.lock", "a+")  # released below
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-    try:
+    # Concurrent runs of the same task: the first evaluates, the others wait and hit the cache.
+    locked = use_cache and cache_dir and key
+    with file_lock(cache_dir / f".{key}.lock") if locked else contextlib.nullcontext():
         result, error, cached, key, key_parts = _lookup_or_evaluate(
             key, key_parts, parts_for, use_cache=use_cache, cache_dir=cache_dir,
             run_dir=run_dir, grader_cfg=grader_cfg, evaluator=evaluator, base_model=base_model,
             heldout=heldout, backend=backend, timeout_s=timeout_s)
-    finally:
-        if lock is not None:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-            lock.close()
     valid = error is None
     summary = {
         "valid": valid, "score": (result or {}).get("score") if valid else None,
