@@ -214,6 +214,15 @@ def _socket_path(run_dir: Path) -> Path:
     return short / "grader.sock"
 
 
+def _env_socket_dir(run_dir: Path) -> Path:
+    """Where the environment gateways' sockets live (mounted at /run/a2c/env in the sandbox):
+    RUN/env-sockets when its socket paths stay under the 108-byte limit, else a short tmp dir."""
+    candidate = run_dir / "env-sockets"
+    if len(str(candidate)) < 80:
+        return candidate
+    return Path(tempfile.gettempdir()) / f"a2c-{sha256_bytes(str(run_dir).encode())[:12]}-env"
+
+
 def _make_read_only(root: Path) -> None:
     for path in sorted(root.rglob("*"), reverse=True):
         if path.is_symlink():
@@ -556,6 +565,7 @@ class Runner:
         self.report = report
         self.service = ServiceProcess(self.run_dir)
         self.env_services = None      # the task's environment.services (runtime/services.py)
+        self.env_gateways: dict = {}  # the agent's gateways to them (runtime/service_gateway.py)
         self.agent = _load_agent(self.run_dir / "agent")
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
@@ -601,8 +611,19 @@ class Runner:
             from a2c.runtime.services import describe, start_services
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
             self.env_services = start_services(specs, log_dir=self.run_dir / "logs")
+            # the agent's own way in, limited to its training split (service_gateway.py)
+            from a2c.runtime.service_gateway import agent_gateways
+            self.env_gateways = agent_gateways(task, self.run_dir / "data" / "train.jsonl",
+                                               _env_socket_dir(self.run_dir),
+                                               log_dir=self.run_dir / "logs")
+            for name in self.env_gateways:
+                self.report(f"service {name}: the agent reaches it through a gateway limited "
+                            "to its training split")
 
     def stop_env_services(self) -> None:
+        for gateway in (getattr(self, "env_gateways", None) or {}).values():
+            gateway.stop()
+        self.env_gateways = {}
         if self.env_services is not None:
             self.env_services.stop()
             self.env_services = None
@@ -652,6 +673,10 @@ class Runner:
                 env[str(key)] = os.environ[key]
         env.update({str(k): str(v) for k, v in (run.get("options") or {}).get(
             "agent_env", {}).items()})
+        from a2c.runtime.service_gateway import INSIDE_DIR, env_var
+        for name, gateway in (self.env_gateways or {}).items():
+            where = f"{INSIDE_DIR}/{gateway.socket_path.name}" if confined else gateway.socket_path
+            env[env_var(name)] = f"unix:{where}"
         extra = {"/run/a2c/agent": run_dir / "agent"}
         if hooks.is_file():
             extra["/run/a2c/hooks"] = run_dir / "bundle" / "hooks"
@@ -662,6 +687,7 @@ class Runner:
             log_path=run_dir / "logs" / "agent.log",
             command_log=run_dir / "logs" / "commands.log", env=env, marker=run["sandbox_id"],
             extra_ro=extra, bundle_root=run_dir / "bundle",
+            env_sockets=_env_socket_dir(run_dir) if self.env_gateways else None,
             gpus=int((run.get("budget") or {}).get("gpus") or 0)
             if run["backend"] == "docker" else 0)
         if not confined:

@@ -32,8 +32,14 @@ instead); an unreachable server, an HTTP error or a page without the expected co
 `EnvCrash`. Each request has `request_timeout_s` (default 30).
 
 Options (`grader.env.options`): `base_url` (default `$A2C_WEBSHOP_URL` or
-`http://127.0.0.1:3000`), `request_timeout_s`, `invalid_action` (`fail`|`noop`), `max_products`
+`http://127.0.0.1:3000`), `service` (the name of the task's declared service this adapter talks
+to, default `webshop`), `request_timeout_s`, `invalid_action` (`fail`|`noop`), `max_products`
 (results shown per page, default all the server sends).
+
+Inside an agent's sandbox the runtime sets `$A2C_SERVICE_URL_<SERVICE>` to its gateway
+(`unix:/run/a2c/env/<service>.sock`, `runtime/service_gateway.py`): it comes before `base_url`,
+so the workspace's rollout script reaches the server; the gateway passes only the sessions of the
+agent's split (`agent_path_filter`). `unix:<path>` URLs are spoken over that Unix socket.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from pathlib import Path
 
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat, register_format
+from a2c.runtime.service.client import UnixHTTPConnection
+from a2c.runtime.service_gateway import env_var, path_segments
 
 DEFAULT_URL = "http://127.0.0.1:3000"
 SCORE_LABEL = "Your score (min 0.0, max 1.0)"
@@ -112,8 +120,10 @@ class WebShopEnv:
         opts = dict(options or {})
         self.record = record
         self.session = str(record.get("session") or record.get("session_id") or record["id"])
-        # a record may name its own server (several WebShop servers, one shard each)
-        self.base_url = str(record.get("base_url") or opts.get("base_url")
+        # a record may name its own server (several WebShop servers, one shard each); inside
+        # the agent's sandbox the runtime's gateway stands in for the configured server
+        gateway = os.environ.get(env_var(str(opts.get("service") or "webshop")))
+        self.base_url = str(record.get("base_url") or gateway or opts.get("base_url")
                             or os.environ.get("A2C_WEBSHOP_URL") or DEFAULT_URL).rstrip("/")
         self.timeout = float(opts.get("request_timeout_s", 30))
         self.invalid_action = str(opts.get("invalid_action", "fail"))
@@ -124,6 +134,8 @@ class WebShopEnv:
 
     # -- HTTP -------------------------------------------------------------------------------
     def _get(self, path: str) -> str:
+        if self.base_url.startswith("unix:"):
+            return self._get_unix(path)
         url = self.base_url + path
         try:
             with urllib.request.urlopen(url, timeout=self.timeout) as resp:
@@ -133,6 +145,22 @@ class WebShopEnv:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise EnvCrash(f"WebShop server unreachable at {self.base_url}: {reason}") from None
+
+    def _get_unix(self, path: str) -> str:
+        conn = UnixHTTPConnection(self.base_url[len("unix:"):], timeout=self.timeout)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            body = resp.read().decode("utf-8", "replace")
+        except OSError as exc:
+            raise EnvCrash(f"WebShop server unreachable at {self.base_url}: {exc}") from None
+        finally:
+            conn.close()
+        if resp.status >= 400:
+            reason = body.strip()[:200] if resp.status == 403 else ""
+            raise EnvCrash(f"WebShop server answered {resp.status} for {path}"
+                           + (f": {reason}" if reason else ""))
+        return body
 
     def _url(self, page_type: str) -> str:
         s = self.state
@@ -305,6 +333,27 @@ class WebShopFormat(PromptFormat):
             if m:
                 return f"{m.group(1).lower()}[{m.group(2).strip()}]"
         raise BadAction(f"no search[...] or click[...] action in model output {(output or '')[:80]!r}")
+
+
+# ------------------------------------------------------------------------------- the agent's door
+ROUTES_WITH_SESSION_SECOND = ("search_results", "item_page", "item_sub_page", "done")
+
+
+def agent_path_filter(records: list[dict]):
+    """The gateway's rule: a request passes when the WebShop session it names is one of the
+    agent split's (`/{session}` or `/{route}/{session}/...`); anything else (a held-out or a
+    random session, whose goal WebShop could draw from the held-out range) is refused."""
+    allowed = {str(r.get("session") or r.get("session_id") or r["id"]) for r in records}
+
+    def allow(path: str) -> bool:
+        parts = path_segments(path)
+        if len(parts) == 1:
+            return parts[0] in allowed
+        if len(parts) >= 2 and parts[0] in ROUTES_WITH_SESSION_SECOND:
+            return parts[1] in allowed
+        return False
+
+    return allow
 
 
 # ------------------------------------------------------------------------------- data

@@ -33,6 +33,7 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)   # A2C_* (non-path) variables
     marker: str = ""                    # unique per run: finds escaped processes
     extra_ro: dict[str, Path] = field(default_factory=dict)  # inside path -> host path (agent files, hooks)
+    env_sockets: Path | None = None     # environment gateways' sockets (rw), at /run/a2c/env
     # docker only
     bundle_root: Path | None = None     # build context (the bundle's Dockerfile)
     image: str | None = None

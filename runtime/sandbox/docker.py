@@ -52,6 +52,8 @@ def container_kwargs(spec: SandboxSpec, image: str) -> dict:
     }
     if spec.socket_path:
         volumes[str(spec.socket_path)] = {"bind": INSIDE_SOCKET, "mode": "rw"}
+    if spec.env_sockets:
+        volumes[str(spec.env_sockets)] = {"bind": "/run/a2c/env", "mode": "rw"}
     if spec.command_log:
         volumes[str(spec.command_log)] = {"bind": INSIDE_COMMAND_LOG, "mode": "rw"}
     for inside, host in sorted(spec.extra_ro.items()):

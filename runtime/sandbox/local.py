@@ -28,6 +28,7 @@ INSIDE_DATA = "/data"
 INSIDE_MODEL = "/model"
 INSIDE_RUN = "/run/a2c"
 INSIDE_SOCKET = "/run/a2c/grader.sock"
+INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/service_gateway.py)
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
 
@@ -98,6 +99,8 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
              "--dir", INSIDE_RUN]
     if spec.socket_path:
         argv += ["--bind", str(spec.socket_path), INSIDE_SOCKET]
+    if spec.env_sockets:
+        argv += ["--bind", str(spec.env_sockets), INSIDE_ENV_SOCKETS]
     if spec.command_log:
         argv += ["--bind", str(spec.command_log), INSIDE_COMMAND_LOG]
     for inside, host in sorted(spec.extra_ro.items()):

@@ -1,0 +1,188 @@
+"""The agent's door to a task's environment service, limited to its training split.
+
+A level-3 agent collects its own trajectories, so it needs the environment of its training split
+(issue: "the agent's workspace gets what it needs"). A TextWorld or ALFWorld game is a file; a
+WebShop episode is a session on the WebShop server, which the runtime runs outside the sandbox
+(`runtime/services.py`) and which the sandbox's own network namespace cannot reach. And the server
+serves every instruction, held-out ones included. So the runtime puts a gateway between them:
+
+    gw = ServiceGateway(RUN/"env-sockets"/"webshop.sock", "http://127.0.0.1:3000", allow)
+    gw.start()            # the socket's folder is mounted at /run/a2c/env in the sandbox
+    ...
+    gw.stop()
+
+an HTTP proxy on a Unix socket that forwards a request to the service only when `allow(path)`
+says the path belongs to the agent's split (WebShop: the session id in it is one of the agent
+split's records, `webshop_env.agent_path_filter`), and answers 403 otherwise. Inside the sandbox
+`$A2C_SERVICE_URL_<NAME>` (`unix:/run/a2c/env/<name>.sock`) names it, and the adapter uses it
+ahead of its configured URL, so the workspace's `l3/rollout_example.py` plays training sessions
+unchanged. Every request is logged (method, path, status) to the run's logs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socketserver
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+INSIDE_DIR = "/run/a2c/env"
+PASS_HEADERS = ("Content-Type", "Location", "Content-Encoding")
+
+
+def env_var(service: str) -> str:
+    """`A2C_SERVICE_URL_<NAME>`: the variable that names a service's gateway inside the sandbox."""
+    name = "".join(c if c.isalnum() else "_" for c in service).upper()
+    return f"A2C_SERVICE_URL_{name}"
+
+
+def path_segments(path: str) -> list[str]:
+    """A request path's segments, percent-decoded (the query string dropped)."""
+    raw = urllib.parse.urlsplit(path).path.strip("/")
+    return [urllib.parse.unquote(p) for p in raw.split("/")] if raw else []
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, path: str, gateway: ServiceGateway):
+        self.gateway = gateway
+        super().__init__(path, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "a2c-gateway/1"
+    protocol_version = "HTTP/1.0"
+
+    def address_string(self) -> str:       # Unix socket: no client address
+        return "agent"
+
+    def log_message(self, fmt, *args):     # the gateway keeps its own log
+        pass
+
+    def do_GET(self):  # noqa: N802 - http.server naming
+        self._forward("GET")
+
+    def do_POST(self):  # noqa: N802
+        self._forward("POST")
+
+    def _forward(self, method: str) -> None:
+        gw: ServiceGateway = self.server.gateway
+        body = None
+        if method == "POST":
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+        segments = path_segments(self.path)
+        if ".." in segments or not gw.allow(self.path):
+            gw.record(method, self.path, 403)       # counted before the agent hears back
+            self._reply(403, b"a2c gateway: this path is outside the agent's training split\n",
+                        {"Content-Type": "text/plain; charset=utf-8"})
+            return
+        try:
+            conn = http.client.HTTPConnection(gw.host, gw.port, timeout=gw.timeout)
+            try:
+                headers = {"Content-Type": self.headers["Content-Type"]} \
+                    if self.headers.get("Content-Type") else {}
+                conn.request(method, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                passed = {k: resp.getheader(k) for k in PASS_HEADERS if resp.getheader(k)}
+                status = resp.status
+            finally:
+                conn.close()
+        except (OSError, http.client.HTTPException) as exc:
+            gw.record(method, self.path, 502)
+            self._reply(502, f"a2c gateway: service unreachable: {exc}\n".encode(),
+                        {"Content-Type": "text/plain; charset=utf-8"})
+            return
+        gw.record(method, self.path, status)
+        self._reply(status, data, passed)
+
+    def _reply(self, status: int, data: bytes, headers: dict) -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class ServiceGateway:
+    """An allow-listing HTTP proxy from a Unix socket to a service on loopback (see module doc)."""
+
+    def __init__(self, socket_path: Path, upstream: str, allow: Callable[[str], bool], *,
+                 log_path: Path | None = None, timeout: float = 60.0):
+        url = urllib.parse.urlsplit(upstream)
+        if url.scheme != "http" or not url.hostname:
+            raise ValueError(f"gateway upstream must be an http:// URL, got {upstream!r}")
+        self.socket_path = Path(socket_path)
+        self.host, self.port = url.hostname, url.port or 80
+        self.allow = allow
+        self.timeout = timeout
+        self.log_path = log_path
+        self.counts = {"forwarded": 0, "denied": 0, "failed": 0}
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ServiceGateway:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.socket_path.exists():
+            self.socket_path.unlink()
+        self._server = _Server(str(self.socket_path), self)
+        os.chmod(self.socket_path, 0o666)     # the agent may run as another user (docker)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name=f"gateway-{self.socket_path.stem}")
+        self._thread.start()
+        return self
+
+    def record(self, method: str, path: str, status: int) -> None:
+        key = "denied" if status == 403 else "failed" if status == 502 else "forwarded"
+        with self._lock:
+            self.counts[key] += 1
+            if self.log_path is not None:
+                with open(self.log_path, "a", encoding="utf-8") as fh:
+                    fh.write(f"{time.time():.3f} {method} {path} {status}\n")
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self.socket_path.exists():
+            self.socket_path.unlink()
+
+
+def agent_gateways(task: dict, records_file: Path, socket_dir: Path,
+                   log_dir: Path | None = None) -> dict[str, ServiceGateway]:
+    """Start a gateway for the declared service a level-3 task's environment talks to, when its
+    adapter says which paths belong to the agent's split (`agent_path_filter(records)`, the
+    records of `records_file`, the run's data/train.jsonl); the service is
+    `grader.env.options.service`, or the task's only service. {} when none applies."""
+    from a2c.runtime.data import read_jsonl
+    from a2c.runtime.envs.registry import ADAPTERS, load_adapter
+
+    env = (task.get("grader") or {}).get("env") or {}
+    services = (task.get("environment") or {}).get("services") or []
+    if not env.get("kind") or env["kind"] not in ADAPTERS or not services:
+        return {}
+    make_filter = getattr(load_adapter(env["kind"]), "agent_path_filter", None)
+    if make_filter is None:
+        return {}
+    wanted = (env.get("options") or {}).get("service")
+    chosen = [s for s in services if s["name"] == wanted] if wanted else \
+        (services if len(services) == 1 else [])
+    records = read_jsonl(records_file) if chosen else []
+    gateways = {}
+    for svc in chosen:
+        gw = ServiceGateway(socket_dir / f"{svc['name']}.sock",
+                            f"http://127.0.0.1:{int(svc['port'])}", make_filter(records),
+                            log_path=(log_dir / f"gateway-{svc['name']}.log") if log_dir else None)
+        gateways[svc["name"]] = gw.start()
+    return gateways
