@@ -123,6 +123,9 @@ class TransformersBackend:
         with torch.inference_mode(), _threads(self.cpu_threads):
             for b, start in enumerate(range(0, len(order), settings.batch_size)):
                 chunk = order[start:start + settings.batch_size]
+                if settings.greedy and self.prefix_cache is not None:
+                    self._greedy_cached(chunk, ids, settings, n, results, new_tokens)
+                    continue
                 width = max(len(ids[i]) for i in chunk)
                 input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -130,9 +133,6 @@ class TransformersBackend:
                     seq = ids[i]
                     input_ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
                     mask[row, width - len(seq):] = 1
-                if settings.greedy and self.prefix_cache is not None:
-                    self._greedy_cached(chunk, ids, settings, n, results, new_tokens)
-                    continue
                 if not settings.greedy:
                     torch.manual_seed(settings.seed + b)
                 extra = {"tokenizer": self.tokenizer} if gen_config.stop_strings else {}
