@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 
@@ -44,3 +45,15 @@ class OraclePolicy:
 @pytest.fixture
 def oracle():
     return OraclePolicy
+
+
+@pytest.fixture(scope="module")
+def webshop_url():
+    """The project's WebShop-compatible fixture server on a free loopback port."""
+    from a2c.runtime.envs import webshop_fixture as fx
+
+    srv = fx.make_server(0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()

@@ -6,7 +6,6 @@ import json
 import re
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,15 +28,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = fx.make_server(0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
 
 
 def plan(goal: dict) -> list[str]:
@@ -99,8 +89,8 @@ def test_fixture_reward_is_webshops_rule():
 
 
 # ------------------------------------------------------------------------------------ adapter
-def test_episode_walkthrough_and_protocol(server):
-    env = WebShopEnv({"id": "fixed_2"}, {"base_url": server})
+def test_episode_walkthrough_and_protocol(webshop_url):
+    env = WebShopEnv({"id": "fixed_2"}, {"base_url": webshop_url})
     obs, info = env.reset()
     assert info["task"] == fx.GOALS[2]["instruction_text"]
     assert "[SEP]" in obs and info["admissible_commands"] == ["search[<query>]"]
@@ -121,8 +111,8 @@ def test_episode_walkthrough_and_protocol(server):
         env.step("click[Buy Now]")
 
 
-def test_bad_actions_raise(server):
-    env = WebShopEnv({"id": "fixed_0"}, {"base_url": server})
+def test_bad_actions_raise(webshop_url):
+    env = WebShopEnv({"id": "fixed_0"}, {"base_url": webshop_url})
     env.reset()
     for action in ("buy it", "click[Buy Now]", "search[]"):
         with pytest.raises(BadAction):
@@ -130,7 +120,7 @@ def test_bad_actions_raise(server):
     env.step("search[deodorant]")
     with pytest.raises(BadAction, match="only possible on the start page"):
         env.step("search[deodorant]")
-    noop = WebShopEnv({"id": "fixed_0"}, {"base_url": server, "invalid_action": "noop"})
+    noop = WebShopEnv({"id": "fixed_0"}, {"base_url": webshop_url, "invalid_action": "noop"})
     noop.reset()
     obs, r, done, _ = noop.step("click[nothing]")
     assert obs.startswith("Invalid action") and not done and r == 0.0
@@ -144,20 +134,20 @@ def test_prompt_format_parses_actions():
         fmt.parse_action("I would click buy now")
 
 
-def test_scripted_policy_scores_100(server):
-    result = grader(server).grade_policy(ScriptedShopper(), RECORDS)
+def test_scripted_policy_scores_100(webshop_url):
+    result = grader(webshop_url).grade_policy(ScriptedShopper(), RECORDS)
     assert result.valid and result.score == 100.0 and result.n_items == 10
     assert result.metrics["success_rate"] == 100.0 and result.metrics["failed_episodes"] == 0
     item = result.items[0]
     assert item["trajectory"][-1]["action"] == "click[Buy Now]" and item["reward"] == 1.0
 
 
-def test_wrong_option_and_bad_actions_fail_only_their_episode(server):
+def test_wrong_option_and_bad_actions_fail_only_their_episode(webshop_url):
     # instruction 1 picks the wrong colour (partial reward); 3 writes prose; 4 clicks a ghost
     shopper = ScriptedShopper(bad={"3": "I think I should buy tea", "4": "click[b0nothing0]"})
     shopper.plans[fx.GOALS[1]["instruction_text"]] = [
         "search[bluetooth speaker waterproof]", "click[b0fix00003]", "click[red]", "click[Buy Now]"]
-    result = grader(server).grade_policy(shopper, RECORDS[:6])
+    result = grader(webshop_url).grade_policy(shopper, RECORDS[:6])
     by = {it["id"]: it for it in result.items}
     assert by["fixed_1"]["reward"] == pytest.approx(2 / 3) and not by["fixed_1"]["won"]
     assert by["fixed_3"]["error"].startswith("bad_action") and "no search[...]" in by["fixed_3"]["error"]
@@ -168,7 +158,7 @@ def test_wrong_option_and_bad_actions_fail_only_their_episode(server):
     assert result.score == pytest.approx(100 * (3 + 2 / 3) / 6)
 
 
-def test_server_killed_mid_episode_is_env_crash_others_finish(server, tmp_path):
+def test_server_killed_mid_episode_is_env_crash_others_finish(webshop_url, tmp_path):
     port = free_port()
     spec = {"name": "shard2", "command": f"{sys.executable} -m a2c.runtime.envs.webshop_fixture "
                                           "--port {port}", "port": port, "health": "/health",
@@ -181,7 +171,7 @@ def test_server_killed_mid_episode_is_env_crash_others_finish(server, tmp_path):
             if call == 3:                   # after two actions of every episode
                 group.services[0].stop(grace=2)
 
-        result = grader(server).grade_policy(ScriptedShopper(hook=kill_shard2), records)
+        result = grader(webshop_url).grade_policy(ScriptedShopper(hook=kill_shard2), records)
     by = {it["id"]: it for it in result.items}
     assert by["fixed_3"]["error"].startswith("env_crash") and "unreachable" in by["fixed_3"]["error"]
     assert by["fixed_3"]["n_steps"] == 3
@@ -189,14 +179,14 @@ def test_server_killed_mid_episode_is_env_crash_others_finish(server, tmp_path):
     assert result.valid and result.metrics["failures"]["env_crash"] == 1
 
 
-def test_hanging_server_times_out_the_episode(server):
+def test_hanging_server_times_out_the_episode(webshop_url):
     hang = socket.socket()
     hang.bind(("127.0.0.1", 0))
     hang.listen(8)                        # accepts connections, never answers
     try:
         records = [dict(RECORDS[0]), {**RECORDS[1], "base_url": f"http://127.0.0.1:{hang.getsockname()[1]}"}]
         started = time.monotonic()
-        result = grader(server, step_timeout_s=1.0, request_timeout_s=3).grade_policy(
+        result = grader(webshop_url, step_timeout_s=1.0, request_timeout_s=3).grade_policy(
             ScriptedShopper(), records)
         assert time.monotonic() - started < 20
     finally:

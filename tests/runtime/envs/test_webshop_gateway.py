@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 
 import pytest
@@ -21,18 +20,9 @@ from a2c.runtime.service_gateway import ServiceGateway, agent_gateways, env_var
 TRAIN = [{"id": "fixed_1", "session": "fixed_1"}, {"id": "fixed_2", "session": "fixed_2"}]
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    srv = fx.make_server(0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
-
-
 @pytest.fixture()
-def gateway(upstream, tmp_path):
-    gw = ServiceGateway(tmp_path / "s" / "webshop.sock", upstream, agent_path_filter(TRAIN),
+def gateway(webshop_url, tmp_path):
+    gw = ServiceGateway(tmp_path / "s" / "webshop.sock", webshop_url, agent_path_filter(TRAIN),
                         log_path=tmp_path / "gateway.log").start()
     yield gw
     gw.stop()
@@ -90,10 +80,10 @@ def test_service_down_is_an_env_crash_not_a_hang(tmp_path, monkeypatch):
         ServiceGateway(tmp_path / "x.sock", "unix:/nowhere", agent_path_filter(TRAIN))
 
 
-def test_agent_gateways_only_for_an_adapter_with_a_filter(tmp_path, upstream):
+def test_agent_gateways_only_for_an_adapter_with_a_filter(tmp_path, webshop_url):
     records = tmp_path / "train.jsonl"
     records.write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
-    port = int(upstream.rsplit(":", 1)[1])
+    port = int(webshop_url.rsplit(":", 1)[1])
     services = [{"name": "webshop", "command": "x", "port": port}]
     task = {"grader": {"env": {"kind": "webshop"}}, "environment": {"services": services}}
     gws = agent_gateways(task, records, tmp_path / "socks", log_dir=tmp_path)
