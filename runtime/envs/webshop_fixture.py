@@ -44,6 +44,8 @@ import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from a2c.runtime.service_gateway import path_segments
+
 PAGE_SIZE = 10
 SCORE_LABEL = "Your score (min 0.0, max 1.0)"
 SUB_PAGES = ("Description", "Features", "Reviews", "Attributes")
@@ -383,8 +385,7 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):  # noqa: N802
-        path = urllib.parse.urlsplit(self.path).path
-        parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+        parts = path_segments(self.path)       # the same parsing as the agent's gateway
         try:
             self._send(200, *self.route(parts)) if parts else \
                 self._send(302, "", {"Location": "/abc"})
