@@ -38,13 +38,15 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
+    from a2c.fsutil import write_text_atomic
+
     from .leaderboard import build_leaderboard, render_leaderboard
 
     by = tuple(k.strip() for k in args.by.split(",") if k.strip())
     board = build_leaderboard(Path(args.runs_dir), by, args.include_unverified)
     text = render_leaderboard(board, args.format)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_text_atomic(args.out, text)
         print(args.out)
     else:
         sys.stdout.write(text)

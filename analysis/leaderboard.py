@@ -18,8 +18,10 @@ from typing import Any
 
 from a2c.errors import A2CError
 
+from .process_metrics import process_metrics
 from .record import RunRecord
-from .report import _header, _metrics, _submissions
+from .summary import run_header, submission_rows
+from .templating import duration, environment
 from .verify import verify_run
 
 GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation")
@@ -51,10 +53,10 @@ def find_runs(runs_dir: Path) -> list[Path]:
 def summarise(run_dir: Path) -> RunRow:
     record = RunRecord.load(run_dir)
     verification = verify_run(run_dir, record)
-    header = _header(record)
+    header = run_header(record)
     baseline = record.baseline_score
-    subs = _submissions(record, baseline)
-    metrics = _metrics(record, subs, baseline, header)
+    subs = submission_rows(record, baseline)
+    metrics = process_metrics(record, subs, baseline, header)
     best = max((s["score"] for s in subs if s["valid"] and s["score"] is not None
                 and not s["base_copy"]), default=None)
     if best is None:  # no valid model of its own: the run ends where it started
@@ -118,8 +120,6 @@ def _count(value: float) -> str:
 
 
 def _fmt(stat: dict[str, Any], seconds: bool = False, count: bool = False) -> str:
-    from .render import duration
-
     if stat["mean"] is None:
         return "—"
     one = duration if seconds else _count if count else (lambda v: f"{v:.2f}")
@@ -157,8 +157,6 @@ def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
                              *["" if g[c][s] is None else f"{g[c][s]:.4g}" for c in COLUMNS
                                for s in stats]])
         return buffer.getvalue()
-    from .render import environment
-
     template = {"md": "leaderboard.md.j2", "html": "leaderboard.html.j2"}.get(fmt)
     if template is None:
         raise A2CError(f"--format: unknown format {fmt!r}; choose md, csv or html")

@@ -1,7 +1,7 @@
-"""The training route, read from the code the agent wrote (never from what it says).
+"""Training-method detection: which post-training methods (and hyperparameters) a file of the
+agent's code uses, read from the code it wrote (never from what it says).
 
-For every file of a snapshot we find which post-training methods it uses and with which key
-hyperparameters:
+For every file of a snapshot we find its methods and key hyperparameters:
 
 * Python files are parsed with ``ast``: calls (and, more weakly, imports) of TRL trainers and
   configs (``SFTTrainer`` -> SFT, ``GRPOTrainer`` -> GRPO, ``DPOTrainer`` -> DPO, ...), the plain
@@ -40,19 +40,6 @@ TRAINER_METHODS = {
     "PRMTrainer": "Reward model",
 }
 GENERIC_TRAINERS = {"Trainer": "SFT", "Seq2SeqTrainer": "SFT"}
-
-# Families used for the mode constraint.
-FAMILY = {
-    "SFT": "supervised", "RFT": "supervised", "GKD": "supervised",
-    "GRPO": "rl", "PPO": "rl", "RLOO": "rl", "Online DPO": "rl", "XPO": "rl", "Nash-MD": "rl",
-    "Policy gradient (custom)": "rl",
-    "DPO": "preference", "KTO": "preference", "ORPO": "preference", "CPO": "preference",
-    "Reward model": "reward-model",
-}
-MODE_ALLOWED = {
-    "sft-only": {"supervised", "reward-model"},
-    "rl-only": {"rl", "preference", "reward-model"},
-}
 
 HP_NAMES = {
     "learning_rate": "learning_rate", "lr": "learning_rate",
@@ -117,7 +104,7 @@ class Hyperparameter:
 
 
 @dataclass
-class FileRoute:
+class FileTraining:
     path: str
     evidence: list[Evidence] = field(default_factory=list)
     hyperparameters: list[Hyperparameter] = field(default_factory=list)
@@ -178,17 +165,17 @@ def _line_text(lines: list[str], lineno: int) -> str:
     return ""
 
 
-def _add_hp(route: FileRoute, key: str, node: ast.AST, source: str, constants: dict[str, Any],
+def _add_hp(found: FileTraining, key: str, node: ast.AST, source: str, constants: dict[str, Any],
             path: str, line: int, name: str) -> None:
     try:
         value = _jsonable(_value(node, source, constants))
     except _Unresolved:
         return
-    route.hyperparameters.append(Hyperparameter(key, value, path, line, name))
+    found.hyperparameters.append(Hyperparameter(key, value, path, line, name))
 
 
-def _analyse_python(path: str, source: str) -> FileRoute:
-    route = FileRoute(path)
+def _analyse_python(path: str, source: str) -> FileTraining:
+    found = FileTraining(path)
     lines = source.splitlines()
     tree = ast.parse(source)
     constants: dict[str, Any] = {}
@@ -233,7 +220,7 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                     imported.setdefault(alias.name, node.lineno)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                 len(node.value) < 300:
-            route.strings.add(node.value)
+            found.strings.add(node.value)
         elif isinstance(node, ast.Call):
             name = _name_of(node.func)
             if name in TRAINER_METHODS or (name in GENERIC_TRAINERS and (
@@ -241,10 +228,10 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                 method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
                 if (method, node.lineno) not in seen_calls:
                     seen_calls.add((method, node.lineno))
-                    route.evidence.append(Evidence(method, path, node.lineno, "call",
+                    found.evidence.append(Evidence(method, path, node.lineno, "call",
                                                    _line_text(lines, node.lineno)))
-            if name and name.endswith("LoraConfig") and "LoRA" not in route.adapters:
-                route.adapters.append("LoRA")
+            if name and name.endswith("LoraConfig") and "LoRA" not in found.adapters:
+                found.adapters.append("LoRA")
             for kw in node.keywords:
                 if kw.arg is None:
                     continue
@@ -256,16 +243,16 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                     if isinstance(flag, ast.Constant) and isinstance(flag.value, str):
                         key = HP_NAMES.get(flag.value.lstrip("-").replace("-", "_"))
                         if key:
-                            _add_hp(route, key, kw.value, source, constants, path,
+                            _add_hp(found, key, kw.value, source, constants, path,
                                     node.lineno, flag.value)
                     continue
                 if key:
-                    _add_hp(route, key, kw.value, source, constants, path, node.lineno, kw.arg)
+                    _add_hp(found, key, kw.value, source, constants, path, node.lineno, kw.arg)
         elif isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, str) and \
                         k.value in HP_NAMES and k.value not in ("steps", "rank", "bs"):
-                    _add_hp(route, HP_NAMES[k.value], v, source, constants, path, k.lineno,
+                    _add_hp(found, HP_NAMES[k.value], v, source, constants, path, k.lineno,
                             k.value)
     for node in tree.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -275,20 +262,20 @@ def _analyse_python(path: str, source: str) -> FileRoute:
                     key = HP_NAMES.get(target.id.lower())
                     if key and target.id.lower() not in ("steps", "rank", "bs"):
                         if target.id in constants:
-                            route.hyperparameters.append(Hyperparameter(
+                            found.hyperparameters.append(Hyperparameter(
                                 key, _jsonable(constants[target.id]), path, node.lineno,
                                 target.id))
                         else:
-                            _add_hp(route, key, node.value, source, constants, path,
+                            _add_hp(found, key, node.value, source, constants, path,
                                     node.lineno, target.id)
-    called = {e.method for e in route.evidence}
+    called = {e.method for e in found.evidence}
     for name, lineno in imported.items():
         method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
         if method not in called:
-            route.evidence.append(Evidence(method, path, lineno, "import",
+            found.evidence.append(Evidence(method, path, lineno, "import",
                                            _line_text(lines, lineno)))
-    _heuristics(route, source, lines)
-    return route
+    _heuristics(found, source, lines)
+    return found
 
 
 def _first_line(pattern: re.Pattern, source: str) -> int:
@@ -296,28 +283,28 @@ def _first_line(pattern: re.Pattern, source: str) -> int:
     return source.count("\n", 0, match.start()) + 1 if match else 1
 
 
-def _heuristics(route: FileRoute, source: str, lines: list[str]) -> None:
-    methods = {e.method for e in route.evidence if e.kind != "import"}
+def _heuristics(found: FileTraining, source: str, lines: list[str]) -> None:
+    methods = {e.method for e in found.evidence if e.kind != "import"}
     if _BACKWARD.search(source) and not methods:
         lineno = _first_line(_BACKWARD, source)
         if _PG_WORDS.search(source) and _REWARD_WORDS.search(source):
-            route.evidence.append(Evidence("Policy gradient (custom)", route.path, lineno,
+            found.evidence.append(Evidence("Policy gradient (custom)", found.path, lineno,
                                            "heuristic", _line_text(lines, lineno)))
         else:
-            route.evidence.append(Evidence("SFT", route.path, lineno, "heuristic",
+            found.evidence.append(Evidence("SFT", found.path, lineno, "heuristic",
                                            _line_text(lines, lineno)))
-        methods = {e.method for e in route.evidence if e.kind != "import"}
+        methods = {e.method for e in found.evidence if e.kind != "import"}
     rft_word = _RFT_WORDS.search(source)
     supervised = bool(methods & {"SFT"})
     if rft_word or (supervised and _SAMPLING.search(source) and _FILTER_WORDS.search(source)):
         lineno = _first_line(_RFT_WORDS if rft_word else _SAMPLING, source)
         if rft_word or supervised:
-            route.evidence.append(Evidence("RFT", route.path, lineno, "heuristic",
+            found.evidence.append(Evidence("RFT", found.path, lineno, "heuristic",
                                            _line_text(lines, lineno)))
-    if _QLORA.search(source) and "QLoRA" not in route.adapters:
-        route.adapters.append("QLoRA")
-    if _LORA.search(source) and "LoRA" not in route.adapters:
-        route.adapters.append("LoRA")
+    if _QLORA.search(source) and "QLoRA" not in found.adapters:
+        found.adapters.append("QLoRA")
+    if _LORA.search(source) and "LoRA" not in found.adapters:
+        found.adapters.append("LoRA")
 
 
 _TRL_CLI = re.compile(r"\btrl\s+(sft|dpo|grpo|kto|orpo|ppo|rloo|online_dpo)\b")
@@ -325,18 +312,18 @@ _TRL_CLI_METHODS = {"sft": "SFT", "dpo": "DPO", "grpo": "GRPO", "kto": "KTO", "o
                     "ppo": "PPO", "rloo": "RLOO", "online_dpo": "Online DPO"}
 
 
-def _analyse_text(path: str, source: str) -> FileRoute:
-    route = FileRoute(path, parsed=False)
+def _analyse_text(path: str, source: str) -> FileTraining:
+    found = FileTraining(path, parsed=False)
     lines = source.splitlines()
     for lineno, line in enumerate(lines, start=1):
         stripped = line.strip()
         if stripped.startswith("#") and not path.endswith((".yaml", ".yml")):
             continue
         for match in _TRL_CLI.finditer(line):
-            route.evidence.append(Evidence(_TRL_CLI_METHODS[match.group(1)], path, lineno,
+            found.evidence.append(Evidence(_TRL_CLI_METHODS[match.group(1)], path, lineno,
                                            "regex", _line_text(lines, lineno)))
         for match in _REGEX_TRAINERS.finditer(line):
-            route.evidence.append(Evidence(TRAINER_METHODS[match.group(1)], path, lineno,
+            found.evidence.append(Evidence(TRAINER_METHODS[match.group(1)], path, lineno,
                                            "regex", _line_text(lines, lineno)))
         for match in _REGEX_HP.finditer(line):
             name = match.group(1)
@@ -351,17 +338,17 @@ def _analyse_text(path: str, source: str) -> FileRoute:
                     value = float(raw)
                 except ValueError:
                     pass
-            route.hyperparameters.append(Hyperparameter(HP_NAMES[name], value, path, lineno,
+            found.hyperparameters.append(Hyperparameter(HP_NAMES[name], value, path, lineno,
                                                         name))
     for match in re.finditer(r"['\"]([^'\"\n]{1,200})['\"]", source):
-        route.strings.add(match.group(1))
+        found.strings.add(match.group(1))
     for token in re.findall(r"[\w./-]*output[\w./-]*", source):
-        route.strings.add(token)
-    _heuristics(route, source, lines)
-    return route
+        found.strings.add(token)
+    _heuristics(found, source, lines)
+    return found
 
 
-def analyse_file(path: str, source: str) -> FileRoute:
+def analyse_file(path: str, source: str) -> FileTraining:
     if path.endswith(".py"):
         try:
             return _analyse_python(path, source)
@@ -372,24 +359,3 @@ def analyse_file(path: str, source: str) -> FileRoute:
 
 def is_code(path: str) -> bool:
     return path.endswith(CODE_SUFFIXES) and not path.endswith(("package.json", "lock.json"))
-
-
-def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
-    """Does a route obey the run's mode? verdict: complies | violates | unknown | n/a."""
-    mode = (mode or "free").lower()
-    if mode not in MODE_ALLOWED:
-        return {"verdict": "n/a", "detail": f"mode {mode!r} puts no constraint on the route",
-                "offending": []}
-    if not methods:
-        return {"verdict": "unknown", "detail": "no training method found in the code",
-                "offending": []}
-    allowed = MODE_ALLOWED[mode]
-    offending = sorted(m for m in methods if FAMILY.get(m, "other") not in allowed)
-    if offending:
-        return {"verdict": "violates", "offending": offending,
-                "detail": f"{', '.join(offending)} not allowed under {mode}"}
-    if mode == "rl-only" and not any(FAMILY.get(m) in ("rl", "preference") for m in methods):
-        return {"verdict": "unknown", "offending": [],
-                "detail": "no RL method found in the code"}
-    return {"verdict": "complies", "offending": [],
-            "detail": f"{', '.join(methods)} allowed under {mode}"}

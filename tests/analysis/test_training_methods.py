@@ -1,11 +1,13 @@
-"""Finding the training route and hyperparameters in code (ast first, regexes as fallback)."""
+"""Training-method detection and hyperparameters in code (ast first, regexes as fallback), and
+the mode compliance verdicts."""
 
 from __future__ import annotations
 
 import pytest
 
+from a2c.analysis.compliance import compliance
 from a2c.analysis.failures import classify
-from a2c.analysis.route import analyse_file, compliance
+from a2c.analysis.training_methods import analyse_file
 
 
 @pytest.mark.parametrize("trainer,method", [

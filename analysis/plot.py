@@ -1,71 +1,17 @@
-"""Rendering a report dict as Markdown, a standalone SVG plot and a self-contained HTML page.
-
-All markup comes from Jinja templates (``analysis/templates``, StrictUndefined); this module only
-computes the plot's geometry (pixel coordinates, ticks) so the templates stay declarative.
+"""The score-over-time plot of a report: its geometry (pixel coordinates, ticks, the best-so-far
+step line, baseline and deadline), computed here so that ``templates/plot.svg.j2`` stays
+declarative, and the standalone SVG (``score_over_time.svg``); report.html inlines the same plot.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-import jinja2
-
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+from .templating import duration, environment
 
 W, H = 860, 340
 M = {"left": 56, "right": 20, "top": 18, "bottom": 44}
-
-
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                             undefined=jinja2.StrictUndefined,
-                             autoescape=lambda name: bool(name) and name.endswith((".html.j2", ".svg.j2")),
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["dur"] = duration
-    env.filters["num"] = number
-    env.filters["pct"] = percent
-    env.filters["short"] = lambda v, n=12: "—" if v is None else str(v)[:n]
-    env.filters["mdcell"] = md_cell
-    env.filters["d"] = lambda v: "—" if v is None or v == "" else v
-    env.filters["tojson_compact"] = lambda v: json.dumps(v, ensure_ascii=False)
-    return env
-
-
-def duration(seconds: Any) -> str:
-    if seconds is None:
-        return "—"
-    s = float(seconds)
-    if abs(s) < 120:
-        return f"{s:.0f} s" if s == int(s) else f"{s:.1f} s"
-    if abs(s) < 7200:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.2f} h"
-
-
-def number(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def percent(value: Any) -> str:
-    return "—" if value is None else f"{100 * float(value):.0f}%"
-
-
-def md_cell(value: Any) -> str:
-    text = "—" if value is None or value == "" else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _nice_step(span: float, target: int) -> float:
@@ -168,16 +114,7 @@ def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_svg(report: dict[str, Any]) -> str:
+def render_svg(report: dict[str, Any], standalone: bool = True) -> str:
+    """The plot as an SVG document (`standalone`) or as an element to inline in HTML."""
     return environment().get_template("plot.svg.j2").render(plot=plot_geometry(report),
-                                                             standalone=True)
-
-
-def render_markdown(report: dict[str, Any], svg_name: str | None = "score_over_time.svg") -> str:
-    return environment().get_template("report.md.j2").render(r=report, svg_name=svg_name)
-
-
-def render_html(report: dict[str, Any]) -> str:
-    plot = environment().get_template("plot.svg.j2").render(plot=plot_geometry(report),
-                                                             standalone=False)
-    return environment().get_template("report.html.j2").render(r=report, plot_svg=plot)
+                                                             standalone=standalone)

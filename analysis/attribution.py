@@ -1,0 +1,198 @@
+"""Which training code produced each submitted model, whether that obeys the run's mode, and how
+the code changed between submissions: the report's `route` and `timeline` sections.
+
+For each submission we read its code snapshot (``snapshots``), detect the training methods of
+every code file (``training_methods``), attribute the submitted model to some of those files
+(`attribution`: output_path, changed, all, launched, none; docs/analysis.md) and judge the methods
+against the mode (``compliance``). The timeline diffs each snapshot against the previous one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from a2c.timefmt import iso_utc, parse_time
+
+from . import compliance
+from .launched import launched_training
+from .numeric import rounded
+from .record import RunRecord
+from .snapshots import SnapshotRepo, diff_trees
+from .training_methods import FileTraining, analyse_file, is_code
+
+
+class _FileCache:
+    """Method detection per (blob, path): a file unchanged across snapshots is read once."""
+
+    def __init__(self, repo: SnapshotRepo):
+        self.repo = repo
+        self.by_blob: dict[str, FileTraining | None] = {}
+
+    def file(self, path: str, blob: str) -> FileTraining | None:
+        key = f"{blob}:{path}"
+        if key not in self.by_blob:
+            text = self.repo.text(blob)
+            self.by_blob[key] = analyse_file(path, text) if text is not None else None
+        return self.by_blob[key]
+
+
+def _attribute(codes: list[FileTraining], changed: set[str], model_path: str | None
+               ) -> tuple[list[FileTraining], str]:
+    training = [c for c in codes if c.trains]
+    if not training:
+        return [], "none"
+    if model_path:
+        name = Path(model_path.rstrip("/")).name
+        tail = "/".join(Path(model_path.rstrip("/")).parts[-2:])
+        if name and name not in ("output", "model", "."):
+            hits = [c for c in training if any(name in s or tail in s for s in c.strings)]
+            if hits:
+                return hits, "output_path"
+    hits = [c for c in training if c.path in changed]
+    if hits:
+        return hits, "changed"
+    return training, "all"
+
+
+def _upstream(chosen: list[FileTraining], codes: list[FileTraining]) -> list[FileTraining]:
+    """Training scripts whose output folder a chosen script starts from (e.g. SFT -> GRPO)."""
+    found = list(chosen)
+    for code in chosen:
+        mine = {s for s in code.strings if "output" in s and len(s) > 7}
+        for other in codes:
+            if other.trains and other not in found and mine & other.strings:
+                found.append(other)
+    return found
+
+
+def _hp_summary(codes: list[FileTraining]) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for code in codes:
+        for hp in code.hyperparameters:
+            values = found.setdefault(hp.name, [])
+            if hp.value not in values:
+                values.append(hp.value)
+    return dict(sorted(found.items()))
+
+
+def _merge_hps(per_sub: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    merged: dict[str, list[Any]] = {}
+    for entry in per_sub:
+        for key, values in entry["hyperparameters"].items():
+            bucket = merged.setdefault(key, [])
+            for value in values:
+                if value not in bucket:
+                    bucket.append(value)
+    return dict(sorted(merged.items()))
+
+
+def _shipped_workspace(folder: Path) -> dict[str, str]:
+    """The workspace files as the bundle ships them: the first submission is diffed against
+    these when no snapshot precedes it (so the diff shows the agent's work, not the bundle)."""
+    shipped: dict[str, str] = {}
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.stat().st_size <= 512_000:
+                try:
+                    shipped[path.relative_to(folder).as_posix()] = path.read_text("utf-8")
+                except (UnicodeDecodeError, OSError):
+                    continue
+    return shipped
+
+
+def _no_snapshot(sub_id: str) -> dict[str, Any]:
+    return {"id": sub_id, "snapshot": None, "methods": [], "attribution": "none",
+            "files": [], "adapters": [], "hyperparameters": {}, "evidence": [],
+            "compliance": {"verdict": "unknown", "detail": "no code snapshot", "offending": []}}
+
+
+def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str | None
+                          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the report's `route`, its `timeline`); fills each row's `snapshot` from the tags."""
+    repo = SnapshotRepo(record.root / "snapshots.git")
+    section: dict[str, Any] = {"available": repo.available, "per_submission": [],
+                               "methods": [], "adapters": [], "hyperparameters": {},
+                               "compliance": compliance.compliance(mode, [])}
+    timeline: list[dict[str, Any]] = []
+    if not repo.available:
+        section["compliance"]["detail"] = "no snapshots.git: the route cannot be read"
+        return section, timeline
+    cache = _FileCache(repo)
+    shipped = _shipped_workspace(record.root / "bundle" / "workspace")
+    launched = launched_training(record)
+    try:
+        snapshots = record.snapshots
+        prev_files: dict[str, str] = {}
+        prev_commit: str | None = None
+        prev_score: float | None = None
+        prev_id: str | None = None
+        all_methods: set[str] = set()
+        all_adapters: set[str] = set()
+        verdicts = []
+        for sub in subs:
+            commit = sub["snapshot"]
+            if commit is None:
+                commit = repo.resolve(f"refs/tags/submission-{sub['id']}")
+                sub["snapshot"] = commit
+            if commit is None:
+                section["per_submission"].append(_no_snapshot(sub["id"]))
+                continue
+            if prev_commit is None:
+                # Diff the first submission against the last snapshot taken before it.
+                before = [s for s in snapshots if s["commit"] != commit and s["ts"] is not None
+                          and sub["received_at"] is not None
+                          and iso_utc(s["ts"]) <= sub["received_at"]]
+                if before:
+                    prev_commit = before[-1]["commit"]
+                    prev_files = repo.files(prev_commit)
+            files = repo.files(commit)
+            diff = diff_trees(repo, prev_files, files,
+                              old_text=shipped if prev_commit is None else None)
+            changed = {f.path for f in diff.files}
+            codes = [c for path, blob in sorted(files.items()) if is_code(path)
+                     for c in [cache.file(path, blob)] if c is not None]
+            chosen, how = _attribute(codes, changed, sub["model_path"])
+            if how == "output_path":
+                chosen = _upstream(chosen, codes)
+            elif how == "none":
+                received = parse_time(sub["received_at"])
+                chosen = [c for stamp, c in launched
+                          if stamp is None or received is None or stamp <= received]
+                how = "launched" if chosen else "none"
+            methods = sorted({m for c in chosen for m in c.methods})
+            adapters = sorted({a for c in chosen for a in c.adapters})
+            verdict = compliance.compliance(mode, methods) if sub["valid"] or methods else \
+                {"verdict": "n/a", "detail": "invalid submission", "offending": []}
+            if sub["valid"] and not sub["base_copy"]:
+                verdicts.append(verdict)
+            all_methods.update(methods)
+            all_adapters.update(adapters)
+            section["per_submission"].append({
+                "id": sub["id"], "snapshot": commit, "methods": methods, "attribution": how,
+                "files": [c.path for c in chosen], "adapters": adapters,
+                "hyperparameters": _hp_summary(chosen),
+                "evidence": [e.to_dict() for c in chosen for e in c.evidence][:12],
+                "compliance": verdict})
+            score = sub["score"] if sub["valid"] else None
+            timeline.append({
+                "from_id": prev_id, "to_id": sub["id"], "from_commit": prev_commit,
+                "to_commit": commit, "t_s": sub["t_s"],
+                "files_changed": [{"path": f.path, "status": f.status, "added": f.added,
+                                   "removed": f.removed} for f in diff.files],
+                "lines_added": diff.added, "lines_removed": diff.removed,
+                "diff_excerpt": diff.excerpt, "diff_truncated": diff.truncated,
+                "score_before": prev_score, "score_after": score,
+                "score_change": rounded(score - prev_score) if score is not None
+                and prev_score is not None else None,
+                "valid": sub["valid"], "methods": methods})
+            prev_files, prev_commit, prev_id = files, commit, sub["id"]
+            if score is not None:
+                prev_score = score
+        section["methods"] = sorted(all_methods)
+        section["adapters"] = sorted(all_adapters)
+        section["hyperparameters"] = _merge_hps(section["per_submission"])
+        section["compliance"] = compliance.overall(mode, verdicts, sorted(all_methods))
+    finally:
+        repo.close()
+    return section, timeline

@@ -1,0 +1,66 @@
+"""Mode compliance: does the training that produced the scored models obey the run's mode?
+
+Each detected method (``training_methods``) belongs to a family; a mode allows some families
+(``sft-only``: supervised and reward models; ``rl-only``: RL, preference optimisation and reward
+models; ``free``: everything). `compliance` judges one submission's methods, `overall` the run.
+Verdicts: complies | violates | unknown | n/a (the report.json schema names them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2c.modes import FREE, RL_ONLY, SFT_ONLY
+
+# Families used for the mode constraint.
+FAMILY = {
+    "SFT": "supervised", "RFT": "supervised", "GKD": "supervised",
+    "GRPO": "rl", "PPO": "rl", "RLOO": "rl", "Online DPO": "rl", "XPO": "rl", "Nash-MD": "rl",
+    "Policy gradient (custom)": "rl",
+    "DPO": "preference", "KTO": "preference", "ORPO": "preference", "CPO": "preference",
+    "Reward model": "reward-model",
+}
+# The modes that constrain training, and the families each allows (FREE allows all).
+MODE_ALLOWED = {
+    SFT_ONLY: {"supervised", "reward-model"},
+    RL_ONLY: {"rl", "preference", "reward-model"},
+}
+
+
+def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
+    """Does a route obey the run's mode? verdict: complies | violates | unknown | n/a."""
+    mode = (mode or FREE).lower()
+    if mode not in MODE_ALLOWED:
+        return {"verdict": "n/a", "detail": f"mode {mode!r} puts no constraint on the route",
+                "offending": []}
+    if not methods:
+        return {"verdict": "unknown", "detail": "no training method found in the code",
+                "offending": []}
+    allowed = MODE_ALLOWED[mode]
+    offending = sorted(m for m in methods if FAMILY.get(m, "other") not in allowed)
+    if offending:
+        return {"verdict": "violates", "offending": offending,
+                "detail": f"{', '.join(offending)} not allowed under {mode}"}
+    if mode == RL_ONLY and not any(FAMILY.get(m) in ("rl", "preference") for m in methods):
+        return {"verdict": "unknown", "offending": [],
+                "detail": "no RL method found in the code"}
+    return {"verdict": "complies", "offending": [],
+            "detail": f"{', '.join(methods)} allowed under {mode}"}
+
+
+def overall(mode: str | None, verdicts: list[dict[str, Any]], methods: list[str]
+            ) -> dict[str, Any]:
+    """The run's verdict from its valid submissions' verdicts (and all methods it used)."""
+    base = compliance(mode, methods)
+    if base["verdict"] == "n/a":
+        return base
+    if any(v["verdict"] == "violates" for v in verdicts):
+        offending = sorted({m for v in verdicts for m in v.get("offending", [])})
+        return {"verdict": "violates", "offending": offending,
+                "detail": f"{', '.join(offending)} used for a scored model under {mode}"}
+    if verdicts and all(v["verdict"] == "complies" for v in verdicts):
+        return {"verdict": "complies", "offending": [],
+                "detail": f"every valid submission's route is allowed under {mode}"}
+    return {"verdict": "unknown", "offending": [],
+            "detail": "the route of some valid submissions could not be determined"
+            if verdicts else "no valid submission"}

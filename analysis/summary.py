@@ -1,0 +1,87 @@
+"""The run's header (who, what, when, under which budget) and its submissions table, as the
+report (and the leaderboard) read them from a run record."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2c.modes import FREE
+from a2c.timefmt import iso_utc
+
+from .numeric import finite
+from .record import RunRecord
+
+
+def run_header(record: RunRecord) -> dict[str, Any]:
+    """The report's `run` section: run.json, falling back to the run_started event's data."""
+    run = record.run
+    started = record.first_event("run_started")
+    sdata = (started or {}).get("data") or {}
+
+    def pick(key: str, default: Any = None) -> Any:
+        value = run.get(key)
+        return sdata.get(key, default) if value is None else value
+
+    versions = pick("versions", {}) or {}
+    duration = None
+    if record.started_at is not None and record.ended_at is not None:
+        duration = round(record.ended_at - record.started_at, 3)
+    base_model = base_model_name(pick("base_model"))
+    return {
+        "run_id": str(pick("run_id", record.root.name)),
+        "task": pick("task"), "level": pick("level"), "agent": pick("agent"),
+        "driver": pick("driver"), "mode": pick("mode", FREE), "seed": pick("seed"),
+        "base_model": base_model if isinstance(base_model, (str, dict)) or base_model is None
+        else str(base_model),
+        "budget": record.budget, "bundle_digest": pick("bundle_digest"),
+        "spec_hash": pick("spec_hash"), "isolation": pick("isolation"),
+        "status": pick("status"),
+        "started_at": iso_utc(record.started_at), "ended_at": iso_utc(record.ended_at),
+        "agent_started_at": iso_utc(record.clock_start),
+        "agent_ended_at": iso_utc(record.agent_ended_at),
+        "deadline": iso_utc(record.deadline), "duration_s": duration,
+        "agent_time_s": None if record.clock_start is None or record.agent_ended_at is None
+        else round(record.agent_ended_at - record.clock_start, 3),
+        "versions": versions if isinstance(versions, dict) else {},
+    }
+
+
+def base_model_name(value: Any) -> Any:
+    """`builtin:tiny`, `hub:Qwen/Qwen3-8B-Base@main`, `path:/models/x` from a spec or a
+    run.json base_model object ({spec, path, fingerprint}); strings pass through."""
+    if isinstance(value, dict):
+        spec = value.get("spec") if isinstance(value.get("spec"), dict) else value
+        if "builtin" in spec:
+            return f"builtin:{spec['builtin']}"
+        if "hub" in spec:
+            rev = spec.get("revision")
+            return f"hub:{spec['hub']}" + (f"@{rev}" if rev else "")
+        if "path" in spec:
+            return f"path:{spec['path']}"
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def submission_rows(record: RunRecord, baseline: float | None) -> list[dict[str, Any]]:
+    """The report's `submissions`: one row per submission, with the best score so far and
+    whether it improved on it (copies of the base model never count)."""
+    out = []
+    best: float | None = None
+    for sub in record.submissions:
+        improved = False
+        if sub.valid and sub.score is not None and not sub.base_copy and (
+                best is None or sub.score > best):
+            improved = best is not None or baseline is None or sub.score > baseline
+            best = sub.score if best is None else max(best, sub.score)
+        out.append({
+            "id": sub.id, "index": sub.index, "t_s": record.rel_time(sub.received_at),
+            "received_at": iso_utc(sub.received_at), "scored_at": iso_utc(sub.scored_at),
+            "scored": sub.scored, "valid": sub.valid, "score": finite(sub.score),
+            "ci95": sub.ci95, "error": sub.error, "duplicate_of": sub.duplicate_of,
+            "base_copy": sub.base_copy, "note": sub.note, "model_path": sub.model_path,
+            "weights_hash": sub.weights_hash, "elapsed_s": finite(sub.elapsed_s),
+            "backend": sub.backend, "result_file": sub.result_file, "snapshot": sub.snapshot,
+            "best_so_far": best, "improved": improved,
+        })
+    return out
