@@ -16,10 +16,10 @@ from a2c.timefmt import iso_utc, parse_time
 
 from . import compliance
 from .launched import launched_training
-from .numeric import rounded
 from .record import RunRecord
-from .snapshots import SnapshotRepo, diff_trees
+from .snapshots import MAX_TEXT_BYTES, SnapshotRepo, diff_trees
 from .training_methods import FileTraining, analyse_file, is_code
+from .values import rounded
 
 
 class _FileCache:
@@ -93,7 +93,7 @@ def _shipped_workspace(folder: Path) -> dict[str, str]:
     shipped: dict[str, str] = {}
     if folder.is_dir():
         for path in sorted(folder.rglob("*")):
-            if path.is_file() and path.stat().st_size <= 512_000:
+            if path.is_file() and path.stat().st_size <= MAX_TEXT_BYTES:
                 try:
                     shipped[path.relative_to(folder).as_posix()] = path.read_text("utf-8")
                 except (UnicodeDecodeError, OSError):

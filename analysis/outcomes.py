@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .numeric import finite, rounded
 from .record import RunRecord
+from .values import clip, finite, rounded
 
 MAX_EXAMPLES = 3
 EXAMPLE_WIDTH = 400
@@ -17,7 +17,7 @@ def _clip(value: Any, width: int = EXAMPLE_WIDTH) -> Any:
     if value is None or isinstance(value, (int, float, bool)):
         return value
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return clip(text, width)
 
 
 def _correct(item: dict[str, Any]) -> bool | None:

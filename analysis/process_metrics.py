@@ -9,8 +9,8 @@ import math
 import statistics
 from typing import Any
 
-from .numeric import finite, rounded
 from .record import RunRecord
+from .values import finite, rounded
 
 
 def process_metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: float | None,

@@ -23,11 +23,11 @@ from a2c.fsutil import write_text_atomic
 
 from .attribution import training_and_timeline
 from .failures import analyse_failures
-from .numeric import finite, rounded
 from .outcomes import best_outcomes
 from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import run_header, submission_rows
+from .values import finite, rounded
 from .verify import Verification, VerificationError, verify_run
 
 REPORT_FORMAT = "a2c-report/1"

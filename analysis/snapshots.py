@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .values import clip
+
 MAX_TEXT_BYTES = 512_000
 EXCERPT_LINES = 24
 EXCERPT_WIDTH = 160
@@ -175,6 +177,5 @@ def diff_trees(repo: SnapshotRepo, old: dict[str, str], new: dict[str, str],
             if len(out.excerpt) >= excerpt_lines:
                 out.truncated = True
                 break
-            out.excerpt.append(line if len(line) <= EXCERPT_WIDTH
-                               else line[:EXCERPT_WIDTH - 1] + "…")
+            out.excerpt.append(clip(line, EXCERPT_WIDTH))
     return out

@@ -9,8 +9,8 @@ from typing import Any
 from a2c.modes import FREE
 from a2c.timefmt import iso_utc
 
-from .numeric import finite
 from .record import RunRecord
+from .values import finite
 
 
 def run_header(record: RunRecord) -> dict[str, Any]:

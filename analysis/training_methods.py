@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .values import clip
+
 # Trainer / config names -> method.
 TRAINER_METHODS = {
     "SFTTrainer": "SFT", "SFTConfig": "SFT",
@@ -146,7 +148,7 @@ def _value(node: ast.AST, source: str, constants: dict[str, Any]) -> Any:
             return constants[node.id]
         raise _Unresolved(node.id)  # a bare variable name says nothing
     segment = ast.get_source_segment(source, node) or ""
-    return segment if len(segment) <= 80 else segment[:79] + "…"
+    return clip(segment, 80)
 
 
 def _jsonable(value: Any) -> Any:
@@ -161,7 +163,7 @@ def _jsonable(value: Any) -> Any:
 def _line_text(lines: list[str], lineno: int) -> str:
     if 1 <= lineno <= len(lines):
         text = lines[lineno - 1].strip()
-        return text if len(text) <= 160 else text[:159] + "…"
+        return clip(text, 160)
     return ""
 
 

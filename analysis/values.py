@@ -1,4 +1,5 @@
-"""Numbers as the report stores them: finite floats or None, rounded where the schema says so."""
+"""Values as the analysis stores them: finite numbers or None, rounded figures, and text clipped
+to a width (with an ellipsis) wherever code, logs or outputs are quoted."""
 
 from __future__ import annotations
 
@@ -15,3 +16,8 @@ def finite(value: Any) -> float | None:
 
 def rounded(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def clip(text: str, width: int) -> str:
+    """`text` if it fits in `width` characters, else its first width-1 and '…'."""
+    return text if len(text) <= width else text[:width - 1] + "…"
