@@ -28,7 +28,8 @@ MODE_ALLOWED = {
 
 
 def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
-    """Does a route obey the run's mode? verdict: complies | violates | unknown | n/a."""
+    """Do one submission's training methods obey the run's mode? verdict: complies | violates |
+    unknown | n/a."""
     mode = (mode or FREE).lower()
     if mode not in MODE_ALLOWED:
         return {"verdict": "n/a", "detail": f"mode {mode!r} puts no constraint on the route",
