@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json, sha256_file
+from a2c.contracts.bundle import Bundle, bundle_digest
+from a2c.contracts.events import verify_events
 from a2c.errors import A2CError
-from a2c.runtime.bundle import Bundle, bundle_digest
-from a2c.runtime.events import verify_events
 
 from .record import RunRecord, sid
 
