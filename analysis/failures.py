@@ -1,9 +1,13 @@
 """Failure taxonomy: why submissions were invalid and what went wrong in the run, with evidence.
 
 Each invalid submission (and each run-level failure: no valid submission before the deadline, the
-agent crashing, the grader refusing requests) gets one category. The category is decided from the
-grader's error message, the results file's error and the grader log lines about that submission;
-the evidence is those lines, quoted.
+agent crashing, the grader refusing requests) gets one category. The category is decided by the
+error code the grader service recorded (`a2c.contracts.submission_errors`, `CODE_CATEGORIES`);
+where the code says only that the evaluation failed (the evaluator crashed, the grader marked the
+result invalid), the loader's or grader's own message (which carries no code) picks among the
+evaluation categories. Records written before the service wrote codes are classified by the
+message patterns alone. The evidence is the error, the results file's error and the grader log
+lines about that submission, quoted.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+
+from a2c.contracts.submission_errors import SubmissionError as E
 
 from .record import RunRecord, Submission
 
@@ -48,14 +54,23 @@ LABELS.update({
     "submission_limit": "submission refused: limit reached",
     "deadline_passed": "submission refused: deadline passed",
     "never_scored": "submission never scored",
+    "model_changed": "submitted files changed or deleted before evaluation",
     "other": "other",
 })
-SERVICE_REFUSALS = [
-    ("path_refused", re.compile(r"path_escape", re.IGNORECASE)),
-    ("rate_limited", re.compile(r"too_soon", re.IGNORECASE)),
-    ("submission_limit", re.compile(r"submission_limit", re.IGNORECASE)),
-    ("deadline_passed", re.compile(r"deadline_passed", re.IGNORECASE)),
-]
+# The category of each code of an invalid submission; None: the message decides (see above).
+CODE_CATEGORIES: dict[str, str | None] = {
+    E.MODEL_MOVED: "path_refused", E.PATH_ESCAPE: "path_refused",
+    E.MODEL_DELETED: "model_changed", E.MODEL_CHANGED: "model_changed",
+    E.EVAL_TIMEOUT: "timeout", E.EVAL_KILLED: "out_of_memory", E.INTERNAL_ERROR: "eval_crash",
+    E.EVAL_CRASHED: None, E.EVAL_NO_RESULT: None, E.GRADER_INVALID: None,
+}
+EVAL_CATEGORIES = ("timeout", "out_of_memory", "tokenizer_mismatch", "load_failure", "eval_crash")
+# Requests the grader refused (it logs the code), in the order they are reported.
+REFUSAL_CATEGORIES = [(E.PATH_ESCAPE, "path_refused"), (E.TOO_SOON, "rate_limited"),
+                      (E.SUBMISSION_LIMIT, "submission_limit"),
+                      (E.DEADLINE_PASSED, "deadline_passed")]
+SERVICE_REFUSALS = [(category, re.compile(re.escape(code.value), re.IGNORECASE))
+                    for code, category in REFUSAL_CATEGORIES]
 MAX_EVIDENCE = 5
 MAX_LOG_BYTES = 4_000_000
 
@@ -65,6 +80,21 @@ def classify(text: str) -> str:
         if pattern.search(text or ""):
             return key
     return "other"
+
+
+def category_of(code: str | None, text: str) -> str:
+    """The category of an invalid submission from its code (and, where the code leaves it open,
+    its message); `classify(text)` for a record without a code."""
+    if not code:
+        return classify(text)
+    try:
+        fixed = CODE_CATEGORIES.get(E(code), "other")
+    except ValueError:  # a code this a2c does not know
+        return classify(text)
+    if fixed is not None:
+        return fixed
+    found = classify(text)
+    return found if found in EVAL_CATEGORIES else "eval_crash"
 
 
 def _log_lines(root: Path, name: str) -> list[str]:
@@ -121,7 +151,7 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
         elif sub.duplicate_of and not sub.error:
             category = "duplicate"
         else:
-            category = classify("\n".join(texts))
+            category = category_of(sub.code, "\n".join(texts))
         if sub.base_copy and not evidence:
             evidence.append({"source": "events.jsonl", "line": sub.scored_line,
                              "text": f"duplicate_of={sub.duplicate_of}"})

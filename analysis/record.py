@@ -10,67 +10,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.events import EVENTS_FILE
+from a2c.contracts.journal import read_journal_lines
+from a2c.contracts.records import read_jsonl_tolerant
 from a2c.errors import A2CError
+from a2c.timefmt import iso_utc as iso
+from a2c.timefmt import parse_time
 
+__all__ = ["RunRecord", "Submission", "iso", "parse_time", "read_json", "read_jsonl_tolerant",
+           "sid"]
+
+# duplicate_of values that name the base model: how records without `copy_of_base` say it.
 BASE_COPY_MARKERS = ("baseline", "base", "base_model", "base-model")
-
-
-def parse_time(value: Any) -> float | None:
-    """Unix seconds from an ISO-8601 string (``...Z`` allowed) or a number; None otherwise."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        try:
-            return float(text)
-        except ValueError:
-            pass
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        return moment.timestamp()
-    return None
-
-
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def read_jsonl_tolerant(path: Path) -> tuple[list[dict], list[tuple[int, str]]]:
-    """(objects, [(line, problem)]): unparsable lines are reported, not fatal."""
-    rows: list[dict] = []
-    problems: list[tuple[int, str]] = []
-    if not path.is_file():
-        return rows, problems
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError as exc:
-                problems.append((lineno, f"not valid JSON: {exc}"))
-                continue
-            if not isinstance(obj, dict):
-                problems.append((lineno, "not a JSON object"))
-                continue
-            obj["_line"] = lineno
-            rows.append(obj)
-    return rows, problems
 
 
 def read_json(path: Path) -> Any:
@@ -99,7 +54,9 @@ class Submission:
     ci95: list[float] | None = None
     valid: bool = False
     error: str | None = None
+    code: str | None = None         # a2c.contracts.submission_errors code, when invalid
     duplicate_of: str | None = None
+    copy_of_base: bool | None = None   # None in records written before the service wrote it
     elapsed_s: float | None = None
     backend: str | None = None
     result_file: str | None = None
@@ -109,6 +66,9 @@ class Submission:
 
     @property
     def base_copy(self) -> bool:
+        if self.copy_of_base is not None:
+            return self.copy_of_base
+        # A record from before `copy_of_base` was written: read it from duplicate_of / the error.
         dup = (self.duplicate_of or "").strip().lower()
         if dup in BASE_COPY_MARKERS:
             return True
@@ -135,8 +95,8 @@ class RunRecord:
         if not (root / "run.json").is_file() and not (root / "events.jsonl").is_file():
             raise A2CError(f"{root}: not a run directory (no run.json, no events.jsonl)")
         run = read_json(root / "run.json")
-        events, event_problems = read_jsonl_tolerant(root / "events.jsonl")
-        journal, journal_problems = read_jsonl_tolerant(root / "submissions.jsonl")
+        events, event_problems = read_jsonl_tolerant(root / EVENTS_FILE)
+        journal, journal_problems = read_journal_lines(root)
         return cls(root=root, run=run if isinstance(run, dict) else {}, events=events,
                    event_problems=event_problems, journal=journal,
                    journal_problems=journal_problems)
@@ -276,6 +236,9 @@ class RunRecord:
                     sub.ci95 = [float(ci[0]), float(ci[1])]
                 sub.valid = bool(data.get("valid", sub.score is not None))
                 sub.error = data.get("error")
+                sub.code = data.get("code")
+                if isinstance(data.get("copy_of_base"), bool):
+                    sub.copy_of_base = data["copy_of_base"]
                 dup = data.get("duplicate_of")
                 sub.duplicate_of = None if dup is None else sid(dup)
                 sub.elapsed_s = data.get("elapsed_s")
@@ -293,6 +256,9 @@ class RunRecord:
                 sub.weights_hash = sub.weights_hash or row.get("weights_hash")
             elif row.get("op") == "scored":
                 sub.result_file = row.get("result")
+                sub.code = sub.code or row.get("code")
+                if sub.copy_of_base is None and isinstance(row.get("copy_of_base"), bool):
+                    sub.copy_of_base = row["copy_of_base"]
         for snap in self.snapshots:
             if snap["submission_id"] is not None and snap["submission_id"] in subs:
                 subs[snap["submission_id"]].snapshot = snap["commit"]

@@ -2,10 +2,10 @@
 
 Checks, in order (every problem is collected; the first one is what the CLI names):
 
-1. ``events.jsonl``: the hash chain (``runtime.events.verify_events``) and that every line is
+1. ``events.jsonl``: the hash chain (``a2c.contracts.events.verify_events``) and that every line is
    exactly the canonical JSON the event log writes (so even a whitespace-only edit is caught);
 2. ``run.json`` is readable;
-3. ``bundle/``: every file hash and the digest (``runtime.bundle.Bundle.load``), and the digest
+3. ``bundle/``: every file hash and the digest (``a2c.contracts.bundle.load_bundle``), and the digest
    equals ``run.json``'s ``bundle_digest`` and the ``run_started`` event's; likewise the copy of
    the agent bundle (``agent/agent.json``) when the run has one, against ``agent_digest``;
 4. ``submissions.jsonl`` (the grader's journal): every scored submission in the journal appears in
@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import canonical_json, sha256_file
-from a2c.errors import A2CError
-from a2c.runtime.bundle import Bundle, bundle_digest
-from a2c.runtime.events import verify_events
+from a2c.canonical import canonical_json
+from a2c.contracts.bundle import load_bundle
+from a2c.contracts.events import verify_events
+from a2c.errors import A2CError, BundleError
 
 from .record import RunRecord, sid
 
@@ -121,7 +121,7 @@ def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
         problems.append(Problem("bundle", None, "missing: the run has no copy of its bundle"))
     else:
         try:
-            bundle = Bundle.load(bundle_dir)
+            bundle = load_bundle(bundle_dir, kind="Task")
             digest = bundle.digest
         except A2CError as exc:
             problems.append(Problem("bundle", None, str(exc).replace(str(bundle_dir) + ": ", "")))
@@ -151,22 +151,15 @@ def _check_agent(root: Path, record: RunRecord, out: Verification) -> None:
     if not manifest_path.is_file():
         return
     problems: list[Problem] = []
+    digest = None
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        files = dict(manifest.get("files") or {})
-    except (OSError, ValueError, TypeError, AttributeError):
-        manifest, files = {}, {}
-        problems.append(Problem("agent/agent.json", None, "unreadable manifest"))
-    for relative, expected in sorted(files.items()):
-        path = root / "agent" / relative
-        if not path.is_file():
-            problems.append(Problem(f"agent/{relative}", None, "missing"))
-        elif sha256_file(path) != expected:
-            problems.append(Problem(f"agent/{relative}", None, "content differs from the agent "
-                                                               "manifest"))
-    digest = manifest.get("digest")
-    if manifest and bundle_digest(manifest.get("spec_hash", ""), files) != digest:
-        problems.append(Problem("agent/agent.json", None, "digest does not match the files"))
+        bundle = load_bundle(manifest_path.parent, kind="Agent", verify=False)
+    except BundleError as exc:
+        problems.append(Problem("agent/agent.json", None, "unreadable manifest: "
+                                + str(exc).replace(str(manifest_path) + ": ", "")))
+    else:
+        digest = bundle.digest
+        problems += [Problem(f"agent/{path}", None, what) for path, what in bundle.problems()]
     started = (record.first_event("run_started") or {}).get("data") or {}
     for source, recorded in (("run.json", record.run.get("agent_digest")),
                              ("events.jsonl", started.get("agent_digest"))):

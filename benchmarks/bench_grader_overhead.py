@@ -43,7 +43,7 @@ Path(a.out).write_text(json.dumps({"score": 50.0, "ci95": [40.0, 60.0], "n_items
 
 def arith_setup() -> tuple[dict, list[dict], str]:
     """The arith task's grader config and held-out records (from the compiled bundle)."""
-    from a2c.runtime.bundle import Bundle
+    from a2c.contracts.bundle import Bundle
     from a2c.runtime.data import load_split
 
     bundle_dir = ROOT / "generated" / "arith"
@@ -86,7 +86,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from a2c.canonical import sha256_tree
-    from a2c.runtime.events import EventLog
+    from a2c.contracts.events import EventLog
     from a2c.runtime.service import start_service, write_service_config
     from a2c.runtime.service.core import Journal
     from a2c.runtime.service.evaluator import run_evaluation

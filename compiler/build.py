@@ -19,13 +19,13 @@ from typing import Any
 import jinja2
 
 import a2c
-from a2c.canonical import sha256_bytes, sha256_json
+from a2c.canonical import sha256_bytes
 from a2c.compiler import resolve as resolve_mod
 from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
+from a2c.contracts.bundle import MANIFEST_CLASSES
 from a2c.errors import SpecError
 from a2c.fsutil import swap_in_dir
 from a2c.paths import TEMPLATES_DIR, project_root
-from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
 
 MANIFESTS = {"Task": "bundle.json", "Agent": "agent.json", "Suite": "suite.json"}
 KEYS = {"Task": "task", "Agent": "agent", "Suite": "suite"}
@@ -109,12 +109,9 @@ def _render(name: str, context: dict[str, Any]) -> bytes:
 
 
 def _manifest(kind: str, ident: str, resolved: dict, files: dict[str, bytes]) -> bytes:
-    spec_hash = sha256_json(resolved)
     hashes = {rel: sha256_bytes(data) for rel, data in sorted(files.items())}
-    manifest = {"format": BUNDLE_FORMAT, "compiler_version": a2c.__version__, "kind": kind,
-                "id": ident, "spec_hash": spec_hash, KEYS[kind]: resolved, "files": hashes,
-                "digest": bundle_digest(spec_hash, hashes)}
-    return (to_json(manifest) + "\n").encode("utf-8")
+    manifest = MANIFEST_CLASSES[kind].create(ident, resolved, hashes, a2c.__version__)
+    return (to_json(manifest.to_dict()) + "\n").encode("utf-8")
 
 
 def task_context(task: dict) -> dict[str, Any]:

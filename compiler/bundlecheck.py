@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from a2c.compiler.build import human_duration
+from a2c.contracts.bundle import load_bundle
 from a2c.errors import BundleError
-from a2c.runtime.bundle import Bundle
 
 
 def parse_dockerfile(text: str) -> list[tuple[str, str]]:
@@ -105,7 +105,7 @@ def check_instructions(root: Path, task: dict) -> list[str]:
 
 def check_bundle(root: Path) -> list[str]:
     try:
-        bundle = Bundle.load(root)
+        bundle = load_bundle(root, kind="Task")
     except BundleError as exc:
         return [str(exc)]
     task = bundle.task

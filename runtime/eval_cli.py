@@ -55,8 +55,8 @@ def register(subparsers: Any) -> None:
 
 
 def resolve_bundle(arg: str):
+    from a2c.contracts.bundle import Bundle
     from a2c.paths import project_root
-    from a2c.runtime.bundle import Bundle
 
     path = Path(arg)
     if not (path / "bundle.json").is_file():
@@ -155,9 +155,9 @@ def _task_services(task: dict):
 
 
 def run(args: argparse.Namespace) -> int:
+    from a2c.contracts.grade_result import _json_safe
     from a2c.runtime.data import load_split
     from a2c.runtime.graders import get_grader
-    from a2c.runtime.graders.result import _json_safe
 
     bundle = resolve_bundle(args.bundle)
     task = bundle.task

@@ -75,7 +75,7 @@ class Snapshotter:
         self.excluded_dirs = set(excluded_dirs)
         self.excluded_top = set(excluded_top)
         if event_log is not None and not hasattr(event_log, "append"):
-            from a2c.runtime.events import EventLog
+            from a2c.contracts.events import EventLog
             event_log = EventLog(event_log)
         self.event_log = event_log
         self._env = {**os.environ, **_GIT_ENV,

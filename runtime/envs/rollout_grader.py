@@ -24,11 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import SCORE_BY_KIND, env_factory
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
-from a2c.runtime.graders.result import GradeResult
 
 VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printable ASCII
                 # 3: prefix cache between steps (options.prefix_cache_mb)

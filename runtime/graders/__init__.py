@@ -15,9 +15,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.runtime.graders.bootstrap import bootstrap_ci
-from a2c.runtime.graders.result import GradeResult
 
 __all__ = [
     "GRADER_KINDS",

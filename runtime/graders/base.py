@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.grade_result import GradeResult
 from a2c.errors import A2CError
 from a2c.runtime.graders.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean_score
-from a2c.runtime.graders.result import GradeResult
 
 DEFAULT_INFERENCE: dict[str, Any] = {
     "backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0, "stop": [],

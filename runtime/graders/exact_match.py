@@ -17,8 +17,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
-from a2c.runtime.graders.result import GradeResult
 
 DEFAULT_PATTERN = r"####\s*(-?[\d,.]+)"
 NUMBER_RE = re.compile(r"[-+\u2212]?\s?[$\u20ac\u00a3]?\s?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?")

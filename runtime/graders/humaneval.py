@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.graders import sandbox
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
-from a2c.runtime.graders.result import GradeResult
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 

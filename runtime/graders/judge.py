@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import sha256_json
+from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.lc import length_controlled_winrate
-from a2c.runtime.graders.result import GradeResult
 
 PROMPT_VERSION = "a2c-pairwise-1"
 # How a reply becomes a judgment (verdict patterns, which token's logprobs); part of the cache key.

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.journal import read_journal
 from a2c.errors import RunError
 from a2c.runtime.service.baseline import (
     compute_baseline,
@@ -54,19 +55,6 @@ def write_service_config(run_dir: str | Path, **fields: Any) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(clean, handle, indent=1, sort_keys=True)
     return path
-
-
-def read_journal(run_dir: str | Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / "submissions.jsonl"
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 class ServiceHandle:

@@ -164,7 +164,7 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
                            {**(result if valid and result else {}),
                             "valid": valid, "score": summary["score"], "error": error,
                             "cached": cached, "key": key})
-        from a2c.runtime.events import EventLog
+        from a2c.contracts.events import EventLog
 
         EventLog(run_dir / "events.jsonl").append("baseline_scored", {
             "score": summary["score"], "ci95": summary["ci95"], "valid": valid, "error": error,

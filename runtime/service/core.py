@@ -19,24 +19,27 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.runtime.events import EventLog, utc_now
+from a2c.contracts.events import EventLog, SubmissionReceived, SubmissionScored, utc_now
+from a2c.contracts.journal import JOURNAL_FILE, Journal, JournalReceived, JournalScored
+from a2c.contracts.submission_errors import SubmissionError, eval_failure_code
 from a2c.runtime.service.baseline import compute_baseline, model_fingerprint
 from a2c.runtime.service.config import ServiceConfig
 from a2c.runtime.service.evaluator import ProcessSlot, run_evaluation
 
-JOURNAL = "submissions.jsonl"
-PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "duplicate_of", "copy_of_base",
+JOURNAL = JOURNAL_FILE
+PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "code", "duplicate_of",
+                 "copy_of_base",
                  "model_path", "note", "weights_hash", "received_at", "scored_at", "elapsed_s",
                  "backend", "metrics", "queue_position")
 
 
 class Refusal(Exception):
-    """A request the service refuses: HTTP status, error code, message, limit."""
+    """A request the service refuses: HTTP status, error code (a SubmissionError), message, limit."""
 
     def __init__(self, status: int, code: str, message: str, limit: Any = None, **extra: Any):
         super().__init__(message)
         self.status, self.code, self.message, self.limit, self.extra = (
-            status, code, message, limit, extra)
+            status, SubmissionError(code).value, message, limit, extra)
 
     def body(self) -> dict[str, Any]:
         return {"error": self.code, "message": self.message, "limit": self.limit, **self.extra}
@@ -68,59 +71,13 @@ def _stat_signature(path: Path) -> list:
     return out
 
 
-class Journal:
-    """Append-only JSON lines with fsync; tolerant of a torn last line left by a crash."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        self._repair()
-
-    def _repair(self) -> None:
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            # A write torn by a crash was never acknowledged: drop it.
-            cut = data.rfind(b"\n") + 1
-            with open(self.path, "r+b") as handle:
-                handle.truncate(cut)
-                handle.flush()
-                os.fsync(handle.fileno())
-            log(f"journal: dropped a torn last line ({len(data) - cut} bytes)")
-
-    def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        lines = []
-        with open(self.path, encoding="utf-8") as handle:
-            for n, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    lines.append(json.loads(line))
-                except ValueError:
-                    log(f"journal: line {n} is not JSON; skipped")
-        return lines
-
-    def append(self, entry: dict[str, Any]) -> None:
-        data = canonical_json(entry) + b"\n"
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-
 class GradingService:
     def __init__(self, cfg: ServiceConfig):
         self.cfg = cfg
         self.run_dir = cfg.run_dir
         cfg.results_dir.mkdir(parents=True, exist_ok=True)
         (cfg.grader_dir / "eval").mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(self.run_dir / JOURNAL)
+        self.journal = Journal(self.run_dir / JOURNAL, log=log)
         self.events = EventLog(self.run_dir / "events.jsonl")
         self.output_dir = Path(os.path.realpath(cfg.output_dir))
         self.lock = threading.RLock()
@@ -275,16 +232,16 @@ class GradingService:
             now = time.time()
             self._check_limits(now)  # again: another submission may have raced us
             sid = self.next_id()
-            entry = {"op": "received", "id": sid, "ts": utc_now(), "received_unix": now,
-                     "model_path": shown, "host_path": str(host), "weights_hash": weights_hash,
-                     "note": note, "stat": signature}
+            entry = JournalReceived(id=sid, ts=utc_now(), received_unix=now, model_path=shown,
+                                    host_path=str(host), weights_hash=weights_hash, note=note,
+                                    stat=signature).to_dict()
             self.journal.append(entry)  # durable before anything else happens
             sub = {k: v for k, v in entry.items() if k != "op"}
             sub.update(status="queued", received_at=entry["ts"])
             self.subs[sid] = sub
             self.last_received_unix = now
-            self.events.append("submission_received", {
-                "id": sid, "model_path": shown, "weights_hash": weights_hash, "note": note})
+            self.events.emit(SubmissionReceived(id=sid, model_path=shown,
+                                                weights_hash=weights_hash, note=note))
             self.queue.append(sid)
             position = len(self.queue) + (1 if self.running is not None else 0)
             self.cond.notify_all()
@@ -367,7 +324,8 @@ class GradingService:
                 log(f"submission {sid}: internal error:\n{traceback.format_exc()}")
                 try:
                     self._finish(sid, {"score": None, "valid": False,
-                                       "error": f"internal grader error: {exc}"})
+                                       "error": f"internal grader error: {exc}",
+                                       "code": SubmissionError.INTERNAL_ERROR.value})
                 except Exception:  # e.g. the disk is full: stays unscored, re-queued on resume
                     log(f"submission {sid}: could not record the error:\n"
                         f"{traceback.format_exc()}")
@@ -421,11 +379,13 @@ class GradingService:
         if real != self.output_dir and self.output_dir not in real.parents:
             self._finish(sid, {"score": None, "valid": False, "error": (
                 f"{sub['model_path']} now resolves outside the output folder "
-                f"{self.cfg.agent_output_dir}; it was replaced after submission")})
+                f"{self.cfg.agent_output_dir}; it was replaced after submission"),
+                "code": SubmissionError.MODEL_MOVED.value})
             return
         if not host.exists():
             self._finish(sid, {"score": None, "valid": False,
-                               "error": f"{sub['model_path']} was deleted before it was evaluated"})
+                               "error": f"{sub['model_path']} was deleted before it was evaluated",
+                               "code": SubmissionError.MODEL_DELETED.value})
             return
         if sub.get("stat") is not None and _stat_signature(host) != sub["stat"]:
             now_hash = model_fingerprint(host)
@@ -433,7 +393,7 @@ class GradingService:
                 self._finish(sid, {"score": None, "valid": False, "error": (
                     f"the files in {sub['model_path']} changed after submission "
                     f"(weights hash {weights_hash[:12]} -> {now_hash[:12]}); submit a folder you "
-                    "no longer write to")})
+                    "no longer write to"), "code": SubmissionError.MODEL_CHANGED.value})
                 return
         # Identical weights are scored once.
         with self.lock:
@@ -464,8 +424,10 @@ class GradingService:
             result = {"score": None, "ci95": None, "n_items": 0, "items": [], "metrics": {},
                       "valid": False, "error": outcome.error, "elapsed_s": outcome.elapsed_s}
         summary = self._summary(result)
+        if outcome.error is not None:
+            summary["code"] = eval_failure_code(outcome.returncode, timed_out=(
+                outcome.returncode is None and outcome.elapsed_s > 0)).value
         summary["elapsed_s"] = round(outcome.elapsed_s, 3)
-        summary["copy_of_base"] = weights_hash == self._base_fp if self._base_fp else None
         self._finish(sid, summary, result=result)
 
     @staticmethod
@@ -474,12 +436,18 @@ class GradingService:
         return {"score": result.get("score") if valid else None,
                 "ci95": result.get("ci95") if valid else None, "valid": valid,
                 "error": None if valid else (result.get("error") or "invalid result"),
+                "code": None if valid else (result.get("code") or SubmissionError.GRADER_INVALID.value),
                 "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
                 "n_items": result.get("n_items")}
 
     def _finish(self, sid: int, summary: dict[str, Any],
                 result: dict[str, Any] | None = None) -> None:
         summary.setdefault("duplicate_of", None)
+        if not summary["valid"]:
+            summary.setdefault("code", SubmissionError.INTERNAL_ERROR.value)
+        if summary.get("copy_of_base") is None:
+            base_fp = self._base_fingerprint()
+            summary["copy_of_base"] = bool(base_fp) and self.subs[sid]["weights_hash"] == base_fp
         rel = f"results/{sid}.json"
         full = dict(result or {"score": None, "valid": False, "error": summary.get("error")})
         full.update(submission_id=sid, weights_hash=self.subs[sid]["weights_hash"],
@@ -491,22 +459,23 @@ class GradingService:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.run_dir / rel)
-        entry = {"op": "scored", "id": sid, "ts": utc_now(), "score": summary.get("score"),
-                 "ci95": summary.get("ci95"), "valid": summary["valid"],
-                 "error": summary.get("error"), "duplicate_of": summary["duplicate_of"],
-                 "copy_of_base": summary.get("copy_of_base"), "elapsed_s": summary.get("elapsed_s"),
-                 "backend": summary.get("backend"), "metrics": summary.get("metrics") or {},
-                 "result": rel}
+        scored = JournalScored(
+            id=sid, ts=utc_now(), score=summary.get("score"), ci95=summary.get("ci95"),
+            valid=summary["valid"], error=summary.get("error"), code=summary.get("code"),
+            duplicate_of=summary["duplicate_of"], copy_of_base=summary["copy_of_base"],
+            elapsed_s=summary.get("elapsed_s"), backend=summary.get("backend"),
+            metrics=summary.get("metrics") or {}, result=rel)
+        entry = scored.to_dict()
         self.journal.append(entry)
         with self.lock:
             sub = self.subs[sid]
             sub.update({k: v for k, v in entry.items() if k not in ("op", "ts", "id")})
             sub["scored_at"] = entry["ts"]
             sub["status"] = "scored" if summary["valid"] else "invalid"
-        self.events.append("submission_scored", {
-            "id": sid, "score": entry["score"], "ci95": entry["ci95"], "valid": entry["valid"],
-            "error": entry["error"], "duplicate_of": entry["duplicate_of"],
-            "elapsed_s": entry["elapsed_s"], "backend": entry["backend"]})
+        self.events.emit(SubmissionScored(
+            id=sid, score=scored.score, ci95=scored.ci95, valid=scored.valid, error=scored.error,
+            code=scored.code, duplicate_of=scored.duplicate_of, copy_of_base=scored.copy_of_base,
+            elapsed_s=scored.elapsed_s, backend=scored.backend))
         log(f"submission {sid}: {sub['status']} score={entry['score']} "
             f"{'dup of ' + str(entry['duplicate_of']) if entry['duplicate_of'] else ''}"
             f"{entry['error'] or ''}")

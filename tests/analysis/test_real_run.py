@@ -11,7 +11,7 @@ import pytest
 from a2c.analysis.report import write_report
 from a2c.analysis.verify import verify_run
 from a2c.canonical import sha256_file, sha256_json
-from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
+from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
 
 AGENT = r'''
 cat > train_sft.py <<'PY'

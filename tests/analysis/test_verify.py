@@ -154,7 +154,7 @@ def test_not_a_run_directory(tmp_path, capsys):
 
 def test_agent_bundle_copy_is_verified(fixture_run):
     from a2c.canonical import sha256_file, sha256_json
-    from a2c.runtime.bundle import bundle_digest
+    from a2c.contracts.bundle import bundle_digest
 
     agent = fixture_run / "agent"
     agent.mkdir()

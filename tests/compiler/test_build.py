@@ -11,8 +11,8 @@ from a2c.canonical import sha256_file
 from a2c.compiler.build import build_specs, plan, stale_files
 from a2c.compiler.load import discover, find_spec, load_spec
 from a2c.compiler.resolve import seconds
+from a2c.contracts.bundle import BUNDLE_FORMAT, Bundle
 from a2c.paths import PACKAGE_ROOT
-from a2c.runtime.bundle import BUNDLE_FORMAT, Bundle
 
 TASK_KEYS = {"id", "title", "level", "description", "base_model", "data", "grader", "budget",
              "scoring", "modes", "environment"}

@@ -6,7 +6,7 @@ import json
 
 from a2c.compiler import docgen
 from a2c.compiler.build import build_specs
-from a2c.runtime.bundle import Bundle
+from a2c.contracts.bundle import Bundle
 
 
 def test_validate_ok(specs, run_cli):

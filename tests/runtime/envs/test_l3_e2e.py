@@ -12,8 +12,8 @@ import json
 
 import pytest
 
+from a2c.contracts.events import read_events, verify_events
 from a2c.runtime import run as run_mod
-from a2c.runtime.events import read_events, verify_events
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ def make_fixture_bundle(task_id: str, dest: Path, files: dict[str, Path],
     """A copy of generated/<task_id> whose data source is the given local files (the hub data
     sets are not on this machine), with a recomputed manifest so that Bundle.load verifies it."""
     from a2c.canonical import sha256_file, sha256_json
-    from a2c.runtime.bundle import bundle_digest
+    from a2c.contracts.bundle import bundle_digest
 
     src = GENERATED / task_id
     if not (src / "bundle.json").is_file():
@@ -160,7 +160,7 @@ def task_bundles():
 
 def usable_bundle(task_id, tmp_path):
     """The real bundle when its data is here, else the same bundle over fixture files."""
-    from a2c.runtime.bundle import Bundle
+    from a2c.contracts.bundle import Bundle
     from a2c.runtime.data import DataError, load_split
 
     bundle = Bundle.load(GENERATED / task_id)

@@ -53,7 +53,7 @@ def test_eval_predictions_on_every_l1_l2_bundle(task_id, tmp_path, capsys, fake_
 
 @pytest.fixture
 def arith(tmp_path):
-    from a2c.runtime.bundle import Bundle
+    from a2c.contracts.bundle import Bundle
     from a2c.runtime.data import load_split
 
     if not (GENERATED / "arith" / "bundle.json").is_file():
@@ -114,7 +114,7 @@ def test_errors(arith, capsys, tmp_path):
 
 
 def test_agent_split_only_when_asked(arith, capsys, tmp_path):
-    from a2c.runtime.bundle import Bundle
+    from a2c.contracts.bundle import Bundle
     from a2c.runtime.data import load_split
 
     root, _ = arith

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from a2c.canonical import sha256_file, sha256_json
-from a2c.runtime.bundle import BUNDLE_FORMAT, bundle_digest
+from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
 
 
 def make_agent(root: Path, agent_id: str, script: str) -> Path:

@@ -14,8 +14,8 @@ from datetime import datetime
 
 import pytest
 
+from a2c.contracts.events import read_events, verify_events
 from a2c.runtime import run as run_mod
-from a2c.runtime.events import read_events, verify_events
 from a2c.runtime.sandbox.local import bwrap_works
 from a2c.runtime.sandbox.proctree import collect
 

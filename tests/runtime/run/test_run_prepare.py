@@ -7,10 +7,10 @@ import stat
 
 import pytest
 
+from a2c.contracts.bundle import Bundle
 from a2c.errors import RunError
 from a2c.paths import project_root
 from a2c.runtime import run as run_mod
-from a2c.runtime.bundle import Bundle
 
 
 def _prepare(tmp_path, **kw):

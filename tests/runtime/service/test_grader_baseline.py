@@ -8,7 +8,7 @@ import json
 import pytest
 from service_helpers import FAKE_EVALUATOR, make_model
 
-from a2c.runtime.events import read_events
+from a2c.contracts.events import read_events
 from a2c.runtime.service import compute_baseline, compute_baseline_for_run, start_service
 
 GRADER = {"kind": "exact_match", "params": {"pattern": "####\\s*(-?[\\d,.]+)"}}

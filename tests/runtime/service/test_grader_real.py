@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from a2c.runtime.events import read_events, verify_events
+from a2c.contracts.events import read_events, verify_events
 from a2c.runtime.service import compute_baseline_for_run, start_service
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from service_helpers import make_model
 
-from a2c.runtime.events import read_events, verify_events
+from a2c.contracts.events import read_events, verify_events
 from a2c.runtime.service import ServiceClient, ServiceError, read_journal, start_service
 
 

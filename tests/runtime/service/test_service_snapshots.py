@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from a2c.runtime.events import read_events, verify_events
+from a2c.contracts.events import read_events, verify_events
 from a2c.runtime.snapshots import Snapshotter
 
 

@@ -1,0 +1,237 @@
+"""The bundle contract: what the compiler writes and the runtime and the analysis read.
+
+A bundle is a folder with a manifest (`bundle.json` for a task, `agent.json` for an agent,
+`suite.json` for a suite) listing every file's sha256 and one digest over them. `bundle_digest`
+is the digest rule the compiler uses to write a manifest and `load_bundle` the one verification
+everyone uses to read one: every listed file must be there with its hash, no file may be added
+(task and suite bundles; a run adds `prompt.rendered.md` to its copy of the agent), and the digest
+must match, so a run can state exactly what it ran and a tampered bundle is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from a2c.canonical import sha256_file, sha256_json
+from a2c.errors import BundleError
+
+BUNDLE_FORMAT = "a2c-bundle/1"
+KINDS = ("Task", "Agent", "Suite")
+MANIFESTS = {"Task": "bundle.json", "Agent": "agent.json", "Suite": "suite.json"}
+MANIFEST = MANIFESTS["Task"]
+# Kinds whose folder may hold nothing but the listed files.
+CLOSED_KINDS = ("Task", "Suite")
+
+
+def bundle_digest(spec_hash: str, files: dict[str, str]) -> str:
+    """The one number that names a bundle: a hash over the spec hash and every file's hash."""
+    return sha256_json({"spec_hash": spec_hash, "files": files})
+
+
+class BundleVerificationError(BundleError):
+    """A bundle whose files do not match its manifest. `problems` holds (path, what) pairs,
+    paths relative to the bundle folder."""
+
+    def __init__(self, root: Path, kind: str, problems: list[tuple[str, str]]):
+        self.root, self.kind, self.problems = root, kind, list(problems)
+        what = "bundle" if kind == "Task" else f"{kind.lower()} bundle"
+        super().__init__(f"{root}: {what} failed verification:\n  "
+                         + "\n  ".join(f"{path}: {msg}" for path, msg in self.problems))
+
+
+@dataclass(frozen=True)
+class BundleManifest:
+    """The fields every manifest has; `body` is the resolved spec under the kind's key."""
+
+    KIND: ClassVar[str] = ""
+    id: str
+    spec_hash: str
+    files: dict[str, str]
+    digest: str
+    body: dict[str, Any] = field(default_factory=dict)
+    compiler_version: str | None = None
+    format: str = BUNDLE_FORMAT
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @property
+    def key(self) -> str:
+        return self.KIND.lower()
+
+    @classmethod
+    def create(cls, ident: str, resolved: dict[str, Any], hashes: dict[str, str],
+               compiler_version: str) -> BundleManifest:
+        """A new manifest for `resolved` and its files' hashes (the compiler's writer)."""
+        spec_hash = sha256_json(resolved)
+        hashes = dict(sorted(hashes.items()))
+        return cls(id=ident, spec_hash=spec_hash, files=hashes,
+                   digest=bundle_digest(spec_hash, hashes), body=resolved,
+                   compiler_version=compiler_version)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"format": self.format, "kind": self.KIND, "id": self.id,
+                               "spec_hash": self.spec_hash, "files": dict(self.files),
+                               "digest": self.digest}
+        if self.compiler_version is not None:
+            out["compiler_version"] = self.compiler_version
+        out[self.key] = self.body
+        return out
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> BundleManifest:
+        kind = data.get("kind")
+        cls = MANIFEST_CLASSES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            raise BundleError(f"unknown bundle kind {kind!r} (one of {', '.join(KINDS)})")
+        files = data.get("files") or {}
+        if not isinstance(files, dict):
+            raise BundleError("manifest 'files' is not an object")
+        body = data.get(cls.KIND.lower())
+        return cls(id=str(data.get("id", "")), spec_hash=str(data.get("spec_hash", "")),
+                   files={str(k): str(v) for k, v in files.items()},
+                   digest=str(data.get("digest", "")),
+                   body=body if isinstance(body, dict) else {},
+                   compiler_version=data.get("compiler_version"),
+                   format=str(data.get("format", "")))
+
+
+@dataclass(frozen=True)
+class TaskBundle(BundleManifest):
+    KIND: ClassVar[str] = "Task"
+
+
+@dataclass(frozen=True)
+class AgentBundle(BundleManifest):
+    KIND: ClassVar[str] = "Agent"
+
+
+@dataclass(frozen=True)
+class SuiteBundle(BundleManifest):
+    KIND: ClassVar[str] = "Suite"
+
+
+MANIFEST_CLASSES: dict[str, type[BundleManifest]] = {
+    "Task": TaskBundle, "Agent": AgentBundle, "Suite": SuiteBundle}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle folder and its manifest (`manifest` is the raw dict, `record` the typed one)."""
+
+    root: Path
+    manifest: dict[str, Any]
+
+    @property
+    def record(self) -> BundleManifest:
+        return BundleManifest.from_dict(self.manifest)
+
+    @property
+    def id(self) -> str:
+        return self.manifest["id"]
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def digest(self) -> str:
+        return self.manifest["digest"]
+
+    @property
+    def spec_hash(self) -> str:
+        return self.manifest["spec_hash"]
+
+    @property
+    def task(self) -> dict[str, Any]:
+        if self.kind != "Task":
+            raise BundleError(f"{self.root}: is an {self.kind} bundle, not a task bundle")
+        return self.manifest["task"]
+
+    @property
+    def agent(self) -> dict[str, Any]:
+        """The resolved agent (an old manifest without an `agent` key is its own agent)."""
+        if self.kind != "Agent":
+            raise BundleError(f"{self.root}: is a {self.kind} bundle, not an agent bundle")
+        return self.manifest.get("agent", self.manifest)
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    @classmethod
+    def load(cls, root: str | Path, verify: bool = True) -> Bundle:
+        return load_bundle(root, verify=verify)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(path, what) for every file that is missing, changed or (closed kinds) unlisted."""
+        files: dict[str, str] = self.manifest.get("files") or {}
+        out = []
+        for relative, expected in sorted(files.items()):
+            path = self.root / relative
+            if not path.is_file():
+                out.append((relative, "missing"))
+            elif sha256_file(path) != expected:
+                out.append((relative, "content differs from the manifest"))
+        if self.kind in CLOSED_KINDS:
+            listed = set(files) | {MANIFESTS[self.kind]}
+            for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
+                relative = path.relative_to(self.root).as_posix()
+                if relative not in listed and "__pycache__" not in relative:
+                    out.append((relative, "not in the manifest"))
+        if bundle_digest(self.manifest.get("spec_hash", ""), files) != self.manifest.get("digest"):
+            out.append((MANIFESTS[self.kind], "digest does not match the files"))
+        return out
+
+    def verify(self) -> None:
+        """Raise BundleVerificationError naming every file that is missing, changed or unlisted."""
+        problems = self.problems()
+        if problems:
+            raise BundleVerificationError(self.root, self.kind, problems)
+
+
+def _manifest_path(root: Path, kind: str | None) -> Path:
+    if kind is not None:
+        if kind not in MANIFESTS:
+            raise BundleError(f"unknown bundle kind {kind!r} (one of {', '.join(KINDS)})")
+        return root / MANIFESTS[kind]
+    for name in MANIFESTS.values():
+        if (root / name).is_file():
+            return root / name
+    return root / MANIFEST
+
+
+def load_bundle(root: str | Path, kind: str | None = None, verify: bool = True) -> Bundle:
+    """Read (and by default verify) the bundle at `root`: the one bundle check.
+
+    `kind` ("Task", "Agent", "Suite") picks the manifest file and refuses another kind; without
+    it the manifest found first (bundle.json, agent.json, suite.json) is read. Raises BundleError
+    (BundleVerificationError for files that do not match) with a message naming the problem.
+    """
+    root = Path(root)
+    manifest_path = _manifest_path(root, kind)
+    if not manifest_path.is_file():
+        raise BundleError(f"{root}: not a bundle (no {manifest_path.name}); build one with "
+                          "`a2c build`")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{manifest_path}: unreadable manifest: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{manifest_path}: unreadable manifest: not a JSON object")
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"{manifest_path}: format {manifest.get('format')!r}, "
+                          f"this a2c reads {BUNDLE_FORMAT!r}")
+    found = manifest.get("kind")
+    expected = kind or next(k for k, name in MANIFESTS.items() if name == manifest_path.name)
+    if found != expected:
+        raise BundleError(f"{manifest_path}: is a {found!r} bundle, not {expected!r}")
+    if not isinstance(manifest.get("files", {}), dict):
+        raise BundleError(f"{manifest_path}: unreadable manifest: 'files' is not an object")
+    bundle = Bundle(root=root, manifest=manifest)
+    if verify:
+        bundle.verify()
+    return bundle

@@ -1,0 +1,74 @@
+"""The one result type every grader returns (see docs/contracts.md, "Graders"): the record of
+a graded submission, written to `RUN/results/<n>.json` by the grader service."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class GradeResult:
+    """A graded submission.
+
+    `score` and `ci95` are on the paper's 0-100 scale. Each entry of `items` holds at least
+    `id, prompt, output, extracted, gold, correct, score, error`; an item's `score` is the fraction
+    of that item earned, in [0, 1] (so `score` = 100 x the mean item score for every grader whose
+    headline metric is a mean over items).
+    """
+
+    score: float
+    ci95: tuple[float, float]
+    n_items: int
+    items: list[dict] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    grader: str = ""
+    grader_version: str = ""
+    backend: str = ""
+    elapsed_s: float = 0.0
+    valid: bool = True
+    error: str | None = None
+
+    def to_dict(self, items: bool = True) -> dict[str, Any]:
+        out = asdict(self)
+        out["ci95"] = [float(self.ci95[0]), float(self.ci95[1])]
+        if not items:
+            out.pop("items")
+        return _json_safe(out)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        ci = kwargs.get("ci95", (0.0, 0.0))
+        kwargs["ci95"] = (float(ci[0]), float(ci[1]))
+        kwargs.setdefault("items", [])
+        return cls(**kwargs)
+
+    def to_json(self, items: bool = True) -> str:
+        return json.dumps(self.to_dict(items=items), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def invalid(cls, grader: str, version: str, backend: str, error: str,
+                elapsed_s: float = 0.0, n_items: int = 0) -> GradeResult:
+        """A submission that could not be graded (it scores 0 and says why)."""
+        return cls(score=0.0, ci95=(0.0, 0.0), n_items=n_items, items=[], metrics={},
+                   grader=grader, grader_version=version, backend=backend,
+                   elapsed_s=elapsed_s, valid=False, error=error)
+
+
+def _json_safe(obj: Any) -> Any:
+    """Plain JSON types only: tuples become lists, numpy scalars floats, NaN/inf become None."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if hasattr(obj, "item"):  # numpy scalar
+        return _json_safe(obj.item())
+    return str(obj)

@@ -1,0 +1,141 @@
+"""Dataclass -> JSON Schema (the small subset of typing the records use)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union
+
+SCHEMA_DIR = Path(__file__).resolve().parent
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+BASE_ID = "https://a2c.dev/schemas/"
+
+
+def type_schema(tp: Any) -> dict[str, Any]:
+    """The schema of one annotation."""
+    if tp is Any:
+        return {}
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        options = [type_schema(a) for a in typing.get_args(tp)]
+        if any(not o for o in options):
+            return {}
+        simple = [o["type"] for o in options if set(o) == {"type"} and isinstance(o["type"], str)]
+        if len(simple) == len(options):
+            return {"type": simple}
+        return {"anyOf": options}
+    if tp is type(None):
+        return {"type": "null"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is str:
+        return {"type": "string"}
+    if origin in (list, tuple) or tp in (list, tuple):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        out: dict[str, Any] = {"type": "array"}
+        if origin is tuple and args and len(args) > 1:
+            out.update(prefixItems=[type_schema(a) for a in args], minItems=len(args),
+                       maxItems=len(args))
+        elif args:
+            out["items"] = type_schema(args[0])
+        return out
+    if origin is dict or tp is dict:
+        args = typing.get_args(tp)
+        out = {"type": "object"}
+        if len(args) == 2 and args[1] is not Any:
+            out["additionalProperties"] = type_schema(args[1])
+        return out
+    raise TypeError(f"no JSON Schema for annotation {tp!r}")
+
+
+def record_schema(cls: type, *, const: dict[str, str] | None = None) -> dict[str, Any]:
+    """An object schema for a dataclass: a property per field; fields without a default are
+    required; `const` adds fixed-value keys (a journal entry's `op`)."""
+    hints = typing.get_type_hints(cls)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for key, value in (const or {}).items():
+        props[key] = {"const": value}
+        required.append(key)
+    for f in dataclasses.fields(cls):
+        props[f.name] = type_schema(hints[f.name])
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
+        out["description"] = " ".join(cls.__doc__.split())
+    if required:
+        out["required"] = required
+    return out
+
+
+def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"$schema": DRAFT, "$id": f"{BASE_ID}{name}.schema.json", "title": title, **body}
+
+
+def generate_all() -> dict[str, dict[str, Any]]:
+    """{file name: schema} for every record."""
+    from a2c.contracts import bundle, events, grade_result, journal
+
+    out: dict[str, dict[str, Any]] = {}
+
+    # Bundle manifests: one schema, the kind picks the body's key.
+    manifest = {"type": "object", "required": ["format", "kind", "id", "spec_hash", "files",
+                                               "digest"],
+                "properties": {"format": {"const": bundle.BUNDLE_FORMAT},
+                               "kind": {"enum": list(bundle.KINDS)},
+                               "id": {"type": "string"}, "spec_hash": {"type": "string"},
+                               "compiler_version": {"type": "string"},
+                               "files": {"type": "object",
+                                         "additionalProperties": {"type": "string"}},
+                               "digest": {"type": "string"},
+                               **{k.lower(): {"type": "object"} for k in bundle.KINDS}},
+                "description": " ".join((bundle.BundleManifest.__doc__ or "").split())}
+    out["bundle"] = _document("bundle", "a2c bundle manifest (bundle.json, agent.json, "
+                                        "suite.json)", manifest)
+
+    defs = {cls.__name__: record_schema(cls) for cls in events.EVENT_TYPES.values()}
+    envelope = record_schema(events.Event)
+    envelope["properties"]["type"] = {"type": "string"}
+    envelope["required"] = ["seq", "ts", "type", "data", "prev", "hash"]
+    envelope["allOf"] = [{"if": {"properties": {"type": {"const": t}}},
+                          "then": {"properties": {"data": {"$ref": f"#/$defs/{cls.__name__}"}}}}
+                         for t, cls in events.EVENT_TYPES.items()]
+    out["event"] = _document("event", "a2c event (one line of events.jsonl)",
+                             {**envelope, "$defs": defs})
+
+    entries = {cls.__name__: record_schema(cls, const={"op": op})
+               for op, cls in journal.ENTRY_TYPES.items()}
+    out["journal_entry"] = _document(
+        "journal_entry", "a2c journal entry (one line of submissions.jsonl)",
+        {"oneOf": [{"$ref": f"#/$defs/{name}"} for name in entries], "$defs": entries})
+
+    result = record_schema(grade_result.GradeResult)
+    result["properties"]["score"] = {"type": ["number", "null"]}  # an invalid result: null
+    result["properties"]["ci95"] = {"type": ["array", "null"], "items": {"type": ["number",
+                                                                                  "null"]}}
+    out["grade_result"] = _document("grade_result", "a2c grade result (results/<n>.json)",
+                                    result)
+    return out
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def write_all(directory: Path = SCHEMA_DIR) -> list[Path]:
+    from a2c.fsutil import write_text_atomic
+
+    return [write_text_atomic(directory / f"{name}.schema.json", render(schema))
+            for name, schema in generate_all().items()]
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    return json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
