@@ -17,7 +17,7 @@ HEADER = """# Spec field reference
      Do not edit by hand: tests/compiler/test_docs.py fails when this file is stale. -->
 
 Every spec is a YAML file with `apiVersion: a2c/v1`, a `kind` (`Task`, `Agent` or `Suite`) and an
-`id`. Unknown keys are errors. Durations are written `12h`, `30m`, `90s`, `1h30m` (or a number
+`id`. Unknown keys are errors. Durations are written `12h`, `30m`, `90s`, `1h30m`, `1.5h` (or a number
 of seconds) and resolved to seconds (`wall_clock` → `wall_clock_s`). `extends: PATH` deep-merges
 the spec over a base file (mappings merge, lists and scalars replace). Print a schema with
 `a2c schema task|agent|suite`; editors can use it through
