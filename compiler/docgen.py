@@ -46,6 +46,9 @@ def _type(node: dict, defs: dict) -> str:
     return t or "any"
 
 
+removed: list[str] = []     # `x-removed` keys found while rendering: fields a spec may no longer use
+
+
 def _rows(node: dict, defs: dict, prefix: str, out: list, required: set) -> None:
     props = node.get("properties", {})
     for name, sub in props.items():
@@ -56,6 +59,8 @@ def _rows(node: dict, defs: dict, prefix: str, out: list, required: set) -> None
         desc = sub.get("description") or target.get("description", "")
         req = "yes" if name in required else ""
         out.append(f"| `{path}` | {_type(sub, defs)} | {req} | {desc} |")
+        for gone, why in target.get("x-removed", {}).items():
+            removed.append(f"| `{path}.{gone}` | {why} |")
         if target.get("type") == "object" and "properties" in target:
             _rows(target, defs, f"{path}.", out, set(target.get("required", [])))
         if target.get("type") == "array" and "properties" in target.get("items", {}):
@@ -68,6 +73,7 @@ def _rows(node: dict, defs: dict, prefix: str, out: list, required: set) -> None
 
 def render() -> str:
     parts = [HEADER]
+    removed.clear()
     for kind in ("task", "agent", "suite"):
         schema = load_schema(kind)
         defs = schema.get("$defs", {})
@@ -92,6 +98,10 @@ def render() -> str:
                 rows = []
                 _rows(params, defs, "params.", rows, set(params.get("required", [])))
                 parts.append("\n".join(rows))
+    if removed:
+        parts.append("\n## Removed fields\n\nA spec that still uses one of these is refused, "
+                     "with this message.\n\n| Field | Why |\n|---|---|\n"
+                     + "\n".join(sorted(set(removed))))
     parts.append("\n## Durations\n\n" + load_schema("task")["$defs"]["duration"]["description"]
                  + "\n")
     return "\n".join(parts).rstrip("\n") + "\n"

@@ -121,7 +121,7 @@ def resolve_task(doc) -> dict[str, Any]:
               "min_interval_s": seconds(b["min_interval"]),
               "eval_timeout_s": seconds(b["eval_timeout"])}
     sc = d.get("scoring") or {}
-    scoring = {"policy": sc.get("policy", "best"), "final_rescore": sc.get("final_rescore", False)}
+    scoring = {"policy": sc.get("policy", "best")}
     envr = d.get("environment") or {}
     services = [{"name": s["name"], "command": s["command"], "port": s["port"],
                  "health": s.get("health"), "startup_timeout_s": seconds(s.get("startup_timeout", 60))}

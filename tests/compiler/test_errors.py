@@ -317,3 +317,14 @@ def test_suite_with_unknown_task(tmp_path, run_cli, specs):
     found = build_fails(run_cli, spec, tmp_path)
     assert [m["path"] for m in found] == ["tasks[1]", "agents[0]"]
     assert "did you mean 'tiny'" in found[0]["what"]
+
+
+def test_removed_field_final_rescore(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "scoring: {policy: last}", "scoring: {policy: last, final_rescore: true}")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "scoring.final_rescore"
+    assert m["what"] == ("removed — it never did anything; a final split held back by the grader "
+                         "is planned to replace it (see docs/spec-reference.md)")
+    code, _, err = run_cli("validate", spec)
+    assert code == 2 and "scoring.final_rescore: removed" in err
+
