@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from a2c.compiler.schema import load_schema
+from a2c.fsutil import write_text_atomic
 from a2c.paths import PACKAGE_ROOT
 
 HEADER = """# Spec field reference
@@ -113,7 +114,7 @@ def target() -> Path:
 
 def main(argv=None) -> int:
     path = target()
-    path.write_text(render(), encoding="utf-8")
+    write_text_atomic(path, render())
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

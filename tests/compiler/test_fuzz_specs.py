@@ -2,7 +2,8 @@
 
 Each case takes a shipped spec (task, agent, suite or base), applies one to three seeded mutations
 (lines deleted, duplicated, swapped or re-indented; scalars replaced by mappings, lists, YAML tags,
-aliases, huge numbers or non-UTF-8 bytes; truncation; inserted tags and anchors) and pushes it
+aliases, huge numbers or non-UTF-8 bytes; a character replaced by YAML punctuation; truncation;
+inserted tags and anchors) and pushes it
 through `validate` and `build` in this process. Any exception other than an A2CError is a crash;
 a spec that errors must leave its output directory empty.
 
@@ -67,7 +68,7 @@ def mutate(text: str, rng: random.Random) -> bytes:
         if not lines:
             lines = [""]
         i = rng.randrange(len(lines))
-        op = rng.randrange(10)
+        op = rng.randrange(11)
         if op == 0:
             del lines[i]
         elif op == 1:
@@ -92,6 +93,9 @@ def mutate(text: str, rng: random.Random) -> bytes:
             joined = "\n".join(lines)
             cut = rng.randrange(len(joined) + 1)
             lines = joined[:cut].split("\n")
+        elif op == 9 and lines[i]:
+            k = rng.randrange(len(lines[i]))
+            lines[i] = lines[i][:k] + rng.choice(":-[]{}&*!|>'\"%@`#,? \\") + lines[i][k + 1:]
         else:
             raw_tail = rng.choice([b"\xff", b"\xe9t\xe9", b"\x00", b"\xc3", b"\xed\xa0\x80"])
             k = rng.randrange(len(lines))
