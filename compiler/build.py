@@ -39,7 +39,7 @@ ENV_VARS = {
     "task": "A2C_TASK_ID", "mode": "A2C_MODE", "seed": "A2C_SEED", "deadline": "A2C_DEADLINE",
     "driver": "A2C_DRIVER_MODEL", "command_log": "A2C_COMMAND_LOG",
 }
-MODE_TITLES = {"free": "Free", "sft-only": "SFT only", "rl-only": "RL only"}
+MODE_TITLES = resolve_mod.MODE_TITLES      # the one list of modes: a2c.modes
 
 
 @dataclass

@@ -19,6 +19,14 @@ REQUIRED_FIELDS = {"exact_match": ("prompt", "answer"), "humaneval": ("prompt", 
 _CHECKS: dict[str, list] = {"Task": [], "Agent": [], "Suite": []}
 
 
+def is_file(path: Path) -> bool:
+    """`path.is_file()`, but False for a name the OS cannot even look up (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def check_for(*kinds):
     def register(fn):
         for kind in kinds:
@@ -50,13 +58,15 @@ def referenced_files_exist(doc):
         value = doc.data.get(key)
         if isinstance(value, dict) and "file" in value:
             target = doc.path.parent / value["file"]
-            if not target.is_file():
+            if not is_file(target):
                 yield (key, "file"), f"file not found: {value['file']} (looked at {target})"
             else:
                 try:
                     target.read_text(encoding="utf-8")
                 except UnicodeDecodeError:
                     yield (key, "file"), f"{value['file']} is not valid UTF-8"
+                except OSError as exc:
+                    yield (key, "file"), f"cannot read {value['file']}: {exc.strerror}"
 
 
 @check_for("Task")
@@ -92,7 +102,7 @@ def splits_do_not_overlap(doc):
                                                 f"({', '.join(sorted(src['files']))})")
         for split, rel in src["files"].items():
             target = doc.path.parent / rel
-            if not target.is_file():
+            if not is_file(target):
                 yield ("data", "source", "files", split), (f"file not found: {rel} "
                                                             f"(looked at {target})")
     for role in ("agent", "heldout"):
@@ -200,7 +210,7 @@ def suite_references_exist(doc):
     for key, folder in (("tasks", "tasks"), ("agents", "agents")):
         known = sorted(p.stem for p in (root / folder).glob("*.y*ml"))
         for i, ident in enumerate(doc.data[key]):
-            if not any((root / folder / f"{ident}{suffix}").is_file()
+            if not any(is_file(root / folder / f"{ident}{suffix}")
                        for suffix in (".yaml", ".yml")):
                 from a2c.compiler.schema import suggest
                 yield (key, i), (f"no {folder[:-1]} spec '{ident}' under "

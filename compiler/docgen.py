@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from a2c.compiler.schema import load_schema
+from a2c.fsutil import write_text_atomic
 from a2c.paths import PACKAGE_ROOT
 
 HEADER = """# Spec field reference
@@ -17,7 +18,7 @@ HEADER = """# Spec field reference
      Do not edit by hand: tests/compiler/test_docs.py fails when this file is stale. -->
 
 Every spec is a YAML file with `apiVersion: a2c/v1`, a `kind` (`Task`, `Agent` or `Suite`) and an
-`id`. Unknown keys are errors. Durations are written `12h`, `30m`, `90s`, `1h30m` (or a number
+`id`. Unknown keys are errors. Durations are written `12h`, `30m`, `90s`, `1h30m`, `1.5h` (or a number
 of seconds) and resolved to seconds (`wall_clock` → `wall_clock_s`). `extends: PATH` deep-merges
 the spec over a base file (mappings merge, lists and scalars replace). Print a schema with
 `a2c schema task|agent|suite`; editors can use it through
@@ -46,6 +47,9 @@ def _type(node: dict, defs: dict) -> str:
     return t or "any"
 
 
+removed: list[str] = []     # `x-removed` keys found while rendering: fields a spec may no longer use
+
+
 def _rows(node: dict, defs: dict, prefix: str, out: list, required: set) -> None:
     props = node.get("properties", {})
     for name, sub in props.items():
@@ -56,6 +60,8 @@ def _rows(node: dict, defs: dict, prefix: str, out: list, required: set) -> None
         desc = sub.get("description") or target.get("description", "")
         req = "yes" if name in required else ""
         out.append(f"| `{path}` | {_type(sub, defs)} | {req} | {desc} |")
+        for gone, why in target.get("x-removed", {}).items():
+            removed.append(f"| `{path}.{gone}` | {why} |")
         if target.get("type") == "object" and "properties" in target:
             _rows(target, defs, f"{path}.", out, set(target.get("required", [])))
         if target.get("type") == "array" and "properties" in target.get("items", {}):
@@ -68,6 +74,7 @@ def _rows(node: dict, defs: dict, prefix: str, out: list, required: set) -> None
 
 def render() -> str:
     parts = [HEADER]
+    removed.clear()
     for kind in ("task", "agent", "suite"):
         schema = load_schema(kind)
         defs = schema.get("$defs", {})
@@ -92,6 +99,10 @@ def render() -> str:
                 rows = []
                 _rows(params, defs, "params.", rows, set(params.get("required", [])))
                 parts.append("\n".join(rows))
+    if removed:
+        parts.append("\n## Removed fields\n\nA spec that still uses one of these is refused, "
+                     "with this message.\n\n| Field | Why |\n|---|---|\n"
+                     + "\n".join(sorted(set(removed))))
     parts.append("\n## Durations\n\n" + load_schema("task")["$defs"]["duration"]["description"]
                  + "\n")
     return "\n".join(parts).rstrip("\n") + "\n"
@@ -103,7 +114,7 @@ def target() -> Path:
 
 def main(argv=None) -> int:
     path = target()
-    path.write_text(render(), encoding="utf-8")
+    write_text_atomic(path, render())
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

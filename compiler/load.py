@@ -51,7 +51,7 @@ def _read(path: Path, stack: tuple[Path, ...], via: str | None) -> tuple[dict, S
         raise SpecError(f"{via}: extends: cycle: {chain}")
     if len(stack) > MAX_EXTENDS_DEPTH:
         raise SpecError(f"{via}: extends: more than {MAX_EXTENDS_DEPTH} levels deep")
-    if not path.is_file() and via:
+    if via and not checks.is_file(path):
         raise SpecError(f"{via}: extends: base file not found: {path}")
     source = parse(path)
     data = source.data
@@ -79,6 +79,15 @@ def _read(path: Path, stack: tuple[Path, ...], via: str | None) -> tuple[dict, S
     return merged, combined, files + base_files
 
 
+def _shown(value: Any) -> str:
+    """A wrong value as a message shows it: a short repr, or what kind of YAML value it is."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
 def read_document(path: str | Path, expect_kind: str | None = None) -> Document:
     """Parse, merge bases and check the kind; no schema validation yet."""
     path = Path(path)
@@ -87,9 +96,9 @@ def read_document(path: str | Path, expect_kind: str | None = None) -> Document:
     if kind is None:
         raise SpecError(f"{source.where(())}: kind: required field is missing "
                         f"(one of: {', '.join(KINDS)})")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise SpecError(f"{source.where(('kind',))}: kind: must be one of: {', '.join(KINDS)} "
-                        f"(got {kind!r}){suggest(kind, KINDS)}")
+                        f"(got {_shown(kind)}){suggest(kind, KINDS) if isinstance(kind, str) else ''}")
     if expect_kind and kind != expect_kind:
         raise SpecError(f"{source.where(('kind',))}: kind: expected a {expect_kind} spec, "
                         f"this file is a {kind} spec")
@@ -135,14 +144,18 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 def find_spec(name_or_path: str | Path, kind: str | None = None) -> Path:
     """A path as given if it exists, else the spec with that id under specs/{tasks,agents,suites}."""
     path = Path(name_or_path)
-    if path.exists() or not _ID.match(str(name_or_path)):
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):       # a name the OS cannot look up (too long, a NUL byte)
+        exists = False
+    if exists or not _ID.match(str(name_or_path)):
         return path
     root = specs_root()
     folders = [KIND_DIRS[kind]] if kind else list(KIND_DIRS.values())
     for folder in folders:
         for suffix in SPEC_SUFFIXES:
             candidate = root / folder / f"{name_or_path}{suffix}"
-            if candidate.is_file():
+            if checks.is_file(candidate):
                 return candidate
     known = sorted(p.stem for f in folders for p in (root / f).glob("*.y*ml")) \
         if root.is_dir() else []

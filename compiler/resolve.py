@@ -7,9 +7,12 @@ unset), so consumers never guess. The resolved task has exactly the shape in doc
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
+
+from a2c.durations import parse_duration
+from a2c.modes import FREE, MODES
+from a2c.modes import MODE_TITLES as MODE_TITLES  # re-export: the titles the templates show
 
 DEFAULT_BASE_IMAGE = ("python:3.11.10-slim-bookworm@sha256:"
                       "5148c0e4bbb64271bca1d3322360ebf4bfb7564507ae32dd639322e4952a6b16")
@@ -21,7 +24,7 @@ DEFAULT_INFERENCE = {"backend": "auto", "max_new_tokens": 512, "temperature": 0.
                      "seed": 0, "prompt_template": "{prompt}"}
 DEFAULT_BUDGET = {"wall_clock": "12h", "gpus": 1, "max_submissions": 30, "min_interval": 0,
                   "eval_timeout": "1h"}
-DEFAULT_MODES = ["free", "sft-only", "rl-only"]
+DEFAULT_MODES = list(MODES)
 DEFAULT_PARAMS = {
     # The graders' own defaults (runtime/graders), written out so a bundle states them.
     "exact_match": {"fallback": "last_number", "normalize": "number", "match": "first"},
@@ -36,18 +39,11 @@ DEFAULT_ENV = {"max_steps": 50, "n_episodes": None,
                "history": {"max_tokens": None, "keep_first_turns": 1}, "options": {}}
 FORMATS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-
-
 def seconds(value: Any) -> int | float:
-    """`12h` → 43200, `1h30m` → 5400, `90s` → 90, a number → itself."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    match = _DURATION.match(str(value))
-    if not match or not str(value):
-        raise ValueError(f"not a duration: {value!r}")
-    h, m, s = (int(x) if x else 0 for x in match.groups())
-    return h * 3600 + m * 60 + s
+    """A spec duration in seconds (`12h` → 43200, `1.5h` → 5400, a number → itself), read by the
+    one grammar in a2c.durations. 0 is allowed here (`min_interval: 0s`); the checks say where a
+    duration must be positive."""
+    return parse_duration(value, allow_zero=True)
 
 
 def text_of(value: Any, spec_path: Path) -> str:
@@ -125,7 +121,7 @@ def resolve_task(doc) -> dict[str, Any]:
               "min_interval_s": seconds(b["min_interval"]),
               "eval_timeout_s": seconds(b["eval_timeout"])}
     sc = d.get("scoring") or {}
-    scoring = {"policy": sc.get("policy", "best"), "final_rescore": sc.get("final_rescore", False)}
+    scoring = {"policy": sc.get("policy", "best")}
     envr = d.get("environment") or {}
     services = [{"name": s["name"], "command": s["command"], "port": s["port"],
                  "health": s.get("health"), "startup_timeout_s": seconds(s.get("startup_timeout", 60))}
@@ -181,5 +177,5 @@ def resolve_suite(doc) -> dict[str, Any]:
         budget["gpus"] = b["gpus"]
     return {"id": d["id"], "title": d["title"], "description": d.get("description"),
             "tasks": list(d["tasks"]), "agents": list(d["agents"]),
-            "drivers": list(d.get("drivers", [])), "modes": list(d.get("modes", ["free"])),
+            "drivers": list(d.get("drivers", [])), "modes": list(d.get("modes", [FREE])),
             "seeds": list(d.get("seeds", [0])), "budget": budget}

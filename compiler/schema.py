@@ -97,8 +97,12 @@ def _translate(error: ValidationError, source: Source) -> list[tuple[str, str]]:
 
     if v == "additionalProperties" and isinstance(instance, dict):
         known = set(schema.get("properties", {}))
+        removed = schema.get("x-removed", {})
         out = []
         for key in sorted(k for k in instance if k not in known):
+            if key in removed:
+                out.append((source.where(path + (key,), key=True), _fmt(path + (key,), removed[key])))
+                continue
             if key.lower() in _SECRET_KEYS:
                 hint = ("; endpoints and keys never go in a spec: the runtime reads them from the "
                         "environment")

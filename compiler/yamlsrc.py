@@ -21,7 +21,14 @@ from a2c.errors import SpecError
 MAX_NODES = 100_000        # total values after alias expansion (billion-laughs guard)
 MAX_ALIAS_EXPANSIONS = 1_000
 MAX_BYTES = 4 * 1024 * 1024
-
+MAX_DEPTH = 32             # nesting of mappings and lists; shipped specs use fewer than 8
+_CORE = "tag:yaml.org,2002:"
+# The tags a spec may carry, per kind of node (the ones YAML gives plain values implicitly, and
+# `!!str` and friends written out). Anything else (`!!python/object:...`, `!!binary`, `!!set`,
+# `!local`) would mean something to some loader and is refused rather than guessed at.
+_TAGS = {ScalarNode: {f"{_CORE}{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")},
+         SequenceNode: {f"{_CORE}seq"}, MappingNode: {f"{_CORE}map"}}
+_NODE_NAMES = {ScalarNode: "a plain value", SequenceNode: "a list", MappingNode: "a mapping"}
 
 
 @dataclass
@@ -103,6 +110,9 @@ def parse(file: str | Path, text: str | None = None) -> Source:
                                              "apiVersion, kind and id"))
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except RecursionError:
+        raise SpecError(_problem(file, 1, 1, f"nested more than {MAX_DEPTH} levels deep "
+                                             "(mappings and lists); a spec is much flatter")) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = " ".join(x for x in (exc.context, exc.problem) if x)
@@ -124,6 +134,10 @@ def parse(file: str | Path, text: str | None = None) -> Source:
     return source
 
 
+def _tag_name(tag: str) -> str:
+    return "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
+
+
 def dotted(path: tuple) -> str:
     out = ""
     for part in path:
@@ -138,7 +152,11 @@ class _Converter:
         self.nodes = 0
         self.seen: set[int] = set()
         self.expansions = 0
+        self.open: set[int] = set()       # the nodes being converted now (cycle guard)
         self.constructor = SafeConstructor()
+
+    def _refuse(self, node: Node, path: tuple, what: str) -> SpecError:
+        return SpecError(_problem(self.source.file, *_pos(node), what, dotted(path)))
 
     def _budget(self, node: Node, path: tuple) -> None:
         self.nodes += 1
@@ -156,11 +174,38 @@ class _Converter:
         self._budget(node, path)
         line, col = _pos(node)
         self.source.values.setdefault(path, f"{self.source.file}:{line}:{col}")
+        if node.tag not in _TAGS.get(type(node), ()):
+            raise self._refuse(node, path, f"YAML tag '{_tag_name(node.tag)}' is not allowed "
+                                           f"on {_NODE_NAMES.get(type(node), 'a value')} in a "
+                                           "spec; write plain values, lists and mappings")
         if isinstance(node, ScalarNode):
+            return self._scalar(node, path)
+        if id(node) in self.open:
+            raise self._refuse(node, path, "this alias refers to a value that contains it "
+                                           "(a cycle); refusing to expand it")
+        if len(path) >= MAX_DEPTH:
+            raise self._refuse(node, path, f"nested more than {MAX_DEPTH} levels deep "
+                                           "(mappings and lists); a spec is much flatter")
+        self.open.add(id(node))
+        try:
+            return self._collection(node, path)
+        finally:
+            self.open.discard(id(node))
+
+    def _scalar(self, node: ScalarNode, path: tuple) -> Any:
+        try:
             value = self.constructor.construct_object(node, deep=True)
-            if isinstance(value, (_dt.date, _dt.datetime, bytes)):
-                value = node.value
-            return value
+        except (ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError):
+            raise self._refuse(node, path, f"cannot read {node.value!r} as "
+                                           f"{_tag_name(node.tag)}") from None
+        if isinstance(value, (_dt.date, _dt.datetime, bytes)):
+            value = node.value
+        if isinstance(value, float) and value - value != 0:     # inf, -inf, nan
+            raise self._refuse(node, path, f"{node.value!r} is not a finite number; "
+                                           "write a number of a usable size")
+        return value
+
+    def _collection(self, node: Node, path: tuple) -> Any:
         if isinstance(node, SequenceNode):
             return [self.convert(item, path + (i,)) for i, item in enumerate(node.value)]
         if isinstance(node, MappingNode):

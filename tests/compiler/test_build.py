@@ -36,7 +36,7 @@ def test_resolved_task_has_the_contract_shape(specs):
     assert set(task["grader"]["inference"]) == {"backend", "max_new_tokens", "temperature",
                                                 "top_p", "stop", "batch_size", "chat_template",
                                                 "n_samples", "seed", "prompt_template"}
-    assert task["scoring"] == {"policy": "last", "final_rescore": False}
+    assert task["scoring"] == {"policy": "last"}
     assert task["modes"] == ["free", "sft-only"]
     assert task["description"].startswith("Add two numbers")
     assert task["environment"]["base_image"].split("@")[1].startswith("sha256:")

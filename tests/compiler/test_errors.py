@@ -317,3 +317,59 @@ def test_suite_with_unknown_task(tmp_path, run_cli, specs):
     found = build_fails(run_cli, spec, tmp_path)
     assert [m["path"] for m in found] == ["tasks[1]", "agents[0]"]
     assert "did you mean 'tiny'" in found[0]["what"]
+
+
+def test_removed_field_final_rescore(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "scoring: {policy: last}", "scoring: {policy: last, final_rescore: true}")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "scoring.final_rescore"
+    assert m["what"] == ("removed — it never did anything; a final split held back by the grader "
+                         "is planned to replace it (see docs/spec-reference.md)")
+    code, _, err = run_cli("validate", spec)
+    assert code == 2 and "scoring.final_rescore: removed" in err
+
+
+# The three crash kinds 1,000 mutated shipped specs found (issue 12, point 8), and two more the
+# fuzz test (test_fuzz_specs.py) found with other seeds.
+
+def test_python_tag_is_refused(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "title: Tiny fixture task", "title: !!python/object:os.system x")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "title" and (m["line"], m["col"]) == ("4", "8")
+    assert m["what"].startswith("YAML tag '!!python/object:os.system' is not allowed")
+
+
+def test_mapping_where_the_kind_goes(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "kind: Task", "kind: {a: 1}")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "kind"
+    assert m["what"] == "must be one of: Task, Agent, Suite (got a mapping)"
+
+
+def test_self_referencing_alias(specs, run_cli, tmp_path):
+    spec = tiny(specs)
+    spec.write_text(spec.read_text() + "x: &a [*a]\n")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "x[0]" and "refers to a value that contains it (a cycle)" in m["what"]
+
+
+def test_value_that_does_not_fit_its_tag(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "max_submissions: 5", "max_submissions: !!int five")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "budget.max_submissions" and m["what"] == "cannot read 'five' as !!int"
+    edit(spec, "!!int five", ".inf")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "budget.max_submissions" and "not a finite number" in m["what"]
+
+
+def test_file_name_too_long(specs, run_cli, tmp_path):
+    spec = edit(tiny(specs), "{file: tiny.md}", "{file: " + "a" * 300 + ".md}")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert m["path"] == "description.file" and "file not found" in m["what"]
+
+
+def test_nesting_too_deep(specs, run_cli, tmp_path):
+    spec = tiny(specs)
+    spec.write_text(spec.read_text() + "x: " + "[" * 3000 + "]" * 3000 + "\n")
+    (m,) = build_fails(run_cli, spec, tmp_path)
+    assert "nested more than 32 levels deep" in m["what"]
