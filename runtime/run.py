@@ -363,7 +363,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         "base_model": str(model_path), "baseline_cache": str(_baseline_cache()),
         "task_id": task["id"], "baseline": False,
     }
-    from a2c.runtime.service import write_service_config
+    from a2c.runtime.grader_service import write_service_config
     write_service_config(run_dir, **service)
 
     run = {
@@ -402,14 +402,14 @@ def _baseline_cache() -> Path:
 
 # ----------------------------------------------------------------------------- grader service
 class ServiceProcess:
-    """The grader service for this run (`a2c.runtime.service.start_service`), restartable."""
+    """The grader service for this run (`a2c.runtime.grader_service.start_service`), restartable."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self.handle = None
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> None:
-        from a2c.runtime.service import start_service
+        from a2c.runtime.grader_service import start_service
         cfg = _read_json(self.run_dir / "grader" / "service.json")
         sock = cfg.get("socket_path")
         if sock and Path(sock).exists():
@@ -453,7 +453,7 @@ def _is_service(pid: int, run_dir: Path) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"a2c.runtime.service" in cmd and str(run_dir).encode() in cmd
+    return b"a2c.runtime.grader_service" in cmd and str(run_dir).encode() in cmd
 
 
 # ----------------------------------------------------------------------------- journal
@@ -633,7 +633,7 @@ class Runner:
             self.run["baseline_score"] = _baseline_score(self.run_dir)
             return
         self.report("scoring the base model (baseline; cached per task, model and grader)")
-        from a2c.runtime.service.baseline import compute_baseline_for_run
+        from a2c.runtime.grader_service.baseline import compute_baseline_for_run
         summary = compute_baseline_for_run(self.run_dir)
         self.run["baseline_score"] = summary.get("score")
         if not summary.get("valid"):
@@ -647,7 +647,7 @@ class Runner:
         path = self.run_dir / "grader" / "service.json"
         cfg = _read_json(path)
         cfg.update(updates)
-        from a2c.runtime.service import write_service_config
+        from a2c.runtime.grader_service import write_service_config
         write_service_config(self.run_dir, **cfg)
 
     # ---------------------------------------------------------------- phases

@@ -19,7 +19,7 @@ from typing import Any
 
 from a2c.canonical import canonical_json, sha256_file, sha256_json, sha256_tree
 from a2c.fsutil import file_lock
-from a2c.runtime.service.evaluator import run_evaluation
+from a2c.runtime.grader_service.evaluator import run_evaluation
 
 _FINGERPRINTS: dict[tuple, str] = {}
 
@@ -101,7 +101,7 @@ def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_
         cfg_path = work / "baseline.grader.json"
         _write_json_atomic(cfg_path, grader_cfg)
         outcome = run_evaluation(
-            evaluator or [sys.executable, "-m", "a2c.runtime.service.evaluate_one"],
+            evaluator or [sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
             grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
             backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
             log_path=work / "eval" / "baseline.log")
@@ -175,7 +175,7 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
 
 def compute_baseline_for_run(run_dir: str | Path, *, use_cache: bool = True) -> dict[str, Any]:
     """compute_baseline with everything taken from RUN_DIR/grader/service.json."""
-    from a2c.runtime.service.config import ServiceConfig
+    from a2c.runtime.grader_service.config import ServiceConfig
 
     cfg = ServiceConfig.load(run_dir)
     if cfg.base_model is None or cfg.heldout is None:

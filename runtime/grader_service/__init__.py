@@ -2,7 +2,7 @@
 
 The runtime's API:
 
-    from a2c.runtime.service import write_service_config, start_service, compute_baseline_for_run
+    from a2c.runtime.grader_service import write_service_config, start_service, compute_baseline_for_run
     write_service_config(run_dir, token=..., socket_path=..., port=0, output_dir=..., ...)
     baseline = compute_baseline_for_run(run_dir)        # or compute_baseline(...) directly
     handle = start_service(run_dir)                     # returns once RUN_DIR/grader/ready exists
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from a2c.errors import RunError
-from a2c.runtime.service.baseline import (
+from a2c.runtime.grader_service.baseline import (
     compute_baseline,
     compute_baseline_for_run,
     model_fingerprint,
 )
-from a2c.runtime.service.client import ServiceClient, ServiceError
+from a2c.runtime.grader_service.client import ServiceClient, ServiceError
 
 __all__ = [
     "ServiceClient",
@@ -130,7 +130,7 @@ class ServiceHandle:
 def start_service(run_dir: str | Path, *, timeout_s: float = 60.0,
                   log_path: str | Path | None = None,
                   python: str | None = None, env: dict[str, str] | None = None) -> ServiceHandle:
-    """Start `python -m a2c.runtime.service RUN_DIR` and wait for RUN_DIR/grader/ready.
+    """Start `python -m a2c.runtime.grader_service RUN_DIR` and wait for RUN_DIR/grader/ready.
 
     stdout/stderr go to `log_path` (default RUN_DIR/logs/grader.log). Raises RunError if the
     service exits or is not ready within `timeout_s`.
@@ -148,7 +148,7 @@ def start_service(run_dir: str | Path, *, timeout_s: float = 60.0,
     log_path = Path(log_path) if log_path else run_dir / "logs" / "grader.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen([python or sys.executable, "-m", "a2c.runtime.service",
+        proc = subprocess.Popen([python or sys.executable, "-m", "a2c.runtime.grader_service",
                                  str(run_dir)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 env=env, start_new_session=True)
     deadline = time.monotonic() + timeout_s

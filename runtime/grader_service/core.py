@@ -20,9 +20,9 @@ from typing import Any
 
 from a2c.canonical import canonical_json
 from a2c.runtime.events import EventLog, utc_now
-from a2c.runtime.service.baseline import compute_baseline, model_fingerprint
-from a2c.runtime.service.config import ServiceConfig
-from a2c.runtime.service.evaluator import ProcessSlot, run_evaluation
+from a2c.runtime.grader_service.baseline import compute_baseline, model_fingerprint
+from a2c.runtime.grader_service.config import ServiceConfig
+from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
 
 JOURNAL = "submissions.jsonl"
 PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "duplicate_of", "copy_of_base",

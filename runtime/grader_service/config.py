@@ -4,7 +4,7 @@ Keys (docs/contracts.md, "Grader service process"): token, socket_path, host, po
 deadline_unix, max_submissions, min_interval_s, eval_timeout_s, output_dir, agent_output_dir,
 workspace, bundle, heldout, backend, base_model, baseline_cache. Optional extensions:
 `task_id` and `grader` (else read from the bundle), `evaluator` (the child command that scores one
-model; defaults to `python -m a2c.runtime.service.evaluate_one`), `snapshots` (false disables
+model; defaults to `python -m a2c.runtime.grader_service.evaluate_one`), `snapshots` (false disables
 code snapshots), `baseline` (true: the service scores the baseline first, before any submission).
 """
 
@@ -116,7 +116,7 @@ class ServiceConfig:
 
     def evaluator_command(self) -> list[str]:
         return list(self.evaluator) if self.evaluator else [
-            sys.executable, "-m", "a2c.runtime.service.evaluate_one"]
+            sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"]
 
     @property
     def grader_dir(self) -> Path:

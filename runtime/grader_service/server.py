@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.runtime.service.config import ServiceConfig
-from a2c.runtime.service.core import GradingService, Refusal, log
+from a2c.runtime.grader_service.config import ServiceConfig
+from a2c.runtime.grader_service.core import GradingService, Refusal, log
 
 MAX_BODY = 64 * 1024
 
@@ -215,7 +215,7 @@ def serve(run_dir: str | Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        sys.stderr.write("usage: python -m a2c.runtime.service RUN_DIR\n"
+        sys.stderr.write("usage: python -m a2c.runtime.grader_service RUN_DIR\n"
                          "Serves the grading API for one run "
                          "(reads RUN_DIR/grader/service.json).\n")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
