@@ -87,9 +87,10 @@ def main() -> int:
 
     from a2c.canonical import sha256_tree
     from a2c.runtime.events import EventLog
-    from a2c.runtime.grader_service import start_service, write_service_config
-    from a2c.runtime.grader_service.core import Journal
+    from a2c.runtime.grader_service import start_grader_service as start_service
+    from a2c.runtime.grader_service import write_service_config
     from a2c.runtime.grader_service.evaluator import run_evaluation
+    from a2c.runtime.grader_service.journal import Journal
     from a2c.runtime.snapshots import Snapshotter
 
     grader, records, default_model = arith_setup()

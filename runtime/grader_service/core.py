@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
-import sys
 import threading
 import time
 import traceback
@@ -19,109 +17,36 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.contracts.service_config import ServiceConfig
+from a2c.fsutil import write_bytes_atomic
 from a2c.runtime.events import EventLog, utc_now
-from a2c.runtime.grader_service.baseline import compute_baseline, model_fingerprint
-from a2c.runtime.grader_service.config import ServiceConfig
+from a2c.runtime.grader_service.baseline import compute_baseline
+from a2c.runtime.grader_service.common import (  # noqa: F401 - Refusal and log: server's API
+    Refusal,
+    _scalar_metrics,
+    _stat_signature,
+    log,
+)
 from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
+from a2c.runtime.grader_service.journal import Journal
+from a2c.runtime.grader_service.model_path import resolve_model_path
+from a2c.runtime.models import model_fingerprint
+from a2c.runtime.run.paths import RunPaths
 
-JOURNAL = "submissions.jsonl"
 PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "duplicate_of", "copy_of_base",
                  "model_path", "note", "weights_hash", "received_at", "scored_at", "elapsed_s",
                  "backend", "metrics", "queue_position")
-
-
-class Refusal(Exception):
-    """A request the service refuses: HTTP status, error code, message, limit."""
-
-    def __init__(self, status: int, code: str, message: str, limit: Any = None, **extra: Any):
-        super().__init__(message)
-        self.status, self.code, self.message, self.limit, self.extra = (
-            status, code, message, limit, extra)
-
-    def body(self) -> dict[str, Any]:
-        return {"error": self.code, "message": self.message, "limit": self.limit, **self.extra}
-
-
-def log(message: str) -> None:
-    sys.stderr.write(f"{utc_now()} grader: {message}\n")
-    sys.stderr.flush()
-
-
-def _scalar_metrics(metrics: Any) -> dict[str, Any]:
-    if not isinstance(metrics, dict):
-        return {}
-    return {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
-
-
-def _stat_signature(path: Path) -> list:
-    if path.is_file():
-        st = path.stat()
-        return [["", st.st_size, st.st_mtime_ns]]
-    out = []
-    for p in sorted(path.rglob("*")):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        if p.is_file():
-            out.append([p.relative_to(path).as_posix(), st.st_size, st.st_mtime_ns])
-    return out
-
-
-class Journal:
-    """Append-only JSON lines with fsync; tolerant of a torn last line left by a crash."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        self._repair()
-
-    def _repair(self) -> None:
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            # A write torn by a crash was never acknowledged: drop it.
-            cut = data.rfind(b"\n") + 1
-            with open(self.path, "r+b") as handle:
-                handle.truncate(cut)
-                handle.flush()
-                os.fsync(handle.fileno())
-            log(f"journal: dropped a torn last line ({len(data) - cut} bytes)")
-
-    def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        lines = []
-        with open(self.path, encoding="utf-8") as handle:
-            for n, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    lines.append(json.loads(line))
-                except ValueError:
-                    log(f"journal: line {n} is not JSON; skipped")
-        return lines
-
-    def append(self, entry: dict[str, Any]) -> None:
-        data = canonical_json(entry) + b"\n"
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
 
 
 class GradingService:
     def __init__(self, cfg: ServiceConfig):
         self.cfg = cfg
         self.run_dir = cfg.run_dir
-        cfg.results_dir.mkdir(parents=True, exist_ok=True)
-        (cfg.grader_dir / "eval").mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(self.run_dir / JOURNAL)
-        self.events = EventLog(self.run_dir / "events.jsonl")
+        self.paths = RunPaths(cfg.run_dir)
+        self.paths.results.mkdir(parents=True, exist_ok=True)
+        self.paths.eval_dir.mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.paths.journal)
+        self.events = EventLog(self.paths.events)
         self.output_dir = Path(os.path.realpath(cfg.output_dir))
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
@@ -135,7 +60,7 @@ class GradingService:
         if cfg.snapshots and cfg.workspace is not None and Path(cfg.workspace).is_dir():
             from a2c.runtime.snapshots import Snapshotter
 
-            self.snapshotter = Snapshotter(self.run_dir / "snapshots.git", cfg.workspace,
+            self.snapshotter = Snapshotter(self.paths.snapshots, cfg.workspace,
                                            event_log=self.events)
         self._grader_cfg_path: Path | None = None
         self._base_fp: str | None = None
@@ -202,56 +127,9 @@ class GradingService:
                               f"retry in {wait:.1f} s", limit=cfg.min_interval_s,
                               retry_after_s=round(wait, 3))
 
-    # ------------------------------------------------------------------ paths
     def resolve_model_path(self, given: Any) -> tuple[str, Path]:
         """Map the agent's path to a host path inside the output folder, or refuse."""
-        if not isinstance(given, str) or not given.strip():
-            raise Refusal(400, "bad_request", "model_path must be a non-empty string",
-                          limit=None)
-        if "\0" in given:
-            raise Refusal(400, "bad_request", "model_path contains a NUL byte")
-        agent_out = posixpath.normpath(self.cfg.agent_output_dir)
-        host_out = str(self.cfg.output_dir)
-        limit = self.cfg.agent_output_dir
-        parts = given.replace("\\", "/").split("/")
-        if ".." in parts:
-            raise Refusal(400, "path_escape", f"model_path {given!r} contains '..'; give a path "
-                          f"inside {limit}", limit=limit)
-        if given.startswith("/"):
-            norm = posixpath.normpath(given)
-            if norm == agent_out or norm.startswith(agent_out.rstrip("/") + "/"):
-                host = Path(host_out) / posixpath.relpath(norm, agent_out)
-            else:
-                host = Path(norm)  # host-side agents (no sandbox) see host paths
-        else:
-            rel = posixpath.normpath(given)
-            ws = self.cfg.workspace
-            candidates = []
-            if ws is not None:
-                candidates.append(Path(ws) / rel)
-            candidates.append(Path(host_out) / rel)
-            host = next((c for c in candidates if os.path.lexists(c)), candidates[-1])
-        real = Path(os.path.realpath(host))
-        if real != self.output_dir and self.output_dir not in real.parents:
-            raise Refusal(400, "path_escape",
-                          f"model_path {given!r} resolves outside the output folder; submit a "
-                          f"folder inside {limit}", limit=limit)
-        if not real.exists():
-            raise Refusal(400, "bad_request", f"model_path {given!r} does not exist", limit=limit)
-        if real.is_dir():
-            for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
-                for name in dirnames + filenames:
-                    p = os.path.join(dirpath, name)
-                    if os.path.islink(p):
-                        target = Path(os.path.realpath(p))
-                        if target != self.output_dir and self.output_dir not in target.parents:
-                            rel = os.path.relpath(p, real)
-                            raise Refusal(400, "path_escape",
-                                          f"{rel} in {given!r} is a symlink pointing outside the "
-                                          f"output folder {limit}", limit=limit)
-        shown = given if given.startswith("/") else posixpath.join(agent_out, posixpath.normpath(
-            posixpath.relpath(str(real), str(self.output_dir))))
-        return shown, real
+        return resolve_model_path(self.cfg, self.output_dir, given)
 
     # ------------------------------------------------------------------ submit
     def submit(self, body: Any) -> dict[str, Any]:
@@ -341,7 +219,7 @@ class GradingService:
 
     def _grader_cfg_file(self) -> Path:
         if self._grader_cfg_path is None:
-            path = self.cfg.grader_dir / "grader.effective.json"
+            path = self.paths.grader_effective
             path.write_bytes(canonical_json(self.cfg.grader_config()))
             self._grader_cfg_path = path
         return self._grader_cfg_path
@@ -380,7 +258,7 @@ class GradingService:
                     self.cond.notify_all()
 
     def _run_baseline(self) -> None:
-        if (self.run_dir / "results" / "baseline.json").is_file():
+        if self.paths.baseline_result.is_file():
             return
         if self.cfg.base_model is None or self.cfg.heldout is None:
             return
@@ -402,7 +280,7 @@ class GradingService:
         return self._base_fp
 
     def _baseline_result(self) -> dict[str, Any] | None:
-        path = self.run_dir / "results" / "baseline.json"
+        path = self.paths.baseline_result
         if path.is_file():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -441,7 +319,7 @@ class GradingService:
                             and self.subs[s].get("weights_hash") == weights_hash
                             and self.subs[s]["status"] == "scored"), None)
         if earlier is not None:
-            src = self.run_dir / f"results/{earlier}.json"
+            src = self.paths.result(earlier)
             result = json.loads(src.read_text(encoding="utf-8"))
             self._finish(sid, {**self._summary(result), "duplicate_of": earlier,
                                "elapsed_s": 0.0}, result=result)
@@ -456,9 +334,9 @@ class GradingService:
         outcome = run_evaluation(
             self.cfg.evaluator_command(), grader_cfg_path=self._grader_cfg_file(), model=host,
             heldout=Path(self.cfg.heldout) if self.cfg.heldout else Path(os.devnull),
-            backend=self.cfg.backend, out_path=self.cfg.grader_dir / "eval" / f"{sid}.json",
+            backend=self.cfg.backend, out_path=self.paths.eval_dir / f"{sid}.json",
             timeout_s=self.cfg.eval_timeout_s,
-            log_path=self.cfg.grader_dir / "eval" / f"{sid}.log", slot=self.slot)
+            log_path=self.paths.eval_dir / f"{sid}.log", slot=self.slot)
         result = outcome.result
         if outcome.error is not None:
             result = {"score": None, "ci95": None, "n_items": 0, "items": [], "metrics": {},
@@ -480,17 +358,13 @@ class GradingService:
     def _finish(self, sid: int, summary: dict[str, Any],
                 result: dict[str, Any] | None = None) -> None:
         summary.setdefault("duplicate_of", None)
-        rel = f"results/{sid}.json"
+        path = self.paths.result(sid)
+        rel = path.relative_to(self.paths.root).as_posix()
         full = dict(result or {"score": None, "valid": False, "error": summary.get("error")})
         full.update(submission_id=sid, weights_hash=self.subs[sid]["weights_hash"],
                     duplicate_of=summary["duplicate_of"], valid=summary["valid"],
                     error=summary.get("error"))
-        tmp = self.run_dir / f"results/.{sid}.json.tmp"
-        with open(tmp, "wb") as handle:
-            handle.write(canonical_json(full))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.run_dir / rel)
+        write_bytes_atomic(path, canonical_json(full))
         entry = {"op": "scored", "id": sid, "ts": utc_now(), "score": summary.get("score"),
                  "ci95": summary.get("ci95"), "valid": summary["valid"],
                  "error": summary.get("error"), "duplicate_of": summary["duplicate_of"],

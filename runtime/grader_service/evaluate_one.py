@@ -37,12 +37,8 @@ def _die_with_parent(parent_pid: int | None) -> None:
 
 
 def _write_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, ensure_ascii=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    from a2c.fsutil import write_bytes_atomic
+    write_bytes_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
 
 def _invalid(error: str, grader_cfg: dict, backend: str, elapsed: float) -> dict:

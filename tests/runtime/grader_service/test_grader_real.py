@@ -10,7 +10,8 @@ import time
 import pytest
 
 from a2c.runtime.events import read_events, verify_events
-from a2c.runtime.grader_service import compute_baseline_for_run, start_service
+from a2c.runtime.grader_service import compute_baseline_for_run
+from a2c.runtime.grader_service import start_grader_service as start_service
 
 pytestmark = pytest.mark.slow
 

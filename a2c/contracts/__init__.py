@@ -1,0 +1,1 @@
+"""Typed, versioned records passed between the compiler, the runtime and the analysis."""

@@ -1,0 +1,123 @@
+"""Start the grading service for a run and hold its process (`ServiceHandle`).
+
+    handle = start_grader_service(run_dir)    # returns once RUN_DIR/grader/ready names its pid
+    handle.client().list(); handle.wait_idle(600)
+    handle.stop()                             # SIGTERM: the running evaluation finishes
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.service_config import read_service_fields
+from a2c.errors import RunError
+from a2c.fsutil import read_tail
+from a2c.runtime.grader_service.client import GraderClientError, ServiceClient
+from a2c.runtime.run.paths import RunPaths
+
+SERVICE_MODULE = "a2c.runtime.grader_service"   # `python -m SERVICE_MODULE RUN_DIR`
+
+
+class ServiceHandle:
+    def __init__(self, run_dir: Path, proc: subprocess.Popen, ready: dict[str, Any], token: str):
+        self.run_dir, self.proc, self.ready, self.token = run_dir, proc, ready, token
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def url(self) -> str:
+        """TCP URL when the service listens on TCP, else the `unix:` URL."""
+        return self.ready.get("url") or self.ready["unix_url"]
+
+    @property
+    def unix_url(self) -> str | None:
+        return self.ready.get("unix_url")
+
+    def client(self, url: str | None = None, timeout: float = 30.0) -> ServiceClient:
+        return ServiceClient(url or self.url, self.token, timeout)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_idle(self, timeout: float | None = None, poll: float = 0.2) -> bool:
+        """Wait until no submission is queued or running; False on timeout or a dead service."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        client = self.client()
+        while deadline is None or time.monotonic() < deadline:
+            if not self.alive():
+                return False
+            try:
+                subs = client.list()["submissions"]
+            except (OSError, GraderClientError):
+                subs = None
+            if subs is not None and all(s["status"] in ("scored", "invalid") for s in subs):
+                return True
+            time.sleep(poll)
+        return False
+
+    def stop(self, timeout: float | None = None, drain: bool = False) -> int | None:
+        """SIGTERM (the running evaluation finishes; queued ones stay in the journal for a resume).
+        `drain=True` first waits for the queue to empty. After `timeout` s: SIGKILL."""
+        if drain:
+            self.wait_idle(timeout)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the service (its evaluation child dies with it)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+
+def start_grader_service(run_dir: str | Path, *, timeout_s: float = 60.0,
+                  log_path: str | Path | None = None,
+                  python: str | None = None, env: dict[str, str] | None = None) -> ServiceHandle:
+    """Start `python -m a2c.runtime.grader_service RUN_DIR` and wait for RUN_DIR/grader/ready.
+
+    stdout/stderr go to `log_path` (default RUN_DIR/logs/grader.log). Raises RunError if the
+    service exits or is not ready within `timeout_s`.
+    """
+    run_dir = Path(run_dir).resolve()
+    paths = RunPaths(run_dir)
+    if not paths.service_json.is_file():
+        raise RunError(f"{paths.service_json}: missing; write it with write_service_config first")
+    token = read_service_fields(run_dir)["token"]
+    ready = paths.ready
+    try:
+        ready.unlink()
+    except FileNotFoundError:
+        pass
+    log_path = Path(log_path) if log_path else paths.grader_log
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([python or sys.executable, "-m", SERVICE_MODULE,
+                                 str(run_dir)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                env=env, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ready.is_file():
+            try:
+                info = json.loads(ready.read_text(encoding="utf-8"))
+                if info.get("pid") == proc.pid:
+                    return ServiceHandle(run_dir, proc, info, token)
+            except ValueError:
+                pass
+        if proc.poll() is not None:
+            tail = read_tail(log_path, 1500)
+            raise RunError(f"the grading service exited with status {proc.returncode}:\n{tail}")
+        time.sleep(0.05)
+    proc.kill()
+    raise RunError(f"the grading service was not ready within {timeout_s:g} s (see {log_path})")
