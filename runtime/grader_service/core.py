@@ -29,6 +29,7 @@ from a2c.runtime.grader_service.common import (  # noqa: F401 - Refusal and log:
 )
 from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
 from a2c.runtime.grader_service.journal import Journal
+from a2c.runtime.grader_service.limits import check_limits, current_limits
 from a2c.runtime.grader_service.model_path import resolve_model_path
 from a2c.runtime.models import model_fingerprint
 from a2c.runtime.run.paths import RunPaths
@@ -96,37 +97,13 @@ class GradingService:
     # ------------------------------------------------------------------ limits
     def limits(self, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
-        cfg = self.cfg
-        remaining = None if cfg.deadline_unix is None else max(0.0, cfg.deadline_unix - now)
-        left = None if cfg.max_submissions is None else max(0, cfg.max_submissions - len(self.subs))
-        wait = 0.0
-        if cfg.min_interval_s and self.last_received_unix is not None:
-            wait = max(0.0, self.last_received_unix + cfg.min_interval_s - now)
-        return {"deadline": cfg.deadline_unix, "remaining_s": remaining,
-                "submissions_left": left, "max_submissions": cfg.max_submissions,
-                "min_interval_s": cfg.min_interval_s, "next_submission_in_s": round(wait, 3),
-                "now": now, "queued": len(self.queue) + (1 if self.running else 0)}
+        queued = len(self.queue) + (1 if self.running else 0)
+        return current_limits(self.cfg, len(self.subs), self.last_received_unix, queued, now)
 
     def _check_limits(self, now: float) -> None:
-        cfg = self.cfg
-        if self.stopping:
-            raise Refusal(503, "unavailable", "the grading service is shutting down")
-        if cfg.deadline_unix is not None and now >= cfg.deadline_unix:
-            raise Refusal(410, "deadline_passed",
-                          f"the deadline passed {now - cfg.deadline_unix:.0f} s ago; "
-                          "no more submissions are accepted", limit=cfg.deadline_unix)
-        if cfg.max_submissions is not None and len(self.subs) >= cfg.max_submissions:
-            raise Refusal(429, "submission_limit",
-                          f"all {cfg.max_submissions} submissions of this run are used",
-                          limit=cfg.max_submissions, used=len(self.subs))
-        if cfg.min_interval_s and self.last_received_unix is not None:
-            wait = self.last_received_unix + cfg.min_interval_s - now
-            if wait > 0:
-                raise Refusal(409, "too_soon",
-                              f"submissions must be at least {cfg.min_interval_s:g} s apart; "
-                              f"retry in {wait:.1f} s", limit=cfg.min_interval_s,
-                              retry_after_s=round(wait, 3))
+        check_limits(self.cfg, len(self.subs), self.last_received_unix, self.stopping, now)
 
+    # ------------------------------------------------------------------ paths
     def resolve_model_path(self, given: Any) -> tuple[str, Path]:
         """Map the agent's path to a host path inside the output folder, or refuse."""
         return resolve_model_path(self.cfg, self.output_dir, given)
