@@ -219,3 +219,8 @@ class RunPaths:
     @property
     def bash_logging_hook(self) -> Path:
         return self.bundle_hooks / "bash_logging.sh"
+
+
+def env_socket_dir(run_dir: str | Path) -> Path:
+    """RunPaths(run_dir).env_sockets, for callers holding only the folder."""
+    return RunPaths(Path(run_dir)).env_sockets

@@ -20,6 +20,7 @@ from a2c.runtime.run.agent import (
 )
 from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext, read_json
 from a2c.runtime.run.grader import GraderProcess
+from a2c.runtime.run.paths import RunPaths
 from a2c.runtime.run.prepare import grader_cfg
 from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.scoring import baseline_score, journal_state, score_run, sort_key
@@ -83,16 +84,17 @@ class Runner:
 
     def start_env_services(self) -> None:
         """Start the task's declared services (e.g. the WebShop server) before any grading."""
-        task = read_json(self.paths.bundle_manifest).get("task") or {}
+        paths = RunPaths(self.run_dir)   # (tests drive this method with a bare namespace)
+        task = read_json(paths.bundle_manifest).get("task") or {}
         specs = (task.get("environment") or {}).get("services") or []
         if specs and self.env_services is None:
             from a2c.runtime.services import describe, start_services
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
-            self.env_services = start_services(specs, log_dir=self.paths.logs)
+            self.env_services = start_services(specs, log_dir=paths.logs)
             # the agent's own way in, limited to its training split (service_gateway.py)
             from a2c.runtime.service_gateway import agent_gateways
-            self.env_gateways = agent_gateways(task, self.paths.train, self.paths.env_sockets,
-                                               log_dir=self.paths.logs)
+            self.env_gateways = agent_gateways(task, paths.train, paths.env_sockets,
+                                               log_dir=paths.logs)
             for name in self.env_gateways:
                 self.report(f"service {name}: the agent reaches it through a gateway limited "
                             "to its training split")
