@@ -87,9 +87,10 @@ def main() -> int:
 
     from a2c.canonical import sha256_tree
     from a2c.contracts.events import EventLog
-    from a2c.runtime.service import start_service, write_service_config
-    from a2c.runtime.service.core import Journal
-    from a2c.runtime.service.evaluator import run_evaluation
+    from a2c.contracts.journal import Journal
+    from a2c.runtime.grader_service import start_grader_service as start_service
+    from a2c.runtime.grader_service import write_service_config
+    from a2c.runtime.grader_service.evaluator import run_evaluation
     from a2c.runtime.snapshots import Snapshotter
 
     grader, records, default_model = arith_setup()
@@ -112,7 +113,7 @@ def main() -> int:
         # ---------------------------------------------------------------- inference
         print(f"model: {model} ({model_mb:.0f} MB); held-out: {len(records)} arith items; "
               f"grader: {grader['kind']}", flush=True)
-        outcome = run_evaluation([sys.executable, "-m", "a2c.runtime.service.evaluate_one"],
+        outcome = run_evaluation([sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
                                  grader_cfg_path=run / "grader" / "grader.json", model=sub_model,
                                  heldout=heldout, backend="auto",
                                  out_path=tmp / "inference.json", timeout_s=1800,

@@ -1,4 +1,4 @@
-"""The budget guard's arithmetic: durations, the deadline and the warnings on the way to it.
+"""The budget guard's arithmetic: the deadline and the warnings on the way to it.
 
 Pure and clock-injected so it is testable without waiting; the runtime's loop calls `tick()` and
 records what it returns. The deadline is fixed when the run starts and never moves (a resumed run
@@ -7,44 +7,13 @@ keeps it).
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 
-from a2c.errors import A2CError
+# Durations are read one way everywhere (specs, CLI, this guard): a2c.durations.
+from a2c.durations import format_duration, parse_duration
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-
-
-def parse_duration(text: str | int | float) -> float:
-    """'90', '90s', '15m', '1h30m', '2.5h' -> seconds."""
-    if isinstance(text, (int, float)):
-        if text <= 0:
-            raise A2CError(f"budget must be positive, got {text}")
-        return float(text)
-    raw = str(text).strip().lower().replace(" ", "")
-    try:
-        value = float(raw)
-    except ValueError:
-        pos, value = 0, 0.0
-        for match in _PART.finditer(raw):
-            if match.start() != pos:
-                break
-            value += float(match.group(1)) * _UNITS[match.group(2)]
-            pos = match.end()
-        if pos != len(raw) or not raw:
-            raise A2CError(f"cannot read duration {text!r} (examples: 90s, 15m, 1h30m, 3600)")
-    if value <= 0:
-        raise A2CError(f"budget must be positive, got {text!r}")
-    return value
-
-
-def format_duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+__all__ = ["BudgetGuard", "format_duration", "parse_duration"]
 
 
 @dataclass

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from a2c.errors import A2CError, BundleError
+from a2c.fsutil import write_text_atomic
 
 EXIT_INVALID = 3
 
@@ -121,12 +121,8 @@ def check_predictions(preds: dict[str, list[str]], records: list[dict], kind: st
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+    write_text_atomic(path, text, mode=0o600)
 
 
 def _with_env_data_root(task: dict, bundle_root: Path) -> dict:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from a2c.canonical import sha256_tree
+from a2c.canonical import sha256_file, sha256_tree
 from a2c.errors import A2CError
 from a2c.fsutil import file_lock, swap_in_dir
 from a2c.paths import cache_dir
@@ -183,12 +183,29 @@ def _resolve_hub(repo_id: str, revision: str | None) -> Path:
     return check_model_dir(local)
 
 
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
 def model_fingerprint(path: str | Path) -> str:
-    """Content hash of a model folder: every file's relative path and sha256 (sha256_tree)."""
+    """Content hash of a model: a folder's every relative path and sha256 (sha256_tree), a single
+    file's sha256. The one fingerprint of the project (run.json's base model, the grader's
+    weights hash, the baseline cache key); memoised per (path, sizes, mtimes) within a process."""
     path = Path(path)
+    if path.is_file():
+        return sha256_file(path)
     if not path.is_dir():
         raise ModelError(f"model folder {path} does not exist")
-    return sha256_tree(path)
+    stats = []
+    for p in sorted(path.rglob("*")):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        stats.append((str(p), st.st_size, st.st_mtime_ns))
+    key = (str(path.resolve()), tuple(stats))
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = sha256_tree(path)
+    return _FINGERPRINTS[key]
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 from a2c.errors import RunError
+from a2c.modes import FREE, MODES
 
 DEMO_TASK = "arith"
 DEMO_AGENT = "ref-sft"
@@ -28,7 +31,7 @@ def register(subparsers) -> None:
                                      "(tiny, smollm2-135m-instruct) or a hub id[@revision]")
     run.add_argument("--budget", help="wall-clock budget (e.g. 90s, 15m, 1h30m); "
                                       "default: the task's")
-    run.add_argument("--mode", default="free", choices=["free", "sft-only", "rl-only"])
+    run.add_argument("--mode", default=FREE, choices=list(MODES))
     run.add_argument("--backend", default="local", choices=["local", "docker"])
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--driver", help="driver model for LLM scaffolds")
@@ -84,6 +87,38 @@ class Progress:
         self.console.print(table)
 
 
+def compile_if_needed(ref: str, kind: str, work: Path) -> str:
+    """A bundle folder or an id built under generated/ passes through; a spec file, or an id with
+    no generated bundle, is compiled into `work` first. The runtime runs bundles only, so the
+    compiler is called here, in the CLI layer, and never from the runtime."""
+    from a2c.runtime.run.resolve import find_bundle
+    if find_bundle(ref, kind) is not None:
+        return ref
+    from a2c.compiler.build import build_specs
+    from a2c.compiler.load import find_spec
+    spec = find_spec(ref, kind=kind)
+    built = build_specs([spec], work)
+    manifest = "bundle.json" if kind == "Task" else "agent.json"
+    for folder in built:
+        if (folder / manifest).is_file():
+            return str(folder.resolve())
+    raise RunError(f"{ref}: compiled, but it is not a {kind.lower()} spec")
+
+
+def prepare_from_refs(opts, report):
+    """`run.prepare` with the task and agent given as bundles, specs or ids (compiled first)."""
+    from a2c.runtime import run as run_mod
+    from a2c.runtime.run.prepare import check_options
+    check_options(opts)   # before anything is compiled (as prepare does before writing)
+    build_tmp = Path(tempfile.mkdtemp(prefix="a2c-build-"))
+    try:
+        opts.bundle = compile_if_needed(opts.bundle, "Task", build_tmp / "task")
+        opts.agent = compile_if_needed(opts.agent, "Agent", build_tmp / "agent")
+        return run_mod.prepare(opts, report=report)
+    finally:
+        shutil.rmtree(build_tmp, ignore_errors=True)
+
+
 def handle_run(args: argparse.Namespace) -> int:
     from a2c.runtime import run as run_mod
     progress = Progress()
@@ -98,7 +133,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   budget=args.budget, mode=args.mode, backend=args.backend,
                                   seed=args.seed, runs_dir=args.runs_dir, driver=args.driver,
                                   use_bwrap=False if args.no_bwrap else None)
-        ctx = run_mod.prepare(opts, report=progress)
+        ctx = prepare_from_refs(opts, progress)
         result = run_mod.execute(ctx, report=progress)
     progress.summary(result)
     return 0 if result["status"] == "finished" else 1
@@ -111,7 +146,7 @@ def handle_demo(args: argparse.Namespace) -> int:
              f"{args.agent}, base model SmolLM2-135M-Instruct, local backend, budget {args.budget}")
     opts = run_mod.RunOptions(bundle=DEMO_TASK, agent=args.agent, budget=args.budget,
                               runs_dir=args.runs_dir, backend="local")
-    ctx = run_mod.prepare(opts, report=progress)
+    ctx = prepare_from_refs(opts, progress)
     result = run_mod.execute(ctx, report=progress)
     progress.summary(result)
     elapsed = time.monotonic() - progress.start

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat, register_format
-from a2c.runtime.service.client import UnixHTTPConnection
+from a2c.runtime.grader_service.client import UnixHTTPConnection
 from a2c.runtime.service_gateway import env_var, path_segments
 
 DEFAULT_URL = "http://127.0.0.1:3000"

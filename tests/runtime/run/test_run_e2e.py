@@ -160,7 +160,7 @@ sleep 300
 DRIVER = """
 import sys
 from a2c.runtime import run as run_mod
-ctx = run_mod.RunContext(run_mod.Path(sys.argv[1]), run_mod._read_json(run_mod.Path(sys.argv[1]) / "run.json"))
+ctx = run_mod.RunContext.load(sys.argv[1])
 run_mod.execute(ctx)
 """
 

@@ -62,10 +62,26 @@ def test_layout_and_separation(tmp_path):
     assert (run_dir / "agent" / "prompt.rendered.md").read_text().strip()
 
 
+def _prepare_via_cli(tmp_path, **kw):
+    """Compiling a spec is the CLI's step (the runtime runs bundles only)."""
+    from a2c.runtime.run_cli import prepare_from_refs
+    opts = run_mod.RunOptions(bundle=kw.pop("bundle", "arith"), agent=kw.pop("agent", "ref-sft"),
+                              model="tiny", budget="90s", runs_dir=tmp_path / "runs", seed=3,
+                              mode=kw.pop("mode", "sft-only"), **kw)
+    return prepare_from_refs(opts, lambda _: None)
+
+
 def test_spec_file_is_compiled(tmp_path):
     spec = project_root() / "specs" / "tasks" / "arith.yaml"
-    ctx = _prepare(tmp_path, bundle=str(spec))
+    ctx = _prepare_via_cli(tmp_path, bundle=str(spec))
     assert Bundle.load(ctx.run_dir / "bundle").id == "arith"
+
+
+def test_the_runtime_runs_bundles_only(tmp_path):
+    spec = project_root() / "specs" / "tasks" / "arith.yaml"
+    with pytest.raises(RunError, match="not a compiled task bundle"):
+        _prepare(tmp_path, bundle=str(spec))
+    assert not (tmp_path / "runs").exists()
 
 
 def test_docker_without_engine_fails_before_writing(tmp_path, monkeypatch):

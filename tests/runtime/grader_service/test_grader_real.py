@@ -1,4 +1,4 @@
-"""The service with the real evaluator (`python -m a2c.runtime.service.evaluate_one`): the
+"""The service with the real evaluator (`python -m a2c.runtime.grader_service.evaluate_one`): the
 exact_match grader on the tiny built-in model, five held-out records."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import time
 import pytest
 
 from a2c.contracts.events import read_events, verify_events
-from a2c.runtime.service import compute_baseline_for_run, start_service
+from a2c.runtime.grader_service import compute_baseline_for_run
+from a2c.runtime.grader_service import start_grader_service as start_service
 
 pytestmark = pytest.mark.slow
 

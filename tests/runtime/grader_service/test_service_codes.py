@@ -8,7 +8,7 @@ from service_helpers import make_model
 from a2c.analysis.record import RunRecord
 from a2c.contracts.events import read_events
 from a2c.contracts.journal import journal_state
-from a2c.runtime.service import start_service
+from a2c.runtime.grader_service import start_grader_service as start_service
 
 
 def test_copy_of_base_and_codes_travel(make_run, tmp_path, monkeypatch):

@@ -10,36 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import canonical_json, sha256_file, sha256_json, sha256_tree
-from a2c.fsutil import file_lock
-from a2c.runtime.service.evaluator import run_evaluation
-
-_FINGERPRINTS: dict[tuple, str] = {}
-
-
-def model_fingerprint(path: str | Path) -> str:
-    """sha256_tree of a model folder, memoised per (path, sizes, mtimes) within a process."""
-    path = Path(path)
-    if path.is_file():
-        return sha256_file(path)
-    stats = []
-    for p in sorted(path.rglob("*")):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        stats.append((str(p), st.st_size, st.st_mtime_ns))
-    key = (str(path.resolve()), tuple(stats))
-    if key not in _FINGERPRINTS:
-        _FINGERPRINTS[key] = sha256_tree(path)
-    return _FINGERPRINTS[key]
+from a2c.canonical import canonical_json, sha256_file, sha256_json
+from a2c.contracts.service_config import SERVICE_JSON, ServiceConfig
+from a2c.fsutil import file_lock, write_bytes_atomic
+from a2c.runtime.grader_service.evaluator import run_evaluation
+from a2c.runtime.models import model_fingerprint
+from a2c.runtime.run.paths import RunPaths
 
 
 def heldout_fingerprint(path: str | Path) -> str:
@@ -71,13 +53,8 @@ def baseline_key_parts(*, task_id: str, base_fingerprint: str, grader_cfg: dict[
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(canonical_json(data))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """Canonical bytes, no newline, 0600: the form baseline records have always had."""
+    write_bytes_atomic(path, canonical_json(data), mode=0o600)
 
 
 def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_dir, grader_cfg,
@@ -95,13 +72,13 @@ def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_
             except (OSError, ValueError, KeyError):
                 result = None
     if result is None:
-        work = (Path(run_dir) / "grader" if run_dir
+        work = (RunPaths(Path(run_dir)).grader if run_dir
                 else Path(tempfile.mkdtemp(prefix="a2c-baseline-")))
         work.mkdir(parents=True, exist_ok=True)
         cfg_path = work / "baseline.grader.json"
         _write_json_atomic(cfg_path, grader_cfg)
         outcome = run_evaluation(
-            evaluator or [sys.executable, "-m", "a2c.runtime.service.evaluate_one"],
+            evaluator or [sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
             grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
             backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
             log_path=work / "eval" / "baseline.log")
@@ -160,13 +137,13 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
     }
     if run_dir is not None:
         run_dir = Path(run_dir)
-        _write_json_atomic(run_dir / "results" / "baseline.json",
+        _write_json_atomic(RunPaths(run_dir).baseline_result,
                            {**(result if valid and result else {}),
                             "valid": valid, "score": summary["score"], "error": error,
                             "cached": cached, "key": key})
         from a2c.contracts.events import EventLog
 
-        EventLog(run_dir / "events.jsonl").append("baseline_scored", {
+        EventLog(RunPaths(run_dir).events).append("baseline_scored", {
             "score": summary["score"], "ci95": summary["ci95"], "valid": valid, "error": error,
             "cached": cached, "key": key, "elapsed_s": summary["elapsed_s"],
             "backend": (result or {}).get("backend")})
@@ -175,13 +152,11 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
 
 def compute_baseline_for_run(run_dir: str | Path, *, use_cache: bool = True) -> dict[str, Any]:
     """compute_baseline with everything taken from RUN_DIR/grader/service.json."""
-    from a2c.runtime.service.config import ServiceConfig
-
     cfg = ServiceConfig.load(run_dir)
     if cfg.base_model is None or cfg.heldout is None:
         from a2c.errors import RunError
 
-        raise RunError(f"{run_dir}/grader/service.json: base_model and heldout are needed for "
+        raise RunError(f"{run_dir}/{SERVICE_JSON}: base_model and heldout are needed for "
                        "the baseline")
     return compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
                             grader_cfg=cfg.grader_config(), heldout=cfg.heldout,

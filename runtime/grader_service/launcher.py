@@ -1,21 +1,13 @@
-"""The grading service: its own process, a journal, a queue, a child process per evaluation.
+"""Start the grading service for a run and hold its process (`ServiceHandle`).
 
-The runtime's API:
-
-    from a2c.runtime.service import write_service_config, start_service, compute_baseline_for_run
-    write_service_config(run_dir, token=..., socket_path=..., port=0, output_dir=..., ...)
-    baseline = compute_baseline_for_run(run_dir)        # or compute_baseline(...) directly
-    handle = start_service(run_dir)                     # returns once RUN_DIR/grader/ready exists
+    handle = start_grader_service(run_dir)    # returns once RUN_DIR/grader/ready names its pid
     handle.client().list(); handle.wait_idle(600)
-    handle.stop()                                       # SIGTERM: the running evaluation finishes
-
-See docs/grader-service.md for the HTTP API, the journal format and resume semantics.
+    handle.stop()                             # SIGTERM: the running evaluation finishes
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,38 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.journal import read_journal
+from a2c.contracts.service_config import read_service_fields
 from a2c.errors import RunError
-from a2c.runtime.service.baseline import (
-    compute_baseline,
-    compute_baseline_for_run,
-    model_fingerprint,
-)
-from a2c.runtime.service.client import ServiceClient, ServiceError
+from a2c.fsutil import read_tail
+from a2c.runtime.grader_service.client import GraderClientError, ServiceClient
+from a2c.runtime.run.paths import RunPaths
 
-__all__ = [
-    "ServiceClient",
-    "ServiceError",
-    "ServiceHandle",
-    "compute_baseline",
-    "compute_baseline_for_run",
-    "model_fingerprint",
-    "read_journal",
-    "start_service",
-    "write_service_config",
-]
-
-
-def write_service_config(run_dir: str | Path, **fields: Any) -> Path:
-    """Write RUN_DIR/grader/service.json (0600: it holds the token). Keys: see contracts."""
-    grader = Path(run_dir) / "grader"
-    grader.mkdir(parents=True, exist_ok=True)
-    path = grader / "service.json"
-    clean = {k: (str(v) if isinstance(v, Path) else v) for k, v in fields.items()}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(clean, handle, indent=1, sort_keys=True)
-    return path
+SERVICE_MODULE = "a2c.runtime.grader_service"   # `python -m SERVICE_MODULE RUN_DIR`
 
 
 class ServiceHandle:
@@ -89,7 +56,7 @@ class ServiceHandle:
                 return False
             try:
                 subs = client.list()["submissions"]
-            except (OSError, ServiceError):
+            except (OSError, GraderClientError):
                 subs = None
             if subs is not None and all(s["status"] in ("scored", "invalid") for s in subs):
                 return True
@@ -115,28 +82,28 @@ class ServiceHandle:
             self.proc.kill()
 
 
-def start_service(run_dir: str | Path, *, timeout_s: float = 60.0,
+def start_grader_service(run_dir: str | Path, *, timeout_s: float = 60.0,
                   log_path: str | Path | None = None,
                   python: str | None = None, env: dict[str, str] | None = None) -> ServiceHandle:
-    """Start `python -m a2c.runtime.service RUN_DIR` and wait for RUN_DIR/grader/ready.
+    """Start `python -m a2c.runtime.grader_service RUN_DIR` and wait for RUN_DIR/grader/ready.
 
     stdout/stderr go to `log_path` (default RUN_DIR/logs/grader.log). Raises RunError if the
     service exits or is not ready within `timeout_s`.
     """
     run_dir = Path(run_dir).resolve()
-    cfg_path = run_dir / "grader" / "service.json"
-    if not cfg_path.is_file():
-        raise RunError(f"{cfg_path}: missing; write it with write_service_config first")
-    token = json.loads(cfg_path.read_text(encoding="utf-8"))["token"]
-    ready = run_dir / "grader" / "ready"
+    paths = RunPaths(run_dir)
+    if not paths.service_json.is_file():
+        raise RunError(f"{paths.service_json}: missing; write it with write_service_config first")
+    token = read_service_fields(run_dir)["token"]
+    ready = paths.ready
     try:
         ready.unlink()
     except FileNotFoundError:
         pass
-    log_path = Path(log_path) if log_path else run_dir / "logs" / "grader.log"
+    log_path = Path(log_path) if log_path else paths.grader_log
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen([python or sys.executable, "-m", "a2c.runtime.service",
+        proc = subprocess.Popen([python or sys.executable, "-m", SERVICE_MODULE,
                                  str(run_dir)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 env=env, start_new_session=True)
     deadline = time.monotonic() + timeout_s
@@ -149,7 +116,7 @@ def start_service(run_dir: str | Path, *, timeout_s: float = 60.0,
             except ValueError:
                 pass
         if proc.poll() is not None:
-            tail = log_path.read_text(encoding="utf-8", errors="replace")[-1500:]
+            tail = read_tail(log_path, 1500)
             raise RunError(f"the grading service exited with status {proc.returncode}:\n{tail}")
         time.sleep(0.05)
     proc.kill()

@@ -1,4 +1,4 @@
-"""Score one model in a child process: `python -m a2c.runtime.service.evaluate_one ...`.
+"""Score one model in a child process: `python -m a2c.runtime.grader_service.evaluate_one ...`.
 
 The grading service runs every evaluation here so that a model that fails to load, a CUDA error,
 an out-of-memory kill or a hang costs one invalid submission, never the service. The result (a
@@ -6,7 +6,7 @@ full `GradeResult` as JSON) is written atomically to `--out`; exit status 0 mean
 written (the result itself may say `valid: false`), anything else means the evaluation crashed and
 the service records the tail of stderr as the error.
 
-    python -m a2c.runtime.service.evaluate_one --grader GRADER.json --model DIR \
+    python -m a2c.runtime.grader_service.evaluate_one --grader GRADER.json --model DIR \
         --heldout HELDOUT.jsonl --backend auto --out RESULT.json [--parent-pid PID]
 """
 
@@ -37,12 +37,8 @@ def _die_with_parent(parent_pid: int | None) -> None:
 
 
 def _write_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, ensure_ascii=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    from a2c.fsutil import write_bytes_atomic
+    write_bytes_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
 
 def _invalid(error: str, grader_cfg: dict, backend: str, elapsed: float) -> dict:
@@ -73,7 +69,7 @@ def evaluate(grader_cfg: dict, model: str, heldout: str, backend: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m a2c.runtime.service.evaluate_one",
+    parser = argparse.ArgumentParser(prog="python -m a2c.runtime.grader_service.evaluate_one",
                                      description="Score one model (grading service child).")
     parser.add_argument("--grader", required=True, help="grader configuration JSON file")
     parser.add_argument("--model", required=True, help="model folder (host path)")

@@ -9,7 +9,8 @@ import pytest
 from service_helpers import FAKE_EVALUATOR, make_model
 
 from a2c.contracts.events import read_events
-from a2c.runtime.service import compute_baseline, compute_baseline_for_run, start_service
+from a2c.runtime.grader_service import compute_baseline, compute_baseline_for_run
+from a2c.runtime.grader_service import start_grader_service as start_service
 
 GRADER = {"kind": "exact_match", "params": {"pattern": "####\\s*(-?[\\d,.]+)"}}
 

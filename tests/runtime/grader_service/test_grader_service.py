@@ -18,7 +18,9 @@ import pytest
 from service_helpers import make_model
 
 from a2c.contracts.events import read_events, verify_events
-from a2c.runtime.service import ServiceClient, ServiceError, read_journal, start_service
+from a2c.runtime.grader_service import GraderClientError as ServiceError
+from a2c.runtime.grader_service import ServiceClient, read_journal
+from a2c.runtime.grader_service import start_grader_service as start_service
 
 
 def wait_for(predicate, timeout=30.0, poll=0.05):

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.runtime.service.config import ServiceConfig
-from a2c.runtime.service.core import GradingService, Refusal, log
+from a2c.contracts.service_config import ServiceConfig
+from a2c.fsutil import write_bytes_atomic
+from a2c.runtime.grader_service.core import GradingService, Refusal, log
+from a2c.runtime.run.paths import RunPaths
 
 MAX_BODY = 64 * 1024
 
@@ -138,14 +140,12 @@ def _handler_for(service: GradingService) -> type[Handler]:
 
 
 def _write_ready(path: Path, info: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(canonical_json(info) + b"\n")
-    os.replace(tmp, path)
+    write_bytes_atomic(path, canonical_json(info) + b"\n")
 
 
 def serve(run_dir: str | Path) -> int:
     cfg = ServiceConfig.load(run_dir)
-    ready = cfg.grader_dir / "ready"
+    ready = RunPaths(cfg.run_dir).ready
     try:
         ready.unlink()
     except FileNotFoundError:
@@ -215,7 +215,7 @@ def serve(run_dir: str | Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        sys.stderr.write("usage: python -m a2c.runtime.service RUN_DIR\n"
+        sys.stderr.write("usage: python -m a2c.runtime.grader_service RUN_DIR\n"
                          "Serves the grading API for one run "
                          "(reads RUN_DIR/grader/service.json).\n")
         return 0 if argv and argv[0] in ("-h", "--help") else 2

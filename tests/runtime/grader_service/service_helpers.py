@@ -27,7 +27,7 @@ class RunFactory:
         self.count = 0
 
     def __call__(self, **overrides) -> Path:
-        from a2c.runtime.service import write_service_config
+        from a2c.runtime.grader_service import write_service_config
 
         self.count += 1
         run = self.tmp_path / f"run{self.count}"

@@ -21,7 +21,7 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-class ServiceError(Exception):
+class GraderClientError(Exception):
     def __init__(self, status: int, body: dict[str, Any]):
         self.status, self.body = status, body
         self.code = body.get("error")
@@ -60,7 +60,7 @@ class ServiceClient:
             except ValueError:
                 payload = {"error": "bad_response", "message": raw[:200].decode(errors="replace")}
             if raise_for_status and resp.status >= 400:
-                raise ServiceError(resp.status, payload)
+                raise GraderClientError(resp.status, payload)
             return resp.status, payload
         finally:
             conn.close()
@@ -68,7 +68,7 @@ class ServiceClient:
     def health(self) -> bool:
         try:
             return self.request("GET", "/health")[1].get("ok") is True
-        except (OSError, ServiceError, http.client.HTTPException):
+        except (OSError, GraderClientError, http.client.HTTPException):
             return False
 
     def submit(self, model_path: str, note: str = "") -> dict[str, Any]:

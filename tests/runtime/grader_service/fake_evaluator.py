@@ -1,4 +1,4 @@
-"""A stand-in for `python -m a2c.runtime.service.evaluate_one` in the service's plumbing tests.
+"""A stand-in for `python -m a2c.runtime.grader_service.evaluate_one` in the service's plumbing tests.
 
 Behaviour is read from files in the model folder: SLEEP (seconds), SCORE (number), CRASH (exit
 with an error), INVALID (a result with valid false), HANG (sleep forever). Every start appends the
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from a2c.runtime.service.evaluate_one import _die_with_parent, _write_atomic
+from a2c.runtime.grader_service.evaluate_one import _die_with_parent, _write_atomic
 
 p = argparse.ArgumentParser()
 for name in ("--grader", "--model", "--heldout", "--backend", "--out"):

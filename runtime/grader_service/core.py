@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
-import sys
 import threading
 import time
 import traceback
@@ -20,65 +18,38 @@ from typing import Any
 
 from a2c.canonical import canonical_json
 from a2c.contracts.events import EventLog, SubmissionReceived, SubmissionScored, utc_now
-from a2c.contracts.journal import JOURNAL_FILE, Journal, JournalReceived, JournalScored
+from a2c.contracts.journal import Journal, JournalReceived, JournalScored
+from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.submission_errors import SubmissionError, eval_failure_code
-from a2c.runtime.service.baseline import compute_baseline, model_fingerprint
-from a2c.runtime.service.config import ServiceConfig
-from a2c.runtime.service.evaluator import ProcessSlot, run_evaluation
+from a2c.fsutil import write_bytes_atomic
+from a2c.runtime.grader_service.baseline import compute_baseline
+from a2c.runtime.grader_service.common import (  # noqa: F401 - Refusal and log: server's API
+    Refusal,
+    _scalar_metrics,
+    _stat_signature,
+    log,
+)
+from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
+from a2c.runtime.grader_service.limits import check_limits, current_limits
+from a2c.runtime.grader_service.model_path import resolve_model_path
+from a2c.runtime.models import model_fingerprint
+from a2c.runtime.run.paths import RunPaths
 
-JOURNAL = JOURNAL_FILE
 PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "code", "duplicate_of",
                  "copy_of_base",
                  "model_path", "note", "weights_hash", "received_at", "scored_at", "elapsed_s",
                  "backend", "metrics", "queue_position")
 
 
-class Refusal(Exception):
-    """A request the service refuses: HTTP status, error code (a SubmissionError), message, limit."""
-
-    def __init__(self, status: int, code: str, message: str, limit: Any = None, **extra: Any):
-        super().__init__(message)
-        self.status, self.code, self.message, self.limit, self.extra = (
-            status, SubmissionError(code).value, message, limit, extra)
-
-    def body(self) -> dict[str, Any]:
-        return {"error": self.code, "message": self.message, "limit": self.limit, **self.extra}
-
-
-def log(message: str) -> None:
-    sys.stderr.write(f"{utc_now()} grader: {message}\n")
-    sys.stderr.flush()
-
-
-def _scalar_metrics(metrics: Any) -> dict[str, Any]:
-    if not isinstance(metrics, dict):
-        return {}
-    return {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
-
-
-def _stat_signature(path: Path) -> list:
-    if path.is_file():
-        st = path.stat()
-        return [["", st.st_size, st.st_mtime_ns]]
-    out = []
-    for p in sorted(path.rglob("*")):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        if p.is_file():
-            out.append([p.relative_to(path).as_posix(), st.st_size, st.st_mtime_ns])
-    return out
-
-
 class GradingService:
     def __init__(self, cfg: ServiceConfig):
         self.cfg = cfg
         self.run_dir = cfg.run_dir
-        cfg.results_dir.mkdir(parents=True, exist_ok=True)
-        (cfg.grader_dir / "eval").mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(self.run_dir / JOURNAL, log=log)
-        self.events = EventLog(self.run_dir / "events.jsonl")
+        self.paths = RunPaths(cfg.run_dir)
+        self.paths.results.mkdir(parents=True, exist_ok=True)
+        self.paths.eval_dir.mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.paths.journal, log=log)
+        self.events = EventLog(self.paths.events)
         self.output_dir = Path(os.path.realpath(cfg.output_dir))
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
@@ -92,7 +63,7 @@ class GradingService:
         if cfg.snapshots and cfg.workspace is not None and Path(cfg.workspace).is_dir():
             from a2c.runtime.snapshots import Snapshotter
 
-            self.snapshotter = Snapshotter(self.run_dir / "snapshots.git", cfg.workspace,
+            self.snapshotter = Snapshotter(self.paths.snapshots, cfg.workspace,
                                            event_log=self.events)
         self._grader_cfg_path: Path | None = None
         self._base_fp: str | None = None
@@ -128,87 +99,16 @@ class GradingService:
     # ------------------------------------------------------------------ limits
     def limits(self, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
-        cfg = self.cfg
-        remaining = None if cfg.deadline_unix is None else max(0.0, cfg.deadline_unix - now)
-        left = None if cfg.max_submissions is None else max(0, cfg.max_submissions - len(self.subs))
-        wait = 0.0
-        if cfg.min_interval_s and self.last_received_unix is not None:
-            wait = max(0.0, self.last_received_unix + cfg.min_interval_s - now)
-        return {"deadline": cfg.deadline_unix, "remaining_s": remaining,
-                "submissions_left": left, "max_submissions": cfg.max_submissions,
-                "min_interval_s": cfg.min_interval_s, "next_submission_in_s": round(wait, 3),
-                "now": now, "queued": len(self.queue) + (1 if self.running else 0)}
+        queued = len(self.queue) + (1 if self.running else 0)
+        return current_limits(self.cfg, len(self.subs), self.last_received_unix, queued, now)
 
     def _check_limits(self, now: float) -> None:
-        cfg = self.cfg
-        if self.stopping:
-            raise Refusal(503, "unavailable", "the grading service is shutting down")
-        if cfg.deadline_unix is not None and now >= cfg.deadline_unix:
-            raise Refusal(410, "deadline_passed",
-                          f"the deadline passed {now - cfg.deadline_unix:.0f} s ago; "
-                          "no more submissions are accepted", limit=cfg.deadline_unix)
-        if cfg.max_submissions is not None and len(self.subs) >= cfg.max_submissions:
-            raise Refusal(429, "submission_limit",
-                          f"all {cfg.max_submissions} submissions of this run are used",
-                          limit=cfg.max_submissions, used=len(self.subs))
-        if cfg.min_interval_s and self.last_received_unix is not None:
-            wait = self.last_received_unix + cfg.min_interval_s - now
-            if wait > 0:
-                raise Refusal(409, "too_soon",
-                              f"submissions must be at least {cfg.min_interval_s:g} s apart; "
-                              f"retry in {wait:.1f} s", limit=cfg.min_interval_s,
-                              retry_after_s=round(wait, 3))
+        check_limits(self.cfg, len(self.subs), self.last_received_unix, self.stopping, now)
 
     # ------------------------------------------------------------------ paths
     def resolve_model_path(self, given: Any) -> tuple[str, Path]:
         """Map the agent's path to a host path inside the output folder, or refuse."""
-        if not isinstance(given, str) or not given.strip():
-            raise Refusal(400, "bad_request", "model_path must be a non-empty string",
-                          limit=None)
-        if "\0" in given:
-            raise Refusal(400, "bad_request", "model_path contains a NUL byte")
-        agent_out = posixpath.normpath(self.cfg.agent_output_dir)
-        host_out = str(self.cfg.output_dir)
-        limit = self.cfg.agent_output_dir
-        parts = given.replace("\\", "/").split("/")
-        if ".." in parts:
-            raise Refusal(400, "path_escape", f"model_path {given!r} contains '..'; give a path "
-                          f"inside {limit}", limit=limit)
-        if given.startswith("/"):
-            norm = posixpath.normpath(given)
-            if norm == agent_out or norm.startswith(agent_out.rstrip("/") + "/"):
-                host = Path(host_out) / posixpath.relpath(norm, agent_out)
-            else:
-                host = Path(norm)  # host-side agents (no sandbox) see host paths
-        else:
-            rel = posixpath.normpath(given)
-            ws = self.cfg.workspace
-            candidates = []
-            if ws is not None:
-                candidates.append(Path(ws) / rel)
-            candidates.append(Path(host_out) / rel)
-            host = next((c for c in candidates if os.path.lexists(c)), candidates[-1])
-        real = Path(os.path.realpath(host))
-        if real != self.output_dir and self.output_dir not in real.parents:
-            raise Refusal(400, "path_escape",
-                          f"model_path {given!r} resolves outside the output folder; submit a "
-                          f"folder inside {limit}", limit=limit)
-        if not real.exists():
-            raise Refusal(400, "bad_request", f"model_path {given!r} does not exist", limit=limit)
-        if real.is_dir():
-            for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
-                for name in dirnames + filenames:
-                    p = os.path.join(dirpath, name)
-                    if os.path.islink(p):
-                        target = Path(os.path.realpath(p))
-                        if target != self.output_dir and self.output_dir not in target.parents:
-                            rel = os.path.relpath(p, real)
-                            raise Refusal(400, "path_escape",
-                                          f"{rel} in {given!r} is a symlink pointing outside the "
-                                          f"output folder {limit}", limit=limit)
-        shown = given if given.startswith("/") else posixpath.join(agent_out, posixpath.normpath(
-            posixpath.relpath(str(real), str(self.output_dir))))
-        return shown, real
+        return resolve_model_path(self.cfg, self.output_dir, given)
 
     # ------------------------------------------------------------------ submit
     def submit(self, body: Any) -> dict[str, Any]:
@@ -298,7 +198,7 @@ class GradingService:
 
     def _grader_cfg_file(self) -> Path:
         if self._grader_cfg_path is None:
-            path = self.cfg.grader_dir / "grader.effective.json"
+            path = self.paths.grader_effective
             path.write_bytes(canonical_json(self.cfg.grader_config()))
             self._grader_cfg_path = path
         return self._grader_cfg_path
@@ -338,7 +238,7 @@ class GradingService:
                     self.cond.notify_all()
 
     def _run_baseline(self) -> None:
-        if (self.run_dir / "results" / "baseline.json").is_file():
+        if self.paths.baseline_result.is_file():
             return
         if self.cfg.base_model is None or self.cfg.heldout is None:
             return
@@ -360,7 +260,7 @@ class GradingService:
         return self._base_fp
 
     def _baseline_result(self) -> dict[str, Any] | None:
-        path = self.run_dir / "results" / "baseline.json"
+        path = self.paths.baseline_result
         if path.is_file():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -401,7 +301,7 @@ class GradingService:
                             and self.subs[s].get("weights_hash") == weights_hash
                             and self.subs[s]["status"] == "scored"), None)
         if earlier is not None:
-            src = self.run_dir / f"results/{earlier}.json"
+            src = self.paths.result(earlier)
             result = json.loads(src.read_text(encoding="utf-8"))
             self._finish(sid, {**self._summary(result), "duplicate_of": earlier,
                                "elapsed_s": 0.0}, result=result)
@@ -416,9 +316,9 @@ class GradingService:
         outcome = run_evaluation(
             self.cfg.evaluator_command(), grader_cfg_path=self._grader_cfg_file(), model=host,
             heldout=Path(self.cfg.heldout) if self.cfg.heldout else Path(os.devnull),
-            backend=self.cfg.backend, out_path=self.cfg.grader_dir / "eval" / f"{sid}.json",
+            backend=self.cfg.backend, out_path=self.paths.eval_dir / f"{sid}.json",
             timeout_s=self.cfg.eval_timeout_s,
-            log_path=self.cfg.grader_dir / "eval" / f"{sid}.log", slot=self.slot)
+            log_path=self.paths.eval_dir / f"{sid}.log", slot=self.slot)
         result = outcome.result
         if outcome.error is not None:
             result = {"score": None, "ci95": None, "n_items": 0, "items": [], "metrics": {},
@@ -436,7 +336,8 @@ class GradingService:
         return {"score": result.get("score") if valid else None,
                 "ci95": result.get("ci95") if valid else None, "valid": valid,
                 "error": None if valid else (result.get("error") or "invalid result"),
-                "code": None if valid else (result.get("code") or SubmissionError.GRADER_INVALID.value),
+                "code": None if valid else (result.get("code")
+                                            or SubmissionError.GRADER_INVALID.value),
                 "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
                 "n_items": result.get("n_items")}
 
@@ -448,17 +349,13 @@ class GradingService:
         if summary.get("copy_of_base") is None:
             base_fp = self._base_fingerprint()
             summary["copy_of_base"] = bool(base_fp) and self.subs[sid]["weights_hash"] == base_fp
-        rel = f"results/{sid}.json"
+        path = self.paths.result(sid)
+        rel = path.relative_to(self.paths.root).as_posix()
         full = dict(result or {"score": None, "valid": False, "error": summary.get("error")})
         full.update(submission_id=sid, weights_hash=self.subs[sid]["weights_hash"],
                     duplicate_of=summary["duplicate_of"], valid=summary["valid"],
                     error=summary.get("error"))
-        tmp = self.run_dir / f"results/.{sid}.json.tmp"
-        with open(tmp, "wb") as handle:
-            handle.write(canonical_json(full))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.run_dir / rel)
+        write_bytes_atomic(path, canonical_json(full))
         scored = JournalScored(
             id=sid, ts=utc_now(), score=summary.get("score"), ci95=summary.get("ci95"),
             valid=summary["valid"], error=summary.get("error"), code=summary.get("code"),

@@ -1,11 +1,18 @@
 """`RUN_DIR/grader/service.json`: what the grading service is told by the runtime that starts it.
 
+One writer (`write_service_config`, used by the run's prepare and launch steps) and one reader
+(`ServiceConfig.load`, used by the grader service). The file holds the run's token: it is written
+atomically with mode 0600.
+
 Keys (docs/contracts.md, "Grader service process"): token, socket_path, host, port,
 deadline_unix, max_submissions, min_interval_s, eval_timeout_s, output_dir, agent_output_dir,
 workspace, bundle, heldout, backend, base_model, baseline_cache. Optional extensions:
 `task_id` and `grader` (else read from the bundle), `evaluator` (the child command that scores one
-model; defaults to `python -m a2c.runtime.service.evaluate_one`), `snapshots` (false disables
-code snapshots), `baseline` (true: the service scores the baseline first, before any submission).
+model; defaults to `python -m a2c.runtime.grader_service.evaluate_one`), `snapshots` (false
+disables code snapshots), `baseline` (true: the service scores the baseline first).
+
+`grader/grader.json` (the grader section of a task, in a bundle and in a run directory) is read
+here too, by `load_grader_config`.
 """
 
 from __future__ import annotations
@@ -17,8 +24,31 @@ from pathlib import Path
 from typing import Any
 
 from a2c.errors import RunError
+from a2c.fsutil import write_bytes_atomic
 
-SERVICE_JSON = "service.json"
+SERVICE_JSON = "grader/service.json"   # relative to the run directory
+GRADER_JSON = "grader/grader.json"     # relative to the run directory and to a task bundle
+EVALUATOR_MODULE = "a2c.runtime.grader_service.evaluate_one"
+
+
+def write_service_config(run_dir: str | Path, **fields: Any) -> Path:
+    """Write RUN_DIR/grader/service.json (0600: it holds the token). Keys: see the module doc."""
+    path = Path(run_dir) / SERVICE_JSON
+    clean = {k: (str(v) if isinstance(v, Path) else v) for k, v in fields.items()}
+    return write_bytes_atomic(path, json.dumps(clean, indent=1, sort_keys=True).encode(),
+                              mode=0o600)
+
+
+def read_service_fields(run_dir: str | Path) -> dict[str, Any]:
+    """service.json as written (a plain dict), for the runtime's updates at launch."""
+    return json.loads((Path(run_dir) / SERVICE_JSON).read_text(encoding="utf-8"))
+
+
+def update_service_config(run_dir: str | Path, **updates: Any) -> Path:
+    """Read service.json, apply `updates`, write it back through the one writer."""
+    fields = read_service_fields(run_dir)
+    fields.update(updates)
+    return write_service_config(run_dir, **fields)
 
 
 @dataclass
@@ -50,7 +80,7 @@ class ServiceConfig:
     @classmethod
     def load(cls, run_dir: str | Path) -> ServiceConfig:
         run_dir = Path(run_dir).resolve()
-        path = run_dir / "grader" / SERVICE_JSON
+        path = run_dir / SERVICE_JSON
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -66,11 +96,12 @@ class ServiceConfig:
             value = raw.get(key)
             return Path(value) if value else None
 
+        where = f"{run_dir}/{SERVICE_JSON}"
         missing = [k for k in ("token", "output_dir") if not raw.get(k)]
         if missing:
-            raise RunError(f"{run_dir}/grader/service.json: missing {', '.join(missing)}")
+            raise RunError(f"{where}: missing {', '.join(missing)}")
         if not raw.get("socket_path") and raw.get("port") is None:
-            raise RunError(f"{run_dir}/grader/service.json: needs socket_path or port")
+            raise RunError(f"{where}: needs socket_path or port")
         output_dir = Path(raw["output_dir"])
         return cls(
             run_dir=run_dir, token=str(raw["token"]), output_dir=output_dir,
@@ -94,8 +125,8 @@ class ServiceConfig:
         return None
 
     def grader_config(self) -> dict[str, Any]:
-        """The grader section: service.json `grader`, else bundle/grader/grader.json, else the
-        resolved task's `grader` in bundle.json."""
+        """The grader section: service.json `grader`, else grader/grader.json (run, then bundle),
+        else the resolved task's `grader` in bundle.json."""
         if self.grader:
             return self.grader
         return load_grader_config(self.bundle, self.run_dir)
@@ -115,31 +146,26 @@ class ServiceConfig:
         return "unknown"
 
     def evaluator_command(self) -> list[str]:
-        return list(self.evaluator) if self.evaluator else [
-            sys.executable, "-m", "a2c.runtime.service.evaluate_one"]
+        return list(self.evaluator) if self.evaluator else [sys.executable, "-m", EVALUATOR_MODULE]
 
-    @property
-    def grader_dir(self) -> Path:
-        return self.run_dir / "grader"
 
-    @property
-    def results_dir(self) -> Path:
-        return self.run_dir / "results"
+def read_grader_json(path: Path) -> dict[str, Any]:
+    """One grader.json: the grader section (a file nesting it under `grader` is unwrapped)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
+        data = data["grader"]
+    return data
 
 
 def load_grader_config(bundle: Path | None, run_dir: Path | None = None) -> dict[str, Any]:
     candidates = []
     if run_dir is not None:
-        candidates.append(Path(run_dir) / "grader" / "grader.json")
+        candidates.append(Path(run_dir) / GRADER_JSON)
     if bundle is not None:
-        candidates.append(Path(bundle) / "grader" / "grader.json")
+        candidates.append(Path(bundle) / GRADER_JSON)
     for path in candidates:
         if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            nested = isinstance(data, dict) and isinstance(data.get("grader"), dict)
-            if nested and "kind" not in data:
-                data = data["grader"]
-            return data
+            return read_grader_json(path)
     if bundle is not None and (Path(bundle) / "bundle.json").is_file():
         manifest = json.loads((Path(bundle) / "bundle.json").read_text(encoding="utf-8"))
         grader = manifest.get("task", {}).get("grader")

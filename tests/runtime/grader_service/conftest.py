@@ -20,7 +20,7 @@ def make_run(tmp_path):
 @pytest.fixture
 def service(make_run):
     """Start a service on a fresh run; yields (handle, run_dir); always stopped afterwards."""
-    from a2c.runtime.service import start_service
+    from a2c.runtime.grader_service import start_grader_service as start_service
 
     handles = []
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.fsutil import read_tail
+
 
 @dataclass
 class EvalOutcome:
@@ -31,14 +33,6 @@ class EvalOutcome:
         if self.result is not None and self.result.get("valid", True) is False:
             return self.result.get("error") or "the grader marked the result invalid"
         return None
-
-
-def _tail(path: Path, limit: int = 1500) -> str:
-    try:
-        data = path.read_bytes()[-limit:]
-    except OSError:
-        return ""
-    return data.decode("utf-8", errors="replace").strip()
 
 
 def _last_error_line(text: str) -> str:
@@ -114,7 +108,7 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
                 why += " (out of memory?)"
         else:
             why = f"the evaluator exited with status {returncode}"
-        detail = _last_error_line(_tail(log_path))
+        detail = _last_error_line(read_tail(log_path, 1500).strip())
         return EvalOutcome(None, f"{why}: {detail}" if detail else why, elapsed, returncode)
     try:
         result = json.loads(out_path.read_text(encoding="utf-8"))

@@ -1,0 +1,63 @@
+"""Where a submitted model_path points: the agent's path mapped to a host path inside the output
+folder (no `..`, no symlink out of it), or a refusal."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.service_config import ServiceConfig
+from a2c.runtime.grader_service.common import Refusal
+
+
+def resolve_model_path(cfg: ServiceConfig, output_dir: Path, given: Any) -> tuple[str, Path]:
+    """Map the agent's path to a host path inside the output folder, or refuse."""
+    if not isinstance(given, str) or not given.strip():
+        raise Refusal(400, "bad_request", "model_path must be a non-empty string",
+                      limit=None)
+    if "\0" in given:
+        raise Refusal(400, "bad_request", "model_path contains a NUL byte")
+    agent_out = posixpath.normpath(cfg.agent_output_dir)
+    host_out = str(cfg.output_dir)
+    limit = cfg.agent_output_dir
+    parts = given.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise Refusal(400, "path_escape", f"model_path {given!r} contains '..'; give a path "
+                      f"inside {limit}", limit=limit)
+    if given.startswith("/"):
+        norm = posixpath.normpath(given)
+        if norm == agent_out or norm.startswith(agent_out.rstrip("/") + "/"):
+            host = Path(host_out) / posixpath.relpath(norm, agent_out)
+        else:
+            host = Path(norm)  # host-side agents (no sandbox) see host paths
+    else:
+        rel = posixpath.normpath(given)
+        ws = cfg.workspace
+        candidates = []
+        if ws is not None:
+            candidates.append(Path(ws) / rel)
+        candidates.append(Path(host_out) / rel)
+        host = next((c for c in candidates if os.path.lexists(c)), candidates[-1])
+    real = Path(os.path.realpath(host))
+    if real != output_dir and output_dir not in real.parents:
+        raise Refusal(400, "path_escape",
+                      f"model_path {given!r} resolves outside the output folder; submit a "
+                      f"folder inside {limit}", limit=limit)
+    if not real.exists():
+        raise Refusal(400, "bad_request", f"model_path {given!r} does not exist", limit=limit)
+    if real.is_dir():
+        for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
+            for name in dirnames + filenames:
+                p = os.path.join(dirpath, name)
+                if os.path.islink(p):
+                    target = Path(os.path.realpath(p))
+                    if target != output_dir and output_dir not in target.parents:
+                        rel = os.path.relpath(p, real)
+                        raise Refusal(400, "path_escape",
+                                      f"{rel} in {given!r} is a symlink pointing outside the "
+                                      f"output folder {limit}", limit=limit)
+    shown = given if given.startswith("/") else posixpath.join(agent_out, posixpath.normpath(
+        posixpath.relpath(str(real), str(output_dir))))
+    return shown, real

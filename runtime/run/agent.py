@@ -1,0 +1,116 @@
+"""The agent's side of a run: its sandbox spec and environment, run_meta.json in its workspace,
+its transcript in logs/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.run_info import RunInfo
+from a2c.contracts.service_config import read_service_fields
+from a2c.fsutil import write_json_atomic
+from a2c.runtime.run.context import read_json
+from a2c.runtime.run.paths import RunPaths
+from a2c.timefmt import iso_utc
+
+# Where the sandbox shows the run's read-only folders to a confined agent.
+INSIDE_AGENT = "/run/a2c/agent"
+INSIDE_HOOKS = "/run/a2c/hooks"
+CONFINED = ("bubblewrap", "docker")
+
+
+def task_format(grader: dict) -> dict[str, Any]:
+    """What an agent may know about how its model is prompted and graded (no data)."""
+    inference = grader.get("inference") or {}
+    params = grader.get("params") or {}
+    return {"grader": grader.get("kind"), "prompt_template": inference.get("prompt_template"),
+            "chat_template": inference.get("chat_template", "auto"),
+            "max_new_tokens": inference.get("max_new_tokens"),
+            "answer_pattern": params.get("pattern")}
+
+
+def update_run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> None:
+    path = paths.run_meta
+    try:
+        meta = read_json(path) if path.is_file() else {}
+    except ValueError:
+        meta = {}
+    meta.update({"mode": run.mode, "seed": run.seed, "deadline": run.deadline,
+                 "deadline_iso": iso_utc(run.deadline), "budget": run.budget,
+                 "remaining_s": None if remaining is None else round(remaining, 1),
+                 "updated_at": iso_utc(time.time()),
+                 "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
+    meta.setdefault("task", {}).update(run.get("task_format") or {})
+    write_json_atomic(path, meta)
+
+
+def copy_transcript(agent: dict, paths: RunPaths) -> str | None:
+    """logs/transcript.<ext>: the agent's stdout, or the file/folder it declared (workspace path)."""
+    spec = agent.get("transcript") or {}
+    if not isinstance(spec, dict):
+        spec = {"path": str(spec)}
+    ext = spec.get("ext") or spec.get("format") or "txt"
+    target = paths.transcript(ext)
+    if spec.get("source", "stdout") == "stdout" and not spec.get("path"):
+        source = paths.agent_log
+    else:
+        rel = str(spec.get("path") or "")
+        for prefix in ("/workspace/", "$A2C_WORKSPACE/", "${A2C_WORKSPACE}/"):
+            if rel.startswith(prefix):
+                rel = rel[len(prefix):]
+        path = Path(rel)
+        if not rel or path.is_absolute() or ".." in path.parts:
+            return None
+        source = paths.workspace / path
+    if not source.exists():
+        return None
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    else:
+        shutil.copy2(source, target)
+    return str(target.relative_to(paths.root))
+
+
+def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
+                 env_gateways: dict):
+    """The agent's SandboxSpec: command, mounts, environment (token, deadline, gateways)."""
+    from a2c.runtime.sandbox import SandboxSpec
+    svc = read_service_fields(paths.root)
+    agent_dir = INSIDE_AGENT if confined else str(paths.agent)
+    env = {
+        "A2C_TOKEN": svc["token"], "A2C_TASK_ID": run.task, "A2C_MODE": run.mode,
+        "A2C_SEED": str(run.seed), "A2C_DEADLINE": f"{run.deadline:.3f}",
+        "A2C_DRIVER_MODEL": run.driver or "",
+        "A2C_PROMPT_FILE": agent_dir + "/" + paths.prompt_rendered.name,
+        "A2C_AGENT_DIR": agent_dir,
+    }
+    hooks = paths.bash_logging_hook
+    if hooks.is_file():
+        env["BASH_ENV"] = f"{INSIDE_HOOKS}/{hooks.name}" if confined else str(hooks)
+    launch = agent.get("launch") or {}
+    for key in launch.get("pass_env") or []:  # e.g. API keys: from the host, never stored
+        if key in os.environ and not str(key).startswith("A2C_"):
+            env[str(key)] = os.environ[key]
+    env.update({str(k): str(v) for k, v in (run.options or {}).get("agent_env", {}).items()})
+    from a2c.runtime.service_gateway import INSIDE_DIR, env_var
+    for name, gateway in (env_gateways or {}).items():
+        where = f"{INSIDE_DIR}/{gateway.socket_path.name}" if confined else gateway.socket_path
+        env[env_var(name)] = f"unix:{where}"
+    extra = {INSIDE_AGENT: paths.agent}
+    if hooks.is_file():
+        extra[INSIDE_HOOKS] = paths.bundle_hooks
+    launch_sh = f"{INSIDE_AGENT}/{paths.launch.name}" if confined else str(paths.launch)
+    spec = SandboxSpec(
+        command=["bash", launch_sh],
+        workspace=paths.workspace, data_dir=paths.data,
+        model_dir=Path(run.base_model["path"]), socket_path=Path(svc["socket_path"]),
+        log_path=paths.agent_log, command_log=paths.commands_log, env=env,
+        marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
+        env_sockets=paths.env_sockets if env_gateways else None,
+        gpus=int((run.budget or {}).get("gpus") or 0) if run.backend == "docker" else 0)
+    if not confined:
+        env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
+    return spec

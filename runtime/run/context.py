@@ -1,0 +1,81 @@
+"""What one run is given (`RunOptions`) and what it carries between steps (`RunContext`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.events import EventLog
+from a2c.contracts.run_info import RunInfo
+from a2c.runtime.run.paths import RunPaths
+
+SNAPSHOT_EVERY_S = float(os.environ.get("A2C_SNAPSHOT_EVERY_S", "180"))
+STOP_GRACE_S = 3.0
+READY_TIMEOUT_S = 120.0
+Reporter = Callable[[str], None]
+
+
+@dataclass
+class RunOptions:
+    bundle: str                      # bundle folder or task id with a bundle in generated/
+    agent: str                       # agent bundle folder or agent id (generated/agents/)
+    model: str | None = None         # override of the task's base model: folder, builtin name, hub id
+    budget: str | float | None = None
+    mode: str = "free"
+    backend: str = "local"
+    seed: int = 0
+    runs_dir: str | Path | None = None
+    driver: str | None = None        # driver model for LLM scaffolds
+    agent_env: dict[str, str] = field(default_factory=dict)   # extra variables for the agent
+    use_bwrap: bool | None = None    # local backend: None = where available
+    snapshot_every_s: float = SNAPSHOT_EVERY_S
+    run_id: str | None = None
+
+
+@dataclass
+class RunContext:
+    run_dir: Path
+    run: RunInfo
+
+    def __post_init__(self) -> None:
+        self.run_dir = Path(self.run_dir)
+        if isinstance(self.run, dict):
+            self.run = RunInfo.from_dict(self.run)
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> RunContext:
+        run_dir = Path(run_dir)
+        return cls(run_dir, RunInfo.read(RunPaths(run_dir).run_json))
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths(self.run_dir)
+
+    @property
+    def events(self) -> EventLog:
+        return EventLog(self.paths.events, verify=False)
+
+    def save(self) -> None:
+        self.run.write(self.paths.run_json)
+
+
+def versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    import a2c
+    out: dict[str, str | None] = {"a2c": a2c.__version__, "python": sys.version.split()[0]}
+    for name in ("torch", "transformers", "trl"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def read_json(path: Path) -> Any:
+    import json
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,63 @@
+"""The run's grader service process: start (and restart on the same journal), stop, and, after a
+crash of the runtime, find and stop the one left over from before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from a2c.contracts.run_info import RunInfo
+from a2c.contracts.service_config import read_service_fields
+from a2c.runtime.run.context import READY_TIMEOUT_S
+from a2c.runtime.run.paths import RunPaths
+
+SERVICE_MODULE = "a2c.runtime.grader_service"
+
+
+class GraderProcess:
+    """The grader service for this run (`a2c.runtime.grader_service.start_grader_service`)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.paths = RunPaths(run_dir)
+        self.handle = None
+
+    def start(self, timeout: float = READY_TIMEOUT_S) -> None:
+        from a2c.runtime.grader_service import start_grader_service
+        sock = read_service_fields(self.run_dir).get("socket_path")
+        if sock and Path(sock).exists():
+            Path(sock).unlink()
+        self.handle = start_grader_service(self.run_dir, timeout_s=timeout,
+                                           log_path=self.paths.grader_log)
+        self.paths.service_pid.write_text(str(self.handle.pid))
+
+    def alive(self) -> bool:
+        return self.handle is not None and self.handle.alive()
+
+    def stop(self, grace: float = 30.0) -> None:
+        if self.handle is not None and self.handle.alive():
+            self.handle.stop(timeout=grace)
+
+
+
+
+def kill_stale(run_dir: Path, run: RunInfo) -> None:
+    """After a crash: stop a grader service and agent processes left over from before."""
+    from a2c.runtime.sandbox.proctree import kill_tree
+    pid_file = RunPaths(run_dir).service_pid
+    if pid_file.is_file():
+        try:
+            pid = int(pid_file.read_text())
+            if _is_grader_service(pid, run_dir):
+                kill_tree(pid, pid, None, grace=5.0)
+        except (ValueError, OSError):
+            pass
+    if run.get("sandbox_id"):
+        kill_tree(None, None, run["sandbox_id"], grace=2.0)
+
+
+def _is_grader_service(pid: int, run_dir: Path) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return SERVICE_MODULE.encode() in cmd and str(run_dir).encode() in cmd

@@ -1,0 +1,226 @@
+"""`RunPaths`: every path of a run directory, named once (docs/contracts.md, "Run directory").
+
+    runs/<run-id>/
+      run.json, events.jsonl, submissions.jsonl, results/<n>.json, results/baseline.json,
+      snapshots.git/
+      workspace/   the agent's workspace (the only writable path inside the sandbox)
+      data/        the agent split, read-only (train.jsonl + referenced files)
+      agent/       the agent bundle's launch.sh and the rendered prompt.md (read-only inside)
+      grader/      token, held-out data, service.json, grader.json, the socket, ready, eval/
+                   (never visible to the agent)
+      logs/        agent.log, commands.log, transcript.<ext>, grader.log
+      bundle/      the task bundle the run used
+      env-sockets/ the environment gateways' sockets (mounted at /run/a2c/env in the sandbox)
+
+Nothing else in the runtime spells these names: the run, the grader service and the baseline all
+take their paths from here. Light on purpose (the grader service imports it).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from a2c.canonical import sha256_bytes
+from a2c.contracts.run_info import RUN_JSON
+from a2c.contracts.service_config import GRADER_JSON, SERVICE_JSON
+
+# The folders prepare creates before anything is copied in (bundle/ and agent/ are copies).
+CREATED_DIRS = ("workspace", "grader", "logs", "results", "data")
+SOCKET_LIMIT = 100       # a Unix socket path must stay under 108 bytes
+ENV_SOCKET_LIMIT = 80    # room for "<service>.sock" below the folder
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    # ------------------------------------------------------------------ the record
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_JSON
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def journal(self) -> Path:
+        """submissions.jsonl, the grader's journal."""
+        return self.root / "submissions.jsonl"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    def result(self, sid: int | str) -> Path:
+        return self.results / f"{sid}.json"
+
+    @property
+    def baseline_result(self) -> Path:
+        return self.result("baseline")
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots.git"
+
+    # ------------------------------------------------------------------ the agent's side
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def output(self) -> Path:
+        """workspace/output, where the agent saves models to submit."""
+        return self.workspace / "output"
+
+    @property
+    def run_meta(self) -> Path:
+        return self.workspace / "run_meta.json"
+
+    @property
+    def mode_md(self) -> Path:
+        return self.workspace / "MODE.md"
+
+    def workspace_mode(self, mode: str) -> Path:
+        return self.workspace / "modes" / f"{mode}.md"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def train(self) -> Path:
+        return self.data / "train.jsonl"
+
+    @property
+    def agent(self) -> Path:
+        return self.root / "agent"
+
+    @property
+    def agent_manifest(self) -> Path:
+        return self.agent / "agent.json"
+
+    @property
+    def launch(self) -> Path:
+        return self.agent / "launch.sh"
+
+    @property
+    def prompt(self) -> Path:
+        """agent/prompt.md, the agent bundle's prompt template."""
+        return self.agent / "prompt.md"
+
+    @property
+    def prompt_rendered(self) -> Path:
+        return self.agent / "prompt.rendered.md"
+
+    # ------------------------------------------------------------------ the grader's side
+    @property
+    def grader(self) -> Path:
+        return self.root / "grader"
+
+    @property
+    def token(self) -> Path:
+        return self.grader / "token"
+
+    @property
+    def heldout(self) -> Path:
+        return self.grader / "heldout.jsonl"
+
+    @property
+    def service_json(self) -> Path:
+        return self.root / SERVICE_JSON
+
+    @property
+    def grader_json(self) -> Path:
+        return self.root / GRADER_JSON
+
+    @property
+    def grader_effective(self) -> Path:
+        return self.grader / "grader.effective.json"
+
+    @property
+    def service_pid(self) -> Path:
+        return self.grader / "service.pid"
+
+    @property
+    def ready(self) -> Path:
+        return self.grader / "ready"
+
+    @property
+    def eval_dir(self) -> Path:
+        """grader/eval: one <n>.json and <n>.log per evaluation child."""
+        return self.grader / "eval"
+
+    @property
+    def socket(self) -> Path:
+        """The grader's Unix socket: in grader/ when the path is short enough, else a short
+        folder under the system's temporary directory (created, 0700)."""
+        candidate = self.grader / "grader.sock"
+        if len(str(candidate)) < SOCKET_LIMIT:
+            return candidate
+        short = Path(tempfile.gettempdir()) / f"a2c-{self._short_id}"
+        short.mkdir(mode=0o700, exist_ok=True)
+        return short / "grader.sock"
+
+    @property
+    def env_sockets(self) -> Path:
+        """Where the environment gateways' sockets live (RUN/env-sockets, or a short tmp dir)."""
+        candidate = self.root / "env-sockets"
+        if len(str(candidate)) < ENV_SOCKET_LIMIT:
+            return candidate
+        return Path(tempfile.gettempdir()) / f"a2c-{self._short_id}-env"
+
+    @property
+    def _short_id(self) -> str:
+        return sha256_bytes(str(self.root).encode())[:12]
+
+    # ------------------------------------------------------------------ logs
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def agent_log(self) -> Path:
+        return self.logs / "agent.log"
+
+    @property
+    def commands_log(self) -> Path:
+        return self.logs / "commands.log"
+
+    @property
+    def grader_log(self) -> Path:
+        return self.logs / "grader.log"
+
+    def transcript(self, ext: str) -> Path:
+        return self.logs / f"transcript.{ext}"
+
+    # ------------------------------------------------------------------ the task bundle
+    @property
+    def bundle(self) -> Path:
+        return self.root / "bundle"
+
+    @property
+    def bundle_manifest(self) -> Path:
+        return self.bundle / "bundle.json"
+
+    @property
+    def bundle_workspace(self) -> Path:
+        return self.bundle / "workspace"
+
+    @property
+    def bundle_hooks(self) -> Path:
+        return self.bundle / "hooks"
+
+    @property
+    def bash_logging_hook(self) -> Path:
+        return self.bundle_hooks / "bash_logging.sh"
+
+
+def env_socket_dir(run_dir: str | Path) -> Path:
+    """RunPaths(run_dir).env_sockets, for callers holding only the folder."""
+    return RunPaths(Path(run_dir)).env_sockets

@@ -1,0 +1,199 @@
+"""Build RUN_DIR: bundle copy, workspace, data splits, model, token, service.json, run.json.
+
+Nothing is started here; `execute` (runner.py) starts the grader and the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.bundle import Bundle
+from a2c.contracts.run_info import RunInfo
+from a2c.contracts.service_config import read_grader_json, write_service_config
+from a2c.durations import format_duration, parse_duration
+from a2c.errors import BundleError, RunError
+from a2c.fsutil import write_json_atomic, write_text_atomic
+from a2c.modes import MODES
+from a2c.runtime.run.context import Reporter, RunContext, RunOptions, read_json, versions
+from a2c.runtime.run.paths import CREATED_DIRS, RunPaths
+from a2c.runtime.run.resolve import (
+    load_agent,
+    model_cfg,
+    resolve_agent_bundle,
+    resolve_task_bundle,
+)
+
+
+def grader_cfg(bundle: Path, task: dict) -> dict:
+    """The task's grader section: bundle/grader/grader.json, else the task's `grader`."""
+    path = RunPaths(bundle).grader_json   # the same relative path inside a bundle
+    if path.is_file():
+        return read_grader_json(path)
+    return task.get("grader") or {}
+
+
+def make_read_only(root: Path) -> None:
+    for path in sorted(root.rglob("*"), reverse=True):
+        if path.is_symlink():
+            continue
+        os.chmod(path, 0o555 if path.is_dir() else 0o444)
+    os.chmod(root, 0o555)
+
+
+def render_prompt(paths: RunPaths, task: dict, mode: str, budget_s: float) -> str:
+    template = paths.prompt
+    if not template.is_file():
+        return ""
+    instructions = ""
+    source = paths.bundle_workspace / "INSTRUCTIONS.md"
+    if source.is_file():
+        instructions = source.read_text(encoding="utf-8")
+    import jinja2
+    env = jinja2.Environment(undefined=jinja2.ChainableUndefined, keep_trailing_newline=True)
+    try:
+        return env.from_string(template.read_text(encoding="utf-8")).render(
+            instructions=instructions, task=task, mode=mode, budget=format_duration(budget_s),
+            budget_s=budget_s, workspace="$A2C_WORKSPACE")
+    except jinja2.TemplateError as exc:
+        raise BundleError(f"{template}: cannot render the prompt: {exc}") from exc
+
+
+def baseline_cache() -> Path:
+    from a2c.paths import cache_dir
+    path = cache_dir() / "baselines"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def check_options(opts: RunOptions) -> None:
+    if opts.mode not in MODES:
+        raise RunError(f"unknown mode {opts.mode!r} (choose one of {', '.join(MODES)})")
+    from a2c.runtime.sandbox import BACKENDS
+    if opts.backend not in BACKENDS:
+        raise RunError(f"unknown sandbox backend {opts.backend!r} (choose local or docker)")
+    if opts.backend == "docker":  # fail fast, before anything is written, without an engine
+        from a2c.runtime.sandbox import get_backend
+        get_backend("docker", build=False)
+
+
+def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
+    if opts.mode not in task.get("modes", MODES):
+        raise RunError(f"task {task['id']} does not offer mode {opts.mode!r} "
+                       f"(it offers {', '.join(task.get('modes', []))})")
+    driver = agent.get("driver") if isinstance(agent.get("driver"), dict) else {}
+    if driver.get("required") and not (opts.driver or driver.get("default")):
+        raise RunError(f"agent {agent['id']} needs a driver model: pass --driver MODEL")
+
+
+def _run_dir(opts: RunOptions, task: dict, agent: dict) -> tuple[str, Path]:
+    from a2c.paths import project_root
+    runs_dir = Path(opts.runs_dir) if opts.runs_dir else project_root() / "runs"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id = opts.run_id or f"{task['id']}-{agent['id']}-{stamp}-{secrets.token_hex(2)}"
+    return run_id, (runs_dir / run_id).resolve()
+
+
+def _prepare_workspace(paths: RunPaths, mode: str) -> None:
+    """The bundle's agent-visible files, MODE.md, output/."""
+    shutil.copytree(paths.bundle_workspace, paths.workspace, dirs_exist_ok=True)
+    mode_file = paths.workspace_mode(mode)
+    if mode_file.is_file():
+        shutil.copy2(mode_file, paths.mode_md)
+    paths.output.mkdir(exist_ok=True)
+
+
+def _prepare_data(paths: RunPaths, task: dict, report: Reporter) -> dict[str, Any]:
+    """Agent split read-only under data/, held-out split only under grader/."""
+    from a2c.runtime import data as data_mod
+    cache = None
+    splits = data_mod.load_splits(task, paths.bundle, cache)
+    data_mod.write_jsonl(paths.train, splits["agent"])
+    data_mod.write_jsonl(paths.heldout, splits["heldout"])
+    try:
+        root = data_mod.data_root(task, paths.bundle, cache)
+        data_mod.copy_referenced_files(splits["agent"], root, paths.data)
+        data_mod.copy_referenced_files(splits["heldout"], root, paths.grader)
+    except Exception as exc:  # noqa: BLE001 - referenced files are optional
+        report(f"note: referenced data files not copied: {exc}")
+    make_read_only(paths.data)
+    return {"agent_fingerprint": data_mod.fingerprint(splits["agent"]),
+            "agent_records": len(splits["agent"]),
+            "heldout_fingerprint": data_mod.fingerprint(splits["heldout"]),
+            "heldout_records": len(splits["heldout"])}
+
+
+def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
+    """Build RUN_DIR from a compiled task bundle and agent bundle (see resolve.py)."""
+    check_options(opts)
+    bundle_src = resolve_task_bundle(opts.bundle)
+    agent_src = resolve_agent_bundle(opts.agent)
+    task = Bundle.load(bundle_src).task
+    agent = load_agent(agent_src)
+    _check_task_and_agent(opts, task, agent)
+    budget_cfg = dict(task.get("budget") or {})
+    wall = parse_duration(opts.budget) if opts.budget is not None \
+        else float(budget_cfg.get("wall_clock_s") or 3600)
+    budget_cfg["wall_clock_s"] = wall
+
+    run_id, run_dir = _run_dir(opts, task, agent)
+    if run_dir.exists():
+        raise RunError(f"{run_dir} already exists")
+    paths = RunPaths(run_dir)
+    for sub in CREATED_DIRS:
+        (run_dir / sub).mkdir(parents=True, exist_ok=True)
+    report(f"run directory {run_dir}")
+    shutil.copytree(bundle_src, paths.bundle)
+    shutil.copytree(agent_src, paths.agent)
+    bundle = Bundle.load(paths.bundle)
+
+    grader = grader_cfg(paths.bundle, task)
+    write_json_atomic(paths.grader_json, grader)
+    _prepare_workspace(paths, opts.mode)
+    report("preparing data")
+    data_info = _prepare_data(paths, task, report)
+
+    report("resolving the base model")
+    from a2c.runtime import models
+    model = model_cfg(opts.model, task.get("base_model") or {})
+    model_path = Path(models.resolve_base_model(model, paths.bundle))
+    model_fp = models.model_fingerprint(model_path)
+
+    token = secrets.token_urlsafe(32)
+    write_text_atomic(paths.token, token, mode=0o600)
+    prompt = render_prompt(paths, task, opts.mode, wall)
+    paths.prompt_rendered.write_text(prompt, encoding="utf-8")
+
+    write_service_config(
+        run_dir, token=token, socket_path=str(paths.socket), host=None, port=None,
+        deadline_unix=None, max_submissions=budget_cfg.get("max_submissions"),
+        min_interval_s=budget_cfg.get("min_interval_s") or 0,
+        eval_timeout_s=budget_cfg.get("eval_timeout_s") or 3600,
+        output_dir=str(paths.output),
+        agent_output_dir=str(paths.output),   # set per backend at launch
+        workspace=str(paths.workspace), bundle=str(paths.bundle), heldout=str(paths.heldout),
+        backend=(grader.get("inference") or {}).get("backend", "auto"),
+        base_model=str(model_path), baseline_cache=str(baseline_cache()),
+        task_id=task["id"], baseline=False)
+
+    driver = agent.get("driver")
+    info = RunInfo(
+        run_id=run_id, task=task["id"], level=task.get("level"),
+        title=task.get("title"), agent=agent["id"],
+        agent_digest=read_json(paths.agent_manifest).get("digest"),
+        driver=opts.driver or ((driver or {}).get("default") if isinstance(driver, dict)
+                               else driver),
+        mode=opts.mode, seed=opts.seed, backend=opts.backend,
+        base_model={"spec": model, "path": str(model_path), "fingerprint": model_fp},
+        data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
+        isolation=None, budget=budget_cfg, scoring=task.get("scoring") or {"policy": "best"},
+        versions=versions(), sandbox_id=secrets.token_hex(8),
+        options={"use_bwrap": opts.use_bwrap, "snapshot_every_s": opts.snapshot_every_s,
+                 "agent_env": opts.agent_env})
+    ctx = RunContext(run_dir, info)
+    ctx.save()
+    return ctx

@@ -1,0 +1,48 @@
+"""Continue a run after a crash of the runtime or the grader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from a2c.contracts.events import read_events, verify_events
+from a2c.contracts.run_info import RunInfo
+from a2c.errors import RunError
+from a2c.runtime.run.context import Reporter, RunContext
+from a2c.runtime.run.grader import kill_stale
+from a2c.runtime.run.paths import RunPaths
+from a2c.runtime.run.runner import Runner
+from a2c.runtime.run.scoring import journal_state
+
+
+def resume(run_dir: str | Path, report: Reporter = print) -> dict:
+    """The grader restarts on the same journal (it re-queues unscored submissions), the event chain
+    continues with `run_resumed`, the agent is relaunched only if budget remains (the deadline
+    does not move), and the run is finalised.
+    """
+    run_dir = Path(run_dir).resolve()
+    paths = RunPaths(run_dir)
+    if not paths.run_json.is_file():
+        raise RunError(f"{run_dir}: not a run directory (no run.json)")
+    run = RunInfo.read(paths.run_json)
+    if run.status == "finished":
+        raise RunError(f"{run_dir}: the run already finished; nothing to resume")
+    check = verify_events(paths.events)
+    if not check.ok and check.events == 0 and not paths.events.exists():
+        pass
+    elif not check.ok:
+        raise RunError(f"{paths.events}:{check.bad_line}: {check.reason}; "
+                       "the record was altered, refusing to resume")
+    kill_stale(run_dir, run)
+    ctx = RunContext(run_dir, run)
+    started = any(e["type"] == "run_started" for e in read_events(paths.events)) \
+        if paths.events.exists() else False
+    run.resumes = int(run.resumes or 0) + 1
+    run.status = "running"
+    ctx.save()
+    runner = Runner(ctx, report)
+    if started:
+        runner.event("run_resumed", {"resume": run.resumes,
+                                     "pending": journal_state(run_dir)["pending"],
+                                     "deadline": run.deadline, "agent_exit": run.agent_exit})
+        report(f"resuming {run.run_id} (resume #{run.resumes})")
+    return runner.go(resumed=started)

@@ -1,0 +1,307 @@
+"""`Runner`: drives one run (fresh or resumed) from the grader's start to `run_finished`.
+
+    summary = execute(ctx)      # baseline, agent under the budget guard, drain, finish
+"""
+
+from __future__ import annotations
+
+import time
+
+from a2c.contracts.service_config import update_service_config
+from a2c.durations import format_duration
+from a2c.errors import A2CError
+from a2c.runtime.budget import BudgetGuard
+from a2c.runtime.run.agent import (
+    CONFINED,
+    copy_transcript,
+    sandbox_spec,
+    task_format,
+    update_run_meta,
+)
+from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext, read_json
+from a2c.runtime.run.grader import GraderProcess
+from a2c.runtime.run.paths import RunPaths
+from a2c.runtime.run.prepare import grader_cfg
+from a2c.runtime.run.resolve import load_agent
+from a2c.runtime.run.scoring import baseline_score, journal_state, score_run, sort_key
+from a2c.timefmt import iso_utc
+
+SCORE_KEYS = ("submissions", "valid_submissions", "best_score", "final_score", "best_submission",
+              "copies_of_base")
+STARTED_KEYS = ("run_id", "task", "level", "agent", "agent_digest", "driver", "mode", "seed",
+                "backend", "isolation", "base_model", "data", "bundle_digest", "spec_hash",
+                "budget", "scoring", "versions")
+SUMMARY_KEYS = ("run_id", "task", "agent", "mode", "isolation", "baseline_score", "best_score",
+                "final_score", "submissions", "valid_submissions", "status")
+
+
+class Runner:
+    """Drives one run (fresh or resumed) from the grader's start to `run_finished`."""
+
+    def __init__(self, ctx: RunContext, report: Reporter = print):
+        self.ctx = ctx
+        self.run_dir = ctx.run_dir
+        self.paths = ctx.paths
+        self.run = ctx.run
+        self.report = report
+        self.service = GraderProcess(self.run_dir)
+        self.env_services = None      # the task's environment.services (runtime/services.py)
+        self.env_gateways: dict = {}  # the agent's gateways to them (runtime/service_gateway.py)
+        self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
+        self._seen_scored: set[str] = set()
+        self._seen_received: set[str] = set()
+
+    # ---------------------------------------------------------------- helpers
+    def event(self, type_: str, data: dict | None = None) -> dict:
+        return self.ctx.events.append(type_, data or {})
+
+    def refresh(self) -> dict:
+        policy = (self.run.scoring or {}).get("policy", "best")
+        scores = score_run(self.run_dir, policy)
+        self.run.update({k: scores[k] for k in SCORE_KEYS})
+        self.run.baseline_score = baseline_score(self.run_dir)
+        self.ctx.save()
+        state = journal_state(self.run_dir)
+        for sid, entry in state["received"].items():
+            if sid not in self._seen_received:
+                self._seen_received.add(sid)
+                self.report(f"submission {sid} received: {entry.get('model_path')}")
+        for sid, entry in sorted(state["scored"].items(), key=lambda kv: sort_key(kv[0])):
+            if sid not in self._seen_scored:
+                self._seen_scored.add(sid)
+                if entry.get("valid", True) and entry.get("score") is not None:
+                    extra = " (copy of the base model)" if entry.get("copy_of_base") else ""
+                    self.report(f"submission {sid} scored {float(entry['score']):.1f}{extra}")
+                else:
+                    self.report(f"submission {sid} invalid: {entry.get('error')}")
+        return scores
+
+    def backend(self):
+        from a2c.runtime.sandbox import get_backend
+        if self.run.backend == "local":
+            return get_backend("local", use_bwrap=(self.run.options or {}).get("use_bwrap"))
+        return get_backend(self.run.backend)
+
+    def start_env_services(self) -> None:
+        """Start the task's declared services (e.g. the WebShop server) before any grading."""
+        paths = RunPaths(self.run_dir)   # (tests drive this method with a bare namespace)
+        task = read_json(paths.bundle_manifest).get("task") or {}
+        specs = (task.get("environment") or {}).get("services") or []
+        if specs and self.env_services is None:
+            from a2c.runtime.services import describe, start_services
+            self.report("starting services: " + ", ".join(describe(s) for s in specs))
+            self.env_services = start_services(specs, log_dir=paths.logs)
+            # the agent's own way in, limited to its training split (service_gateway.py)
+            from a2c.runtime.service_gateway import agent_gateways
+            self.env_gateways = agent_gateways(task, paths.train, paths.env_sockets,
+                                               log_dir=paths.logs)
+            for name in self.env_gateways:
+                self.report(f"service {name}: the agent reaches it through a gateway limited "
+                            "to its training split")
+
+    def stop_env_services(self) -> None:
+        for gateway in (getattr(self, "env_gateways", None) or {}).values():
+            gateway.stop()
+        self.env_gateways = {}
+        if self.env_services is not None:
+            self.env_services.stop()
+            self.env_services = None
+
+    # ---------------------------------------------------------------- phases
+    def baseline(self) -> None:
+        if self.paths.baseline_result.is_file():
+            self.run.baseline_score = baseline_score(self.run_dir)
+            return
+        self.report("scoring the base model (baseline; cached per task, model and grader)")
+        from a2c.runtime.grader_service.baseline import compute_baseline_for_run
+        summary = compute_baseline_for_run(self.run_dir)
+        self.run.baseline_score = summary.get("score")
+        if not summary.get("valid"):
+            self.report(f"baseline evaluation FAILED (not scored as 0): {summary.get('error')}")
+        else:
+            cached = " (cached)" if summary.get("cached") else ""
+            self.report(f"baseline score {summary['score']:.1f}{cached}")
+        self.ctx.save()
+
+    def launch_agent(self, backend):
+        confined = backend.isolation in CONFINED
+        return backend.start(sandbox_spec(self.agent, self.run, self.paths, confined,
+                                          self.env_gateways))
+
+    def supervise(self, proc, guard: BudgetGuard) -> dict:
+        """Wait for the agent to exit or the deadline; stop the whole tree at the deadline."""
+        last_snapshot = time.monotonic()
+        last_meta = 0.0
+        last_refresh = 0.0
+        every = float((self.run.options or {}).get("snapshot_every_s") or SNAPSHOT_EVERY_S)
+        reason = "exited"
+        stop_report = None
+        while True:
+            rc = proc.poll()
+            for type_, data in guard.tick():
+                if type_ == "budget_warning":
+                    self.event(type_, data)
+                    self.report(f"budget: {int(data['fraction'] * 100)}% used, "
+                                f"{format_duration(data['remaining_s'])} left")
+            if rc is not None:
+                break
+            if guard.deadline_hit:
+                self.event("deadline_reached", {"deadline": guard.deadline,
+                                                "wall_clock_s": guard.wall_clock_s})
+                self.report("deadline reached: stopping the agent's process tree")
+                stop_report = proc.stop(grace=STOP_GRACE_S)
+                reason = "deadline"
+                break
+            now = time.monotonic()
+            if now - last_meta >= 15:
+                last_meta = now
+                update_run_meta(self.paths, self.run, guard.remaining())
+            if now - last_refresh >= 2:
+                last_refresh = now
+                self.refresh()
+                if not self.service.alive():
+                    self.report("the grader service died; restarting it on the same journal")
+                    self.service.start()
+            if now - last_snapshot >= every:
+                last_snapshot = now
+                self.snapshot("periodic")
+            time.sleep(0.25)
+        if hasattr(proc, "close"):
+            proc.close()
+        return {"returncode": proc.returncode, "reason": reason, "stop": stop_report}
+
+    def snapshot(self, reason: str) -> None:
+        try:
+            from a2c.runtime.snapshots import Snapshotter
+            Snapshotter(self.paths.snapshots, self.paths.workspace,
+                        event_log=self.ctx.events).snapshot(reason)
+        except Exception as exc:  # noqa: BLE001 - a snapshot failure never stops a run
+            self.report(f"snapshot ({reason}) failed: {exc}")
+
+    def drain(self, timeout: float) -> None:
+        """Let accepted submissions finish scoring (the deadline never cuts an evaluation)."""
+        end = time.monotonic() + timeout
+        announced = False
+        while time.monotonic() < end:
+            pending = journal_state(self.run_dir)["pending"]
+            if not pending:
+                return
+            if not announced:
+                self.report(f"waiting for {len(pending)} evaluation(s) to finish")
+                announced = True
+            if not self.service.alive():
+                self.service.start()
+            self.refresh()
+            time.sleep(0.5)
+        self.report("gave up waiting for pending evaluations: "
+                    + ", ".join(journal_state(self.run_dir)["pending"]))
+
+    def finish(self, status: str = "finished") -> dict:
+        self.snapshot("final")
+        budget = self.run.budget or {}
+        pending = journal_state(self.run_dir)["pending"]
+        self.drain(float(budget.get("eval_timeout_s") or 3600) * max(1, len(pending)) + 30)
+        self.service.stop()
+        self.stop_env_services()
+        transcript = copy_transcript(self.agent, self.paths)
+        scores = self.refresh()
+        self.run.update(status=status, ended_at=iso_utc(time.time()), transcript=transcript)
+        self.ctx.save()
+        self.event("run_finished", {"baseline_score": self.run.baseline_score,
+                                    "best_score": scores["best_score"],
+                                    "final_score": scores["final_score"],
+                                    "submissions": scores["submissions"],
+                                    "valid_submissions": scores["valid_submissions"],
+                                    "status": status})
+        return self.summary()
+
+    def summary(self) -> dict:
+        return {**{k: self.run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
+
+    def _guard(self) -> BudgetGuard:
+        run = self.run
+        if run.deadline is None:
+            now = time.time()
+            run.agent_started_at = iso_utc(now)
+            run.deadline = now + float(run.budget["wall_clock_s"])
+            run.task_format = task_format(grader_cfg(self.paths.bundle, {}))
+        wall = float(run.budget["wall_clock_s"])
+        guard = BudgetGuard(started_at=run.deadline - wall, wall_clock_s=wall)
+        guard.warned = {t for t in guard.thresholds if guard.fraction_used() >= t}
+        guard.deadline_hit = False
+        return guard
+
+    def _run_agent(self, backend, guard: BudgetGuard, resumed: bool) -> None:
+        run = self.run
+        self.event("agent_started", {"deadline": run.deadline, "wall_clock_s": guard.wall_clock_s,
+                                     "isolation": backend.isolation, "resumed": resumed})
+        self.report(f"launching agent {run.agent} ({backend.isolation} sandbox), "
+                    f"budget {format_duration(guard.remaining())}")
+        info = self.supervise(self.launch_agent(backend), guard)
+        run.agent_exit = {k: info[k] for k in ("returncode", "reason")}
+        self.ctx.save()
+        data = {"returncode": info["returncode"], "reason": info["reason"]}
+        if info.get("stop"):
+            data["stop"] = {k: info["stop"].get(k) for k in ("terminated", "killed",
+                                                             "elapsed_s", "survivors")}
+        self.event("agent_exited", data)
+        self.report(f"agent exited ({info['reason']}, rc {info['returncode']})")
+
+    def go(self, resumed: bool = False) -> dict:
+        run = self.run
+        try:
+            backend = self.backend()
+            run.isolation = backend.isolation
+            warning = getattr(backend, "warning", lambda: None)()
+            if warning:
+                self.report(warning)
+            if not resumed:
+                run.status = "running"
+                run.started_at = iso_utc(time.time())
+                self.ctx.save()
+                self.event("run_started", {k: run.get(k) for k in STARTED_KEYS})
+            self.start_env_services()
+            self.baseline()
+            guard = self._guard()
+            agent_out = "/workspace/output" if backend.isolation in CONFINED \
+                else str(self.paths.output)
+            update_service_config(self.run_dir, deadline_unix=run.deadline,
+                                  agent_output_dir=agent_out)
+            update_run_meta(self.paths, run, guard.remaining())
+            self.ctx.save()
+            self.report("starting the grader service")
+            self.service.start()
+            self.refresh()
+            if run.agent_exit is None and guard.remaining() > 1:
+                self._run_agent(backend, guard, resumed)
+            elif run.agent_exit is None:
+                self.event("deadline_reached", {"deadline": run.deadline,
+                                                "wall_clock_s": guard.wall_clock_s,
+                                                "note": "no budget left at resume"})
+                run.agent_exit = {"returncode": None, "reason": "no budget left at resume"}
+                self.event("agent_exited", run.agent_exit)
+            return self.finish("finished")
+        except KeyboardInterrupt:
+            self._abort("interrupted")
+            raise
+        except A2CError:
+            self._abort("failed")
+            raise
+        except Exception:
+            self._abort("failed")
+            raise
+
+    def _abort(self, status: str) -> None:
+        try:
+            from a2c.runtime.sandbox.proctree import kill_tree
+            kill_tree(None, None, self.run.get("sandbox_id"), grace=2.0)
+            self.service.stop()
+            self.stop_env_services()
+            self.run.update(status=status, ended_at=iso_utc(time.time()))
+            self.ctx.save()
+        except Exception:  # noqa: BLE001 - best effort while failing
+            pass
+
+
+def execute(ctx: RunContext, report: Reporter = print) -> dict:
+    return Runner(ctx, report).go(resumed=False)
