@@ -11,14 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
+
 DEFAULT_BASE_IMAGE = ("python:3.11.10-slim-bookworm@sha256:"
                       "5148c0e4bbb64271bca1d3322360ebf4bfb7564507ae32dd639322e4952a6b16")
 DEFAULT_PACKAGES = ["accelerate==1.15.0", "datasets==5.2.0", "safetensors==0.8.0",
                     "torch==2.13.0", "transformers==5.24.0", "trl==1.16.0"]
 
-DEFAULT_INFERENCE = {"backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0,
-                     "stop": [], "batch_size": 32, "chat_template": "auto", "n_samples": 1,
-                     "seed": 0, "prompt_template": "{prompt}"}
 DEFAULT_BUDGET = {"wall_clock": "12h", "gpus": 1, "max_submissions": 30, "min_interval": 0,
                   "eval_timeout": "1h"}
 DEFAULT_MODES = ["free", "sft-only", "rl-only"]

@@ -1,0 +1,1 @@
+"""Typed records passed between the compiler, the runtime and the analysis (stdlib only)."""
