@@ -4,7 +4,8 @@ needs, the tail of a log for error messages, folder swaps and the builders' lock
 
 A folder is built beside its destination and swapped in with renames, so a reader sees either
 the old folder or the complete new one, never a half-written one; builders that may race (two
-runs preparing the same model, data set or baseline) take an exclusive `file_lock` first.
+runs preparing the same model, data set or baseline) take an exclusive `file_lock` first;
+`staged_dir` is that build-beside-and-swap step.
 """
 
 from __future__ import annotations
@@ -108,3 +109,19 @@ def read_tail(path: str | Path | None, limit: int = 2000) -> str:
     except OSError:
         return ""
     return text[-limit:]
+
+
+@contextlib.contextmanager
+def staged_dir(dest: str | Path) -> Iterator[Path]:
+    """Build a folder that replaces `dest` whole: yields a fresh temporary folder beside `dest`
+    (same filesystem); when the block ends normally it is swapped in (`swap_in_dir`), and on any
+    exception it is removed, so `dest` is the old folder or the complete new one."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    try:
+        yield tmp
+        swap_in_dir(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

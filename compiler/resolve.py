@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
 from a2c.durations import parse_duration
 from a2c.modes import FREE, MODES
 from a2c.modes import MODE_TITLES as MODE_TITLES  # re-export: the titles the templates show
@@ -19,9 +20,6 @@ DEFAULT_BASE_IMAGE = ("python:3.11.10-slim-bookworm@sha256:"
 DEFAULT_PACKAGES = ["accelerate==1.15.0", "datasets==5.2.0", "safetensors==0.8.0",
                     "torch==2.13.0", "transformers==5.24.0", "trl==1.16.0"]
 
-DEFAULT_INFERENCE = {"backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0,
-                     "stop": [], "batch_size": 32, "chat_template": "auto", "n_samples": 1,
-                     "seed": 0, "prompt_template": "{prompt}"}
 DEFAULT_BUDGET = {"wall_clock": "12h", "gpus": 1, "max_submissions": 30, "min_interval": 0,
                   "eval_timeout": "1h"}
 DEFAULT_MODES = list(MODES)

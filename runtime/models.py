@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.canonical import sha256_file, sha256_tree
 from a2c.errors import A2CError
-from a2c.fsutil import file_lock, swap_in_dir
+from a2c.fsutil import file_lock, staged_dir
 from a2c.paths import cache_dir
+from a2c.runtime.data.fetch import hub_download_allowed
 
 COMPLETE_MARKER = ".a2c-model.json"   # written last into a built-in's folder: {"name", "builder"}
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
@@ -97,18 +96,13 @@ def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
     with file_lock(target.parent / f".{target.name}.lock"):
         if not force and is_prepared(name, seed):   # another process built it while we waited
             return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-        try:
+        with staged_dir(target) as tmp:
             spec.build(tmp, seed)
             meta = {"name": name, "version": spec.version, "seed": seed if spec.seeded else None}
             (tmp / COMPLETE_MARKER).write_text(json.dumps(meta, sort_keys=True) + "\n")
             os.chmod(tmp, 0o755)
             for f in tmp.rglob("*"):
                 os.chmod(f, 0o755 if f.is_dir() else 0o644)
-            swap_in_dir(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
     return target
 
 
@@ -162,15 +156,11 @@ def load_check(path: str | Path) -> None:
         raise ModelError(f"cannot load model from {path}: {type(exc).__name__}: {exc}") from None
 
 
-def _hub_download_allowed() -> bool:
-    return os.environ.get("A2C_HUB_DOWNLOAD", "").lower() in ("1", "true", "yes")
-
-
 def _resolve_hub(repo_id: str, revision: str | None) -> Path:
     from huggingface_hub import snapshot_download
     try:
         local = snapshot_download(repo_id, revision=revision,
-                                  local_files_only=not _hub_download_allowed())
+                                  local_files_only=not hub_download_allowed())
     except Exception as exc:  # noqa: BLE001 - LocalEntryNotFoundError, RepositoryNotFoundError, ...
         rev = f" --revision {revision}" if revision else ""
         raise ModelError(

@@ -3,7 +3,9 @@
 Each record has one owner module here, with its one writer and its one reader:
 `bundle` (bundle.json / agent.json / suite.json), `events` (events.jsonl), `journal`
 (submissions.jsonl), `submission_errors` (the grader's error codes), `grade_result`
-(results/<n>.json), `run_info` (run.json), `service_config` (grader/service.json). `python -m a2c.contracts.schemas` writes their JSON Schemas to `schemas/`.
+(results/<n>.json), `run_info` (run.json), `service_config` (grader/service.json),
+`inference` (the generation defaults a resolved spec and the runtime share).
+`python -m a2c.contracts.schemas` writes their JSON Schemas to `schemas/`.
 Import the submodules (`from a2c.contracts.bundle import load_bundle`); this package re-exports
 nothing so that importing one record never imports the others.
 """

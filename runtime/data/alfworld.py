@@ -54,7 +54,7 @@ def generate(params: dict, seed: int, out_dir: Path) -> dict:
     if params.get("root"):
         root = Path(params["root"]).expanduser()
     else:
-        from a2c.runtime.data_cli import default_dest
+        from a2c.runtime.data.fetch import default_dest
         root = default_dest("alfworld")
     base = root / "json_2.1.1"
     if not base.is_dir():

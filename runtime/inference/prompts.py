@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import InferenceError
+from .settings import InferenceError
 
 
 def has_chat_template(tokenizer) -> bool:

@@ -17,8 +17,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import GenerationSettings, InferenceError, Prompt
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
+from .settings import GenerationSettings, InferenceError, Prompt
 
 
 class TransformersBackend:

@@ -13,8 +13,8 @@ from functools import partial
 import pytest
 
 from a2c.cli import main
-from a2c.runtime import data_cli
-from a2c.runtime.data_cli import Archive, Dataset
+from a2c.runtime.data import fetch
+from a2c.runtime.data.fetch import Archive, Dataset
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -49,9 +49,9 @@ def tiny(server):
     (root / "b.zip").write_bytes(b)
     ds = Dataset("tiny", "test data", (Archive(f"{base}/a.zip", hashlib.sha256(a).hexdigest()),
                                        Archive(f"{base}/b.zip")), expect="json_2.1.1/valid_unseen")
-    data_cli.register_dataset(ds)
+    fetch.register_dataset(ds)
     yield root, base
-    data_cli.DATASETS.pop("tiny", None)
+    fetch.DATASETS.pop("tiny", None)
 
 
 def test_fetch_extracts_records_hashes_and_is_idempotent(tiny, tmp_path, capsys):
@@ -79,7 +79,7 @@ def test_checksum_mismatch_leaves_nothing(tiny, tmp_path, capsys):
 def test_traversal_member_is_refused(tmp_path, server, capsys):
     root, base = server
     (root / "evil.zip").write_bytes(_zip({"ok.txt": b"fine", "../escaped.txt": b"boom"}))
-    data_cli.register_dataset(Dataset("evil", "bad archive", (Archive(f"{base}/evil.zip"),)))
+    fetch.register_dataset(Dataset("evil", "bad archive", (Archive(f"{base}/evil.zip"),)))
     try:
         dest = tmp_path / "cache" / "evil"
         assert main(["data", "fetch", "evil", "--dest", str(dest)]) != 0
@@ -87,7 +87,7 @@ def test_traversal_member_is_refused(tmp_path, server, capsys):
         assert not dest.exists() and not (tmp_path / "cache" / "escaped.txt").exists()
         assert list(dest.parent.iterdir()) == []
     finally:
-        data_cli.DATASETS.pop("evil", None)
+        fetch.DATASETS.pop("evil", None)
 
 
 def test_mirror_option_and_http_error(tiny, tmp_path, capsys):
@@ -111,7 +111,7 @@ def test_file_url_mirror_and_list(tiny, tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "alfworld" in out and "tiny" in out and "not fetched" in out
     assert main(["data", "fetch", "tiny"]) == 0
-    assert data_cli.dataset_path("tiny") == tmp_path / "cache" / "data" / "tiny"
+    assert fetch.dataset_path("tiny") == tmp_path / "cache" / "data" / "tiny"
     main(["data", "list"])
     assert f"fetched: {tmp_path / 'cache' / 'data' / 'tiny'}" in capsys.readouterr().out
 
@@ -119,5 +119,5 @@ def test_file_url_mirror_and_list(tiny, tmp_path, monkeypatch, capsys):
 def test_unknown_dataset_and_alfworld_urls(capsys):
     assert main(["data", "fetch", "nope"]) != 0
     assert "unknown data set 'nope'" in capsys.readouterr().err
-    names = [a.filename for a in data_cli.DATASETS["alfworld"].archives]
+    names = [a.filename for a in fetch.DATASETS["alfworld"].archives]
     assert names == ["json_2.1.1_json.zip", "json_2.1.2_tw-pddl.zip"]

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from a2c.runtime import inference
-from a2c.runtime.inference import GenerationSettings, InferenceError
+from a2c.runtime.inference import GenerationSettings, InferenceError, loading
 from a2c.runtime.inference.prompts import build_prompt_ids, cut_at_stop, prompt_text
 
 
@@ -57,12 +57,12 @@ def test_settings_from_a_grader_inference_block():
 
 
 def test_backend_kind_resolution(tiny_path, monkeypatch):
-    monkeypatch.setattr(inference, "cuda_available", lambda: False)
+    monkeypatch.setattr(loading, "cuda_available", lambda: False)
     assert inference.resolve_kind("auto") == "transformers"
-    monkeypatch.setattr(inference, "cuda_available", lambda: True)
-    monkeypatch.setattr(inference, "vllm_installed", lambda: True)
+    monkeypatch.setattr(loading, "cuda_available", lambda: True)
+    monkeypatch.setattr(loading, "vllm_installed", lambda: True)
     assert inference.resolve_kind("auto") == "vllm"
-    monkeypatch.setattr(inference, "vllm_installed", lambda: False)
+    monkeypatch.setattr(loading, "vllm_installed", lambda: False)
     assert inference.resolve_kind("auto") == "transformers"
     with pytest.raises(InferenceError, match="unknown inference backend"):
         inference.resolve_kind("tgi")

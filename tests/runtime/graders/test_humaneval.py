@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from a2c.runtime.graders import get_grader, sandbox
+from a2c.runtime.graders import code_exec, get_grader
 from a2c.runtime.graders.humaneval import build_program, pass_at_k
 
 CFG = {"kind": "humaneval", "params": {"k": [1], "timeout": 10, "memory_mb": 1024}}
@@ -141,7 +141,7 @@ def test_opening_a_socket_fails(heldout, listener):
     assert hits == []
 
 
-@pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap unavailable here")
+@pytest.mark.skipif(not code_exec.bwrap_available(), reason="bubblewrap unavailable here")
 def test_no_network_even_when_the_import_guard_is_bypassed(heldout, listener):
     port, hits = listener
     body = ("    import sys\n    del sys.modules['socket'], sys.modules['_socket']\n"

@@ -37,7 +37,7 @@ import pytest
 from grader_helpers import FIXTURES, read_jsonl
 
 from a2c.runtime.graders import get_grader
-from a2c.runtime.graders.judge import _p_b_from_logprobs, parse_verdict
+from a2c.runtime.graders.judge_verdict import _p_b_from_logprobs, parse_verdict
 
 ENABLED = os.environ.get("A2C_VLLM_SERVER_TEST") == "1"
 SERVED_NAME = "smollm2"

@@ -1,4 +1,6 @@
-"""Run untrusted generated code: a separate process, a throw-away directory, a wall-clock limit,
+"""Code execution for HumanEval-style graders (not the agent's sandbox, `a2c.runtime.sandbox`).
+
+Run untrusted generated code: a separate process, a throw-away directory, a wall-clock limit,
 an address-space (memory) limit, a CPU-time limit, an output-size limit, and no network.
 
 Inside bubblewrap when it works on this machine (`--unshare-all`: no network beyond a private
@@ -28,17 +30,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from a2c.fsutil import read_tail
+
 BLOCKED_MODULES = ("socket", "_socket", "ssl", "_ssl", "subprocess", "multiprocessing",
                    "_multiprocessing", "asyncio", "ctypes", "_ctypes", "urllib.request",
                    "http.client", "ftplib", "smtplib", "telnetlib", "resource")
 
 _DRIVER = r'''
 import os, sys, resource
-_nonce = os.environ.pop("A2C_SANDBOX_NONCE", "")
-_mem = int(os.environ.pop("A2C_SANDBOX_MEM", "0"))
-_cpu = int(os.environ.pop("A2C_SANDBOX_CPU", "0"))
-_fsize = int(os.environ.pop("A2C_SANDBOX_FSIZE", "0"))
-_blocked = os.environ.pop("A2C_SANDBOX_BLOCK", "").split(",")
+_nonce = os.environ.pop("A2C_EXEC_NONCE", "")
+_mem = int(os.environ.pop("A2C_EXEC_MEM", "0"))
+_cpu = int(os.environ.pop("A2C_EXEC_CPU", "0"))
+_fsize = int(os.environ.pop("A2C_EXEC_FSIZE", "0"))
+_blocked = os.environ.pop("A2C_EXEC_BLOCK", "").split(",")
 if _mem:
     resource.setrlimit(resource.RLIMIT_AS, (_mem, _mem))
 if _cpu:
@@ -110,7 +114,7 @@ def _bwrap_args(workdir: Path) -> list[str]:
     for b in sorted(binds):
         if not b.startswith("/usr"):
             args += ["--ro-bind", b, b]
-    args += ["--bind", str(workdir), "/sandbox", "--chdir", "/sandbox",
+    args += ["--bind", str(workdir), "/exec", "--chdir", "/exec",
              "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
              "--unshare-all", "--die-with-parent", "--new-session"]
     return args
@@ -158,13 +162,13 @@ def run_program(source: str, timeout_s: float = 10.0, memory_mb: int = 1024,
         (workdir / "program.py").write_text(source, encoding="utf-8")
         (workdir / "driver.py").write_text(_DRIVER, encoding="utf-8")
         nonce = secrets.token_hex(16)
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/sandbox" if mode == "bubblewrap" else
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/exec" if mode == "bubblewrap" else
                str(workdir), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                "PYTHONDONTWRITEBYTECODE": "1",
-               "A2C_SANDBOX_NONCE": nonce, "A2C_SANDBOX_MEM": str(int(memory_mb) << 20),
-               "A2C_SANDBOX_CPU": str(int(timeout_s) + 1),
-               "A2C_SANDBOX_FSIZE": str(max_output_bytes),
-               "A2C_SANDBOX_BLOCK": ",".join(blocked)}
+               "A2C_EXEC_NONCE": nonce, "A2C_EXEC_MEM": str(int(memory_mb) << 20),
+               "A2C_EXEC_CPU": str(int(timeout_s) + 1),
+               "A2C_EXEC_FSIZE": str(max_output_bytes),
+               "A2C_EXEC_BLOCK": ",".join(blocked)}
         cmd = [_python(), "-I", "driver.py"]
         if mode == "bubblewrap":
             cmd = _bwrap_args(workdir) + cmd
@@ -182,7 +186,7 @@ def run_program(source: str, timeout_s: float = 10.0, memory_mb: int = 1024,
             finally:
                 _kill_group(proc)  # stray children of a finished program, too
         elapsed = round(time.monotonic() - started, 3)
-        tail = _tail(out_path)
+        tail = read_tail(out_path)
         done = workdir / ".a2c_done"
         passed = rc == 0 and done.is_file() and done.read_text(errors="replace") == nonce
         if passed:
@@ -209,13 +213,3 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         pass
 
-
-def _tail(path: Path, n: int = 2000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - n))
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""

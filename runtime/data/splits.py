@@ -1,0 +1,146 @@
+"""A task's two parts (agent, held-out): each split read once, sliced python-style, mapped to the
+canonical fields, ids checked unique and disjoint; and the folder record paths resolve against."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from a2c.paths import cache_dir as _default_cache_dir
+
+from .generators import DataError
+from .sources import generate, raw_split
+
+PARTS = ("agent", "heldout")
+
+
+def parse_slice(text: str | None) -> slice:
+    """'0:82' -> slice(0, 82); '82:' -> slice(82, None); None/'' -> everything."""
+    if text is None or str(text).strip() in ("", ":"):
+        return slice(None)
+    parts = str(text).split(":")
+    if len(parts) not in (2, 3):
+        raise DataError(f"slice {text!r} is not python-style start:stop[:step]")
+    try:
+        values = [int(p) if p.strip() else None for p in parts]
+    except ValueError:
+        raise DataError(f"slice {text!r} is not python-style start:stop[:step]") from None
+    if len(values) == 3 and values[2] == 0:
+        raise DataError(f"slice {text!r}: step cannot be zero")
+    return slice(*values)
+
+
+def _map_fields(rows: list[dict], indices: list[int], split: str, fields: dict | None) -> list[dict]:
+    fields = dict(fields or {})
+    if not fields:   # no mapping: keep every column
+        fields = {k: k for k in (rows[0] if rows else {})}
+    columns = set(rows[0]) if rows else set()
+    missing = sorted({col for col in fields.values() if col not in columns}) if rows else []
+    if missing:
+        raise DataError(f"split {split!r}: field mapping names column(s) {missing} that the data "
+                        f"does not have; columns: {sorted(columns)}")
+    id_column = fields.get("id") or ("id" if "id" in columns else None)
+    out = []
+    for row, index in zip(rows, indices):
+        record = {key: row[col] for key, col in fields.items() if key != "id"}
+        record["id"] = str(row[id_column]) if id_column else f"{split}-{index}"
+        out.append(record)
+    return out
+
+
+def _cache(cache: str | Path | None) -> Path:
+    return Path(cache) if cache is not None else _default_cache_dir() / "data"
+
+
+def _part(data: dict, which: str) -> dict:
+    if which not in PARTS:
+        raise DataError(f"which must be one of {PARTS}, got {which!r}")
+    part = data.get(which)
+    if not isinstance(part, dict) or not part.get("split"):
+        raise DataError(f"task data has no {which!r} split")
+    return part
+
+
+def load_splits(task: dict, bundle_root: str | Path, cache: str | Path | None = None
+                ) -> dict[str, list[dict]]:
+    """Both parts of a task's data, mapped, with unique ids and no agent/held-out overlap."""
+    data = task.get("data") or {}
+    source = data.get("source") or {}
+    bundle_root, cache = Path(bundle_root), _cache(cache)
+    raw: dict[str, list[dict]] = {}
+    out: dict[str, list[dict]] = {}
+    for which in PARTS:
+        part = _part(data, which)
+        split = str(part["split"])
+        if split not in raw:
+            raw[split] = raw_split(source, split, bundle_root, cache)
+        rows = raw[split]
+        indices = list(range(len(rows)))[parse_slice(part.get("slice"))]
+        records = _map_fields([rows[i] for i in indices], indices, split, data.get("fields"))
+        ids = [r["id"] for r in records]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise DataError(f"{which} split {split!r}: duplicate ids {dup}")
+        if not records:
+            raise DataError(f"{which} split {split!r} slice {part.get('slice')!r} is empty "
+                            f"({len(rows)} rows in the split)")
+        out[which] = records
+    overlap = {r["id"] for r in out["agent"]} & {r["id"] for r in out["heldout"]}
+    if overlap:
+        raise DataError(f"agent and held-out data share {len(overlap)} id(s), e.g. "
+                        f"{sorted(overlap)[:5]}: fix the splits/slices so the held-out data "
+                        "stays unseen")
+    return out
+
+
+def load_split(task: dict, which: str, bundle_root: str | Path,
+               cache: str | Path | None = None) -> list[dict]:
+    """One part ("agent" or "heldout") of a task's data as canonical records (see module doc)."""
+    _part(task.get("data") or {}, which)
+    return load_splits(task, bundle_root, cache)[which]
+
+
+def data_root(task: dict, bundle_root: str | Path, cache: str | Path | None = None) -> Path:
+    """The data set's root: the folder relative file paths inside a task's records resolve against.
+
+    Generators: their cache folder (generate first with load_split); local files: the bundle;
+    otherwise the bundle too (hub and package records reference no files). (Not the environment's
+    data root, `a2c.runtime.envs.rollout_grader.env_data_root`: where a running environment looks
+    for those files, which callers set from this one.)
+    """
+    source = (task.get("data") or {}).get("source") or {}
+    if "generator" in source:
+        return generate(source, _cache(cache))
+    return Path(bundle_root)
+
+
+def copy_referenced_files(records: Iterable[dict], src_root: str | Path,
+                          dst_root: str | Path) -> list[str]:
+    """Copy every file a record references (a string value naming a relative path of an existing
+    file or folder under `src_root`) to the same relative path under `dst_root`. Returns them."""
+    src_root, dst_root = Path(src_root).resolve(), Path(dst_root)
+    copied: list[str] = []
+    for record in records:
+        for value in record.values():
+            if not isinstance(value, str) or not value or "\n" in value or len(value) > 500:
+                continue
+            rel = Path(value)
+            if rel.is_absolute() or ".." in rel.parts:
+                continue
+            src = (src_root / rel)
+            try:
+                if not src.exists() or src_root not in src.resolve().parents:
+                    continue
+            except OSError:
+                continue
+            dst = dst_root / rel
+            if value in copied:
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                shutil.copy2(src, dst)
+            copied.append(value)
+    return copied
