@@ -84,6 +84,10 @@ def python_binds() -> list[str]:
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
              Path(sys.executable).resolve().parent}
     paths |= a2c_source_dirs()
+    # site-packages folders on sys.path besides the venv's own: a .pth that chains another
+    # environment's packages (CI's wheel venv reuses the main venv's torch this way)
+    paths |= {Path(entry).resolve() for entry in sys.path
+              if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
     system = tuple(Path(d) for d in SYSTEM_DIRS)
     out = []
     for path in sorted(paths):
