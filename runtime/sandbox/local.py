@@ -12,7 +12,6 @@ the agent runs unconfined, with a loud warning and `isolation: none`.
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import subprocess
@@ -65,11 +64,8 @@ def a2c_source_dirs() -> set[Path]:
     """
     import a2c
     dirs = {Path(entry).resolve() for entry in getattr(a2c, "__path__", [])}
-    for name in EDITABLE_FINDERS:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            continue
+    # only a hook that is loaded counts (a .pth imports it at start-up): another environment's
+    # hook that merely lies on sys.path does not say where this interpreter's a2c comes from
     for name, module in list(sys.modules.items()):
         if name in EDITABLE_FINDERS or (name.startswith("__editable___a2c_")
                                         and name.endswith("_finder")):
