@@ -71,7 +71,7 @@ def wheel(session: nox.Session) -> None:
     Builds the wheel, installs it (--no-deps) into a throw-away venv that sees the main venv's
     packages through a .pth file (torch, TRL... are reused, nothing is downloaded; that venv's
     own .pth files, the editable import hook among them, are not run), and runs pytest there
-    with `python -P` from the checkout: the tests and generated/ come from the checkout, every
+    with `python -P` (PYTHONSAFEPATH) from the checkout: the tests and generated/ come from the checkout, every
     `a2c` import from the wheel (tests/test_packaging.py asserts it under A2C_WHEEL_TEST=1).
     Arguments after `--` go to pytest (default: `-q`).
     """
@@ -92,7 +92,9 @@ def wheel(session: nox.Session) -> None:
         Path(own_site, "_a2c_main_venv.pth").write_text("\n".join(main_site) + "\n")
         session.run(wheel_python, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
                     str(built), external=True)
-        env = {"A2C_WHEEL_TEST": "1", "A2C_PROJECT_ROOT": str(ROOT),
+        # PYTHONSAFEPATH (= -P) for every child too: `python -m a2c...` run from the checkout
+        # would otherwise find the checkout's a2c/ folder before the installed package
+        env = {"A2C_WHEEL_TEST": "1", "A2C_PROJECT_ROOT": str(ROOT), "PYTHONSAFEPATH": "1",
                "PATH": f"{work / 'venv' / 'bin'}:{os.environ.get('PATH', '')}"}
         session.chdir(ROOT)
         session.run(wheel_python, "-P", "-m", "pytest", "-p", "no:cacheprovider",
