@@ -20,7 +20,9 @@ FINDER = "_a2c_editable"
 
 FINDER_SOURCE = '''"""a2c editable install (written by hatch_build.py): top-level a2c packages from the checkout."""
 
+import importlib.machinery
 import importlib.util
+import os
 import sys
 
 MAPPING = {mapping!r}
@@ -32,8 +34,13 @@ class A2CEditableFinder:
         folder = MAPPING.get(fullname)
         if folder is None:
             return None
+        init = os.path.join(folder, "__init__.py")
+        if not os.path.isfile(init):  # a folder without __init__.py: a namespace package
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+            spec.submodule_search_locations = [folder]
+            return spec
         return importlib.util.spec_from_file_location(
-            fullname, folder + "/__init__.py", submodule_search_locations=[folder])
+            fullname, init, submodule_search_locations=[folder])
 
 
 def install():

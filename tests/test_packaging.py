@@ -9,9 +9,11 @@ bundles, caches) is in it. `test_imports_come_from_the_installed_wheel` guards C
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -111,6 +113,31 @@ def test_the_unpacked_wheel_imports_and_finds_its_resources(wheel, tmp_path):
     for line in proc.stdout.split():
         assert Path(line).resolve().is_relative_to(site / "a2c"), line
         assert Path(line).exists(), line
+
+
+def test_the_editable_wheel_maps_every_source_folder(tmp_path):
+    """`pip install -e .`: no copies, one import hook (hatch_build.py) that loads `a2c.compiler`
+    from ./compiler and so on; checked in a bare interpreter (-S: no other hook around)."""
+    pytest.importorskip("hatchling")
+    from hatchling.builders.wheel import WheelBuilder
+    (built,) = WheelBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["editable"])
+    with zipfile.ZipFile(built) as archive:
+        names = archive.namelist()
+        hook = archive.read("_a2c_editable.py").decode()
+        assert archive.read("_a2c_editable.pth").decode().strip() == "import _a2c_editable"
+        archive.extractall(tmp_path / "site")
+    assert not [n for n in names if n.startswith("a2c/")]
+    mapping = ast.literal_eval(re.search(r"^MAPPING = (.*)$", hook, re.MULTILINE)[1])
+    assert mapping == {target.replace("/", "."): str(ROOT.resolve() / folder)
+                       for folder, target in FOLDERS.items()}
+    code = ("import importlib.util as u, _a2c_editable; "
+            "print(*(u.find_spec(n).origin for n in _a2c_editable.MAPPING), sep='\\n')")
+    proc = subprocess.run([sys.executable, "-S", "-P", "-c", code], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    origins = proc.stdout.split()
+    assert origins == [str(Path(folder) / "__init__.py") for folder in mapping.values()]
 
 
 @pytest.mark.skipif(os.environ.get("A2C_WHEEL_TEST") != "1",
