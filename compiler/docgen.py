@@ -10,7 +10,7 @@ from pathlib import Path
 
 from a2c.compiler.schema import load_schema
 from a2c.fsutil import write_text_atomic
-from a2c.paths import PACKAGE_ROOT
+from a2c.paths import project_root
 
 HEADER = """# Spec field reference
 
@@ -109,7 +109,7 @@ def render() -> str:
 
 
 def target() -> Path:
-    return PACKAGE_ROOT / "docs" / "spec-reference.md"
+    return project_root() / "docs" / "spec-reference.md"
 
 
 def main(argv=None) -> int:

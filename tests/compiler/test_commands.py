@@ -90,8 +90,8 @@ def test_spec_reference_is_current():
 def test_authoring_example_builds(tmp_path, run_cli):
     import re
 
-    from a2c.paths import PACKAGE_ROOT
-    text = (PACKAGE_ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
+    from a2c.paths import project_root
+    text = (project_root() / "docs" / "authoring.md").read_text(encoding="utf-8")
     spec_text = re.search(r"`specs/tasks/capitals.yaml`:\n\n```yaml\n(.*?)```", text,
                           re.DOTALL)[1]
     tasks = tmp_path / "specs" / "tasks"

@@ -174,3 +174,29 @@ def test_python_dirs_under_tmp_stay_visible(tmp_path):
     argv = build_bwrap_argv(spec, shutil.which("bwrap"), python_dirs=[str(tmp_path / "venv")])
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     assert proc.returncode != 0 and "token" not in proc.stdout
+
+
+def test_python_binds_follow_the_packaging():
+    """Every top-level a2c package is visible inside the sandbox, editable install or wheel."""
+    import importlib
+
+    from a2c.runtime.sandbox.local import python_binds
+    binds = [Path(p) for p in python_binds()]
+    for name in ("a2c", "a2c.compiler", "a2c.runtime", "a2c.analysis", "a2c.templates",
+                 "a2c.specs"):
+        for entry in importlib.import_module(name).__path__:
+            folder = Path(entry).resolve()
+            assert any(folder == b or b in folder.parents for b in binds), (name, folder)
+
+
+def test_python_binds_read_the_editable_hook(monkeypatch, tmp_path):
+    """An editable install's import hook names every mapped folder (hatch_build.py)."""
+    import types
+
+    from a2c.runtime.sandbox.local import python_binds
+    extra = tmp_path / "checkout" / "newpkg"
+    extra.mkdir(parents=True)
+    hook = types.ModuleType("_a2c_editable")
+    hook.MAPPING = {"a2c.newpkg": str(extra)}
+    monkeypatch.setitem(sys.modules, "_a2c_editable", hook)
+    assert str(extra.resolve()) in python_binds()
