@@ -146,7 +146,7 @@ def _task_services(task: dict):
     services = (task.get("environment") or {}).get("services") or []
     if not services:
         return contextlib.nullcontext()
-    from a2c.runtime.services import services_running
+    from a2c.runtime.sidecars import sidecars_running as services_running
 
     log_dir = Path(tempfile.mkdtemp(prefix="a2c-eval-services-"))
     print(f"starting {len(services)} service(s) for the evaluation; logs in {log_dir}",

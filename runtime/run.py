@@ -608,11 +608,12 @@ class Runner:
         task = _read_json(self.run_dir / "bundle" / "bundle.json").get("task") or {}
         specs = (task.get("environment") or {}).get("services") or []
         if specs and self.env_services is None:
-            from a2c.runtime.services import describe, start_services
+            from a2c.runtime.sidecars import describe
+            from a2c.runtime.sidecars import start_sidecars as start_services
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
             self.env_services = start_services(specs, log_dir=self.run_dir / "logs")
             # the agent's own way in, limited to its training split (service_gateway.py)
-            from a2c.runtime.service_gateway import agent_gateways
+            from a2c.runtime.sidecars import agent_gateways
             self.env_gateways = agent_gateways(task, self.run_dir / "data" / "train.jsonl",
                                                _env_socket_dir(self.run_dir),
                                                log_dir=self.run_dir / "logs")
@@ -673,7 +674,7 @@ class Runner:
                 env[str(key)] = os.environ[key]
         env.update({str(k): str(v) for k, v in (run.get("options") or {}).get(
             "agent_env", {}).items()})
-        from a2c.runtime.service_gateway import INSIDE_DIR, env_var
+        from a2c.runtime.sidecars import INSIDE_DIR, env_var
         for name, gateway in (self.env_gateways or {}).items():
             where = f"{INSIDE_DIR}/{gateway.socket_path.name}" if confined else gateway.socket_path
             env[env_var(name)] = f"unix:{where}"
