@@ -18,6 +18,8 @@ FIXTURE_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(FIXTURE_SERVE
 def _load():
     name = "a2c_tests_webshop_fixture_server"
     if name not in sys.modules:
+        if str(FIXTURE_SERVER.parent) not in sys.path:      # its catalogue module lies beside it
+            sys.path.insert(0, str(FIXTURE_SERVER.parent))
         spec = importlib.util.spec_from_file_location(name, FIXTURE_SERVER)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
