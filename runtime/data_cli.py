@@ -47,7 +47,7 @@ def register(subparsers) -> None:
     c = sub.add_parser("corpus", help="build a frozen search corpus from the web, once "
                                       "(DeepSearchQA: SearxNG results, fetched pages, manifest)")
     c.add_argument("task", choices=["deepsearchqa"], help="the task whose corpus to build")
-    from a2c.runtime.envs import deepsearchqa_corpus
+    from a2c.runtime.envs.deepsearchqa import corpus as deepsearchqa_corpus
     deepsearchqa_corpus.add_arguments(c)
     c.set_defaults(handler=lambda args: (deepsearchqa_corpus.run_cli(args), 0)[1])
     p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])

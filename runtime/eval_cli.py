@@ -142,12 +142,12 @@ def _task_services(task: dict):
     services = (task.get("environment") or {}).get("services") or []
     if not services:
         return contextlib.nullcontext()
-    from a2c.runtime.services import services_running
+    from a2c.runtime.sidecars import sidecars_running
 
     log_dir = Path(tempfile.mkdtemp(prefix="a2c-eval-services-"))
     print(f"starting {len(services)} service(s) for the evaluation; logs in {log_dir}",
           file=sys.stderr)
-    return services_running(services, log_dir=log_dir)
+    return sidecars_running(services, log_dir=log_dir)
 
 
 def run(args: argparse.Namespace) -> int:

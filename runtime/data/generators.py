@@ -2,13 +2,13 @@
 
 A generator is `fn(params: dict, seed: int, out_dir: Path) -> {split: [records]}`. It may write
 files into `out_dir` (for example text-game files) and reference them from records by paths
-relative to `out_dir`. Register one with `@register("name")`. Generators living in optional areas
-are imported lazily by name (`LAZY`), so the data layer does not depend on them.
+relative to `out_dir`. Register one with `@register("name")`. An environment kind brings its own
+generator (`EnvKind.generator`, `EnvKind.data_generator()`, runtime/envs/registry.py); it is
+imported the first time it is asked for, so the data layer does not depend on the engines.
 """
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +18,6 @@ from a2c.errors import A2CError
 Generator = Callable[[dict, int, Path], dict]
 
 _REGISTRY: dict[str, Generator] = {}
-# name -> module that registers it when imported
-LAZY: dict[str, str] = {"textworld": "a2c.runtime.envs.textworld_games",
-                        "alfworld": "a2c.runtime.data.alfworld",
-                        "webshop": "a2c.runtime.envs.webshop_env",
-                        "deepsearchqa": "a2c.runtime.envs.deepsearchqa_env"}
 
 
 class DataError(A2CError):
@@ -36,21 +31,27 @@ def register(name: str) -> Callable[[Generator], Generator]:
     return wrap
 
 
+def _env_generators() -> dict:
+    """Generator name -> the environment kind that brings it."""
+    from a2c.runtime.envs.registry import generators as env_generators
+    return env_generators()
+
+
 def get_generator(name: str) -> Generator:
-    if name not in _REGISTRY and name in LAZY:
-        try:
-            importlib.import_module(LAZY[name])
-        except ModuleNotFoundError as exc:
-            raise DataError(f"generator {name!r} needs module {LAZY[name]} ({exc})") from None
-    try:
+    if name in _REGISTRY:
         return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(set(_REGISTRY) | set(LAZY)))
-        raise DataError(f"unknown data generator {name!r}; known: {known}") from None
+    kind = _env_generators().get(name)
+    if kind is None:
+        raise DataError(f"unknown data generator {name!r}; known: {', '.join(names())}")
+    try:
+        return kind.data_generator()
+    except ModuleNotFoundError as exc:
+        raise DataError(f"generator {name!r} (environment kind {kind.name!r}) needs module "
+                        f"{exc.name} ({exc})") from None
 
 
 def names() -> list[str]:
-    return sorted(set(_REGISTRY) | set(LAZY))
+    return sorted(set(_REGISTRY) | set(_env_generators()))
 
 
 # --------------------------------------------------------------------------------------------

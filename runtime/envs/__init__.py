@@ -1,10 +1,10 @@
 """Level 3: environments, lockstep rollouts and the rollout grader.
 
 - `base`: the environment protocol (`Env`, `EnvBatch`, `Episode`; failures per episode)
-- `prompts`: the evaluation prompt format of each environment and history truncation
+- `registry`: environment kinds by name (`EnvKind`, `@env_kind`, `get_kind`, `env_factory`)
+- `prompts`: the generic prompt format, `get_format(kind)`, history truncation, `describe`
 - `rollout`: lockstep rollouts (`run_rollouts`)
 - `rollout_grader`: the `rollout` grader kind
-- adapters: `textworld_env`, `alfworld_env`, `webshop_env`, `deepsearchqa_env`
-- `textworld_games`: the `textworld` data generator (games from a seed, offline)
-- `registry`: environment kinds -> adapters
+- one folder per kind, each with a `kind.py` registering its `EnvKind`: `textworld/`,
+  `alfworld/`, `webshop/`, `deepsearchqa/`
 """

@@ -1,4 +1,6 @@
-"""The evaluation prompt format of each level-3 environment, stated once and used everywhere.
+"""The evaluation prompt format of level 3, stated once and used everywhere: the generic
+`PromptFormat` (each environment kind subclasses it in its own folder, `EnvKind.prompt_format`),
+`get_format(kind)`, history truncation and `describe` (what PROMPT_FORMAT.md renders).
 
 The rollout grader, the example rollout script in the workspace and the reference agent all build
 prompts with `PromptFormat.messages(...)`, so training and evaluation prompts are identical (the
@@ -60,6 +62,7 @@ class PromptFormat:
               "nothing else.")
     list_actions = True          # append "Valid actions: ..." to the latest observation
     max_listed_actions = 40
+    example: dict | None = None  # the made-up episode `describe` renders (default: EXAMPLE)
 
     def __init__(self, options: dict | None = None):
         self.options = dict(options or {})
@@ -179,7 +182,7 @@ def describe(kind: str, options: dict | None = None, history: dict | None = None
     """What the workspace documentation states about a format: constants and rendered examples."""
     fmt = get_format(kind, options)
     hist = history or {}
-    ex = getattr(fmt, "example", None) or EXAMPLE       # a format may bring its own example
+    ex = fmt.example or EXAMPLE                        # a format may bring its own example
     kwargs = {"max_tokens": hist.get("max_tokens"),
               "keep_first_turns": int(hist.get("keep_first_turns") or 0)}
     first = fmt.messages(ex["task"], ex["first_observation"], [], ex["info"], **kwargs)
@@ -193,31 +196,24 @@ def describe(kind: str, options: dict | None = None, history: dict | None = None
             "layout": fmt.layout(), "example_output": ex["turns"][0][0]}
 
 
-class TextWorldFormat(PromptFormat):
-    kind = "textworld"
-    system = ("You are playing a text adventure game. Read the goal and the observation, then "
-              "reply with exactly one action from the list of valid actions and nothing else.")
-    ACTION_RULE = PromptFormat.ACTION_RULE + (
-        " The game reads ASCII: other characters become spaces, runs of spaces one space, and "
-        "the command is cut at 200 characters; an action with nothing printable left is a bad "
-        "action.")
-
-
-_REGISTRY: dict[str, type[PromptFormat]] = {"textworld": TextWorldFormat}
-
-
-def register_format(cls: type[PromptFormat]) -> type[PromptFormat]:
-    _REGISTRY[cls.kind] = cls
-    return cls
-
-
 def get_format(kind: str, options: dict | None = None) -> PromptFormat:
-    if kind not in _REGISTRY:
-        # formats of the other environments live with their adapters
-        from a2c.runtime.envs.registry import ADAPTERS, load_adapter
-        if kind in ADAPTERS:
-            load_adapter(kind)
-    try:
-        return _REGISTRY[kind](options)
-    except KeyError:
-        raise ValueError(f"no prompt format for environment kind {kind!r}") from None
+    """The prompt format of an environment kind (`EnvKind.prompt_format`), built with `options`."""
+    from a2c.runtime.envs.registry import find_kind
+
+    env_kind = find_kind(kind)
+    if env_kind is None:
+        raise ValueError(f"no prompt format for environment kind {kind!r}")
+    return env_kind.prompt_format()(options)
+
+
+def __getattr__(name: str) -> type[PromptFormat]:
+    """Each kind's format class by name (`a2c.runtime.envs.prompts.WebShopFormat`, as the
+    workspace's PROMPT_FORMAT.md names it); the class lives in its kind's folder."""
+    if not name.startswith("_"):
+        from a2c.runtime.envs.registry import kinds
+
+        for kind in kinds().values():
+            cls = kind.prompt_format()
+            if cls.__name__ == name:
+                return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,51 +1,126 @@
-"""Environment kinds: how to build one episode's Env from a record, and the prompt formats.
+"""Environment kinds by name: each kind is a folder `runtime/envs/<kind>/` whose `kind.py` defines
+an `EnvKind` and registers it with `@env_kind`.
 
-    env_factory(env_cfg, data_root) -> Callable[[record], Env]
+    kind = get_kind("webshop")
+    factory = kind.env_factory(env_cfg, data_root)     # record -> Env
+    fmt = kind.prompt_format()(options)                # its PromptFormat
+    kind.score_key                                     # "success" | "reward"
+    kind.generator, kind.data_generator()              # its data generator, if it has one
+    kind.agent_path_filter()                           # optional hook: the agent's gateway rule
+
+Registration is lazy: this module imports only the standard library, and the kinds' `kind.py`
+modules (small, no engine imports: each imports its engine or adapter only when a method asks for
+it) are imported the first time a kind is looked up. Adding a kind = adding a folder with a
+`kind.py` (see docs/level3.md, "Adding an environment kind").
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
-from a2c.runtime.envs.base import Env
+if TYPE_CHECKING:
+    from a2c.runtime.envs.base import Env
+    from a2c.runtime.envs.prompts import PromptFormat
 
-ADAPTERS = {"textworld": "a2c.runtime.envs.textworld_env", "alfworld": "a2c.runtime.envs.alfworld_env",
-            "webshop": "a2c.runtime.envs.webshop_env",
-            "deepsearchqa": "a2c.runtime.envs.deepsearchqa_env"}
-
-
-def load_adapter(kind: str):
-    """Import an adapter module (it registers its prompt format)."""
-    if kind not in ADAPTERS:
-        raise ValueError(f"unknown environment kind {kind!r} (known: {', '.join(ADAPTERS)})")
-    return importlib.import_module(ADAPTERS[kind])
-
-ENV_KINDS = ("textworld", "alfworld", "webshop", "deepsearchqa")
-SCORE_BY_KIND = {"textworld": "success", "alfworld": "success", "webshop": "reward",
-                 "deepsearchqa": "reward"}
+Generator = Callable[[dict, int, Path], dict]
+PathFilter = Callable[[str], bool]
 
 
-def _resolve(root: Path, rel: str) -> Path:
+class EnvKind:
+    """One environment kind. Subclass it in `runtime/envs/<kind>/kind.py` and decorate the
+    subclass with `@env_kind`; override `env_factory` and `prompt_format`, and the optional
+    hooks where the kind has them (each has a default)."""
+
+    name: ClassVar[str] = ""
+    score_key: ClassVar[str] = "success"          # an item's score: "success" (won) or "reward"
+    generator: ClassVar[str | None] = None        # the data generator this kind brings, by name
+
+    def env_factory(self, env_cfg: dict, data_root: Path) -> Callable[[dict], Env]:
+        """How one episode's Env is built from a record (`env_cfg`: the grader's `env`)."""
+        raise NotImplementedError
+
+    def prompt_format(self) -> type[PromptFormat]:
+        """The kind's evaluation prompt format (a `PromptFormat` subclass)."""
+        raise NotImplementedError
+
+    # -- optional hooks ------------------------------------------------------------------------
+    def data_generator(self) -> Generator:
+        """The function behind `generator` (`fn(params, seed, out_dir) -> {split: [records]}`)."""
+        raise NotImplementedError(f"environment kind {self.name!r} has no data generator")
+
+    def agent_path_filter(self) -> Callable[[list[dict]], PathFilter] | None:
+        """For kinds served by a side service: given the agent split's records, the rule saying
+        which request paths the agent's gateway passes (`sidecars.gateway.agent_gateways`).
+        None (the default): the kind needs no gateway."""
+        return None
+
+
+_KINDS: dict[str, EnvKind] = {}
+_discovered = False
+
+
+def env_kind(cls: type[EnvKind]) -> type[EnvKind]:
+    """Class decorator: register an `EnvKind` subclass under its `name`."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__}: an EnvKind needs a name")
+    if cls.name in _KINDS and type(_KINDS[cls.name]) is not cls:
+        raise ValueError(f"environment kind {cls.name!r} is registered twice "
+                         f"({type(_KINDS[cls.name]).__name__}, {cls.__name__})")
+    _KINDS[cls.name] = cls()
+    return cls
+
+
+def _discover() -> None:
+    """Import every `runtime/envs/<kind>/kind.py` (once); each registers its kind."""
+    global _discovered
+    if _discovered:
+        return
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if info.ispkg and (Path(__file__).parent / info.name / "kind.py").is_file():
+            importlib.import_module(f"{__package__}.{info.name}.kind")
+    _discovered = True
+
+
+def kinds() -> dict[str, EnvKind]:
+    _discover()
+    return dict(_KINDS)
+
+
+def names() -> list[str]:
+    return sorted(kinds())
+
+
+def find_kind(name: str | None) -> EnvKind | None:
+    return kinds().get(name) if name else None
+
+
+def get_kind(name: str | None) -> EnvKind:
+    kind = find_kind(name)
+    if kind is None:
+        raise ValueError(f"unknown environment kind {name!r} (known: {', '.join(names())})")
+    return kind
+
+
+def generators() -> dict[str, EnvKind]:
+    """Data generator name -> the kind that brings it."""
+    return {k.generator: k for k in kinds().values() if k.generator}
+
+
+def score_key(name: str) -> str:
+    kind = find_kind(name)
+    return kind.score_key if kind else "success"
+
+
+def resolve_path(root: Path, rel: str) -> Path:
+    """A record's path (`game_file`, ...) against the data root, unless it is absolute."""
     p = Path(rel)
     return p if p.is_absolute() else Path(root) / p
 
 
 def env_factory(env_cfg: dict, data_root: str | Path) -> Callable[[dict], Env]:
-    kind = env_cfg.get("kind")
-    options = dict(env_cfg.get("options") or {})
-    max_steps = int(env_cfg.get("max_steps", 50))
-    root = Path(data_root)
-    if kind == "textworld":
-        from a2c.runtime.envs.textworld_env import TextWorldEnv
-        return lambda rec: TextWorldEnv(_resolve(root, rec["game_file"]), max_steps=max_steps)
-    mod = load_adapter(kind)
-    if kind == "alfworld":
-        return lambda rec: mod.AlfWorldEnv(_resolve(root, rec["game_file"]), options)
-    if kind == "webshop":
-        return lambda rec: mod.WebShopEnv(rec, options)
-    if kind == "deepsearchqa":
-        searcher = mod.make_search(options, root)
-        return lambda rec: mod.DeepSearchQAEnv(rec, searcher, options)
-    raise ValueError(f"unknown environment kind {kind!r} (known: {', '.join(ENV_KINDS)})")
+    """record -> Env for the grader's `env` config (`env_cfg["kind"]` names the kind)."""
+    return get_kind(env_cfg.get("kind")).env_factory(env_cfg, Path(data_root))

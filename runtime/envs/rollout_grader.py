@@ -26,7 +26,7 @@ from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.envs.prompts import get_format
-from a2c.runtime.envs.registry import SCORE_BY_KIND, env_factory
+from a2c.runtime.envs.registry import env_factory, score_key
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
 
@@ -34,7 +34,8 @@ VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printab
                 # 3: prefix cache between steps (options.prefix_cache_mb)
 
 
-def data_root(env_cfg: dict) -> Path:
+def env_data_root(env_cfg: dict) -> Path:
+    """The folder record paths are relative to (see the module docstring for the order)."""
     for cand in (env_cfg.get("data_root"), os.environ.get("A2C_ENV_DATA_ROOT"),
                  os.path.dirname(os.environ.get("A2C_HELDOUT", "")) or None):
         if cand:
@@ -78,7 +79,7 @@ class RolloutGrader(Grader):
         self.options = dict(self.env_cfg.get("options") or {})
         self.fmt = get_format(self.env_kind, self.options)
         self.rollout_cfg = RolloutConfig.from_env_cfg(self.env_cfg)
-        self.score_by = self.options.get("score") or SCORE_BY_KIND.get(self.env_kind, "success")
+        self.score_by = self.options.get("score") or score_key(self.env_kind)
 
     def select(self, records: list[dict]) -> list[dict]:
         n = self.env_cfg.get("n_episodes")
@@ -112,7 +113,7 @@ class RolloutGrader(Grader):
                      lockstep: bool = True) -> GradeResult:
         started = time.monotonic()
         records = self.select(records)
-        factory = env_factory(self.env_cfg, data_root(self.env_cfg))
+        factory = env_factory(self.env_cfg, env_data_root(self.env_cfg))
         kwargs = {"count_tokens": count_tokens} if count_tokens else {}
         episodes = run_rollouts(records, factory, self.fmt, policy, self.rollout_cfg,
                                 lockstep=lockstep, **kwargs)

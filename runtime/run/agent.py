@@ -95,7 +95,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         if key in os.environ and not str(key).startswith("A2C_"):
             env[str(key)] = os.environ[key]
     env.update({str(k): str(v) for k, v in (run.options or {}).get("agent_env", {}).items()})
-    from a2c.runtime.service_gateway import INSIDE_DIR, env_var
+    from a2c.runtime.sidecars import INSIDE_DIR, env_var
     for name, gateway in (env_gateways or {}).items():
         where = f"{INSIDE_DIR}/{gateway.socket_path.name}" if confined else gateway.socket_path
         env[env_var(name)] = f"unix:{where}"

@@ -45,8 +45,8 @@ class Runner:
         self.run = ctx.run
         self.report = report
         self.service = GraderProcess(self.run_dir)
-        self.env_services = None      # the task's environment.services (runtime/services.py)
-        self.env_gateways: dict = {}  # the agent's gateways to them (runtime/service_gateway.py)
+        self.env_services = None      # the task's environment.services (runtime/sidecars/)
+        self.env_gateways: dict = {}  # the agent's gateways to them (runtime/sidecars/gateway.py)
         self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
@@ -88,11 +88,11 @@ class Runner:
         task = read_json(paths.bundle_manifest).get("task") or {}
         specs = (task.get("environment") or {}).get("services") or []
         if specs and self.env_services is None:
-            from a2c.runtime.services import describe, start_services
+            from a2c.runtime.sidecars import describe, start_sidecars
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
-            self.env_services = start_services(specs, log_dir=paths.logs)
-            # the agent's own way in, limited to its training split (service_gateway.py)
-            from a2c.runtime.service_gateway import agent_gateways
+            self.env_services = start_sidecars(specs, log_dir=paths.logs)
+            # the agent's own way in, limited to its training split (sidecars/gateway.py)
+            from a2c.runtime.sidecars import agent_gateways
             self.env_gateways = agent_gateways(task, paths.train, paths.env_sockets,
                                                log_dir=paths.logs)
             for name in self.env_gateways:

@@ -15,8 +15,8 @@ import re
 import threading
 from pathlib import Path
 
-from a2c.errors import RunError
 from a2c.contracts.bundle import MANIFEST
+from a2c.errors import RunError
 from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox.local import (
     INSIDE_COMMAND_LOG,

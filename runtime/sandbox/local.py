@@ -28,7 +28,7 @@ INSIDE_DATA = "/data"
 INSIDE_MODEL = "/model"
 INSIDE_RUN = "/run/a2c"
 INSIDE_SOCKET = "/run/a2c/grader.sock"
-INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/service_gateway.py)
+INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/sidecars/gateway.py)
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
 

@@ -225,7 +225,7 @@ def test_unknown_generator_and_lazy_textworld():
         generators.get_generator("nope")
     assert "textworld" in generators.names()
     try:
-        import a2c.runtime.envs.textworld_games  # noqa: F401
+        import a2c.runtime.envs.textworld.games  # noqa: F401
     except ImportError:
         pytest.skip("the level-3 textworld generator is not installed")
     assert callable(generators.get_generator("textworld"))

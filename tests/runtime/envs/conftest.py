@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def tw_games(tmp_path_factory):
     """Three training and three held-out TextWorld games (real engine, ~2 s)."""
-    from a2c.runtime.envs.textworld_games import generate
+    from a2c.runtime.envs.textworld.games import generate
 
     root = tmp_path_factory.mktemp("twgames")
     splits = generate({"splits": {"train": 3, "test": 3}}, 11, root)
@@ -50,7 +50,7 @@ def oracle():
 @pytest.fixture(scope="module")
 def webshop_url():
     """The project's WebShop-compatible fixture server on a free loopback port."""
-    from a2c.runtime.envs import webshop_fixture as fx
+    from l3_webshop_helpers import webshop_fixture as fx
 
     srv = fx.make_server(0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()

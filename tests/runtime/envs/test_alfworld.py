@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.runtime.envs import alfworld_env as aw
+from a2c.runtime.envs.alfworld import env as aw
 from a2c.runtime.envs.base import BadAction
 from a2c.runtime.envs.prompts import Turn, get_format
 from a2c.runtime.envs.registry import env_factory

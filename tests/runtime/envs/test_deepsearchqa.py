@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.runtime.envs import deepsearchqa_env as dsqa
+from a2c.runtime.envs import deepsearchqa as dsqa
 from a2c.runtime.envs.base import BadAction
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.rollout_grader import RolloutGrader

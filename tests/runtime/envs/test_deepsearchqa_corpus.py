@@ -1,4 +1,4 @@
-"""Building DeepSearchQA's frozen corpus (runtime/envs/deepsearchqa_corpus.py) against a fake
+"""Building DeepSearchQA's frozen corpus (runtime/envs/deepsearchqa/corpus.py) against a fake
 SearxNG and fake web pages on loopback: no real web is touched."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from a2c.runtime.envs.deepsearchqa_corpus import CorpusError, build, visible_text
-from a2c.runtime.envs.deepsearchqa_env import CorpusSearch, generate
+from a2c.runtime.envs.deepsearchqa.corpus import CorpusError, build, visible_text
+from a2c.runtime.envs.deepsearchqa.data import generate
+from a2c.runtime.envs.deepsearchqa.search import CorpusSearch
 
 PAGES = {
     "/volcano": ("text/html", "<html><head><title>Mount Ember</title><style>.x{}</style></head>"

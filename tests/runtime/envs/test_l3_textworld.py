@@ -10,7 +10,7 @@ from a2c.runtime.envs.prompts import OMITTED, Turn, get_format
 from a2c.runtime.envs.registry import env_factory
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.envs.rollout_grader import RolloutGrader
-from a2c.runtime.envs.textworld_env import TextWorldEnv
+from a2c.runtime.envs.textworld.env import TextWorldEnv
 
 ENV_CFG = {"kind": "textworld", "max_steps": 6, "history": {"max_tokens": 1024}}
 
@@ -28,7 +28,7 @@ def test_generator_splits_are_disjoint_and_files_exist(tw_games):
 
 
 def test_generator_is_deterministic(tw_games, tmp_path):
-    from a2c.runtime.envs.textworld_games import generate
+    from a2c.runtime.envs.textworld.games import generate
 
     _, splits = tw_games
     again = generate({"splits": {"train": 3, "test": 3}}, 11, tmp_path)
@@ -246,7 +246,7 @@ def test_rollout_example_expert_writes_trajectories(tw_games, tmp_path):
 
 def test_unprintable_actions_fail_only_their_episode(tw_games):
     """Control characters hang or crash the Z-machine: they never reach it."""
-    from a2c.runtime.envs.textworld_env import engine_action
+    from a2c.runtime.envs.textworld.env import engine_action
 
     assert engine_action(" take\x0e  key\ufffd from  box ") == "take key from box"
     assert len(engine_action("x" * 1000)) == 200

@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import re
 import socket
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from l3_webshop_helpers import FIXTURE_COMMAND
+from l3_webshop_helpers import webshop_fixture as fx
 
-from a2c.runtime.envs import webshop_fixture as fx
 from a2c.runtime.envs.base import BadAction
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import env_factory
 from a2c.runtime.envs.rollout_grader import RolloutGrader
-from a2c.runtime.envs.webshop_env import WebShopEnv, sessions
-from a2c.runtime.services import services_running
+from a2c.runtime.envs.webshop.data import sessions
+from a2c.runtime.envs.webshop.env import WebShopEnv
+from a2c.runtime.sidecars import sidecars_running
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDS = [{"id": f"fixed_{i}", "session": f"fixed_{i}", "prompt": "", "answer": ""}
@@ -160,10 +161,9 @@ def test_wrong_option_and_bad_actions_fail_only_their_episode(webshop_url):
 
 def test_server_killed_mid_episode_is_env_crash_others_finish(webshop_url, tmp_path):
     port = free_port()
-    spec = {"name": "shard2", "command": f"{sys.executable} -m a2c.runtime.envs.webshop_fixture "
-                                          "--port {port}", "port": port, "health": "/health",
+    spec = {"name": "shard2", "command": f"{FIXTURE_COMMAND} --port {{port}}", "port": port, "health": "/health",
             "startup_timeout_s": 30}
-    with services_running([spec], log_dir=tmp_path) as group:
+    with sidecars_running([spec], log_dir=tmp_path) as group:
         records = [dict(r) for r in RECORDS[:4]]
         records[3]["base_url"] = f"http://127.0.0.1:{port}"       # one episode on shard 2
 
@@ -218,9 +218,9 @@ def test_spec_service_and_grader_end_to_end(tmp_path):
     assert task["grader"]["env"]["max_steps"] == 50 and task["grader"]["env"]["n_episodes"] == 100
     port = free_port()
     svc = {**svc, "port": port, "startup_timeout_s": 30,
-           "command": f"{sys.executable} -m a2c.runtime.envs.webshop_fixture --port {{port}}"}
+           "command": f"{FIXTURE_COMMAND} --port {{port}}"}
     cfg = json.loads(json.dumps(task["grader"]))
     cfg["env"]["options"]["base_url"] = f"http://127.0.0.1:{port}"
-    with services_running([svc], log_dir=tmp_path):
+    with sidecars_running([svc], log_dir=tmp_path):
         result = RolloutGrader(cfg).grade_policy(ScriptedShopper(), RECORDS)
     assert result.score == 100.0 and result.n_items == 10

@@ -1,4 +1,4 @@
-"""The agent's gateway to the WebShop service (runtime/service_gateway.py): training sessions
+"""The agent's gateway to the WebShop service (runtime/sidecars/gateway.py): training sessions
 pass, held-out and random ones are refused, also from inside the bubblewrap sandbox."""
 
 from __future__ import annotations
@@ -8,21 +8,22 @@ import sys
 import time
 
 import pytest
+from l3_webshop_helpers import FIXTURE_COMMAND
+from l3_webshop_helpers import webshop_fixture as fx
 
-from a2c.runtime.envs import webshop_fixture as fx
 from a2c.runtime.envs.base import EnvCrash
-from a2c.runtime.envs.webshop_env import WebShopEnv, agent_path_filter
+from a2c.runtime.envs.webshop.env import WebShopEnv, agent_path_filter
 from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox.docker import container_kwargs
 from a2c.runtime.sandbox.local import LocalBackend, build_bwrap_argv, bwrap_works
-from a2c.runtime.service_gateway import ServiceGateway, agent_gateways, env_var
+from a2c.runtime.sidecars.gateway import SidecarGateway, agent_gateways, env_var
 
 TRAIN = [{"id": "fixed_1", "session": "fixed_1"}, {"id": "fixed_2", "session": "fixed_2"}]
 
 
 @pytest.fixture()
 def gateway(webshop_url, tmp_path):
-    gw = ServiceGateway(tmp_path / "s" / "webshop.sock", webshop_url, agent_path_filter(TRAIN),
+    gw = SidecarGateway(tmp_path / "s" / "webshop.sock", webshop_url, agent_path_filter(TRAIN),
                         log_path=tmp_path / "gateway.log").start()
     yield gw
     gw.stop()
@@ -66,7 +67,7 @@ def test_training_session_plays_through_the_gateway_held_out_is_refused(gateway,
 
 
 def test_service_down_is_an_env_crash_not_a_hang(tmp_path, monkeypatch):
-    gw = ServiceGateway(tmp_path / "w.sock", "http://127.0.0.1:9", agent_path_filter(TRAIN),
+    gw = SidecarGateway(tmp_path / "w.sock", "http://127.0.0.1:9", agent_path_filter(TRAIN),
                         timeout=5).start()
     try:
         monkeypatch.setenv(env_var("webshop"), f"unix:{gw.socket_path}")
@@ -77,7 +78,7 @@ def test_service_down_is_an_env_crash_not_a_hang(tmp_path, monkeypatch):
         gw.stop()
     assert not gw.socket_path.exists()
     with pytest.raises(ValueError, match="http://"):
-        ServiceGateway(tmp_path / "x.sock", "unix:/nowhere", agent_path_filter(TRAIN))
+        SidecarGateway(tmp_path / "x.sock", "unix:/nowhere", agent_path_filter(TRAIN))
 
 
 def test_agent_gateways_only_for_an_adapter_with_a_filter(tmp_path, webshop_url):
@@ -133,7 +134,7 @@ def test_sandboxes_mount_the_gateway_folder(tmp_path):
 PLAY = r"""
 import json
 from a2c.runtime.envs.base import EnvCrash
-from a2c.runtime.envs.webshop_env import WebShopEnv
+from a2c.runtime.envs.webshop.env import WebShopEnv
 out = {}
 obs, info = WebShopEnv({"id": "fixed_1"}).reset()
 out["train"] = obs[:200]
@@ -168,7 +169,7 @@ def test_runner_opens_the_gateway_with_the_service_and_closes_it(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     svc = {"name": "webshop", "port": port, "health": "/health", "startup_timeout_s": 30,
-           "command": f"{sys.executable} -m a2c.runtime.envs.webshop_fixture --port {{port}}"}
+           "command": f"{FIXTURE_COMMAND} --port {{port}}"}
     task = {"grader": {"env": {"kind": "webshop"}}, "environment": {"services": [svc]}}
     (tmp_path / "bundle").mkdir()
     (tmp_path / "bundle" / "bundle.json").write_text(json.dumps({"task": task}))

@@ -9,6 +9,7 @@ import sys
 import pytest
 from grader_helpers import (
     GENERATED,
+    ROOT,
     perfect_and_corrupted,
     task_bundles,
     usable_bundle,
@@ -16,6 +17,8 @@ from grader_helpers import (
 )
 
 from a2c.cli import main
+
+WEBSHOP_FIXTURE_SERVER = ROOT / "tests" / "fixtures" / "l3" / "webshop" / "fixture_server.py"
 
 
 def run_eval(capsys, *args):
@@ -189,7 +192,7 @@ def test_eval_starts_and_stops_declared_services(tmp_path):
         port = s.getsockname()[1]
     task = {"environment": {"services": [{
         "name": "shop", "port": port, "health": "/health", "startup_timeout_s": 30,
-        "command": f"{sys.executable} -m a2c.runtime.envs.webshop_fixture --port {{port}}"}]}}
+        "command": f"{sys.executable} {WEBSHOP_FIXTURE_SERVER} --port {{port}}"}]}}
     url = f"http://127.0.0.1:{port}/health"
     with _task_services(task):
         assert urllib.request.urlopen(url, timeout=5).status == 200

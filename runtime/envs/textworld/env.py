@@ -1,4 +1,5 @@
-"""TextWorld adapter: a real TextWorld engine playing a compiled game file (.z8/.ulx + .json)."""
+"""TextWorld adapter: a real TextWorld engine playing a compiled game file (.z8/.ulx + .json),
+and its prompt format (`TextWorldFormat`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 from pathlib import Path
 
 from a2c.runtime.envs.base import BadAction
-from a2c.runtime.envs.prompts import clean_text
+from a2c.runtime.envs.prompts import PromptFormat, clean_text
 
 MAX_ACTION_CHARS = 200
 _NOT_PRINTABLE = re.compile(r"[^\x20-\x7e]+")
@@ -84,3 +85,13 @@ class TextWorldEnv:
     def close(self) -> None:
         with ENGINE_LOCK:
             self._env.close()
+
+
+class TextWorldFormat(PromptFormat):
+    kind = "textworld"
+    system = ("You are playing a text adventure game. Read the goal and the observation, then "
+              "reply with exactly one action from the list of valid actions and nothing else.")
+    ACTION_RULE = PromptFormat.ACTION_RULE + (
+        " The game reads ASCII: other characters become spaces, runs of spaces one space, and "
+        "the command is cut at 200 characters; an action with nothing printable left is a bad "
+        "action.")

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Protocol
 
 from a2c.runtime.envs.base import BadAction, EnvCrash
-from a2c.runtime.envs.prompts import PromptFormat, register_format
+from a2c.runtime.envs.prompts import PromptFormat
 
 # ALFWorld task types (traj_data.json "task_type") -> the ReAct prompt family of each.
 TASK_PREFIXES = {
@@ -240,7 +240,7 @@ class AlfWorldFormat(PromptFormat):
     """The ReAct prompt of the original ALFWorld experiments, as chat messages.
 
     Options: `prompts_file` (ReAct's alfworld_3prompts.json format; default: the project's own
-    examples in `alfworld_fewshot`), `shots` (which two example indices, default [1, 0] as in
+    examples in `fewshot.py`), `shots` (which two example indices, default [1, 0] as in
     ReAct), `list_actions` (append the admissible commands to the latest observation; default
     false, as in ReAct).
     """
@@ -257,7 +257,7 @@ class AlfWorldFormat(PromptFormat):
         if self.options.get("prompts_file"):
             self.examples = load_react_prompts(self.options["prompts_file"])
         else:
-            from a2c.runtime.envs.alfworld_fewshot import EXAMPLES
+            from a2c.runtime.envs.alfworld.fewshot import EXAMPLES
             self.examples = dict(EXAMPLES)
         self._task_type: str | None = None
 
@@ -302,5 +302,3 @@ class AlfWorldFormat(PromptFormat):
                 return s
         raise BadAction(f"no action in model output {(output or '')[:80]!r}")
 
-
-register_format(AlfWorldFormat)

@@ -86,21 +86,3 @@ def generate(params: dict, seed: int, out_dir: Path) -> dict[str, list[dict]]:
         result[split] = records
     return result
 
-
-def _register() -> None:
-    """Register with the data package's generator registry when it is importable."""
-    try:
-        from a2c.runtime import data as _data
-    except ImportError:
-        return
-    reg = getattr(_data, "register", None)
-    if reg is None:
-        reg = getattr(getattr(_data, "generators", None), "register", None)
-    if callable(reg):
-        try:
-            reg("textworld")(generate)
-        except Exception:  # noqa: BLE001 - already registered
-            pass
-
-
-_register()

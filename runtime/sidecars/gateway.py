@@ -3,17 +3,17 @@
 A level-3 agent collects its own trajectories, so it needs the environment of its training split
 (issue: "the agent's workspace gets what it needs"). A TextWorld or ALFWorld game is a file; a
 WebShop episode is a session on the WebShop server, which the runtime runs outside the sandbox
-(`runtime/services.py`) and which the sandbox's own network namespace cannot reach. And the server
+(`runtime/sidecars/process.py`) and which the sandbox's own network namespace cannot reach. And the server
 serves every instruction, held-out ones included. So the runtime puts a gateway between them:
 
-    gw = ServiceGateway(RUN/"env-sockets"/"webshop.sock", "http://127.0.0.1:3000", allow)
+    gw = SidecarGateway(RUN/"env-sockets"/"webshop.sock", "http://127.0.0.1:3000", allow)
     gw.start()            # the socket's folder is mounted at /run/a2c/env in the sandbox
     ...
     gw.stop()
 
 an HTTP proxy on a Unix socket that forwards a request to the service only when `allow(path)`
 says the path belongs to the agent's split (WebShop: the session id in it is one of the agent
-split's records, `webshop_env.agent_path_filter`), and answers 403 otherwise. Inside the sandbox
+split's records, `WebShopKind.agent_path_filter`), and answers 403 otherwise. Inside the sandbox
 `$A2C_SERVICE_URL_<NAME>` (`unix:/run/a2c/env/<name>.sock`) names it, and the adapter uses it
 ahead of its configured URL, so the workspace's `l3/rollout_example.py` plays training sessions
 unchanged. Every request is logged (method, path, status) to the run's logs.
@@ -51,7 +51,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, path: str, gateway: ServiceGateway):
+    def __init__(self, path: str, gateway: SidecarGateway):
         self.gateway = gateway
         super().__init__(path, _Handler)
 
@@ -73,7 +73,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._forward("POST")
 
     def _forward(self, method: str) -> None:
-        gw: ServiceGateway = self.server.gateway
+        gw: SidecarGateway = self.server.gateway
         body = None
         if method == "POST":
             length = int(self.headers.get("Content-Length") or 0)
@@ -113,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class ServiceGateway:
+class SidecarGateway:
     """An allow-listing HTTP proxy from a Unix socket to a service on loopback (see module doc)."""
 
     def __init__(self, socket_path: Path, upstream: str, allow: Callable[[str], bool], *,
@@ -131,7 +131,7 @@ class ServiceGateway:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> ServiceGateway:
+    def start(self) -> SidecarGateway:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         if self.socket_path.exists():
             self.socket_path.unlink()
@@ -160,19 +160,20 @@ class ServiceGateway:
 
 
 def agent_gateways(task: dict, records_file: Path, socket_dir: Path,
-                   log_dir: Path | None = None) -> dict[str, ServiceGateway]:
+                   log_dir: Path | None = None) -> dict[str, SidecarGateway]:
     """Start a gateway for the declared service a level-3 task's environment talks to, when its
-    adapter says which paths belong to the agent's split (`agent_path_filter(records)`, the
+    kind says which paths belong to the agent's split (`EnvKind.agent_path_filter()(records)`, the
     records of `records_file`, the run's data/train.jsonl); the service is
     `grader.env.options.service`, or the task's only service. {} when none applies."""
     from a2c.runtime.data import read_jsonl
-    from a2c.runtime.envs.registry import ADAPTERS, load_adapter
+    from a2c.runtime.envs.registry import find_kind
 
     env = (task.get("grader") or {}).get("env") or {}
     services = (task.get("environment") or {}).get("services") or []
-    if not env.get("kind") or env["kind"] not in ADAPTERS or not services:
+    kind = find_kind(env.get("kind"))
+    if kind is None or not services:
         return {}
-    make_filter = getattr(load_adapter(env["kind"]), "agent_path_filter", None)
+    make_filter = kind.agent_path_filter()
     if make_filter is None:
         return {}
     wanted = (env.get("options") or {}).get("service")
@@ -181,7 +182,7 @@ def agent_gateways(task: dict, records_file: Path, socket_dir: Path,
     records = read_jsonl(records_file) if chosen else []
     gateways = {}
     for svc in chosen:
-        gw = ServiceGateway(socket_dir / f"{svc['name']}.sock",
+        gw = SidecarGateway(socket_dir / f"{svc['name']}.sock",
                             f"http://127.0.0.1:{int(svc['port'])}", make_filter(records),
                             log_path=(log_dir / f"gateway-{svc['name']}.log") if log_dir else None)
         gateways[svc["name"]] = gw.start()

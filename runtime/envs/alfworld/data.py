@@ -19,7 +19,7 @@ import json
 import shutil
 from pathlib import Path
 
-from a2c.runtime.data.generators import DataError, register
+from a2c.runtime.data.generators import DataError
 
 ALL_TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
                   "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep",
@@ -46,7 +46,6 @@ def list_games(split_dir: Path, task_types=ALL_TASK_TYPES) -> list[Path]:
     return games
 
 
-@register("alfworld")
 def generate(params: dict, seed: int, out_dir: Path) -> dict:
     known = {"root", "splits", "limit", "task_types"}
     if set(params) - known:

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import datetime as _dt
 import hashlib
 import json
-import os
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,7 +34,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from a2c.errors import A2CError
-from a2c.runtime.envs.deepsearchqa_env import _read_questions, split_questions
+from a2c.fsutil import write_json_atomic, write_text_atomic
+from a2c.runtime.envs.deepsearchqa.data import read_questions, split_questions
+from a2c.timefmt import iso_utc
 
 USER_AGENT = "a2c-corpus-builder/1 (+https://github.com/a2c; research benchmark)"
 TEXT_TYPES = ("text/html", "text/plain", "application/xhtml+xml")
@@ -143,7 +144,7 @@ def build(questions: Path, searxng: str, out: Path, *, per_query: int = 5, seed:
     """Build the corpus (see the module doc); returns the manifest."""
     if not questions.is_file():
         raise CorpusError(f"questions file not found: {questions}")
-    rows = select_questions(_read_questions(questions), seed=seed, train=train, test=test,
+    rows = select_questions(read_questions(questions), seed=seed, train=train, test=test,
                             all_rows=all_rows)
     texts = [str(r.get("problem") or r.get("prompt") or "").strip() for r in rows]
     texts = [t for t in texts if t]
@@ -194,11 +195,8 @@ def build(questions: Path, searxng: str, out: Path, *, per_query: int = 5, seed:
         raise CorpusError("no documents: every page failed and no search result had a snippet")
 
     # 3. write atomically, with the manifest
-    out.parent.mkdir(parents=True, exist_ok=True)
     body = "".join(json.dumps(d, ensure_ascii=False, sort_keys=True) + "\n" for d in docs)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    tmp.write_text(body, encoding="utf-8")
-    os.replace(tmp, out)
+    write_text_atomic(out, body)
     manifest = {
         "corpus": out.name, "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest(),
         "documents": len(docs), "snippet_only": sum(1 for d in docs if d.get("snippet")),
@@ -206,10 +204,10 @@ def build(questions: Path, searxng: str, out: Path, *, per_query: int = 5, seed:
         "settings": {"searxng": searxng, "per_query": per_query, "seed": seed, "train": train,
                      "test": test, "all": all_rows, "max_bytes": max_bytes,
                      "max_chars": max_chars},
-        "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "built_at": iso_utc(time.time()),
     }
     manifest_path = out.with_name(out.stem + ".manifest.json")
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_json_atomic(manifest_path, manifest)
     say(f"wrote {out}: {len(docs)} documents ({manifest['snippet_only']} from snippets only, "
         f"{len(failed_pages)} pages failed), sha256 {manifest['sha256'][:16]}...; "
         f"manifest {manifest_path.name}")

@@ -1,7 +1,7 @@
 """WebShop adapter: one episode = one WebShop session, spoken to over WebShop's HTTP protocol.
 
-The WebShop server (princeton-nlp/WebShop `web_agent_site/app.py`, or the project's
-`webshop_fixture` for tests) runs as a service the task declares (`environment.services`); this
+The WebShop server (princeton-nlp/WebShop `web_agent_site/app.py`, or the tests'
+WebShop-compatible `tests/fixtures/l3/webshop/fixture_server.py`) runs as a service the task declares (`environment.services`); this
 adapter only speaks HTTP to it, the way the ReAct/WebShop text clients do:
 
     reset                 GET {base}/{session}
@@ -37,7 +37,7 @@ to, default `webshop`), `request_timeout_s`, `invalid_action` (`fail`|`noop`), `
 (results shown per page, default all the server sends).
 
 Inside an agent's sandbox the runtime sets `$A2C_SERVICE_URL_<SERVICE>` to its gateway
-(`unix:/run/a2c/env/<service>.sock`, `runtime/service_gateway.py`): it comes before `base_url`,
+(`unix:/run/a2c/env/<service>.sock`, `runtime/sidecars/gateway.py`): it comes before `base_url`,
 so the workspace's rollout script reaches the server; the gateway passes only the sessions of the
 agent's split (`agent_path_filter`). `unix:<path>` URLs are spoken over that Unix socket.
 """
@@ -50,12 +50,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from html.parser import HTMLParser
-from pathlib import Path
 
 from a2c.runtime.envs.base import BadAction, EnvCrash
-from a2c.runtime.envs.prompts import PromptFormat, register_format
+from a2c.runtime.envs.prompts import PromptFormat
 from a2c.runtime.grader_service.client import UnixHTTPConnection
-from a2c.runtime.service_gateway import env_var, path_segments
+from a2c.runtime.sidecars.gateway import env_var, path_segments
 
 DEFAULT_URL = "http://127.0.0.1:3000"
 SCORE_LABEL = "Your score (min 0.0, max 1.0)"
@@ -318,7 +317,6 @@ class WebShopEnv:
 
 
 # ------------------------------------------------------------------------------- prompt format
-@register_format
 class WebShopFormat(PromptFormat):
     kind = "webshop"
     system = ("You are shopping on the WebShop website for the product the instruction describes. "
@@ -354,26 +352,3 @@ def agent_path_filter(records: list[dict]):
         return False
 
     return allow
-
-
-# ------------------------------------------------------------------------------- data
-def sessions(params: dict, seed: int, out_dir: Path) -> dict:
-    """Records naming WebShop sessions: `{"id": "fixed_<i>", "session": "fixed_<i>", "prompt": ""}`.
-
-    Params: `splits: {name: [start, stop]}` ranges of WebShop goal indices. Default: `test`
-    = goals 0-99 (the first 100 of WebShop's test goals, 0-499), `train` = goals 1500-2999 (from
-    WebShop's training goals, 1500+). The instruction text comes from the server at reset.
-    """
-    splits = params.get("splits") or {"train": [1500, 3000], "test": [0, 100]}
-    out = {}
-    for name, (start, stop) in splits.items():
-        out[name] = [{"id": f"fixed_{i}", "session": f"fixed_{i}", "prompt": "", "answer": ""}
-                     for i in range(int(start), int(stop))]
-    return out
-
-
-try:  # the data layer finds this generator by name (generators.LAZY["webshop"])
-    from a2c.runtime.data.generators import register as _register
-    _register("webshop")(sessions)
-except ImportError:  # pragma: no cover
-    pass

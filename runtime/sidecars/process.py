@@ -1,12 +1,12 @@
-"""Side services a task declares (`environment.services`, e.g. the WebShop server).
+"""Sidecars: the side services a task declares (`environment.services`, e.g. the WebShop server).
 
 The runtime starts them before any grading (the baseline included) and stops them after the run:
 
-    group = start_services(task["environment"]["services"], log_dir=RUN/"logs")
+    group = start_sidecars(task["environment"]["services"], log_dir=RUN/"logs")
     ...
     group.stop()
 
-or as a context manager (`with services_running(specs, log_dir=...) as group:`).
+or as a context manager (`with sidecars_running(specs, log_dir=...) as group:`).
 
 A service is `{name, command, port, health, startup_timeout_s}` (the resolved spec). `command` is a
 shell command line, run outside the agent's sandbox in its own process group, with `{port}`
@@ -14,7 +14,7 @@ replaced by the port and `$A2C_SERVICE_PORT` set; `python` on its PATH is the in
 a2c (the venv's bin folder comes first). Readiness: when `health` is a URL path, an HTTP GET of
 `http://127.0.0.1:<port><health>` must answer 200; without one, a TCP connection to the port must
 succeed. A service that exits before it is ready, or is not ready within `startup_timeout_s`,
-raises `ServiceError` naming it, the reason and the tail of its log, and every service already
+raises `SidecarError` naming it, the reason and the tail of its log, and every service already
 started by the same call is stopped. Stopping sends SIGTERM to the process group, then SIGKILL
 after a grace period.
 """
@@ -36,17 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2c.errors import RunError
+from a2c.fsutil import read_tail
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 POLL_S = 0.1
 
 
-class ServiceError(RunError):
+class SidecarError(RunError):
     """A declared service could not be started or did not become healthy."""
 
 
 @dataclass(frozen=True)
-class ServiceSpec:
+class SidecarSpec:
     name: str
     command: str
     port: int
@@ -55,7 +56,7 @@ class ServiceSpec:
     host: str = "127.0.0.1"
 
     @classmethod
-    def from_dict(cls, d: dict) -> ServiceSpec:
+    def from_dict(cls, d: dict) -> SidecarSpec:
         return cls(name=str(d["name"]), command=str(d["command"]), port=int(d["port"]),
                    health=d.get("health") or None,
                    startup_timeout_s=float(d.get("startup_timeout_s")
@@ -68,8 +69,8 @@ class ServiceSpec:
 
 
 @dataclass
-class RunningService:
-    spec: ServiceSpec
+class RunningSidecar:
+    spec: SidecarSpec
     proc: subprocess.Popen
     log_path: Path | None
     started_at: float = field(default_factory=time.monotonic)
@@ -105,14 +106,7 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
             pass
 
 
-def _tail(path: Path | None, n: int = 1500) -> str:
-    if path is None or not path.is_file():
-        return ""
-    data = path.read_bytes()[-n:]
-    return data.decode("utf-8", "replace").strip()
-
-
-def probe(spec: ServiceSpec, timeout: float = 2.0) -> bool:
+def probe(spec: SidecarSpec, timeout: float = 2.0) -> bool:
     """One readiness check: HTTP 200 on the health path, or a TCP connect without one."""
     if spec.health:
         try:
@@ -127,7 +121,7 @@ def probe(spec: ServiceSpec, timeout: float = 2.0) -> bool:
         return False
 
 
-def _environment(spec: ServiceSpec, extra: dict[str, str] | None) -> dict[str, str]:
+def _environment(spec: SidecarSpec, extra: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra or {})
     bindir = str(Path(sys.executable).parent)
@@ -138,12 +132,12 @@ def _environment(spec: ServiceSpec, extra: dict[str, str] | None) -> dict[str, s
     return env
 
 
-def start_service(spec: ServiceSpec | dict, *, log_dir: str | Path | None = None,
-                  cwd: str | Path | None = None, env: dict[str, str] | None = None) -> RunningService:
-    """Start one service and wait until it is healthy; raise ServiceError otherwise."""
-    spec = spec if isinstance(spec, ServiceSpec) else ServiceSpec.from_dict(spec)
+def start_sidecar(spec: SidecarSpec | dict, *, log_dir: str | Path | None = None,
+                  cwd: str | Path | None = None, env: dict[str, str] | None = None) -> RunningSidecar:
+    """Start one service and wait until it is healthy; raise SidecarError otherwise."""
+    spec = spec if isinstance(spec, SidecarSpec) else SidecarSpec.from_dict(spec)
     if probe(spec, timeout=0.5):
-        raise ServiceError(f"service {spec.name!r}: port {spec.port} is already in use "
+        raise SidecarError(f"service {spec.name!r}: port {spec.port} is already in use "
                            f"(something answers at {spec.url}); stop it or change the port")
     command = spec.command.replace("{port}", str(spec.port))
     log_path = None
@@ -156,37 +150,37 @@ def start_service(spec: ServiceSpec | dict, *, log_dir: str | Path | None = None
                                 env=_environment(spec, env), stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
-        raise ServiceError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
+        raise SidecarError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
     finally:
         if log_path:
             out.close()
-    running = RunningService(spec, proc, log_path)
+    running = RunningSidecar(spec, proc, log_path)
     deadline = time.monotonic() + spec.startup_timeout_s
     what = f"GET {spec.url}{spec.health} -> 200" if spec.health else f"a connection to {spec.url}"
     while True:
         if proc.poll() is not None:
-            tail = _tail(log_path)
-            raise ServiceError(f"service {spec.name!r} exited with status {proc.returncode} "
+            tail = read_tail(log_path, 1500).strip()
+            raise SidecarError(f"service {spec.name!r} exited with status {proc.returncode} "
                                f"before it was ready (command: {command})"
                                + (f"\n--- log tail ({log_path}) ---\n{tail}" if tail else ""))
         if probe(spec, timeout=min(2.0, max(0.1, deadline - time.monotonic()))):
             return running
         if time.monotonic() >= deadline:
             running.stop(grace=2.0)
-            tail = _tail(log_path)
-            raise ServiceError(f"service {spec.name!r} not healthy within "
+            tail = read_tail(log_path, 1500).strip()
+            raise SidecarError(f"service {spec.name!r} not healthy within "
                                f"{spec.startup_timeout_s:g}s (waited for {what}; command: {command})"
                                + (f"\n--- log tail ({log_path}) ---\n{tail}" if tail else ""))
         time.sleep(POLL_S)
 
 
-class ServiceGroup:
+class SidecarGroup:
     """The services of one run, started in order and stopped in reverse order."""
 
-    def __init__(self, services: list[RunningService] | None = None):
+    def __init__(self, services: list[RunningSidecar] | None = None):
         self.services = list(services or [])
 
-    def __iter__(self) -> Iterator[RunningService]:
+    def __iter__(self) -> Iterator[RunningSidecar]:
         return iter(self.services)
 
     def __len__(self) -> int:
@@ -202,20 +196,20 @@ class ServiceGroup:
         while self.services:
             self.services.pop().stop(grace=grace)
 
-    def __enter__(self) -> ServiceGroup:
+    def __enter__(self) -> SidecarGroup:
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-def start_services(specs: Iterable[ServiceSpec | dict] | None, *, log_dir: str | Path | None = None,
-                   cwd: str | Path | None = None, env: dict[str, str] | None = None) -> ServiceGroup:
+def start_sidecars(specs: Iterable[SidecarSpec | dict] | None, *, log_dir: str | Path | None = None,
+                   cwd: str | Path | None = None, env: dict[str, str] | None = None) -> SidecarGroup:
     """Start every declared service (in order); on any failure stop those started and raise."""
-    group = ServiceGroup()
+    group = SidecarGroup()
     try:
         for spec in specs or []:
-            group.services.append(start_service(spec, log_dir=log_dir, cwd=cwd, env=env))
+            group.services.append(start_sidecar(spec, log_dir=log_dir, cwd=cwd, env=env))
     except BaseException:
         group.stop(grace=2.0)
         raise
@@ -223,14 +217,14 @@ def start_services(specs: Iterable[ServiceSpec | dict] | None, *, log_dir: str |
 
 
 @contextmanager
-def services_running(specs, **kwargs) -> Iterator[ServiceGroup]:
-    group = start_services(specs, **kwargs)
+def sidecars_running(specs, **kwargs) -> Iterator[SidecarGroup]:
+    group = start_sidecars(specs, **kwargs)
     try:
         yield group
     finally:
         group.stop()
 
 
-def describe(spec: ServiceSpec | dict) -> str:
-    spec = spec if isinstance(spec, ServiceSpec) else ServiceSpec.from_dict(spec)
+def describe(spec: SidecarSpec | dict) -> str:
+    spec = spec if isinstance(spec, SidecarSpec) else SidecarSpec.from_dict(spec)
     return f"{spec.name} ({shlex.quote(spec.command)} on port {spec.port})"
