@@ -18,6 +18,7 @@ from typing import Any
 
 from a2c.errors import A2CError
 
+from .formats import LEADERBOARD_FORMATS
 from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import run_header, submission_rows
@@ -159,7 +160,7 @@ def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
         return buffer.getvalue()
     template = {"md": "leaderboard.md.j2", "html": "leaderboard.html.j2"}.get(fmt)
     if template is None:
-        raise A2CError(f"--format: unknown format {fmt!r}; choose md, csv or html")
+        raise A2CError(f"--format: unknown format {fmt!r}; choose {', '.join(LEADERBOARD_FORMATS)}")
     columns = [*board["by"], "runs", *COLUMNS]
     return environment().get_template(template).render(
         board=board, rows=rows_for_display(board), columns=columns,

@@ -2,7 +2,7 @@
 
 The runtime runs compiled bundles only: a bundle folder, or an id with a bundle in `generated/`
 (`generated/<id>/`, `generated/agents/<id>/`). Compiling a spec first is the CLI's step
-(`a2c.runtime.run_cli`), so the runtime never imports the compiler.
+(`a2c.cli.run`), so the runtime never imports the compiler.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def test_layout_and_separation(tmp_path):
 
 def _prepare_via_cli(tmp_path, **kw):
     """Compiling a spec is the CLI's step (the runtime runs bundles only)."""
-    from a2c.runtime.run_cli import prepare_from_refs
+    from a2c.cli.run import prepare_from_refs
     opts = run_mod.RunOptions(bundle=kw.pop("bundle", "arith"), agent=kw.pop("agent", "ref-sft"),
                               model="tiny", budget="90s", runs_dir=tmp_path / "runs", seed=3,
                               mode=kw.pop("mode", "sft-only"), **kw)

@@ -6,9 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from a2c.analysis.formats import LEADERBOARD_FORMATS
+
 
 def _verify(args: argparse.Namespace) -> int:
-    from .verify import verify_run
+    from a2c.analysis.verify import verify_run
 
     result = verify_run(Path(args.run_dir))
     for check in result.checks:
@@ -23,7 +25,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from a2c.analysis.report import write_report
 
     report, paths = write_report(Path(args.run_dir), args.out, force=args.force)
     if not report["verification"]["ok"]:
@@ -38,9 +40,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
+    from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
     from a2c.fsutil import write_text_atomic
-
-    from .leaderboard import build_leaderboard, render_leaderboard
 
     by = tuple(k.strip() for k in args.by.split(",") if k.strip())
     board = build_leaderboard(Path(args.runs_dir), by, args.include_unverified)
@@ -83,7 +84,7 @@ def register(subparsers) -> None:
     p.add_argument("--by", default="agent,driver,task,mode",
                    help="grouping keys, comma-separated (agent, driver, task, mode, level, seed, "
                         "isolation); default agent,driver,task,mode")
-    p.add_argument("--format", choices=("md", "csv", "html"), default="md")
+    p.add_argument("--format", choices=LEADERBOARD_FORMATS, default="md")
     p.add_argument("--out", metavar="FILE", default=None, help="write here instead of stdout")
     p.add_argument("--include-unverified", action="store_true",
                    help="count runs whose record fails verification")

@@ -1,9 +1,10 @@
 """The `a2c` command line.
 
-Each area registers its own subcommands (`register(subparsers)` in its `cli` module) so the
-compiler, runtime and analysis stay independent. Modules are imported only to register their
-parsers; heavy libraries (torch, transformers) must be imported inside command handlers, never
-at module level, so `a2c validate` stays fast on the light install.
+Each module of this package registers one group of subcommands (`register(subparsers)`) and takes
+its choices (modes, backends, kinds, formats) from the modules that own them. This package is the
+one place that uses both the compiler and the runtime (e.g. `a2c run SPEC` compiles first), so
+they never import each other. Heavy libraries (torch, transformers) are imported inside command
+handlers, never at module level, so `a2c validate` stays fast on the light install.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from a2c.errors import A2CError
 
 # Order is the order of `a2c --help`.
 COMMAND_MODULES = (
-    "a2c.compiler.cli",   # validate, build, list, schema, new
-    "a2c.runtime.run_cli",     # run, demo
-    "a2c.runtime.eval_cli",    # eval
-    "a2c.runtime.models_cli",  # models
-    "a2c.runtime.data_cli",    # data
-    "a2c.analysis.cli",   # verify, report, leaderboard
+    "a2c.cli.compile",   # validate, build, list, schema, new
+    "a2c.cli.run",       # run, demo
+    "a2c.cli.eval",      # eval
+    "a2c.cli.models",    # models
+    "a2c.cli.data",      # data
+    "a2c.cli.analysis",  # verify, report, leaderboard
 )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from a2c.runtime.models import BUILTINS
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -24,7 +26,8 @@ def register(subparsers) -> None:
 
     p_prep = sub.add_parser("prepare", help="build/convert a built-in model into the cache; "
                                             "prints its path and fingerprint")
-    p_prep.add_argument("name", metavar="NAME", help="built-in model name (see `a2c models list`)")
+    p_prep.add_argument("name", metavar="NAME",
+                        help=f"built-in model name: {', '.join(sorted(BUILTINS))}")
     p_prep.add_argument("--force", action="store_true", help="rebuild even if cached")
     p_prep.add_argument("--seed", type=int, default=0, help="seed (seeded built-ins: tiny)")
     p_prep.add_argument("--json", action="store_true", help="print one JSON object")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.modes import FREE, MODES
+from a2c.runtime.sandbox import BACKENDS
 
 DEMO_TASK = "arith"
 DEMO_AGENT = "ref-sft"
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
     run.add_argument("--budget", help="wall-clock budget (e.g. 90s, 15m, 1h30m); "
                                       "default: the task's")
     run.add_argument("--mode", default=FREE, choices=list(MODES))
-    run.add_argument("--backend", default="local", choices=["local", "docker"])
+    run.add_argument("--backend", default="local", choices=list(BACKENDS))
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--driver", help="driver model for LLM scaffolds")
     run.add_argument("--runs-dir", help="where run directories go (default: ./runs)")

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from a2c.contracts.bundle import KINDS
 from a2c.errors import A2CError, SpecError
 
 
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
     p.set_defaults(handler=cmd_list)
 
     p = subparsers.add_parser("schema", help="print the JSON Schema of a spec kind")
-    p.add_argument("kind", nargs="?", default="task", choices=["task", "agent", "suite"])
+    p.add_argument("kind", nargs="?", default="task", choices=[kind.lower() for kind in KINDS])
     p.set_defaults(handler=cmd_schema)
 
     p = subparsers.add_parser("new", help="create a new spec from a template")

@@ -25,6 +25,7 @@ from typing import Any
 
 from a2c.errors import A2CError, BundleError
 from a2c.fsutil import write_text_atomic
+from a2c.runtime.inference.loading import KINDS as INFERENCE_KINDS
 
 EXIT_INVALID = 3
 
@@ -45,7 +46,7 @@ def register(subparsers: Any) -> None:
                      help='JSON lines {"id": ..., "output": ...}, one per item')
     p.add_argument("--split", choices=("heldout", "agent"), default="heldout",
                    help="records to score on (default: heldout)")
-    p.add_argument("--backend", choices=("auto", "transformers", "vllm"), default=None,
+    p.add_argument("--backend", choices=INFERENCE_KINDS, default=None,
                    help="inference backend for --model (default: the task's grader.inference)")
     p.add_argument("--out", metavar="FILE.jsonl", help="write per-item results here")
     p.add_argument("--json", action="store_true", help="print one JSON object")

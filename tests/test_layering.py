@@ -1,0 +1,63 @@
+"""The dependency rule (docs/architecture.md): contracts and the shared helpers at the bottom;
+the compiler, the runtime and the analysis depend on them and not on each other; only the CLI
+package (`a2c/cli/`) uses several areas at once (e.g. `a2c run SPEC` compiles, then runs).
+
+One edge is allowed and named here: the compiler renders a level-3 task's PROMPT_FORMAT.md with
+`a2c.runtime.envs.prompts.describe` (stdlib only), so the format the agent reads is produced by
+the code that builds the prompts, and a drift fails `a2c build --check`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import a2c
+import a2c.analysis
+import a2c.compiler
+import a2c.runtime
+
+AREAS = {
+    "compiler": Path(a2c.compiler.__file__).resolve().parent,
+    "runtime": Path(a2c.runtime.__file__).resolve().parent,
+    "analysis": Path(a2c.analysis.__file__).resolve().parent,
+    "contracts": Path(a2c.__file__).resolve().parent / "contracts",
+}
+ALLOWED = {("compiler", "a2c.runtime.envs.prompts")}
+
+
+def _imports(tree: ast.AST) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.lineno, node.module))
+    return out
+
+
+def _offenders(area: str) -> list[str]:
+    others = [f"a2c.{name}" for name in AREAS if name not in (area, "contracts")] + ["a2c.cli"]
+    found = []
+    for path in sorted(AREAS[area].rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, name in _imports(tree):
+            hit = next((o for o in others if name == o or name.startswith(o + ".")), None)
+            if hit and (area, name) not in ALLOWED:
+                found.append(f"{area}/{path.relative_to(AREAS[area])}:{line}: {name}")
+    return found
+
+
+@pytest.mark.parametrize("area", ["compiler", "runtime", "analysis"])
+def test_areas_do_not_import_each_other(area):
+    assert _offenders(area) == []
+
+
+def test_contracts_import_no_area():
+    assert _offenders("contracts") == []
+    tree_names = {name for path in AREAS["contracts"].rglob("*.py")
+                  for _, name in _imports(ast.parse(path.read_text(encoding="utf-8")))}
+    assert not {n for n in tree_names if n.startswith(("a2c.compiler", "a2c.runtime",
+                                                       "a2c.analysis", "a2c.cli"))}
