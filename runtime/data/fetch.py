@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from a2c.errors import A2CError
 from a2c.fsutil import staged_dir
+from a2c.timefmt import iso_utc
 
 MANIFEST = "a2c-data.json"
 CHUNK = 1 << 20
@@ -185,7 +186,7 @@ def fetch(name: str, dest: str | Path | None = None, *, mirror: str | None = Non
             raise A2CError(f"{name}: the archives did not contain {ds.expect}")
         (out / MANIFEST).write_text(json.dumps(
             {"name": name, "archives": fetched,
-             "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+             "fetched_at": iso_utc(time.time())},
             indent=1, sort_keys=True) + "\n")
     say(f"{name}: ready at {dest}")
     return dest
