@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json, sha256_file, sha256_json
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import SERVICE_JSON, ServiceConfig
 from a2c.fsutil import file_lock, write_bytes_atomic
 from a2c.runtime.grader_service.evaluator import run_evaluation
 from a2c.runtime.models import model_fingerprint
-from a2c.runtime.run.paths import RunPaths
 
 
 def heldout_fingerprint(path: str | Path) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from a2c.canonical import canonical_json
 from a2c.contracts.events import EventLog, SubmissionReceived, SubmissionScored, utc_now
 from a2c.contracts.journal import Journal, JournalReceived, JournalScored
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.submission_errors import SubmissionError, eval_failure_code
 from a2c.fsutil import write_bytes_atomic
@@ -33,7 +34,6 @@ from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
 from a2c.runtime.grader_service.limits import check_limits, current_limits
 from a2c.runtime.grader_service.model_path import resolve_model_path
 from a2c.runtime.models import model_fingerprint
-from a2c.runtime.run.paths import RunPaths
 
 PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "code", "duplicate_of",
                  "copy_of_base",

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.errors import RunError
 from a2c.fsutil import read_tail
 from a2c.runtime.grader_service.client import GraderClientError, ServiceClient
-from a2c.runtime.run.paths import RunPaths
 
 SERVICE_MODULE = "a2c.runtime.grader_service"   # `python -m SERVICE_MODULE RUN_DIR`
 

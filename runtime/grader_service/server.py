@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
 from a2c.runtime.grader_service.core import GradingService, Refusal, log
-from a2c.runtime.run.paths import RunPaths
 
 MAX_BODY = 64 * 1024
 

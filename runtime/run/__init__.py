@@ -5,14 +5,16 @@ budget guard, record everything, score the run by the task's policy. Resume afte
     summary = execute(ctx)                                          # baseline, agent, finalise
     summary = resume(run_dir)                                       # after a crash
 
-Modules: `paths` (RunPaths, every path of the run directory), `context` (RunOptions,
-RunContext), `resolve` (which bundles and model), `prepare`, `runner` (Runner, execute),
+Modules: `context` (RunOptions,
+RunContext; the run directory's paths are `a2c.contracts.run_paths.RunPaths`), `resolve`
+(which bundles and model), `prepare`, `runner` (Runner, execute),
 `agent` (the agent's sandbox spec, run_meta, transcript), `grader` (the grader service process),
 `scoring` (scores from the journal), `resume`. Re-exports only (imported eagerly: the functions
 `prepare` and `resume` share their modules' names, and must win over them here).
 """
 
 from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_paths import RunPaths
 from a2c.modes import MODES
 from a2c.runtime.run.context import (
     READY_TIMEOUT_S,
@@ -24,7 +26,6 @@ from a2c.runtime.run.context import (
     versions,
 )
 from a2c.runtime.run.grader import GraderProcess
-from a2c.runtime.run.paths import RunPaths
 from a2c.runtime.run.prepare import prepare
 from a2c.runtime.run.resolve import resolve_agent_bundle, resolve_task_bundle
 from a2c.runtime.run.resume import resume

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.fsutil import write_json_atomic
 from a2c.runtime.run.context import read_json
-from a2c.runtime.run.paths import RunPaths
 from a2c.timefmt import iso_utc
 
 # Where the sandbox shows the run's read-only folders to a confined agent.

@@ -11,7 +11,7 @@ from typing import Any
 
 from a2c.contracts.events import EventLog
 from a2c.contracts.run_info import RunInfo
-from a2c.runtime.run.paths import RunPaths
+from a2c.contracts.run_paths import RunPaths
 
 SNAPSHOT_EVERY_S = float(os.environ.get("A2C_SNAPSHOT_EVERY_S", "180"))
 STOP_GRACE_S = 3.0

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.runtime.run.context import READY_TIMEOUT_S
-from a2c.runtime.run.paths import RunPaths
 
 SERVICE_MODULE = "a2c.runtime.grader_service"
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from a2c.contracts.bundle import Bundle
 from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.durations import format_duration, parse_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, read_json, versions
-from a2c.runtime.run.paths import CREATED_DIRS, RunPaths
 from a2c.runtime.run.resolve import (
     load_agent,
     model_cfg,

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from a2c.contracts.events import read_events, verify_events
 from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.run.context import Reporter, RunContext
 from a2c.runtime.run.grader import kill_stale
-from a2c.runtime.run.paths import RunPaths
 from a2c.runtime.run.runner import Runner
 from a2c.runtime.run.scoring import journal_state
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import update_service_config
 from a2c.durations import format_duration
 from a2c.errors import A2CError
@@ -20,7 +21,6 @@ from a2c.runtime.run.agent import (
 )
 from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext, read_json
 from a2c.runtime.run.grader import GraderProcess
-from a2c.runtime.run.paths import RunPaths
 from a2c.runtime.run.prepare import grader_cfg
 from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.scoring import baseline_score, journal_state, score_run, sort_key

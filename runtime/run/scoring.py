@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.journal import journal_state
+from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.run.context import read_json
-from a2c.runtime.run.paths import RunPaths
 
 
 def sort_key(sid: str):

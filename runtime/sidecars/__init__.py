@@ -4,7 +4,7 @@ WebShop server), run outside the agent's sandbox, and the agent's gateway to the
 - `process`: start, health-wait and stop the declared services (`start_sidecars`)
 - `gateway`: the agent's HTTP gateway on a Unix socket, limited to its training split
 
-(The grader service is another thing: `runtime/service/`.)
+(The grader service is another thing: `runtime/grader_service/`.)
 """
 
 from a2c.runtime.sidecars.gateway import INSIDE_DIR, SidecarGateway, agent_gateways, env_var

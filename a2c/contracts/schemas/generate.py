@@ -35,7 +35,7 @@ def type_schema(tp: Any) -> dict[str, Any]:
         return {"type": "integer"}
     if tp is float:
         return {"type": "number"}
-    if tp is str:
+    if tp is str or tp is Path:     # paths are written as strings
         return {"type": "string"}
     if origin in (list, tuple) or tp in (list, tuple):
         args = [a for a in typing.get_args(tp) if a is not Ellipsis]
@@ -82,7 +82,7 @@ def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def generate_all() -> dict[str, dict[str, Any]]:
     """{file name: schema} for every record."""
-    from a2c.contracts import bundle, events, grade_result, journal
+    from a2c.contracts import bundle, events, grade_result, journal, run_info, service_config
 
     out: dict[str, dict[str, Any]] = {}
 
@@ -123,7 +123,25 @@ def generate_all() -> dict[str, dict[str, Any]]:
                                                                                   "null"]}}
     out["grade_result"] = _document("grade_result", "a2c grade result (results/<n>.json)",
                                     result)
+
+    # run.json: keys a later step adds may be absent; unknown keys are kept (`extra`).
+    run = _without(record_schema(run_info.RunInfo), "extra")
+    out["run_info"] = _document("run_info", "a2c run record (run.json)",
+                                {**run, "additionalProperties": True})
+    # grader/service.json: run_dir is where the file is, raw the file itself.
+    service = _without(record_schema(service_config.ServiceConfig), "run_dir", "raw")
+    out["service_config"] = _document("service_config",
+                                      "a2c grader service configuration (grader/service.json)",
+                                      service)
     return out
+
+
+def _without(schema: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """A record schema less fields that live in memory only."""
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k not in keys}
+    if "required" in schema:
+        schema["required"] = [k for k in schema["required"] if k not in keys]
+    return schema
 
 
 def render(schema: dict[str, Any]) -> str:

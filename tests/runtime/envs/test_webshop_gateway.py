@@ -162,8 +162,8 @@ def test_runner_opens_the_gateway_with_the_service_and_closes_it(tmp_path):
     import socket
     from types import SimpleNamespace
 
+    from a2c.contracts.run_paths import env_socket_dir as _env_socket_dir
     from a2c.runtime.run import Runner
-    from a2c.runtime.run.paths import env_socket_dir as _env_socket_dir
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

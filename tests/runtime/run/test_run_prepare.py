@@ -96,3 +96,16 @@ def test_bad_mode_and_backend(tmp_path):
         _prepare(tmp_path, mode="dpo-only")
     with pytest.raises(RunError):
         _prepare(tmp_path, backend="vm")
+
+
+def test_prepared_records_validate_against_their_schemas(tmp_path):
+    from jsonschema import Draft202012Validator
+
+    from a2c.contracts.schemas import load_schema
+    ctx = _prepare(tmp_path)
+    for name, rel in (("run_info", "run.json"), ("service_config", "grader/service.json")):
+        record = json.loads((ctx.run_dir / rel).read_text())
+        errors = list(Draft202012Validator(load_schema(name)).iter_errors(record))
+        assert errors == [], (rel, [e.message for e in errors])
+    bad = json.loads((ctx.run_dir / "run.json").read_text()) | {"seed": "three"}
+    assert list(Draft202012Validator(load_schema("run_info")).iter_errors(bad))
