@@ -212,4 +212,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+    # SIGKILL is delivered, not awaited: members of the group other than the direct child may
+    # still be dying. Return only once none is alive, so no program outlives its grading.
+    from a2c.runtime.sandbox.proctree import collect
+    deadline = time.monotonic() + 5
+    while collect(None, pgid=proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
