@@ -86,8 +86,9 @@ def write_text_atomic(path: str | Path, text: str, *, mode: int = 0o644) -> Path
     return write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
 
 
-def append_durable(path: str | Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Append `data` and fsync before returning: what a journal acknowledges survives a crash."""
+def append_durable(path: str | Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Append `data` and fsync before returning: what a journal acknowledges survives a crash.
+    A new file is created with `mode` (0600: journals and logs are the operator's)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     try:
         os.write(fd, data)

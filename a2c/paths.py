@@ -37,3 +37,16 @@ def cache_dir() -> Path:
     path = Path(env) if env else Path.home() / ".cache" / "a2c"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def config_dir() -> Path:
+    """The operator's a2c configuration: $XDG_CONFIG_HOME/a2c, else ~/.config/a2c (not created)."""
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else Path.home() / ".config") / "a2c"
+
+
+def record_key_file() -> Path:
+    """The operator's record key (HMAC of the event chain): $A2C_RECORD_KEY_FILE, else
+    config_dir()/record.key. It never enters a run directory, a bundle or a sandbox."""
+    env = os.environ.get("A2C_RECORD_KEY_FILE")
+    return Path(env).expanduser() if env else config_dir() / "record.key"

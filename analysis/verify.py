@@ -4,14 +4,23 @@ Checks, in order (every problem is collected; the first one is what the CLI name
 
 1. ``events.jsonl``: the hash chain (``a2c.contracts.events.verify_events``) and that every line is
    exactly the canonical JSON the event log writes (so even a whitespace-only edit is caught);
-2. ``run.json`` is readable;
-3. ``bundle/``: every file hash and the digest (``a2c.contracts.bundle.load_bundle``), and the digest
+   and that every event's mac holds under the operator's record key (a2c.contracts.record_key):
+   without that key the chain is "intact, not authenticated", which fails unless the caller
+   accepts it explicitly (``allow_unauthenticated``, ``a2c verify --no-key``);
+2. ``run.json`` is readable and its fields equal the run_started event's (task, agent, mode,
+   seed, isolation, base model, data fingerprints, bundle digest, spec hash, budget...) and its
+   scores the run_finished event's (analysis/verify_record.py);
+3. ``data/train.jsonl`` has the fingerprint the record gives the agent split;
+4. ``bundle/``: every file hash and the digest (``a2c.contracts.bundle.load_bundle``), and the digest
    equals ``run.json``'s ``bundle_digest`` and the ``run_started`` event's; likewise the copy of
    the agent bundle (``agent/agent.json``) when the run has one, against ``agent_digest``;
-4. ``submissions.jsonl`` (the grader's journal): every scored submission in the journal appears in
+5. ``submissions.jsonl`` (the grader's journal): every scored submission in the journal appears in
    the events with the same score and validity, and every scored event is in the journal;
-5. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
-   agree with the events.
+6. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
+   agree with the events;
+7. the seal: the last event is ``record_sealed`` and every sealed file (run.json, the journal,
+   results/*, logs/* (append-only), agent/prompt.rendered.md, data/*) matches it
+   (a2c.contracts.seal); last, so that a more specific disagreement above is named first.
 """
 
 from __future__ import annotations
@@ -25,9 +34,13 @@ from typing import Any
 from a2c.canonical import canonical_json
 from a2c.contracts.bundle import load_bundle
 from a2c.contracts.events import verify_events
+from a2c.contracts.record_key import RecordKey, RecordKeyError, load_key
 from a2c.errors import A2CError, BundleError
 
 from .record import RunRecord, sid
+from .verify_record import data_problems, run_json_problems, seal_problems
+
+OPERATOR_KEY = "operator"   # verify_run's default: the operator's record key file
 
 
 class VerificationError(A2CError):
@@ -60,6 +73,8 @@ class Verification:
     checks: list[Check] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     events: int = 0
+    authenticated: bool = False
+    auth_note: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,7 +85,8 @@ class Verification:
         return self.problems[0] if self.problems else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "events": self.events,
+        return {"ok": self.ok, "events": self.events, "authenticated": self.authenticated,
+                "auth_note": self.auth_note,
                 "checks": [asdict(c) for c in self.checks],
                 "problems": [asdict(p) for p in self.problems]}
 
@@ -84,10 +100,13 @@ def _same_number(a: Any, b: Any) -> bool:
         return False
 
 
-def _check_events(root: Path, out: Verification) -> None:
+def _check_events(root: Path, out: Verification, key: RecordKey | None, key_error: str | None,
+                  allow_unauthenticated: bool) -> None:
     path = root / "events.jsonl"
-    chain = verify_events(path)
+    chain = verify_events(path, key)
     out.events = chain.events
+    out.authenticated = chain.ok and chain.authenticated
+    note = key_error or chain.auth_note
     problems: list[Problem] = []
     if not chain.ok:
         problems.append(Problem("events.jsonl", chain.bad_line, chain.reason or "broken chain"))
@@ -111,6 +130,25 @@ def _check_events(root: Path, out: Verification) -> None:
     out.problems.extend(problems)
     out.checks.append(Check("event chain", not problems,
                             f"{chain.events} events chained" if not problems else str(problems[0])))
+    if problems or chain.events == 0:
+        return
+    if out.authenticated:
+        out.checks.append(Check("authenticated", True, f"every event's mac holds under record "
+                                                       f"key {chain.key_id}"))
+        return
+    out.auth_note = f"chain intact, not authenticated: {note}"
+    if allow_unauthenticated:
+        out.checks.append(Check("authenticated", True, f"{out.auth_note} (accepted: --no-key)"))
+        return
+    out.problems.append(Problem("events.jsonl", None, out.auth_note))
+    out.checks.append(Check("authenticated", False, out.auth_note))
+
+
+def _check_listed(name: str, found: list[tuple[str, int | None, str]], ok_detail: str,
+                  out: Verification) -> None:
+    problems = [Problem(file, line, message) for file, line, message in found]
+    out.problems.extend(problems)
+    out.checks.append(Check(name, not problems, ok_detail if not problems else str(problems[0])))
 
 
 def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
@@ -264,11 +302,27 @@ def _check_results(record: RunRecord, out: Verification) -> None:
                             else str(problems[0])))
 
 
-def verify_run(run_dir: str | Path, record: RunRecord | None = None) -> Verification:
+def _key(key: RecordKey | str | Path | None) -> tuple[RecordKey | None, str | None]:
+    if isinstance(key, RecordKey) or key is None:
+        return key, None if key is not None else "no key given"
+    try:
+        found = load_key(None if key == OPERATOR_KEY else key)
+    except RecordKeyError as exc:
+        return None, str(exc)
+    return found, None
+
+
+def verify_run(run_dir: str | Path, record: RunRecord | None = None,
+               key: RecordKey | str | Path | None = OPERATOR_KEY,
+               allow_unauthenticated: bool = False) -> Verification:
+    """Verify a run record. `key`: the record key (default: the operator's key file; a path to a
+    key file; None for none). A chain that cannot be authenticated is a problem unless
+    `allow_unauthenticated` (then `authenticated` is False and `auth_note` says why)."""
     root = Path(run_dir)
     record = record or RunRecord.load(root)
     out = Verification(run_dir=str(root))
-    _check_events(root, out)
+    record_key, key_error = _key(key)
+    _check_events(root, out, record_key, key_error, allow_unauthenticated)
     if not (root / "run.json").is_file():
         out.problems.append(Problem("run.json", None, "missing"))
         out.checks.append(Check("run.json", False, "missing"))
@@ -276,9 +330,12 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None) -> Verifica
         out.problems.append(Problem("run.json", None, "not a readable JSON object"))
         out.checks.append(Check("run.json", False, "unreadable"))
     else:
-        out.checks.append(Check("run.json", True, "readable"))
+        _check_listed("run.json", run_json_problems(record),
+                      "agrees with run_started and run_finished", out)
+    _check_listed("agent split", data_problems(record), "fingerprint matches", out)
     _check_bundle(root, record, out)
     _check_agent(root, record, out)
     _check_journal(record, out)
     _check_results(record, out)
+    _check_listed("record seal", seal_problems(record), "every sealed file matches", out)
     return out

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# The record key (a2c.contracts.record_key) of this test session: never the operator's own.
+os.environ["A2C_RECORD_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="a2c-test-key-"),
+                                                 "record.key")
 
 
 def pytest_addoption(parser):

@@ -12,11 +12,15 @@ from a2c.analysis.formats import LEADERBOARD_FORMATS
 def _verify(args: argparse.Namespace) -> int:
     from a2c.analysis.verify import verify_run
 
-    result = verify_run(Path(args.run_dir))
+    result = verify_run(Path(args.run_dir), key=args.key_file or "operator",
+                        allow_unauthenticated=args.no_key)
     for check in result.checks:
         print(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+    if result.ok and not result.authenticated:
+        print(f"{args.run_dir}: record verified, NOT AUTHENTICATED ({result.auth_note})")
+        return 0
     if result.ok:
-        print(f"{args.run_dir}: record verified")
+        print(f"{args.run_dir}: record verified and authenticated")
         return 0
     print(f"{args.run_dir}: record FAILED verification", file=sys.stderr)
     for problem in result.problems:
@@ -59,10 +63,19 @@ def _leaderboard(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "verify", help="check a run record's integrity (hash chain, bundle, journal, results)",
-        description="Check the hash chain of events.jsonl, the bundle digest, that the grader's "
+        description="Check the hash chain of events.jsonl and its authentication under the "
+                    "operator's record key, run.json against the events, the agent split's "
+                    "fingerprint, every sealed file (run.json, journal, results, logs, rendered "
+                    "prompt, data) against the record's seal, the bundle digest, that the grader's "
                     "journal and the events agree and that results files match. Exits non-zero "
                     "naming the first broken line or file.")
     p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--key-file", metavar="FILE", default=None,
+                   help="the record key (default: $A2C_RECORD_KEY_FILE or "
+                        "~/.config/a2c/record.key)")
+    p.add_argument("--no-key", action="store_true",
+                   help="accept a record whose chain is intact but cannot be authenticated "
+                        "(its key is not here, or a legacy record); said in the output")
     p.set_defaults(handler=_verify)
 
     p = subparsers.add_parser(

@@ -1,8 +1,12 @@
-"""The run record's spine: an append-only, hash-chained `events.jsonl`, and its event types.
+"""The run record's spine: an append-only, hash-chained, authenticated `events.jsonl`, and its
+event types.
 
 Each event carries the hash of the one before it, so editing, inserting, reordering or deleting any
-line breaks the chain at that line and `verify_events` names it. Appends are fsync'ed because the
-record must survive a crash of the runtime at any point. Each event type's `data` is one payload
+line breaks the chain at that line and `verify_events` names it. Each event also carries `key`
+(the operator's record key id) and `mac`, an HMAC-SHA256 of its hash under that key
+(a2c.contracts.record_key): the key lives outside the run directory, so whoever edits a record
+and recomputes the plain hashes still cannot produce the macs. Appends are fsync'ed because the
+record must survive a crash of the runtime at any point; the file is 0600. Each event type's `data` is one payload
 class below (`EVENT_TYPES`); `EventLog.emit(payload)` writes one, `payload_of(event)` reads one.
 """
 
@@ -20,6 +24,7 @@ from typing import Any, ClassVar
 from a2c.canonical import canonical_json, sha256_bytes
 from a2c.timefmt import iso_utc
 
+from .record_key import RecordKey, operator_key
 from .records import Record, optional
 
 GENESIS = "0" * 64
@@ -31,7 +36,8 @@ def utc_now() -> str:
 
 
 def event_hash(event: dict[str, Any]) -> str:
-    body = {k: v for k, v in event.items() if k != "hash"}
+    """sha256 of the event without its `hash` and `mac` (the `key` id is covered)."""
+    body = {k: v for k, v in event.items() if k not in ("hash", "mac")}
     return sha256_bytes(canonical_json(body))
 
 
@@ -171,9 +177,22 @@ class RunFinished(EventPayload):
     status: str | None = optional()
 
 
+@dataclass
+class RecordSealed(EventPayload):
+    """The digests of the record's files, written by the runtime as the last event of a run (at
+    its end, after a failure, and again at the end of each resume): `files` maps each sealed
+    path (run.json, submissions.jsonl, results/*, logs/*, agent/prompt.rendered.md, data/*) to
+    {"sha256", "size"}; see a2c.contracts.seal. A log is append-only: an earlier seal holds for
+    its first `size` bytes."""
+
+    TYPE: ClassVar[str] = "record_sealed"
+    reason: str | None = None
+    files: dict[str, Any] = field(default_factory=dict)
+
+
 EVENT_TYPES: dict[str, type[EventPayload]] = {cls.TYPE: cls for cls in (
     RunStarted, RunResumed, BaselineScored, AgentStarted, SubmissionReceived, SubmissionScored,
-    Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished)}
+    Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed)}
 
 
 @dataclass
@@ -185,7 +204,9 @@ class Event(Record):
     type: str = ""
     data: dict[str, Any] = field(default_factory=dict)
     prev: str = GENESIS
+    key: str | None = optional()     # the record key's id (a2c.contracts.record_key)
     hash: str = ""
+    mac: str | None = optional()     # HMAC-SHA256(record key, hash)
 
 
 def payload_of(event: dict[str, Any]) -> EventPayload | None:
@@ -198,19 +219,28 @@ def payload_of(event: dict[str, Any]) -> EventPayload | None:
 # ----------------------------------------------------------------------------- reading
 @dataclass(frozen=True)
 class ChainCheck:
+    """`ok`: the hash chain holds and no mac is wrong. `authenticated`: besides, every event's mac
+    was checked with the record's key; when it could not be, `auth_note` says why."""
+
     ok: bool
     events: int
     bad_line: int | None = None  # 1-based line number of the first broken line
     reason: str | None = None
+    authenticated: bool = False
+    key_id: str | None = None
+    auth_note: str | None = None
 
 
-def verify_events(path: str | Path) -> ChainCheck:
-    """Check every line's hash and link; report the first broken line (1-based)."""
+def verify_events(path: str | Path, key: RecordKey | None = None) -> ChainCheck:
+    """Check every line's hash and link, and with `key` every line's mac; report the first broken
+    line (1-based). Without the record's key the chain may be intact but is not authenticated."""
     path = Path(path)
     if not path.exists():
         return ChainCheck(False, 0, None, f"{path} does not exist")
     prev = GENESIS
     count = 0
+    record_key: str | None = None
+    unsigned: int | None = None      # first line without a mac
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             try:
@@ -226,9 +256,35 @@ def verify_events(path: str | Path) -> ChainCheck:
                 return ChainCheck(False, count, lineno, "does not link to the previous event")
             if event.get("hash") != event_hash(event):
                 return ChainCheck(False, count, lineno, "content does not match its hash")
+            if "mac" not in event or "key" not in event:
+                unsigned = lineno if unsigned is None else unsigned
+            elif record_key is None and unsigned is None:
+                record_key = event["key"]
+            if "key" in event and record_key is not None and event["key"] != record_key:
+                return ChainCheck(False, count, lineno, f"written with record key "
+                                  f"{event['key']!r}, the chain began with {record_key!r}")
+            if key is not None and record_key == key.id and "mac" in event and \
+                    not key.check(event["hash"], event["mac"]):
+                return ChainCheck(False, count, lineno, "authentication code (mac) does not "
+                                  "match: the event was edited or re-chained without the "
+                                  f"record key {record_key}", key_id=record_key)
             prev = event["hash"]
             count += 1
-    return ChainCheck(True, count)
+    if count == 0:
+        return ChainCheck(True, 0, auth_note="no events")
+    if unsigned is not None:
+        note = (f"line {unsigned} carries no mac (unauthenticated: a legacy record, or macs "
+                "stripped)" if record_key is not None or unsigned > 1
+                else "no event carries a mac (unauthenticated: a legacy record, or macs stripped)")
+        return ChainCheck(True, count, key_id=record_key, auth_note=note)
+    if key is None:
+        return ChainCheck(True, count, key_id=record_key,
+                          auth_note=f"key {record_key} not available")
+    if key.id != record_key:
+        return ChainCheck(True, count, key_id=record_key,
+                          auth_note=f"key {record_key} not available (the key at {key.path} is "
+                                    f"{key.id})")
+    return ChainCheck(True, count, authenticated=True, key_id=record_key)
 
 
 def read_events(path: str | Path) -> list[dict[str, Any]]:
@@ -258,15 +314,24 @@ class EventLog:
 
     The runtime and the grader service both record events; an exclusive `flock` around
     read-last-line + append + fsync keeps the chain linear. Reopening continues the chain (resume).
+    Every event is authenticated with `key` (default: the operator's record key, created on first
+    use); appending to a chain begun under another key is refused.
     """
 
-    def __init__(self, path: str | Path, verify: bool = True):
+    def __init__(self, path: str | Path, verify: bool = True, key: RecordKey | None = None):
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._key = key
         if verify and self.path.exists() and self.path.stat().st_size:
-            check = verify_events(self.path)
+            check = verify_events(self.path, self.key)
             if not check.ok:
                 raise ValueError(f"{self.path}:{check.bad_line}: {check.reason}; refusing to append")
+
+    @property
+    def key(self) -> RecordKey:
+        if self._key is None:
+            self._key = operator_key()
+        return self._key
 
     def emit(self, payload: EventPayload) -> dict[str, Any]:
         """Append one typed event."""
@@ -276,8 +341,9 @@ class EventLog:
                ) -> dict[str, Any]:
         if isinstance(data, EventPayload):
             data = data.to_dict()
+        key = self.key
         with self._lock:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 last = _last_line(fd)
@@ -286,9 +352,14 @@ class EventLog:
                 else:
                     tail = json.loads(last)
                     prev, seq = tail["hash"], tail["seq"] + 1
+                    if tail.get("key") != key.id:
+                        raise ValueError(f"{self.path}: the chain is under record key "
+                                         f"{tail.get('key')!r}, this writer holds {key.id}; "
+                                         "refusing to append")
                 event = {"seq": seq, "ts": utc_now(), "type": type_, "data": data or {},
-                         "prev": prev}
+                         "prev": prev, "key": key.id}
                 event["hash"] = event_hash(event)
+                event["mac"] = key.mac(event["hash"])
                 os.write(fd, canonical_json(event) + b"\n")
                 os.fsync(fd)
                 return event

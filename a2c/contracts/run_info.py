@@ -98,7 +98,7 @@ class RunInfo:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
     def write(self, path: str | Path) -> Path:
-        return write_json_atomic(path, self.to_dict())
+        return write_json_atomic(path, self.to_dict(), mode=0o600)
 
     # ------------------------------------------------------------------ mapping access
     def _check(self, key: str) -> None:

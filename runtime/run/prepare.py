@@ -20,6 +20,7 @@ from a2c.durations import format_duration, parse_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
+from a2c.paths import record_key_file
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, read_json, versions
 from a2c.runtime.run.resolve import (
     load_agent,
@@ -43,6 +44,33 @@ def make_read_only(root: Path) -> None:
             continue
         os.chmod(path, 0o555 if path.is_dir() else 0o444)
     os.chmod(root, 0o555)
+
+
+# Who may read what (the run directory is the operator's; another local user reads nothing
+# private, and the agent's unprivileged uid still reaches what the sandbox binds by name):
+TRAVERSE_DIRS = (".", "grader", "logs", "bundle")     # 0711: reachable by name, not listable
+PRIVATE_DIRS = ("results", "snapshots.git", "grader/eval", "bundle/grader")   # 0700
+PRIVATE_FILES = ("run.json", "events.jsonl", "submissions.jsonl", "bundle/bundle.json",
+                 "logs/agent.log", "logs/commands.log", "logs/grader.log")  # 0600 (created)
+
+
+def make_private(root: Path) -> None:
+    """RUN 0711; results/, snapshots.git/, grader/eval/ 0700; every file under grader/ 0600
+    (token, held-out split, service.json, grader.json) and its folders 0700; the record's files
+    and the logs 0600 (created empty so that their writers, which append, keep the mode).
+    workspace/, data/ and agent/ are left to the sandbox (the agent's uid must reach them)."""
+    for rel in PRIVATE_DIRS:
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        os.chmod(root / rel, 0o700)
+    for path in (root / "grader").rglob("*"):
+        if not path.is_symlink():
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    for rel in PRIVATE_FILES:
+        path = root / rel
+        path.touch(mode=0o600, exist_ok=True)
+        os.chmod(path, 0o600)
+    for rel in TRAVERSE_DIRS:
+        os.chmod(root / rel, 0o711)
 
 
 def render_prompt(paths: RunPaths, task: dict, mode: str, budget_s: float) -> str:
@@ -143,6 +171,9 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     run_id, run_dir = _run_dir(opts, task, agent)
     if run_dir.exists():
         raise RunError(f"{run_dir} already exists")
+    if run_dir.parent in record_key_file().resolve().parents:
+        raise RunError(f"the record key {record_key_file()} is inside the runs folder "
+                       f"{run_dir.parent}; keep it in the operator's configuration")
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -196,4 +227,5 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
                  "agent_env": opts.agent_env})
     ctx = RunContext(run_dir, info)
     ctx.save()
+    make_private(run_dir)
     return ctx

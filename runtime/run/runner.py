@@ -24,6 +24,7 @@ from a2c.runtime.run.grader import GraderProcess
 from a2c.runtime.run.prepare import grader_cfg
 from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.scoring import baseline_score, journal_state, score_run, sort_key
+from a2c.runtime.run.seal import seal_record
 from a2c.timefmt import iso_utc
 
 SCORE_KEYS = ("submissions", "valid_submissions", "best_score", "final_score", "best_submission",
@@ -213,6 +214,7 @@ class Runner:
                                     "submissions": scores["submissions"],
                                     "valid_submissions": scores["valid_submissions"],
                                     "status": status})
+        seal_record(self.ctx, status)
         return self.summary()
 
     def summary(self) -> dict:
@@ -299,6 +301,7 @@ class Runner:
             self.stop_env_services()
             self.run.update(status=status, ended_at=iso_utc(time.time()))
             self.ctx.save()
+            seal_record(self.ctx, status)
         except Exception:  # noqa: BLE001 - best effort while failing
             pass
 

@@ -236,7 +236,7 @@ def test_route_of_a_launched_module(maker, tmp_path):
         pytest.skip("no reference SFT agent installed")
     run = maker.make_run(tmp_path / "module", n=3, with_code=False)
     assert build_report(run)["route"]["methods"] == []
-    (run / "agent").mkdir()
+    (run / "agent").mkdir(exist_ok=True)
     (run / "agent" / "launch.sh").write_text(
         "#!/usr/bin/env bash\n# python -m a2c.not.this\nexec python -m a2c.runtime.agents.sft\n")
     route = build_report(run)["route"]
@@ -246,7 +246,15 @@ def test_route_of_a_launched_module(maker, tmp_path):
     assert first["files"][0] == "module:a2c.runtime.agents.sft"
 
 
-def test_l3_episode_outcomes(fixture_run):
+def _set_started(run_dir, **values):
+    """Change run_started's data (the fixture's `reseal` re-chains and re-authenticates)."""
+    path = run_dir / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    events[0]["data"].update(values)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_l3_episode_outcomes(fixture_run, maker):
     path = fixture_run / "results" / "5.json"
     result = json.loads(path.read_text())
     for item in result["items"]:
@@ -257,6 +265,8 @@ def test_l3_episode_outcomes(fixture_run):
     run = json.loads((fixture_run / "run.json").read_text())
     run["level"] = 3
     (fixture_run / "run.json").write_text(json.dumps(run))
+    _set_started(fixture_run, level=3)
+    maker.reseal(fixture_run)   # a record written so (sealed by the key holder)
     report, paths = write_report(fixture_run, fixture_run / "out")
     o = report["outcomes"]
     assert o["unit"] == "episode"
@@ -265,11 +275,12 @@ def test_l3_episode_outcomes(fixture_run):
     assert "episodes correct" in paths["md"].read_text()
 
 
-def test_html_escapes_agent_text(fixture_run):
+def test_html_escapes_agent_text(fixture_run, maker):
     path = fixture_run / "submissions.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     rows[0]["note"] = "<script>alert('x')</script> & more"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    maker.reseal(fixture_run)   # a record written so (sealed by the key holder)
     _, paths = write_report(fixture_run, fixture_run / "out")
     html = paths["html"].read_text()
     assert "<script>alert" not in html

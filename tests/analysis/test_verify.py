@@ -11,17 +11,20 @@ from a2c.analysis.report import write_report
 from a2c.analysis.verify import VerificationError, verify_run
 from a2c.cli import main
 
-N_EVENTS = 24  # lines in the default fixture's events.jsonl
+N_EVENTS = 25  # lines in the default fixture's events.jsonl (the last one its seal)
 
 
 def test_fixture_verifies(pristine_run, capsys):
     result = verify_run(pristine_run)
     assert result.ok, [str(p) for p in result.problems]
     assert result.events == N_EVENTS
-    assert [c.name for c in result.checks] == ["event chain", "run.json", "bundle digest",
-                                               "journal matches events", "results files"]
+    assert result.authenticated
+    assert [c.name for c in result.checks] == ["event chain", "authenticated", "run.json",
+                                               "agent split", "bundle digest",
+                                               "journal matches events", "results files",
+                                               "record seal"]
     assert main(["verify", str(pristine_run)]) == 0
-    assert "record verified" in capsys.readouterr().out
+    assert "record verified and authenticated" in capsys.readouterr().out
 
 
 def test_fixture_has_expected_line_count(pristine_run):
@@ -152,12 +155,12 @@ def test_not_a_run_directory(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nope")]) == 1
 
 
-def test_agent_bundle_copy_is_verified(fixture_run):
+def test_agent_bundle_copy_is_verified(fixture_run, maker):
     from a2c.canonical import sha256_file, sha256_json
     from a2c.contracts.bundle import bundle_digest
 
     agent = fixture_run / "agent"
-    agent.mkdir()
+    agent.mkdir(exist_ok=True)
     (agent / "launch.sh").write_text("#!/usr/bin/env bash\nexec python -m a2c.runtime.agents.sft\n")
     files = {"launch.sh": sha256_file(agent / "launch.sh")}
     spec_hash = sha256_json({"id": "ref-sft"})
@@ -168,6 +171,7 @@ def test_agent_bundle_copy_is_verified(fixture_run):
     run = json.loads((fixture_run / "run.json").read_text())
     run["agent_digest"] = digest
     (fixture_run / "run.json").write_text(json.dumps(run))
+    maker.reseal(fixture_run)   # the record written so, by the key holder
     result = verify_run(fixture_run)
     assert result.ok and "agent bundle" in [c.name for c in result.checks]
     (agent / "launch.sh").write_text("#!/usr/bin/env bash\nexec python -m evil\n")

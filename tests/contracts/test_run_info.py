@@ -21,7 +21,7 @@ def test_prepared_keys_and_later_ones(tmp_path):
     write_run_info(tmp_path, info)
     data = json.loads((tmp_path / "run.json").read_text())
     assert set(data) == PREPARED_KEYS and data["format"] == RUN_INFO_FORMAT
-    assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == 0o600   # the operator's only
     info.update({"best_submission": None, "copies_of_base": 0}, transcript="logs/t.log")
     info["task_format"] = {"grader": "regex"}
     write_run_info(tmp_path, info)

@@ -1,0 +1,94 @@
+"""The checks of `a2c verify` (analysis/verify.py) on what the report reads besides the events:
+run.json against the authenticated `run_started` and `run_finished` events, the agent split
+against its recorded fingerprint, and every sealed file against the record's seal
+(a2c.contracts.seal: run.json, the journal, results/*, logs/*, the rendered prompt, data/*).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json, sha256_bytes
+from a2c.contracts.seal import check_seals
+
+from .record import RunRecord
+
+# run.json keys that must equal the run_started event's (the first-known values).
+STARTED_FIELDS = ("run_id", "task", "level", "agent", "agent_digest", "driver", "mode", "seed",
+                  "backend", "isolation", "base_model", "data", "bundle_digest", "spec_hash",
+                  "budget", "scoring", "versions")
+# run.json keys that must equal the last run_finished event's (the scores).
+FINISHED_FIELDS = ("baseline_score", "best_score", "final_score", "submissions",
+                   "valid_submissions", "status")
+
+
+def _same(a: Any, b: Any) -> bool:
+    return canonical_json(a) == canonical_json(b)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def run_json_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
+    """(file, line, problem): run.json values that differ from the events that recorded them."""
+    problems: list[tuple[str, int | None, str]] = []
+    started = record.first_event("run_started")
+    if started is None:
+        return [("events.jsonl", None, "no run_started event")]
+    data = started.get("data") or {}
+    for key in STARTED_FIELDS:
+        if key in data and key in record.run and not _same(record.run[key], data[key]):
+            problems.append(("run.json", None, f"{key} {_short(record.run[key])} differs from "
+                             f"the run_started event's {_short(data[key])} (line "
+                             f"{started.get('_line')})"))
+        elif key in data and data[key] is not None and key not in record.run:
+            problems.append(("run.json", None, f"{key} is missing (run_started recorded "
+                                               f"{_short(data[key])})"))
+    finished = record.events_of("run_finished")
+    if finished:
+        last = finished[-1]
+        done = last.get("data") or {}
+        for key in FINISHED_FIELDS:
+            if key in done and not _same(record.run.get(key), done[key]):
+                problems.append(("run.json", None, f"{key} {_short(record.run.get(key))} "
+                                 f"differs from the run_finished event's {_short(done[key])} "
+                                 f"(line {last.get('_line')})"))
+    return problems
+
+
+def split_fingerprint(path: Path) -> tuple[str, int]:
+    """The fingerprint of a JSONL split as the runtime computes it (runtime/data/records.py):
+    sha256 of its records as canonical JSON lines; and the number of records."""
+    lines = [json.loads(raw) for raw in path.read_bytes().splitlines() if raw.strip()]
+    return sha256_bytes(b"".join(canonical_json(r) + b"\n" for r in lines)), len(lines)
+
+
+def data_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
+    """The agent split (data/train.jsonl) against the fingerprint run_started recorded."""
+    started = record.first_event("run_started") or {}
+    data = (started.get("data") or {}).get("data") or record.run.get("data") or {}
+    want = data.get("agent_fingerprint") if isinstance(data, dict) else None
+    if not want:
+        return []
+    path = record.root / "data" / "train.jsonl"
+    if not path.is_file():
+        return [("data/train.jsonl", None, "missing, but the record fingerprints an agent split")]
+    try:
+        have, count = split_fingerprint(path)
+    except (OSError, ValueError) as exc:
+        return [("data/train.jsonl", None, f"unreadable: {exc}")]
+    if have != want:
+        return [("data/train.jsonl", None, f"fingerprint {have[:16]}... differs from the "
+                                           f"recorded agent_fingerprint {want[:16]}...")]
+    if data.get("agent_records") is not None and count != data["agent_records"]:
+        return [("data/train.jsonl", None, f"{count} records, the record says "
+                                           f"{data['agent_records']}")]
+    return []
+
+
+def seal_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
+    return [(rel, None, message) for rel, message in check_seals(record.root, record.events)]
