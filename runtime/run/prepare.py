@@ -55,16 +55,17 @@ PRIVATE_FILES = ("run.json", "events.jsonl", "submissions.jsonl", "bundle/bundle
 
 
 def make_private(root: Path) -> None:
-    """RUN 0711; results/, snapshots.git/, grader/eval/ 0700; every file under grader/ 0600
-    (token, held-out split, service.json, grader.json) and its folders 0700; the record's files
+    """RUN 0711; results/, snapshots.git/, grader/eval/, bundle/grader/ 0700; every file under
+    grader/ and those 0600 (token, held-out split, service.json, grader.json), folders 0700; the record's files
     and the logs 0600 (created empty so that their writers, which append, keep the mode).
     workspace/, data/ and agent/ are left to the sandbox (the agent's uid must reach them)."""
     for rel in PRIVATE_DIRS:
         (root / rel).mkdir(parents=True, exist_ok=True)
         os.chmod(root / rel, 0o700)
-    for path in (root / "grader").rglob("*"):
-        if not path.is_symlink():
-            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    for top in ("grader", *PRIVATE_DIRS):
+        for path in (root / top).rglob("*"):
+            if not path.is_symlink():
+                os.chmod(path, 0o700 if path.is_dir() else 0o600)
     for rel in PRIVATE_FILES:
         path = root / rel
         path.touch(mode=0o600, exist_ok=True)

@@ -191,7 +191,7 @@ def test_resume_after_sigkill_of_the_runtime(tmp_path, agent_factory):
     assert after["deadline"] == before["deadline"]
     events = read_events(ctx.run_dir / "events.jsonl")
     types = [e["type"] for e in events]
-    assert "run_resumed" in types and types[-1] == "run_finished"
+    assert "run_resumed" in types and types[-2:] == ["run_finished", "record_sealed"]
     assert verify_events(ctx.run_dir / "events.jsonl").ok
     state = run_mod.journal_state(ctx.run_dir)
     assert state["pending"] == [] and len(state["scored"]) == 1
