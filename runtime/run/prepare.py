@@ -51,7 +51,8 @@ def make_read_only(root: Path) -> None:
 TRAVERSE_DIRS = (".", "grader", "logs", "bundle")     # 0711: reachable by name, not listable
 PRIVATE_DIRS = ("results", "snapshots.git", "grader/eval", "bundle/grader")   # 0700
 PRIVATE_FILES = ("run.json", "events.jsonl", "submissions.jsonl", "bundle/bundle.json",
-                 "logs/agent.log", "logs/commands.log", "logs/grader.log")  # 0600 (created)
+                 "logs/agent.log", "logs/commands.log", "logs/grader.log",
+                 "grader/service.pid")  # 0600 (created; their writers keep the mode)
 
 
 def make_private(root: Path) -> None:

@@ -278,7 +278,17 @@ PRIVATE = ("run.json", "events.jsonl", "submissions.jsonl", "results", "grader",
 
 
 def _private_modes(run_dir: Path) -> list[str]:
-    """Paths under the private parts that a group or other user could read (or list)."""
+    """Paths under the private parts that a group or other user could read or list: readable
+    (r for group or other) and reachable (x for group or other on every folder above it)."""
+    def reachable(path: Path) -> bool:
+        folder = path.parent
+        while True:
+            if not stat.S_IMODE(folder.stat().st_mode) & 0o011:
+                return False
+            if folder == run_dir or folder == folder.parent:
+                return True
+            folder = folder.parent
+
     bad = []
     for rel in PRIVATE:
         top = run_dir / rel
@@ -287,8 +297,9 @@ def _private_modes(run_dir: Path) -> list[str]:
         for path in [top, *(top.rglob("*") if top.is_dir() else [])]:
             if path.is_symlink() or path.is_socket():
                 continue
-            if stat.S_IMODE(path.lstat().st_mode) & 0o044:
-                bad.append(f"{path.relative_to(run_dir)} {stat.S_IMODE(path.lstat().st_mode):o}")
+            mode = stat.S_IMODE(path.lstat().st_mode)
+            if mode & 0o044 and reachable(path):
+                bad.append(f"{path.relative_to(run_dir)} {mode:o}")
     return bad
 
 
