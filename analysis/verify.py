@@ -19,7 +19,7 @@ Checks, in order (every problem is collected; the first one is what the CLI name
 6. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
    agree with the events;
 7. the seal: the last event is ``record_sealed`` and every sealed file (run.json, the journal,
-   results/*, logs/* (append-only), agent/prompt.rendered.md, data/*) matches it
+   results/*, logs/* (append-only), agent/prompt.rendered.md, the data/ tree) matches it
    (a2c.contracts.seal); last, so that a more specific disagreement above is named first.
 """
 

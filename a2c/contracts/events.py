@@ -181,8 +181,8 @@ class RunFinished(EventPayload):
 class RecordSealed(EventPayload):
     """The digests of the record's files, written by the runtime as the last event of a run (at
     its end, after a failure, and again at the end of each resume): `files` maps each sealed
-    path (run.json, submissions.jsonl, results/*, logs/*, agent/prompt.rendered.md, data/*) to
-    {"sha256", "size"}; see a2c.contracts.seal. A log is append-only: an earlier seal holds for
+    path (run.json, submissions.jsonl, results/*, logs/*, agent/prompt.rendered.md) to
+    {"sha256", "size"}, and "data/" to {"tree", "files"}; see a2c.contracts.seal. A log is append-only: an earlier seal holds for
     its first `size` bytes."""
 
     TYPE: ClassVar[str] = "record_sealed"

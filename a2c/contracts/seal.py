@@ -1,11 +1,12 @@
 """The seal of a run record: digests of every file a report or leaderboard reads, written into the
 authenticated event chain (`record_sealed`, a2c.contracts.events) and checked by `a2c verify`.
 
-Sealed (paths relative to the run directory; `SEALED_FILES`, `SEALED_DIRS`):
-  run.json, submissions.jsonl, agent/prompt.rendered.md, and every file under results/, logs/
-  and data/ (the agent split and its referenced files).
+Sealed (paths relative to the run directory; `SEALED_FILES`, `SEALED_DIRS`, `SEALED_TREES`):
+  run.json, submissions.jsonl, agent/prompt.rendered.md, every file under results/ and logs/,
+  and data/ (the agent split and its referenced files, which may be many) as one tree entry.
 
-Each is recorded as {"sha256", "size"} (a symbolic link as {"symlink": target}). Logs only grow:
+Each file is recorded as {"sha256", "size"} (a symbolic link as {"symlink": target}); a tree as
+`"data/": {"tree": sha256 of its sorted "path sha256 size" lines, "files": count}`. Logs only grow:
 an earlier seal of a file under logs/ must still hold for its first `size` bytes, so a truncated
 or rewritten log fails even against a seal made before the last one. The last event of a
 finished (or failed) run is its seal; files in the sealed folders that the seal does not name
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 SEALED_FILES = ("run.json", "submissions.jsonl", "agent/prompt.rendered.md")
-SEALED_DIRS = ("results", "logs", "data")
+SEALED_DIRS = ("results", "logs")
+SEALED_TREES = ("data",)
 APPEND_ONLY_DIRS = ("logs",)
 SEAL_TYPE = "record_sealed"
 
@@ -41,25 +43,46 @@ def _digest(path: Path, limit: int | None = None) -> dict[str, Any]:
     return {"sha256": digest.hexdigest(), "size": size}
 
 
+def _files_under(root: Path, top: str) -> list[str]:
+    found: list[str] = []
+    base = root / top
+    if base.is_symlink() or not base.is_dir():
+        return found
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames.sort()
+        for name in filenames + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
+            found.append(Path(dirpath, name).relative_to(root).as_posix())
+    return found
+
+
 def sealed_paths(run_dir: str | Path) -> list[str]:
-    """The sealed files that exist now (relative, sorted)."""
+    """The sealed entries that exist now (relative, sorted; a tree as "data/")."""
     root = Path(run_dir)
     found = [rel for rel in SEALED_FILES if (root / rel).is_file() or (root / rel).is_symlink()]
     for top in SEALED_DIRS:
-        base = root / top
-        if not base.is_dir():
-            continue
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames.sort()
-            for name in filenames + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
-                found.append(Path(dirpath, name).relative_to(root).as_posix())
+        found += _files_under(root, top)
+    found += [f"{top}/" for top in SEALED_TREES if (root / top).exists()]
     return sorted(set(found))
 
 
+def _entry(root: Path, rel: str) -> dict[str, Any]:
+    if not rel.endswith("/"):
+        return _digest(root / rel)
+    if (root / rel).is_symlink():
+        return {"symlink": os.readlink(root / rel.rstrip("/"))}
+    lines = []
+    files = sorted(_files_under(root, rel.rstrip("/")))
+    for path in files:
+        d = _digest(root / path)
+        lines.append(f"{path} {d.get('sha256') or 'symlink:' + d['symlink']} {d.get('size', 0)}")
+    tree = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+    return {"tree": tree, "files": len(files)}
+
+
 def record_digests(run_dir: str | Path) -> dict[str, dict[str, Any]]:
-    """{relative path: digest} of every sealed file of `run_dir` (the `record_sealed` payload)."""
+    """{relative path: digest} of every sealed entry of `run_dir` (the `record_sealed` payload)."""
     root = Path(run_dir)
-    return {rel: _digest(root / rel) for rel in sealed_paths(root)}
+    return {rel: _entry(root, rel) for rel in sealed_paths(root)}
 
 
 def _append_only(rel: str) -> bool:
@@ -86,10 +109,10 @@ def check_seals(run_dir: str | Path, events: list[dict[str, Any]]) -> list[tuple
     for rel in sorted(last):
         want = last[rel]
         path = root / rel
-        if not (path.is_file() or path.is_symlink()):
+        if not (path.exists() or path.is_symlink()):
             problems.append((rel, "missing, but the record's seal names it"))
             continue
-        have = _digest(path)
+        have = _entry(root, rel)
         if have != want:
             problems.append((rel, _differs(want, have)))
     for rel in sealed_paths(root):
@@ -108,6 +131,9 @@ def check_seals(run_dir: str | Path, events: list[dict[str, Any]]) -> list[tuple
 
 
 def _differs(want: dict[str, Any], have: dict[str, Any]) -> str:
+    if "tree" in want or "tree" in have:
+        return (f"changed after the run was sealed ({have.get('files')} files, sealed with "
+                f"{want.get('files')}; a file was added, removed or edited)")
     if "symlink" in want or "symlink" in have:
         return f"is {have} but was sealed as {want}"
     if have.get("size") != want.get("size"):

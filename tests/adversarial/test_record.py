@@ -199,6 +199,11 @@ def test_modified_agent_split_fails(run):
     assert first.startswith("data/train.jsonl:") and "fingerprint" in first
 
 
+def test_file_added_to_the_agent_split_fails(run):
+    (run / "data" / "hint.txt").write_text("the held-out answers are...\n")
+    assert _first(run).startswith("data/: changed after the run was sealed (2 files")
+
+
 def test_edited_results_file_fails(run):
     """An item's outcome flipped (the score untouched, so only the seal can tell)."""
     path = run / "results" / "1.json"
