@@ -349,3 +349,53 @@ def test_a_real_run_is_authenticated_sealed_private_and_keyless(tmp_path):
     with open(root / "logs" / "commands.log", "ab") as handle:
         handle.write(b"echo forged\n")
     assert not verify_run(root).ok
+
+
+KEY_THIEF = r"""
+out="$A2C_WORKSPACE/found.txt"
+{ cat "$KEY_PATH"; cat "$HOME/.config/a2c/record.key"; cat /root/.config/a2c/record.key
+  find / -name record.key -not -path '/proc/*' 2>/dev/null | while read -r f; do cat "$f"; done
+  env; } > "$out" 2>&1
+echo "# forged" >> "$RUN_DIR/events.jsonl" 2>>"$out" || true
+exit 0
+"""
+
+
+def _shell_agent(root: Path, agent_id: str, script: str) -> Path:
+    from a2c.canonical import sha256_file, sha256_json
+    from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
+    folder = root / "agents" / agent_id
+    folder.mkdir(parents=True)
+    (folder / "launch.sh").write_text("#!/usr/bin/env bash\n" + script)
+    (folder / "prompt.md").write_text("{{ instructions }}\n")
+    agent = {"id": agent_id, "title": agent_id, "type": "reference",
+             "launch": {"command": "bash", "env": {}, "pass_env": []},
+             "driver": {"required": False, "default": None, "models": []},
+             "transcript": {"source": "stdout", "format": "text", "ext": "log", "path": None},
+             "prompt": "{{ instructions }}\n"}
+    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
+    spec_hash = sha256_json(agent)
+    (folder / "agent.json").write_text(json.dumps({
+        "format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent", "id": agent_id,
+        "spec_hash": spec_hash, "agent": agent, "files": files,
+        "digest": bundle_digest(spec_hash, files)}))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_sandboxed_agent_cannot_read_the_record_key(tmp_path):
+    from a2c.runtime import run as run_mod
+    from a2c.runtime.sandbox.local import bwrap_works
+    if not bwrap_works():
+        pytest.skip("bubblewrap not available")
+    ctx = _prepare(tmp_path, agent=str(_shell_agent(tmp_path, "thief", KEY_THIEF)), budget="40s")
+    ctx.run["options"]["agent_env"] = {"KEY_PATH": os.environ["A2C_RECORD_KEY_FILE"],
+                                       "RUN_DIR": str(ctx.run_dir)}
+    ctx.save()
+    summary = run_mod.execute(ctx, report=lambda _: None)
+    assert summary["isolation"] == "bubblewrap"
+    found = (ctx.run_dir / "workspace" / "found.txt").read_bytes()
+    assert found, "the probe did not run"
+    assert load_key().secret.hex().encode() not in found
+    result = verify_run(ctx.run_dir)
+    assert result.ok and result.authenticated, [str(p) for p in result.problems]
