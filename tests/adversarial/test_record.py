@@ -19,6 +19,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from record_helpers import private_modes, shell_agent
 
 from a2c.analysis.leaderboard import build_leaderboard
 from a2c.analysis.report import write_report
@@ -278,36 +279,6 @@ def test_event_log_refuses_a_chain_under_another_key(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the real runtime
-PRIVATE = ("run.json", "events.jsonl", "submissions.jsonl", "results", "grader", "logs",
-           "snapshots.git", "bundle/grader", "bundle/bundle.json")
-
-
-def _private_modes(run_dir: Path) -> list[str]:
-    """Paths under the private parts that a group or other user could read or list: readable
-    (r for group or other) and reachable (x for group or other on every folder above it)."""
-    def reachable(path: Path) -> bool:
-        folder = path.parent
-        while True:
-            if not stat.S_IMODE(folder.stat().st_mode) & 0o011:
-                return False
-            if folder == run_dir or folder == folder.parent:
-                return True
-            folder = folder.parent
-
-    bad = []
-    for rel in PRIVATE:
-        top = run_dir / rel
-        if not top.exists():
-            continue
-        for path in [top, *(top.rglob("*") if top.is_dir() else [])]:
-            if path.is_symlink() or path.is_socket():
-                continue
-            mode = stat.S_IMODE(path.lstat().st_mode)
-            if mode & 0o044 and reachable(path):
-                bad.append(f"{path.relative_to(run_dir)} {mode:o}")
-    return bad
-
-
 def _prepare(tmp_path, agent="ref-copy", budget="60s"):
     from a2c.runtime import run as run_mod
     opts = run_mod.RunOptions(bundle="arith", agent=agent, model="tiny", budget=budget,
@@ -322,7 +293,7 @@ def test_prepared_run_directory_is_private(tmp_path):
     assert stat.S_IMODE((root / "results").stat().st_mode) == 0o700
     assert stat.S_IMODE((root / "grader" / "token").stat().st_mode) == 0o600
     assert stat.S_IMODE((root / "grader" / "heldout.jsonl").stat().st_mode) == 0o600
-    assert _private_modes(root) == []
+    assert private_modes(root) == []
     # what the agent's unprivileged uid must still reach to bind it
     for rel in ("workspace", "data", "agent", "grader", "logs", "bundle/hooks"):
         assert stat.S_IMODE((root / rel).stat().st_mode) & 0o001, rel
@@ -341,7 +312,7 @@ def test_a_real_run_is_authenticated_sealed_private_and_keyless(tmp_path):
     assert events[-1]["type"] == "record_sealed"
     assert {e["key"] for e in events} == {load_key().id}   # the grader's events too
     assert any(e["type"] == "submission_scored" for e in events)
-    assert _private_modes(root) == []
+    assert private_modes(root) == []
     secret = load_key().secret.hex().encode()
     for path in root.rglob("*"):
         if path.is_file() and not path.is_symlink():
@@ -361,34 +332,13 @@ exit 0
 """
 
 
-def _shell_agent(root: Path, agent_id: str, script: str) -> Path:
-    from a2c.canonical import sha256_file, sha256_json
-    from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
-    folder = root / "agents" / agent_id
-    folder.mkdir(parents=True)
-    (folder / "launch.sh").write_text("#!/usr/bin/env bash\n" + script)
-    (folder / "prompt.md").write_text("{{ instructions }}\n")
-    agent = {"id": agent_id, "title": agent_id, "type": "reference",
-             "launch": {"command": "bash", "env": {}, "pass_env": []},
-             "driver": {"required": False, "default": None, "models": []},
-             "transcript": {"source": "stdout", "format": "text", "ext": "log", "path": None},
-             "prompt": "{{ instructions }}\n"}
-    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
-    spec_hash = sha256_json(agent)
-    (folder / "agent.json").write_text(json.dumps({
-        "format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent", "id": agent_id,
-        "spec_hash": spec_hash, "agent": agent, "files": files,
-        "digest": bundle_digest(spec_hash, files)}))
-    return folder
-
-
 @pytest.mark.slow
 def test_a_sandboxed_agent_cannot_read_the_record_key(tmp_path):
     from a2c.runtime import run as run_mod
     from a2c.runtime.sandbox.local import bwrap_works
     if not bwrap_works():
         pytest.skip("bubblewrap not available")
-    ctx = _prepare(tmp_path, agent=str(_shell_agent(tmp_path, "thief", KEY_THIEF)), budget="40s")
+    ctx = _prepare(tmp_path, agent=str(shell_agent(tmp_path, "thief", KEY_THIEF)), budget="40s")
     ctx.run["options"]["agent_env"] = {"KEY_PATH": os.environ["A2C_RECORD_KEY_FILE"],
                                        "RUN_DIR": str(ctx.run_dir)}
     ctx.save()
