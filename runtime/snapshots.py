@@ -3,7 +3,8 @@
 The recorder keeps what the agent's code looked like at each submission and every few minutes, so
 a result can be traced to the code that produced it. The repository (`RUN/snapshots.git`) is bare
 and lives outside the workspace, so the agent never sees it and cannot rewrite it. Weights, data
-files, the output folder, caches and anything over `max_file_bytes` are excluded by rule: a snapshot is code and small text, not checkpoints.
+files, the output folder, caches and anything over `max_file_bytes` are excluded by rule: a
+snapshot is code and small text, not checkpoints.
 
 The workspace is the agent's: it is read with an fd-relative walk that follows no symlink and
 opens no FIFO or device, within a file-count and time budget (past either the snapshot is skipped
