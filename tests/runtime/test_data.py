@@ -185,7 +185,7 @@ def test_arithmetic_param_errors(tmp_path):
 def test_generator_source_through_load_split_is_cached(cache):
     task = task_with(ARITH, fields={"id": "id", "prompt": "question", "answer": "answer"})
     first = data.load_splits(task, Path("."), cache)
-    folder = data.generator_dir(ARITH, cache)
+    folder = data.generator_dir(ARITH, cache, heldout=("test",))   # its held-out split: seeded
     stamp = (folder / "splits" / "test.jsonl").stat().st_mtime_ns
     second = data.load_splits(task, Path("."), cache)
     assert first == second
