@@ -142,6 +142,7 @@ class Runner:
         last_meta = 0.0
         last_refresh = 0.0
         every = float((self.run.options or {}).get("snapshot_every_s") or SNAPSHOT_EVERY_S)
+        meta_every = float((self.run.options or {}).get("meta_every_s") or 15)
         watchdog = DeadlineWatchdog(proc, guard.remaining(), STOP_GRACE_S)
         watchdog.start()
         reason = "exited"
@@ -165,7 +166,7 @@ class Runner:
                     reason = "deadline"
                     break
                 now = time.monotonic()
-                if now - last_meta >= 15:
+                if now - last_meta >= meta_every:
                     last_meta = now
                     self._safely(update_run_meta, self.paths, self.run, guard.remaining())
                 if now - last_refresh >= 2:
