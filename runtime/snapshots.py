@@ -2,9 +2,14 @@
 
 The recorder keeps what the agent's code looked like at each submission and every few minutes, so
 a result can be traced to the code that produced it. The repository (`RUN/snapshots.git`) is bare
-and lives outside the workspace; git is driven with `--git-dir`/`--work-tree`, so the agent never
-sees it and cannot rewrite it. Weights, data files, the output folder, caches and anything over
-`max_file_bytes` are excluded by rule: a snapshot is code and small text, not checkpoints.
+and lives outside the workspace, so the agent never sees it and cannot rewrite it. Weights, data
+files, the output folder, caches and anything over `max_file_bytes` are excluded by rule: a
+snapshot is code and small text, not checkpoints.
+
+The workspace is the agent's: it is read with an fd-relative walk that follows no symlink and
+opens no FIFO or device, within a file-count and time budget (past either the snapshot is skipped
+and the reason recorded), and the values of passed secrets are redacted from what was read; git
+then commits a private staging copy of exactly those bytes, never the live workspace.
 
 Several processes may snapshot the same workspace (the grader service at each submission, the
 runtime periodically); an exclusive `flock` on a lock file in the repository serialises them. A
@@ -14,7 +19,9 @@ snapshot of an unchanged workspace makes no commit and returns the previous one.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -22,8 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from a2c.fsutil import file_lock
+from a2c.runtime.redact import read_redact_file, redact_bytes
 
 MAX_FILE_BYTES = 1_000_000
+MAX_FILES = 20_000          # past this many files a snapshot is skipped (reason recorded)
+TIME_BUDGET_S = 20.0        # ... or past this long reading the workspace
 
 # Directory names never descended into (matched against the name at any depth).
 EXCLUDED_DIRS = (
@@ -67,28 +77,33 @@ class Snapshotter:
                  max_file_bytes: int = MAX_FILE_BYTES,
                  excluded_files: tuple[str, ...] = EXCLUDED_FILES,
                  excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS,
-                 excluded_top: tuple[str, ...] = EXCLUDED_TOP):
+                 excluded_top: tuple[str, ...] = EXCLUDED_TOP,
+                 max_files: int = MAX_FILES, time_budget_s: float = TIME_BUDGET_S,
+                 secrets: dict[str, str] | None = None):
         self.repo_dir = Path(repo_dir).resolve()
         self.workspace = Path(workspace).resolve()
         self.max_file_bytes = max_file_bytes
         self.excluded_files = excluded_files
         self.excluded_dirs = set(excluded_dirs)
         self.excluded_top = set(excluded_top)
+        self.max_files = max_files
+        self.time_budget_s = time_budget_s
+        # values to redact: given, else what the runner left for this run (runtime/redact.py)
+        self.secrets = dict(secrets) if secrets is not None else read_redact_file(self.repo_dir)
         if event_log is not None and not hasattr(event_log, "append"):
             from a2c.contracts.events import EventLog
             event_log = EventLog(event_log)
         self.event_log = event_log
         self._env = {**os.environ, **_GIT_ENV,
-                     "GIT_DIR": str(self.repo_dir), "GIT_WORK_TREE": str(self.workspace),
+                     "GIT_DIR": str(self.repo_dir), "GIT_WORK_TREE": str(self.repo_dir / "a2c-stage"),
                      "GIT_INDEX_FILE": str(self.repo_dir / "a2c-index")}
         self._env.pop("GIT_OBJECT_DIRECTORY", None)
         self._env.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", None)
 
     # ---------------------------------------------------------------- git helpers
-    def _git(self, *args: str, input: bytes | None = None) -> str:
-        proc = subprocess.run(["git", f"--git-dir={self.repo_dir}", f"--work-tree={self.workspace}",
-                               *args], input=input, capture_output=True, env=self._env,
-                              cwd=self.workspace)
+    def _git(self, *args: str, input: bytes | None = None, cwd: Path | None = None) -> str:
+        proc = subprocess.run(["git", f"--git-dir={self.repo_dir}", *args], input=input,
+                              capture_output=True, env=self._env, cwd=cwd or self.repo_dir)
         if proc.returncode != 0:
             raise SnapshotError(f"git {' '.join(args[:2])} failed: "
                                 f"{proc.stderr.decode(errors='replace').strip()}")
@@ -121,72 +136,134 @@ class Snapshotter:
 
     def select(self) -> tuple[list[str], int, int]:
         """Files to snapshot (workspace-relative, sorted), their total bytes, and how many were
-        excluded by a rule."""
-        files: list[str] = []
-        total = 0
+        excluded by a rule (see `collect` for the budgets)."""
+        entries, excluded, _ = self.collect()
+        return sorted(entries), sum(len(v[1]) for v in entries.values()), excluded
+
+    def collect(self) -> tuple[dict[str, tuple[str, bytes]], int, str | None]:
+        """{rel: (kind "file"|"link", content)} read from the workspace with an fd-relative walk
+        that follows no symlink and opens no FIFO or device, redacted; the rule-excluded count;
+        and why the snapshot is skipped (past `max_files` or `time_budget_s`), else None."""
+        entries: dict[str, tuple[str, bytes]] = {}
         excluded = 0
-        root = str(self.workspace)
-        for dirpath, dirnames, filenames in os.walk(root):
-            rel_dir = os.path.relpath(dirpath, root)
-            keep = []
-            for d in dirnames:
-                if d in self.excluded_dirs or (rel_dir == "." and d in self.excluded_top):
-                    excluded += 1
-                    continue
-                keep.append(d)
-            dirnames[:] = sorted(keep)
-            for name in filenames:
-                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-                if self._excluded_name(name) or "\n" in rel:
-                    excluded += 1
-                    continue
-                try:
-                    st = os.lstat(os.path.join(dirpath, name))
-                except OSError:
-                    continue
-                if stat.S_ISLNK(st.st_mode):
-                    size = len(os.readlink(os.path.join(dirpath, name)))
-                elif stat.S_ISREG(st.st_mode):
-                    size = st.st_size
-                    if size > self.max_file_bytes:
+        deadline = time.monotonic() + self.time_budget_s
+        try:
+            top = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as exc:
+            return {}, 0, f"workspace not readable as a folder: {exc}"
+        try:
+            walk = os.fwalk(".", dir_fd=top, follow_symlinks=False)
+            for dirpath, dirnames, filenames, dfd in walk:
+                rel_dir = os.path.normpath(dirpath)
+                keep = []
+                for d in dirnames:
+                    if d in self.excluded_dirs or (rel_dir == "." and d in self.excluded_top):
                         excluded += 1
                         continue
-                else:
-                    continue  # sockets, fifos, devices
-                files.append(rel)
-                total += size
-        files.sort()
-        return files, total, excluded
+                    keep.append(d)
+                dirnames[:] = sorted(keep)
+                for name in filenames:
+                    rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                    if self._excluded_name(name) or "\n" in rel:
+                        excluded += 1
+                        continue
+                    if len(entries) >= self.max_files:
+                        return entries, excluded, (f"more than {self.max_files} files to "
+                                                   "snapshot")
+                    if time.monotonic() > deadline:
+                        return entries, excluded, (f"reading the workspace took over "
+                                                   f"{self.time_budget_s:g}s")
+                    entry = self._read_entry(name, dfd)
+                    if entry == "excluded":
+                        excluded += 1
+                    elif entry is not None:
+                        entries[rel] = entry
+        finally:
+            os.close(top)
+        return entries, excluded, None
+
+    def _read_entry(self, name: str, dfd: int):
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                return ("link", redact_bytes(os.fsencode(os.readlink(name, dir_fd=dfd)),
+                                             self.secrets))
+            if not stat.S_ISREG(st.st_mode):
+                return None  # sockets, fifos, devices
+            if st.st_size > self.max_file_bytes:
+                return "excluded"
+            kind = "exec" if st.st_mode & 0o100 else "file"
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
+                data = os.read(fd, self.max_file_bytes + 1)
+            finally:
+                os.close(fd)
+        except OSError:
+            return None   # vanished or swapped meanwhile
+        if len(data) > self.max_file_bytes:
+            return "excluded"
+        return (kind, redact_bytes(data, self.secrets) if self.secrets else data)
 
     # ---------------------------------------------------------------- snapshot
     def snapshot(self, reason: str, submission_id: int | str | None = None) -> dict[str, Any]:
-        """Commit the workspace's code; return {commit, files, bytes, changed, reason, ...}."""
+        """Commit the workspace's code; return {commit, files, bytes, changed, reason, ...}.
+
+        What is committed is what this process read (into a private staging tree, redacted), not
+        the live workspace, so a file swapped meanwhile cannot slip in. Past the file-count or
+        time budget nothing is committed: `skipped` says why (also in `a2c-skipped.jsonl`)."""
         started = time.monotonic()
         self.repo_dir.mkdir(parents=True, exist_ok=True)
         with file_lock(self.repo_dir / "a2c-snapshot.lock"):
             self._ensure_repo()
             info = self._snapshot_locked(reason, submission_id)
         info["elapsed_s"] = round(time.monotonic() - started, 4)
+        if info.get("skipped"):
+            with open(self.repo_dir / "a2c-skipped.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps({"reason": reason, "submission_id": submission_id,
+                                    "skipped": info["skipped"], "at": time.time()}) + "\n")
         if self.event_log is not None and (info["changed"] or reason in ("submission", "final")):
             self.event_log.append("snapshot", {k: info[k] for k in (
                 "commit", "reason", "submission_id", "files", "bytes", "changed", "excluded")})
         return info
 
+    def _stage(self, entries: dict[str, tuple[str, bytes]]) -> Path:
+        """A fresh private tree holding exactly `entries` (folders created here, never followed)."""
+        stage = self.repo_dir / "a2c-stage"
+        if stage.exists():
+            shutil.rmtree(stage)
+        stage.mkdir(mode=0o700)
+        for rel, (kind, content) in entries.items():
+            target = stage / rel
+            target.parent.mkdir(parents=True, exist_ok=True)  # only ever folders made here
+            if kind == "link":
+                os.symlink(os.fsdecode(content), target)
+            else:
+                target.write_bytes(content)
+                if kind == "exec":
+                    target.chmod(0o755)
+        return stage
+
     def _snapshot_locked(self, reason: str, submission_id: int | str | None) -> dict[str, Any]:
-        files, total, excluded = self.select()
+        entries, excluded, skipped = self.collect()
         parent = self.head()
-        indexed = set(filter(None, self._git("ls-files", "-z").split("\0")))
-        wanted = set(files)
-        gone = sorted(indexed - wanted)
-        if gone:
-            self._git("update-index", "-z", "--force-remove", "--stdin",
-                      input=b"\0".join(p.encode() for p in gone) + b"\0")
-        if files:
-            # Files that vanished between the walk and here are simply dropped.
-            present = [p for p in files if os.path.lexists(self.workspace / p)]
-            self._git("update-index", "-z", "--add", "--remove", "--stdin",
-                      input=b"\0".join(p.encode() for p in present) + b"\0")
-        tree = self._git("write-tree").strip()
+        files = sorted(entries)
+        total = sum(len(v[1]) for v in entries.values())
+        if skipped:
+            return {"commit": parent, "tree": None, "files": len(files), "bytes": total,
+                    "excluded": excluded, "changed": False, "reason": reason,
+                    "submission_id": submission_id, "skipped": skipped}
+        stage = self._stage(entries)
+        self._env["GIT_WORK_TREE"] = str(stage)
+        try:
+            self._git("read-tree", "--empty")
+            if files:
+                self._git("update-index", "-z", "--add", "--stdin",
+                          input=b"\0".join(p.encode() for p in files) + b"\0", cwd=stage)
+            tree = self._git("write-tree").strip()
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
         if parent is not None:
             parent_tree = self._git("rev-parse", f"{parent}^{{tree}}").strip()
             if parent_tree == tree:

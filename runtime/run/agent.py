@@ -3,8 +3,8 @@ its transcript in logs/."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -12,8 +12,8 @@ from typing import Any
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
-from a2c.fsutil import write_json_atomic
-from a2c.runtime.run.context import read_json
+from a2c.runtime.redact import redact_bytes
+from a2c.runtime.run.workspace_io import copy_out, write_file
 from a2c.timefmt import iso_utc
 
 # Where the sandbox shows the run's read-only folders to a confined agent.
@@ -32,31 +32,49 @@ def task_format(grader: dict) -> dict[str, Any]:
             "answer_pattern": params.get("pattern")}
 
 
-def update_run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> None:
-    path = paths.run_meta
+def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str, Any]:
+    """What run_meta.json tells the agent: the bundle's copy (RUN/bundle, the runtime's own)
+    updated from the runtime's state; the workspace copy is never read."""
     try:
-        meta = read_json(path) if path.is_file() else {}
-    except ValueError:
+        meta = json.loads((paths.bundle_workspace / "run_meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    if not isinstance(meta, dict):
         meta = {}
     meta.update({"mode": run.mode, "seed": run.seed, "deadline": run.deadline,
                  "deadline_iso": iso_utc(run.deadline), "budget": run.budget,
                  "remaining_s": None if remaining is None else round(remaining, 1),
                  "updated_at": iso_utc(time.time()),
                  "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
-    meta.setdefault("task", {}).update(run.get("task_format") or {})
-    write_json_atomic(path, meta)
+    task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
+    meta["task"] = {**task, **(run.get("task_format") or {})}
+    return meta
 
 
-def copy_transcript(agent: dict, paths: RunPaths) -> str | None:
-    """logs/transcript.<ext>: the agent's stdout, or the file/folder it declared (workspace path)."""
+def update_run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> None:
+    """Write workspace/run_meta.json without ever reading it: the agent may have put a symlink,
+    a FIFO or a folder there. A fresh file is renamed over the name (workspace_io.write_file)."""
+    data = (json.dumps(run_meta(paths, run, remaining), indent=2, sort_keys=True) + "\n").encode()
+    write_file(paths.workspace, paths.run_meta.name, data)
+
+
+def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -> str | None:
+    """logs/transcript.<ext>: the agent's stdout, or the file/folder it declared (workspace path),
+    copied without following a symlink, regular files only, within a size budget, redacted."""
     spec = agent.get("transcript") or {}
     if not isinstance(spec, dict):
         spec = {"path": str(spec)}
     ext = spec.get("ext") or spec.get("format") or "txt"
     target = paths.transcript(ext)
-    if spec.get("source", "stdout") == "stdout" and not spec.get("path"):
-        source = paths.agent_log
-    else:
+    def scrub(data: bytes) -> bytes:
+        return redact_bytes(data, secrets) if secrets else data
+
+    try:
+        if spec.get("source", "stdout") == "stdout" and not spec.get("path"):
+            if target == paths.agent_log:
+                return str(target.relative_to(paths.root))
+            copy_out(paths.agent_log.parent, paths.agent_log.name, target, transform=scrub)
+            return str(target.relative_to(paths.root))
         rel = str(spec.get("path") or "")
         for prefix in ("/workspace/", "$A2C_WORKSPACE/", "${A2C_WORKSPACE}/"):
             if rel.startswith(prefix):
@@ -64,14 +82,10 @@ def copy_transcript(agent: dict, paths: RunPaths) -> str | None:
         path = Path(rel)
         if not rel or path.is_absolute() or ".." in path.parts:
             return None
-        source = paths.workspace / path
-    if not source.exists():
+        report = copy_out(paths.workspace, rel, target, transform=scrub)
+    except OSError:   # absent, a symlink, a FIFO, over the budget: no transcript
         return None
-    if source.is_dir():
-        shutil.copytree(source, target, dirs_exist_ok=True)
-    else:
-        shutil.copy2(source, target)
-    return str(target.relative_to(paths.root))
+    return str(target.relative_to(paths.root)) if report["files"] else None
 
 
 def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,

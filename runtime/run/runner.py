@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from a2c.contracts.run_paths import RunPaths
@@ -12,6 +13,7 @@ from a2c.contracts.service_config import update_service_config
 from a2c.durations import format_duration
 from a2c.errors import A2CError
 from a2c.runtime.budget import BudgetGuard
+from a2c.runtime.redact import passed_secrets, redact_file, remove_redact_file, write_redact_file
 from a2c.runtime.run.agent import (
     CONFINED,
     copy_transcript,
@@ -25,6 +27,7 @@ from a2c.runtime.run.prepare import grader_cfg
 from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.scoring import baseline_score, journal_state, score_run, sort_key
 from a2c.runtime.run.seal import seal_record
+from a2c.runtime.run.watchdog import DeadlineWatchdog
 from a2c.timefmt import iso_utc
 
 SCORE_KEYS = ("submissions", "valid_submissions", "best_score", "final_score", "best_submission",
@@ -51,6 +54,7 @@ class Runner:
         self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
+        self.secrets = passed_secrets(self.agent)   # pass_env values redacted from the record
 
     # ---------------------------------------------------------------- helpers
     def event(self, type_: str, data: dict | None = None) -> dict:
@@ -130,52 +134,81 @@ class Runner:
                                           self.env_gateways))
 
     def supervise(self, proc, guard: BudgetGuard) -> dict:
-        """Wait for the agent to exit or the deadline; stop the whole tree at the deadline."""
+        """Wait for the agent to exit or the deadline; stop the whole tree at the deadline.
+
+        The deadline is kept by a watchdog thread (`DeadlineWatchdog`) that stops the tree at the
+        deadline whatever this loop is doing; the periodic snapshot runs in its own thread, so no
+        file operation on the agent's workspace can hold the loop or the kill."""
         last_snapshot = time.monotonic()
         last_meta = 0.0
         last_refresh = 0.0
         every = float((self.run.options or {}).get("snapshot_every_s") or SNAPSHOT_EVERY_S)
+        meta_every = float((self.run.options or {}).get("meta_every_s") or 15)
+        watchdog = DeadlineWatchdog(proc, guard.remaining(), STOP_GRACE_S)
+        watchdog.start()
         reason = "exited"
         stop_report = None
-        while True:
-            rc = proc.poll()
-            for type_, data in guard.tick():
-                if type_ == "budget_warning":
-                    self.event(type_, data)
-                    self.report(f"budget: {int(data['fraction'] * 100)}% used, "
-                                f"{format_duration(data['remaining_s'])} left")
-            if rc is not None:
-                break
-            if guard.deadline_hit:
-                self.event("deadline_reached", {"deadline": guard.deadline,
-                                                "wall_clock_s": guard.wall_clock_s})
-                self.report("deadline reached: stopping the agent's process tree")
-                stop_report = proc.stop(grace=STOP_GRACE_S)
-                reason = "deadline"
-                break
-            now = time.monotonic()
-            if now - last_meta >= 15:
-                last_meta = now
-                update_run_meta(self.paths, self.run, guard.remaining())
-            if now - last_refresh >= 2:
-                last_refresh = now
-                self.refresh()
-                if not self.service.alive():
-                    self.report("the grader service died; restarting it on the same journal")
-                    self.service.start()
-            if now - last_snapshot >= every:
-                last_snapshot = now
-                self.snapshot("periodic")
-            time.sleep(0.25)
+        try:
+            while True:
+                rc = proc.poll()
+                for type_, data in guard.tick():
+                    if type_ == "budget_warning":
+                        self.event(type_, data)
+                        self.report(f"budget: {int(data['fraction'] * 100)}% used, "
+                                    f"{format_duration(data['remaining_s'])} left")
+                if rc is not None and not watchdog.fired.is_set():
+                    break
+                if watchdog.fired.is_set() or guard.deadline_hit:
+                    watchdog.fire()           # (idempotent) the watchdog may be a tick late
+                    self.event("deadline_reached", {"deadline": guard.deadline,
+                                                    "wall_clock_s": guard.wall_clock_s})
+                    self.report("deadline reached: stopping the agent's process tree")
+                    stop_report = watchdog.wait_stopped()
+                    reason = "deadline"
+                    break
+                now = time.monotonic()
+                if now - last_meta >= meta_every:
+                    last_meta = now
+                    self._safely(update_run_meta, self.paths, self.run, guard.remaining())
+                if now - last_refresh >= 2:
+                    last_refresh = now
+                    self.refresh()
+                    if not self.service.alive():
+                        self.report("the grader service died; restarting it on the same journal")
+                        self.service.start()
+                if now - last_snapshot >= every:
+                    last_snapshot = now
+                    self.snapshot_in_background("periodic")
+                watchdog.fired.wait(0.25)
+        finally:
+            watchdog.cancel()
         if hasattr(proc, "close"):
             proc.close()
         return {"returncode": proc.returncode, "reason": reason, "stop": stop_report}
 
+    def _safely(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except OSError as exc:   # the agent's workspace refused the write: the run goes on
+            self.report(f"note: {getattr(fn, '__name__', fn)} failed: {exc}")
+
+    def snapshot_in_background(self, reason: str) -> None:
+        """One periodic snapshot at a time, in a thread: it never delays the loop or the kill."""
+        thread = getattr(self, "_snapshot_thread", None)
+        if thread is not None and thread.is_alive():
+            self.report(f"snapshot ({reason}) skipped: the previous one is still running")
+            return
+        self._snapshot_thread = threading.Thread(target=self.snapshot, args=(reason,),
+                                                 name="a2c-snapshot", daemon=True)
+        self._snapshot_thread.start()
+
     def snapshot(self, reason: str) -> None:
         try:
             from a2c.runtime.snapshots import Snapshotter
-            Snapshotter(self.paths.snapshots, self.paths.workspace,
-                        event_log=self.ctx.events).snapshot(reason)
+            info = Snapshotter(self.paths.snapshots, self.paths.workspace,
+                               event_log=self.ctx.events).snapshot(reason)
+            if info.get("skipped"):
+                self.report(f"snapshot ({reason}) skipped: {info['skipped']}")
         except Exception as exc:  # noqa: BLE001 - a snapshot failure never stops a run
             self.report(f"snapshot ({reason}) failed: {exc}")
 
@@ -198,13 +231,17 @@ class Runner:
                     + ", ".join(journal_state(self.run_dir)["pending"]))
 
     def finish(self, status: str = "finished") -> dict:
+        thread = getattr(self, "_snapshot_thread", None)
+        if thread is not None:
+            thread.join(timeout=120)
         self.snapshot("final")
         budget = self.run.budget or {}
         pending = journal_state(self.run_dir)["pending"]
         self.drain(float(budget.get("eval_timeout_s") or 3600) * max(1, len(pending)) + 30)
         self.service.stop()
         self.stop_env_services()
-        transcript = copy_transcript(self.agent, self.paths)
+        self.redact_logs()
+        transcript = copy_transcript(self.agent, self.paths, self.secrets)
         scores = self.refresh()
         self.run.update(status=status, ended_at=iso_utc(time.time()), transcript=transcript)
         self.ctx.save()
@@ -216,6 +253,17 @@ class Runner:
                                     "status": status})
         seal_record(self.ctx, status)
         return self.summary()
+
+    def redact_logs(self) -> None:
+        """Passed secrets out of logs/agent.log and logs/commands.log (runtime/redact.py); the
+        values the snapshots used are removed with them."""
+        for path in (self.paths.agent_log, self.paths.commands_log):
+            try:
+                if redact_file(path, self.secrets) > 0:
+                    self.report(f"redacted passed secret values from {path.name}")
+            except OSError as exc:
+                self.report(f"note: could not redact {path.name}: {exc}")
+        remove_redact_file(self.paths.snapshots)
 
     def summary(self) -> dict:
         return {**{k: self.run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
@@ -269,7 +317,9 @@ class Runner:
                 else str(self.paths.output)
             update_service_config(self.run_dir, deadline_unix=run.deadline,
                                   agent_output_dir=agent_out)
-            update_run_meta(self.paths, run, guard.remaining())
+            self._safely(update_run_meta, self.paths, run, guard.remaining())
+            if self.secrets:   # read by every snapshot, the grader service's too, until finish
+                write_redact_file(self.paths.snapshots, self.secrets)
             self.ctx.save()
             self.report("starting the grader service")
             self.service.start()
@@ -299,6 +349,7 @@ class Runner:
             kill_tree(None, None, self.run.get("sandbox_id"), grace=2.0)
             self.service.stop()
             self.stop_env_services()
+            self.redact_logs()
             self.run.update(status=status, ended_at=iso_utc(time.time()))
             self.ctx.save()
             seal_record(self.ctx, status)

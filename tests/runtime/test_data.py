@@ -185,7 +185,7 @@ def test_arithmetic_param_errors(tmp_path):
 def test_generator_source_through_load_split_is_cached(cache):
     task = task_with(ARITH, fields={"id": "id", "prompt": "question", "answer": "answer"})
     first = data.load_splits(task, Path("."), cache)
-    folder = data.generator_dir(ARITH, cache)
+    folder = data.generator_dir(ARITH, cache, heldout=("test",))   # its held-out split: seeded
     stamp = (folder / "splits" / "test.jsonl").stat().st_mtime_ns
     second = data.load_splits(task, Path("."), cache)
     assert first == second
@@ -245,3 +245,62 @@ def test_jsonl_roundtrip_and_fingerprint(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\n{oops\n')
     with pytest.raises(DataError, match="bad.jsonl:2"):
         data.read_jsonl(tmp_path / "bad.jsonl")
+
+
+# ------------------------------------------------------------------------------ held-out seeds
+def _pairs(records):
+    return {frozenset((int(r["a"]), int(r["b"]))) for r in records}
+
+
+def test_heldout_split_comes_from_a_seed_the_spec_does_not_reveal(cache, tmp_path, monkeypatch):
+    from a2c.runtime.data import heldout_seed as hs
+    monkeypatch.setenv("A2C_CACHE", str(tmp_path / "install-a"))
+    task = task_with(ARITH, fields={"id": "id", "prompt": "question", "answer": "answer",
+                                    "a": "a", "b": "b"})
+    splits = data.load_splits(task, Path("."), cache)
+    key = hs.key_path()
+    assert key.is_file() and (key.stat().st_mode & 0o777) == 0o600
+    assert (key.parent.stat().st_mode & 0o777) == 0o700
+    public = generators.arithmetic(ARITH["params"], ARITH["seed"], tmp_path)
+    # the agent split is exactly what the spec's seed gives; the held-out one shares nothing
+    assert [r["prompt"] for r in splits["agent"]] == [r["question"] for r in public["train"]]
+    assert not _pairs(splits["heldout"]) & _pairs(public["test"])
+    assert not _pairs(splits["heldout"]) & _pairs(public["train"])
+    assert len(splits["heldout"]) == 100 and [r["id"] for r in splits["heldout"]][:1] == ["test-0"]
+    # same installation: same items (cached); another installation key: other items
+    again = data.load_splits(task, Path("."), tmp_path / "other-cache")
+    assert again == splits
+    monkeypatch.setenv("A2C_CACHE", str(tmp_path / "install-b"))
+    other = data.load_splits(task, Path("."), tmp_path / "third-cache")
+    assert other["agent"] == splits["agent"] and other["heldout"] != splits["heldout"]
+    meta = json.loads((data.data_root(task, Path("."), tmp_path / "third-cache")
+                       / "splits.json").read_text())
+    assert meta["seed"] == 1234 and meta["heldout_seeded"] == ["test"]
+
+
+def test_seeded_generator_refuses_heldout_in_the_agent_split(cache):
+    task = task_with(ARITH, agent=("train", "0:10"), heldout=("train", "10:20"))
+    with pytest.raises(DataError, match="both read split 'train'"):
+        data.load_splits(task, Path("."), cache)
+
+
+def test_textworld_heldout_games_use_the_derived_seed(tmp_path, monkeypatch):
+    games = pytest.importorskip("a2c.runtime.envs.textworld.games")
+
+    class Game:
+        def __init__(self, gseed):
+            self.walkthrough, self.objective = [f"go {gseed}"], f"goal {gseed}"
+
+    def fake_make_one(gseed, out_path, params):
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(str(gseed))
+        return Game(gseed), out_path
+
+    monkeypatch.setattr(games, "make_one", fake_make_one)
+    params = {"splits": {"train": 5, "test": 3}}
+    public = games.generate(params, 1234, tmp_path / "a")
+    seeded = games.generate(params, 1234, tmp_path / "b", heldout_seed=99, heldout_splits=("test",))
+    assert list(seeded) == ["train", "test"]
+    assert seeded["train"] == public["train"]
+    assert not {r["game_seed"] for r in seeded["test"]} & {r["game_seed"] for r in public["test"]}
+    assert not {r["game_seed"] for r in seeded["test"]} & {r["game_seed"] for r in seeded["train"]}

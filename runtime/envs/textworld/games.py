@@ -45,23 +45,32 @@ def make_one(game_seed: int, out_path: Path, params: dict):
     return game, Path(path)
 
 
-def generate(params: dict, seed: int, out_dir: Path) -> dict[str, list[dict]]:
+def generate(params: dict, seed: int, out_dir: Path, heldout_seed: int | None = None,
+             heldout_splits: tuple[str, ...] = ()) -> dict[str, list[dict]]:
+    """With `heldout_seed`, the splits named in `heldout_splits` draw their game seeds from it
+    (after the other splits, which draw from `seed` in the spec's order as without it), so the
+    spec's seed does not regenerate the held-out games (runtime/data/heldout_seed.py)."""
     p = {**DEFAULTS, **(params or {})}
     splits = dict(p["splits"])
     out_dir = Path(out_dir)
     (out_dir / "games").mkdir(parents=True, exist_ok=True)
     rng = random.Random(int(seed))
+    held = set(heldout_splits) if heldout_seed is not None else set()
+    held_rng = random.Random(int(heldout_seed)) if heldout_seed is not None else rng
     seen: set[str] = set()
     used_seeds: set[int] = set()
     result: dict[str, list[dict]] = {}
-    for split, count in splits.items():
+    order = [s for s in splits if s not in held] + [s for s in splits if s in held]
+    for split in order:
+        count = splits[split]
+        split_rng = held_rng if split in held else rng
         records: list[dict] = []
         attempts = 0
         while len(records) < int(count):
             attempts += 1
             if attempts > 20 * int(count) + 50:
                 raise RuntimeError(f"could not generate {count} distinct games for split {split!r}")
-            gseed = rng.randrange(1, 2**31 - 1)
+            gseed = split_rng.randrange(1, 2**31 - 1)
             if gseed in used_seeds:
                 continue
             used_seeds.add(gseed)
@@ -84,5 +93,5 @@ def generate(params: dict, seed: int, out_dir: Path) -> dict[str, list[dict]]:
                             "game_file": rel, "game_json": f"games/{gid}.json",
                             "walkthrough": walkthrough, "game_seed": gseed, "split": split})
         result[split] = records
-    return result
+    return {split: result[split] for split in splits}
 

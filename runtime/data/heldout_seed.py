@@ -1,0 +1,67 @@
+"""Held-out seeds the spec does not give away.
+
+A generated task names its generator, params and seed in the spec, which the agent can read; with
+them it could regenerate the held-out items exactly. So the held-out split of a generator that
+supports it is drawn from a derived seed:
+
+    heldout_seed(source) = int(HMAC-SHA256(installation key, canonical {generator, params, seed}))
+
+The installation key is 32 random bytes in `$A2C_CACHE/secrets/data.key` (0600 in a 0700 folder,
+created on first use; the agent's sandbox never shows the cache). Same installation and spec give
+the same held-out items (baselines cache); another installation, or an agent with only the spec,
+gets different ones. The agent's split still comes from the spec's seed, unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from pathlib import Path
+
+from a2c.canonical import canonical_json
+from a2c.paths import cache_dir
+
+KEY_BYTES = 32
+
+
+def key_path() -> Path:
+    return cache_dir() / "secrets" / "data.key"
+
+
+def installation_key(path: Path | None = None) -> bytes:
+    """The per-installation data key, created (0600, atomically) on first use."""
+    path = Path(path) if path is not None else key_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        # written whole under a private name, then linked in: no reader sees a partial key
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with open(fd, "wb") as f:
+            f.write(os.urandom(KEY_BYTES))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with open(fd, "rb") as f:
+        key = f.read()
+    if len(key) < KEY_BYTES:
+        raise OSError(f"{path}: data key is {len(key)} bytes, expected {KEY_BYTES}; remove it "
+                      "to create a new one (held-out items of generated tasks will change)")
+    return key
+
+
+def heldout_seed(source: dict, key: bytes | None = None) -> int:
+    """The seed of a generator source's held-out split (see the module doc)."""
+    key = installation_key() if key is None else key
+    msg = canonical_json({"generator": source.get("generator"),
+                          "params": source.get("params") or {}, "seed": source.get("seed", 0)})
+    return int.from_bytes(hmac.new(key, msg, hashlib.sha256).digest()[:8], "big")
+
+
+def seed_tag(seed: int) -> str:
+    """A short, non-reversible tag of a derived seed for cache folder names."""
+    return hashlib.sha256(f"a2c-heldout-seed:{seed}".encode()).hexdigest()[:12]

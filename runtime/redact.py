@@ -1,0 +1,115 @@
+"""Values of keys passed to the agent (`launch.pass_env`) kept out of the run's record.
+
+The rule: a passed variable is a secret when its value has at least 8 characters, or when its
+name looks like one (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH) and the value has at least 4.
+Its value is replaced by `[redacted:NAME]` in logs/agent.log, logs/commands.log and the transcript
+copy at the end of the run, and in every code snapshot (runtime/snapshots.py reads the values from
+`snapshots.git/a2c-redact.json`, 0600, which the runner writes before the agent starts and removes
+once the final snapshot is taken).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+MIN_LEN = 8
+MIN_LEN_NAMED = 4
+REDACT_FILE = "a2c-redact.json"
+CHUNK = 1 << 20
+
+
+def passed_secrets(agent: dict, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{name: value} of the agent's pass_env variables that the rule calls secrets."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for key in ((agent.get("launch") or {}).get("pass_env") or []):
+        key = str(key)
+        value = environ.get(key)
+        if not value or key.startswith("A2C_"):
+            continue
+        if len(value) >= MIN_LEN or (SECRET_NAME.search(key) and len(value) >= MIN_LEN_NAMED):
+            out[key] = value
+    return out
+
+
+def _pairs(secrets: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    pairs = [(v.encode(), f"[redacted:{k}]".encode()) for k, v in secrets.items() if v]
+    return sorted(pairs, key=lambda p: -len(p[0]))   # longest first: a value inside another
+
+
+def redact_bytes(data: bytes, secrets: Mapping[str, str]) -> bytes:
+    for value, mark in _pairs(secrets):
+        data = data.replace(value, mark)
+    return data
+
+
+def contains(data: bytes, secrets: Mapping[str, str]) -> bool:
+    return any(value in data for value, _ in _pairs(secrets))
+
+
+def redact_file(path: str | Path, secrets: Mapping[str, str]) -> int:
+    """Rewrite a runtime-owned log in place (streamed, atomic); returns how many values it held.
+
+    A symlink or anything but a regular file at `path` is left alone (returns -1)."""
+    path = Path(path)
+    pairs = _pairs(secrets)
+    if not pairs:
+        return 0
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return -1
+    overlap = max(len(v) for v, _ in pairs) - 1
+    found = 0
+    tmp = path.with_name(f".{path.name}.redact.tmp")
+    try:
+        import stat
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return -1
+        with open(fd, "rb", closefd=False) as src, open(tmp, "wb") as dst:
+            carry = b""
+            while True:
+                chunk = src.read(CHUNK)
+                buf = carry + chunk
+                for value, mark in pairs:
+                    found += buf.count(value)
+                    buf = buf.replace(value, mark)
+                if not chunk:
+                    dst.write(buf)
+                    break
+                # keep a tail that could hold the start of a value split across chunks
+                cut = max(0, len(buf) - overlap)
+                dst.write(buf[:cut])
+                carry = buf[cut:]
+        if found:
+            os.chmod(tmp, os.stat(path).st_mode & 0o777)
+            os.replace(tmp, path)
+        return found
+    finally:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+
+
+def write_redact_file(repo_dir: Path, secrets: Mapping[str, str]) -> None:
+    repo_dir.mkdir(parents=True, exist_ok=True)
+    path = repo_dir / REDACT_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with open(fd, "w", encoding="utf-8") as f:
+        os.fchmod(fd, 0o600)
+        json.dump(dict(secrets), f)
+
+
+def read_redact_file(repo_dir: Path) -> dict[str, str]:
+    try:
+        return dict(json.loads((Path(repo_dir) / REDACT_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def remove_redact_file(repo_dir: Path) -> None:
+    (Path(repo_dir) / REDACT_FILE).unlink(missing_ok=True)
