@@ -157,6 +157,12 @@ class RunPaths:
         return self.grader / "eval"
 
     @property
+    def submissions(self) -> Path:
+        """grader/submissions: the grader's own copy of every submitted model, `<n>/`, made at
+        submit; what is hashed and evaluated (the agent cannot write there)."""
+        return self.grader / "submissions"
+
+    @property
     def socket(self) -> Path:
         """The grader's Unix socket: in grader/ when the path is short enough, else a short
         folder under the system's temporary directory (created, 0700)."""

@@ -9,7 +9,10 @@ deadline_unix, max_submissions, min_interval_s, eval_timeout_s, output_dir, agen
 workspace, bundle, heldout, backend, base_model, baseline_cache. Optional extensions:
 `task_id` and `grader` (else read from the bundle), `evaluator` (the child command that scores one
 model; defaults to `python -m a2c.runtime.grader_service.evaluate_one`), `snapshots` (false
-disables code snapshots), `baseline` (true: the service scores the baseline first).
+disables code snapshots), `baseline` (true: the service scores the baseline first),
+`max_submission_bytes` / `max_submission_files` (the grader's copy of one submission; 64 GiB and
+10,000 by default), `max_connections` (per listener, 32) and `request_timeout_s` (10), `socket_gid`
+(the group given the 0660 socket: the sandboxed agent's gid).
 
 `grader/grader.json` (the grader section of a task, in a bundle and in a run directory) is read
 here too, by `load_grader_config`.
@@ -75,6 +78,11 @@ class ServiceConfig:
     evaluator: list[str] | None = None
     snapshots: bool = True
     baseline: bool = False
+    max_submission_bytes: int = 64 << 30    # the grader's copy of one submission, in total
+    max_submission_files: int = 10_000      # files and folders in one submission
+    max_connections: int = 32               # open connections per listener
+    request_timeout_s: float = 10.0         # a connection idle this long (mid-request) is closed
+    socket_gid: int | None = None           # group of the 0660 socket (the agent's gid)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -115,7 +123,13 @@ class ServiceConfig:
             base_model=p("base_model"), baseline_cache=p("baseline_cache"),
             task_id=raw.get("task_id"), grader=raw.get("grader"),
             evaluator=raw.get("evaluator"), snapshots=raw.get("snapshots", True) is not False,
-            baseline=bool(raw.get("baseline", False)), raw=raw,
+            baseline=bool(raw.get("baseline", False)),
+            max_submission_bytes=int(raw.get("max_submission_bytes") or 64 << 30),
+            max_submission_files=int(raw.get("max_submission_files") or 10_000),
+            max_connections=int(raw.get("max_connections") or 32),
+            request_timeout_s=float(raw.get("request_timeout_s") or 10.0),
+            socket_gid=(int(raw["socket_gid"]) if raw.get("socket_gid") is not None else None),
+            raw=raw,
         )
 
     # ------------------------------------------------------------------ derived

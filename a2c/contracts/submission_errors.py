@@ -25,9 +25,14 @@ class SubmissionError(str, Enum):
     SUBMISSION_LIMIT = "submission_limit"
     DEADLINE_PASSED = "deadline_passed"
     UNAVAILABLE = "unavailable"
+    NOT_REGULAR_FILE = "not_regular_file"    # a symlink, FIFO, device or socket in the folder
+    SPARSE_FILE = "sparse_file"              # a file with far fewer blocks than its size
+    SUBMISSION_TOO_LARGE = "submission_too_large"  # over max_submission_bytes / _files
     # Invalid submissions (journal `scored` entries with valid = false).
+    # The grader evaluates its own copy (made at submit), so these three no longer arise; they
+    # stay for journals written before it did.
     MODEL_MOVED = "model_moved"              # now resolves outside the output folder
-    MODEL_DELETED = "model_deleted"          # gone before it was evaluated
+    MODEL_DELETED = "model_deleted"          # gone before it was evaluated (or its copy is)
     MODEL_CHANGED = "model_changed"          # weights changed after submission
     EVAL_TIMEOUT = "eval_timeout"            # the evaluation ran past eval_timeout_s
     EVAL_KILLED = "eval_killed"              # the evaluator was killed by SIGKILL (out of memory?)
@@ -45,6 +50,8 @@ REFUSAL_STATUS: dict[SubmissionError, int] = {
     SubmissionError.NOT_FOUND: 404, SubmissionError.UNAUTHORIZED: 401,
     SubmissionError.TOO_SOON: 409, SubmissionError.SUBMISSION_LIMIT: 429,
     SubmissionError.DEADLINE_PASSED: 410, SubmissionError.UNAVAILABLE: 503,
+    SubmissionError.NOT_REGULAR_FILE: 400, SubmissionError.SPARSE_FILE: 400,
+    SubmissionError.SUBMISSION_TOO_LARGE: 413,
 }
 REFUSALS = tuple(REFUSAL_STATUS)
 INVALID_SUBMISSION = tuple(c for c in SubmissionError if c not in REFUSAL_STATUS)

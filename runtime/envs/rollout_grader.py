@@ -93,7 +93,8 @@ class RolloutGrader(Grader):
             backend_kind = self.inference.get("backend") or "auto"
         # env.options.dtype (e.g. bfloat16): the policy's weights dtype on every backend. On a
         # CPU with bf16 instructions it is ~5x faster than float32 (docs/level3.md).
-        backend = load_backend(model_path, backend_kind, **policy_backend_kwargs(self.options))
+        backend = load_backend(model_path, backend_kind, **policy_backend_kwargs(self.options),
+                               **self.template_kwargs())
         try:
             return self.grade_backend(backend, records)
         finally:

@@ -4,7 +4,6 @@ helpers over a submission's files and metrics."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from a2c.contracts.events import utc_now
@@ -34,16 +33,14 @@ def _scalar_metrics(metrics: Any) -> dict[str, Any]:
     return {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
 
 
-def _stat_signature(path: Path) -> list:
-    if path.is_file():
-        st = path.stat()
-        return [["", st.st_size, st.st_mtime_ns]]
-    out = []
-    for p in sorted(path.rglob("*")):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        if p.is_file():
-            out.append([p.relative_to(path).as_posix(), st.st_size, st.st_mtime_ns])
-    return out
+def result_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The journal's view of a GradeResult: score and CI only when valid, the error and its code
+    otherwise, the scalar metrics."""
+    valid = result.get("valid", True) is not False
+    return {"score": result.get("score") if valid else None,
+            "ci95": result.get("ci95") if valid else None, "valid": valid,
+            "error": None if valid else (result.get("error") or "invalid result"),
+            "code": None if valid else (result.get("code")
+                                        or SubmissionError.GRADER_INVALID.value),
+            "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
+            "n_items": result.get("n_items")}

@@ -4,12 +4,17 @@ Everything the service knows is in `submissions.jsonl` (the journal): a `receive
 appended and fsync'ed before a submission is acknowledged, a `scored` line when its result is in
 `results/<n>.json`. A restart replays the journal: scored submissions keep their results,
 received-but-unscored ones are queued again (in id order), ids continue after the last one.
+
+What is scored is what was hashed: at submit the folder is copied into `grader/submissions/<n>/`
+(intake.py: regular files only, limits, one submission at a time), hashed from that copy and
+later evaluated from it; the agent's folder is never read again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import threading
 import time
 import traceback
@@ -23,17 +28,20 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.submission_errors import SubmissionError, eval_failure_code
 from a2c.fsutil import write_bytes_atomic
+from a2c.runtime.grader_service.base_ref import BaseReference
 from a2c.runtime.grader_service.baseline import compute_baseline
 from a2c.runtime.grader_service.common import (  # noqa: F401 - Refusal and log: server's API
     Refusal,
     _scalar_metrics,
-    _stat_signature,
     log,
+    result_summary,
 )
 from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
+from a2c.runtime.grader_service.intake import _remove, copy_submission
 from a2c.runtime.grader_service.limits import check_limits, current_limits
 from a2c.runtime.grader_service.model_path import resolve_model_path
-from a2c.runtime.models import model_fingerprint
+from a2c.runtime.grader_service.weights import weights_fingerprint
+from a2c.runtime.inference.chat_template import SOURCE_KEY
 
 PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "code", "duplicate_of",
                  "copy_of_base",
@@ -52,6 +60,10 @@ class GradingService:
         self.events = EventLog(self.paths.events)
         self.output_dir = Path(os.path.realpath(cfg.output_dir))
         self.lock = threading.RLock()
+        self.intake_lock = threading.Lock()   # one submission copied and hashed at a time
+        self.paths.submissions.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for stale in self.paths.submissions.glob(".incoming-*"):   # a crash mid-copy
+            _remove(stale)
         self.cond = threading.Condition(self.lock)
         self.subs: dict[int, dict[str, Any]] = {}
         self.queue: list[int] = []
@@ -66,7 +78,7 @@ class GradingService:
             self.snapshotter = Snapshotter(self.paths.snapshots, cfg.workspace,
                                            event_log=self.events)
         self._grader_cfg_path: Path | None = None
-        self._base_fp: str | None = None
+        self.base = BaseReference(cfg.base_model)
         self._baseline: dict[str, Any] | None = None
         self._replay()
         self.worker = threading.Thread(target=self._work, name="grader-worker", daemon=True)
@@ -124,27 +136,39 @@ class GradingService:
         with self.lock:
             self._check_limits(time.time())
         shown, host = self.resolve_model_path(body["model_path"])
-        started = time.monotonic()
-        signature = _stat_signature(host)
-        weights_hash = model_fingerprint(host)
-        hash_s = time.monotonic() - started
-        with self.lock:
-            now = time.time()
-            self._check_limits(now)  # again: another submission may have raced us
-            sid = self.next_id()
-            entry = JournalReceived(id=sid, ts=utc_now(), received_unix=now, model_path=shown,
-                                    host_path=str(host), weights_hash=weights_hash, note=note,
-                                    stat=signature).to_dict()
-            self.journal.append(entry)  # durable before anything else happens
-            sub = {k: v for k, v in entry.items() if k != "op"}
-            sub.update(status="queued", received_at=entry["ts"])
-            self.subs[sid] = sub
-            self.last_received_unix = now
-            self.events.emit(SubmissionReceived(id=sid, model_path=shown,
-                                                weights_hash=weights_hash, note=note))
-            self.queue.append(sid)
-            position = len(self.queue) + (1 if self.running is not None else 0)
-            self.cond.notify_all()
+        with self.intake_lock:  # copies and hashes never run side by side
+            with self.lock:
+                self._check_limits(time.time())  # one accepted while this one waited
+            incoming = self.paths.submissions / f".incoming-{secrets.token_hex(8)}"
+            intake = copy_submission(host, self.output_dir, incoming, shown=shown,
+                                     limit=self.cfg.agent_output_dir,
+                                     max_bytes=self.cfg.max_submission_bytes,
+                                     max_files=self.cfg.max_submission_files)
+            weights_hash = intake.folder_hash
+            try:
+                with self.lock:
+                    now = time.time()
+                    self._check_limits(now)  # again: the limits may have changed meanwhile
+                    sid = self.next_id()
+                    target = self.copy_path(sid)
+                    _remove(target)   # left by a crash between the rename and the journal
+                    os.rename(incoming, target)
+                    entry = JournalReceived(id=sid, ts=utc_now(), received_unix=now,
+                                            model_path=shown, host_path=str(host),
+                                            weights_hash=weights_hash, note=note).to_dict()
+                    self.journal.append(entry)  # durable before anything else happens
+                    sub = {k: v for k, v in entry.items() if k != "op"}
+                    sub.update(status="queued", received_at=entry["ts"],
+                               tensors_hash=intake.weights_hash)
+                    self.subs[sid] = sub
+                    self.last_received_unix = now
+                    self.events.emit(SubmissionReceived(id=sid, model_path=shown,
+                                                        weights_hash=weights_hash, note=note))
+                    self.queue.append(sid)
+                    position = len(self.queue) + (1 if self.running is not None else 0)
+                    self.cond.notify_all()
+            finally:
+                _remove(incoming)   # gone already unless refused after the copy
         snapshot = None
         if self.snapshotter is not None:
             try:
@@ -156,7 +180,8 @@ class GradingService:
             except Exception as exc:  # a snapshot failure never costs the agent its submission
                 log(f"snapshot for submission {sid} failed: {exc}")
         left = self.limits(now)["submissions_left"]
-        log(f"submission {sid} received: {shown} ({weights_hash[:12]}, hashed in {hash_s:.3f} s)")
+        log(f"submission {sid} received: {shown} ({weights_hash[:12]}; {intake.files} files, "
+            f"{intake.bytes} bytes copied and hashed in {intake.elapsed_s:.3f} s)")
         return {"id": sid, "status": "queued", "weights_hash": weights_hash,
                 "queue_position": position, "submissions_left": left, "snapshot": snapshot}
 
@@ -196,10 +221,17 @@ class GradingService:
     def start(self) -> None:
         self.worker.start()
 
+    def copy_path(self, sid: int) -> Path:
+        """The grader's copy of submission `sid` (made at submit; what is evaluated)."""
+        return self.paths.submissions / str(sid)
+
     def _grader_cfg_file(self) -> Path:
+        """The grader section plus the chat template prompts are built with: the base model's,
+        never the submission's (runtime/inference/chat_template.py)."""
         if self._grader_cfg_path is None:
             path = self.paths.grader_effective
-            path.write_bytes(canonical_json(self.cfg.grader_config()))
+            path.write_bytes(canonical_json({**self.cfg.grader_config(),
+                                             SOURCE_KEY: self.base.template_source()}))
             self._grader_cfg_path = path
         return self._grader_cfg_path
 
@@ -251,13 +283,11 @@ class GradingService:
         log(f"baseline: valid={summary['valid']} score={summary['score']} "
             f"cached={summary['cached']}")
 
-    def _base_fingerprint(self) -> str | None:
-        if self._base_fp is None and self.cfg.base_model and Path(self.cfg.base_model).exists():
-            try:
-                self._base_fp = model_fingerprint(self.cfg.base_model)
-            except OSError:
-                return None
-        return self._base_fp
+    def _is_copy_of_base(self, sid: int) -> bool:
+        sub, copy = self.subs[sid], self.copy_path(sid)
+        if sub.get("tensors_hash") is None and copy.exists():   # resumed: hash the copy again
+            sub["tensors_hash"] = weights_fingerprint(copy)
+        return self.base.is_copy(sub["weights_hash"], sub.get("tensors_hash"))
 
     def _baseline_result(self) -> dict[str, Any] | None:
         path = self.paths.baseline_result
@@ -272,29 +302,13 @@ class GradingService:
 
     def _evaluate(self, sid: int) -> None:
         sub = self.subs[sid]
-        host = Path(sub["host_path"])
+        copy = self.copy_path(sid)
         weights_hash = sub["weights_hash"]
-        # Still inside the output folder (not swapped for a symlink since), still the same weights.
-        real = Path(os.path.realpath(host))
-        if real != self.output_dir and self.output_dir not in real.parents:
+        if not copy.exists():  # e.g. a journal from before the grader kept its own copies
             self._finish(sid, {"score": None, "valid": False, "error": (
-                f"{sub['model_path']} now resolves outside the output folder "
-                f"{self.cfg.agent_output_dir}; it was replaced after submission"),
-                "code": SubmissionError.MODEL_MOVED.value})
+                f"the grader's copy of {sub['model_path']} is missing; submit it again"),
+                "code": SubmissionError.MODEL_DELETED.value})
             return
-        if not host.exists():
-            self._finish(sid, {"score": None, "valid": False,
-                               "error": f"{sub['model_path']} was deleted before it was evaluated",
-                               "code": SubmissionError.MODEL_DELETED.value})
-            return
-        if sub.get("stat") is not None and _stat_signature(host) != sub["stat"]:
-            now_hash = model_fingerprint(host)
-            if now_hash != weights_hash:
-                self._finish(sid, {"score": None, "valid": False, "error": (
-                    f"the files in {sub['model_path']} changed after submission "
-                    f"(weights hash {weights_hash[:12]} -> {now_hash[:12]}); submit a folder you "
-                    "no longer write to"), "code": SubmissionError.MODEL_CHANGED.value})
-                return
         # Identical weights are scored once.
         with self.lock:
             earlier = next((s for s in sorted(self.subs) if s < sid
@@ -303,18 +317,18 @@ class GradingService:
         if earlier is not None:
             src = self.paths.result(earlier)
             result = json.loads(src.read_text(encoding="utf-8"))
-            self._finish(sid, {**self._summary(result), "duplicate_of": earlier,
+            self._finish(sid, {**result_summary(result), "duplicate_of": earlier,
                                "elapsed_s": 0.0}, result=result)
             return
-        if weights_hash == self._base_fingerprint():
+        if weights_hash == self.base.folder_fingerprint():
             base = self._baseline_result()
             if base is not None:
-                self._finish(sid, {**self._summary(base), "duplicate_of": "baseline",
+                self._finish(sid, {**result_summary(base), "duplicate_of": "baseline",
                                    "copy_of_base": True, "elapsed_s": 0.0}, result=base)
                 return
-        log(f"submission {sid}: evaluating {host}")
+        log(f"submission {sid}: evaluating {sub['model_path']} (the grader's copy {copy})")
         outcome = run_evaluation(
-            self.cfg.evaluator_command(), grader_cfg_path=self._grader_cfg_file(), model=host,
+            self.cfg.evaluator_command(), grader_cfg_path=self._grader_cfg_file(), model=copy,
             heldout=Path(self.cfg.heldout) if self.cfg.heldout else Path(os.devnull),
             backend=self.cfg.backend, out_path=self.paths.eval_dir / f"{sid}.json",
             timeout_s=self.cfg.eval_timeout_s,
@@ -323,23 +337,12 @@ class GradingService:
         if outcome.error is not None:
             result = {"score": None, "ci95": None, "n_items": 0, "items": [], "metrics": {},
                       "valid": False, "error": outcome.error, "elapsed_s": outcome.elapsed_s}
-        summary = self._summary(result)
+        summary = result_summary(result)
         if outcome.error is not None:
             summary["code"] = eval_failure_code(outcome.returncode, timed_out=(
                 outcome.returncode is None and outcome.elapsed_s > 0)).value
         summary["elapsed_s"] = round(outcome.elapsed_s, 3)
         self._finish(sid, summary, result=result)
-
-    @staticmethod
-    def _summary(result: dict[str, Any]) -> dict[str, Any]:
-        valid = result.get("valid", True) is not False
-        return {"score": result.get("score") if valid else None,
-                "ci95": result.get("ci95") if valid else None, "valid": valid,
-                "error": None if valid else (result.get("error") or "invalid result"),
-                "code": None if valid else (result.get("code")
-                                            or SubmissionError.GRADER_INVALID.value),
-                "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
-                "n_items": result.get("n_items")}
 
     def _finish(self, sid: int, summary: dict[str, Any],
                 result: dict[str, Any] | None = None) -> None:
@@ -347,14 +350,19 @@ class GradingService:
         if not summary["valid"]:
             summary.setdefault("code", SubmissionError.INTERNAL_ERROR.value)
         if summary.get("copy_of_base") is None:
-            base_fp = self._base_fingerprint()
-            summary["copy_of_base"] = bool(base_fp) and self.subs[sid]["weights_hash"] == base_fp
+            summary["copy_of_base"] = self._is_copy_of_base(sid)
+        if self.base.template_ignored(self.copy_path(sid)):
+            summary["metrics"] = {**(summary.get("metrics") or {}),
+                                  "chat_template_ignored": True}
         path = self.paths.result(sid)
         rel = path.relative_to(self.paths.root).as_posix()
         full = dict(result or {"score": None, "valid": False, "error": summary.get("error")})
         full.update(submission_id=sid, weights_hash=self.subs[sid]["weights_hash"],
                     duplicate_of=summary["duplicate_of"], valid=summary["valid"],
-                    error=summary.get("error"))
+                    error=summary.get("error"), copy_of_base=summary["copy_of_base"])
+        if (summary.get("metrics") or {}).get("chat_template_ignored"):
+            full["template_ignored"] = True
+            full["metrics"] = {**(full.get("metrics") or {}), "chat_template_ignored": True}
         write_bytes_atomic(path, canonical_json(full))
         scored = JournalScored(
             id=sid, ts=utc_now(), score=summary.get("score"), ci95=summary.get("ci95"),
@@ -373,6 +381,8 @@ class GradingService:
             id=sid, score=scored.score, ci95=scored.ci95, valid=scored.valid, error=scored.error,
             code=scored.code, duplicate_of=scored.duplicate_of, copy_of_base=scored.copy_of_base,
             elapsed_s=scored.elapsed_s, backend=scored.backend))
+        if not summary["valid"] or summary["duplicate_of"] is not None:
+            _remove(self.copy_path(sid))   # never evaluated again; a valid scored copy stays
         log(f"submission {sid}: {sub['status']} score={entry['score']} "
             f"{'dup of ' + str(entry['duplicate_of']) if entry['duplicate_of'] else ''}"
             f"{entry['error'] or ''}")

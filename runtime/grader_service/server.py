@@ -1,7 +1,9 @@
 """HTTP front of the grading service: JSON over TCP loopback and/or a Unix socket, bearer token.
 
 Standard library only (`http.server`): a handful of endpoints, one client at a time in practice,
-and no dependency the sandboxed agent's side would also need.
+and no dependency the sandboxed agent's side would also need. Connections are bounded in number
+and time (connections.py: `max_connections` per listener, `request_timeout_s` idle); the socket
+is 0660 (group `socket_gid` when set: the sandboxed agent's).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from a2c.canonical import canonical_json
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
+from a2c.runtime.grader_service.connections import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.runtime.grader_service.core import GradingService, Refusal, log
 
 MAX_BODY = 64 * 1024
@@ -31,6 +34,18 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "a2c-grader/1"
     protocol_version = "HTTP/1.1"
     service: GradingService  # set on the subclass made per server
+    timeout = 10.0           # idle seconds before the connection is closed (request_timeout_s)
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """http.server's errors (a timed-out or malformed request): one counted line."""
+        text = format % args if args else format
+        limiter = getattr(self.server, "limiter", None)
+        if limiter is not None and "timed out" in text:
+            limiter.drops.note(f"timed out (idle {self.timeout:g} s)")
+        elif limiter is not None:
+            limiter.drops.note("bad request line")
+        else:
+            log(text[:200])
 
     def address_string(self) -> str:  # Unix sockets have no peer address
         addr = self.client_address
@@ -117,26 +132,43 @@ class Handler(BaseHTTPRequestHandler):
             log(f"internal error on {method} {path}: {exc!r}")
             self._send(500, {"error": "internal", "message": str(exc), "limit": None})
 
+    def _running(self, method: str) -> None:
+        limiter = getattr(self.server, "limiter", None)
+        if limiter is not None:
+            limiter.busy(self.request, True)
+        try:
+            self._dispatch(method)
+        finally:
+            if limiter is not None:
+                limiter.busy(self.request, False)
+
     def do_GET(self) -> None:
-        self._dispatch("GET")
+        self._running("GET")
 
     def do_POST(self) -> None:
-        self._dispatch("POST")
+        self._running("POST")
 
 
-class TCPServer(ThreadingHTTPServer):
+class TCPServer(BoundedMixin, ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
 
 
-class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class UnixServer(BoundedMixin, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     request_queue_size = 64
 
 
 def _handler_for(service: GradingService) -> type[Handler]:
-    return type("BoundHandler", (Handler,), {"service": service})
+    return type("BoundHandler", (Handler,), {"service": service,
+                                             "timeout": service.cfg.request_timeout_s})
+
+
+def _bound(server: BoundedMixin, cfg: ServiceConfig, name: str) -> DropLog:
+    drops = DropLog(name)
+    server.limiter = ConnectionLimiter(cfg.max_connections, drops)
+    return drops
 
 
 def _write_ready(path: Path, info: dict[str, Any]) -> None:
@@ -153,19 +185,28 @@ def serve(run_dir: str | Path) -> int:
     service = GradingService(cfg)
     handler = _handler_for(service)
     servers: list[socketserver.BaseServer] = []
+    drops: list[DropLog] = []
     info: dict[str, Any] = {"pid": os.getpid(), "started_at": time.time()}
     if cfg.socket_path:
         sock_path = Path(cfg.socket_path)
         sock_path.parent.mkdir(parents=True, exist_ok=True)
         if sock_path.exists() or sock_path.is_symlink():
             sock_path.unlink()
-        unix = UnixServer(str(sock_path), handler)
-        os.chmod(sock_path, 0o666)  # the sandboxed agent may run as another uid
+        old_umask = os.umask(0o117)   # the socket is created 0660, never 0666 even briefly
+        try:
+            unix = UnixServer(str(sock_path), handler)
+        finally:
+            os.umask(old_umask)
+        if cfg.socket_gid is not None:   # the sandboxed agent runs as another uid, in this group
+            os.chown(sock_path, -1, cfg.socket_gid)
+        os.chmod(sock_path, 0o660)
+        drops.append(_bound(unix, cfg, "unix"))
         servers.append(unix)
         info["socket_path"] = str(sock_path)
         info["unix_url"] = f"unix:{sock_path}"
     if cfg.port is not None:
         tcp = TCPServer((cfg.host or "127.0.0.1", int(cfg.port)), handler)
+        drops.append(_bound(tcp, cfg, "tcp"))
         host, port = tcp.server_address[:2]
         servers.append(tcp)
         info.update(host=host, port=port, url=f"http://{host}:{port}")
@@ -193,7 +234,10 @@ def serve(run_dir: str | Path) -> int:
     log(f"listening on {', '.join(v for k, v in info.items() if k in ('url', 'unix_url'))}; "
         f"{len(service.subs)} submissions in the journal")
     while not stop.wait(0.5):
-        pass
+        for d in drops:
+            d.flush(force=False)
+    for d in drops:
+        d.flush()
     while service.worker.is_alive():
         service.join(0.5)
     for s in servers:

@@ -56,6 +56,14 @@ class Grader:
         cfg.update(overrides)
         return GenerationSettings.from_config(cfg)
 
+    def template_kwargs(self) -> dict[str, Any]:
+        """`chat_template=` for load_backend when the grading service named the base model's
+        template (a submitted tokenizer's own template never renders a grading prompt)."""
+        from a2c.runtime.inference.chat_template import KEEP, template_from_config
+
+        template = template_from_config(self.cfg)
+        return {} if template is KEEP else {"chat_template": template}
+
     def generate(self, model_path: str | Path, prompts: Sequence[str | list[dict]],
                  backend_kind: str = "auto", n: int = 1) -> tuple[list[list[str]], str]:
         """All prompts through the backend in one batched call; `n` outputs per prompt.
@@ -65,7 +73,7 @@ class Grader:
 
         if backend_kind in (None, "", "auto"):
             backend_kind = self.inference.get("backend") or "auto"
-        backend = load_backend(model_path, backend_kind)
+        backend = load_backend(model_path, backend_kind, **self.template_kwargs())
         try:
             settings = self.generation_settings()
             if n <= 1:

@@ -11,7 +11,9 @@ backend.close()
 A prompt is a user-message string or a list of chat messages (`{"role", "content"}`). Both
 backends build the model input the same way (`prompts.build_prompt_ids`): the chat template is
 applied when the model has one (unless `chat_template: false`), then the text is tokenized once
-by the model's tokenizer; vLLM receives those token ids, so both see identical inputs. Outputs are
+by the model's tokenizer; `load_backend(..., chat_template=T)` replaces the folder's own
+template with T (the grader passes the base model's: a submitted template never renders a
+prompt, `chat_template.py`); vLLM receives those token ids, so both see identical inputs. Outputs are
 the generated text only (special tokens skipped), cut at the first stop sequence.
 
 Decoding: greedy when `temperature == 0` (with `n > 1` the greedy output is repeated n times);

@@ -46,7 +46,10 @@ def resolve_kind(kind: str = "auto") -> str:
 
 
 def load_backend(model_path: str | Path, kind: str = "auto", **kwargs) -> Backend:
-    """Load `model_path` (a save_pretrained folder) on the backend `kind`."""
+    """Load `model_path` (a save_pretrained folder) on the backend `kind`.
+
+    `chat_template=` (a template string, named templates, or None for none) replaces the
+    folder's own chat template: the grader passes the base model's (chat_template.py)."""
     resolved = resolve_kind(kind)
     path = Path(model_path)
     if not (path / "config.json").is_file():

@@ -16,7 +16,9 @@ import gc
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from .chat_template import KEEP, force_chat_template
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
 from .settings import GenerationSettings, InferenceError, Prompt
 
@@ -26,7 +28,7 @@ class TransformersBackend:
 
     def __init__(self, model_path: str | Path, device: str | None = None, dtype: str | None = None,
                  use_stop_strings: bool = True, cpu_threads: int | None = None,
-                 prefix_cache_mb: int | None = None):
+                 prefix_cache_mb: int | None = None, chat_template: Any = KEEP):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -43,6 +45,7 @@ class TransformersBackend:
         except Exception as exc:
             raise InferenceError(f"cannot load model {self.model_path}: "
                                  f"{type(exc).__name__}: {exc}") from exc
+        force_chat_template(self.tokenizer, chat_template)   # the grader: the base model's
         self.model.to(self.device).eval()
         self.eos_ids = eos_token_ids(self.tokenizer, getattr(self.model, "generation_config", None),
                                      self.model.config)

@@ -1,7 +1,8 @@
 """Generation with vLLM's offline engine (`vllm.LLM` + `SamplingParams`), imported lazily.
 
 Prompts are built by the same code as the transformers backend (`prompts.build_prompt_ids`, the
-model's own Hugging Face tokenizer and chat template) and handed to vLLM as token ids; outputs are
+model's own Hugging Face tokenizer, with the chat template given by `chat_template=` when the
+grader passes the base model's) and handed to vLLM as token ids; outputs are
 decoded from vLLM's token ids with that same tokenizer and cut at stop sequences the same way, so
 the two backends differ only in the engine. The model's generation_config defaults are ignored
 (`generation_config="vllm"`), as in the transformers backend.
@@ -17,7 +18,9 @@ import gc
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from .chat_template import KEEP, force_chat_template
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
 from .settings import GenerationSettings, InferenceError, Prompt
 
@@ -28,7 +31,7 @@ class VLLMBackend:
     def __init__(self, model_path: str | Path, dtype: str | None = None,
                  max_model_len: int | None = 4096, gpu_memory_utilization: float | None = None,
                  enforce_eager: bool | None = None, prefix_cache_mb: int | None = None,
-                 **engine_kwargs):
+                 chat_template: Any = KEEP, **engine_kwargs):
         try:
             import vllm
         except ImportError as exc:
@@ -40,6 +43,7 @@ class VLLMBackend:
 
         self.model_path = Path(model_path)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        force_chat_template(self.tokenizer, chat_template)   # the grader: the base model's
         config = AutoConfig.from_pretrained(self.model_path)
         gen_config = None
         if (self.model_path / "generation_config.json").is_file():

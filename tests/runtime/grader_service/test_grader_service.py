@@ -293,17 +293,23 @@ def test_failing_model_is_invalid_and_service_stays_up(service):
     assert client.status(again)["duplicate_of"] is None
 
 
-def test_weights_changed_after_submission(service):
+def test_weights_changed_after_submission_the_submitted_copy_is_scored(service):
+    # Issue 12: the grader copies the folder at submit and evaluates that copy, so what the agent
+    # writes afterwards changes nothing (before, the change made the submission invalid).
     handle, run = service()
     client = handle.client()
     make_model(out(run) / "slow", SLEEP=1.5, SCORE=1)
-    make_model(out(run) / "moving", content="v1")
+    make_model(out(run) / "moving", content="v1", SCORE=30)
     client.submit("output/slow")
-    sid = client.submit("output/moving")["id"]
+    res = client.submit("output/moving")
     (out(run) / "moving" / "model.safetensors").write_text("v2 - the agent kept training")
+    (out(run) / "moving" / "SCORE").write_text("99")
     assert handle.wait_idle(30)
-    sub = client.status(sid)
-    assert sub["status"] == "invalid" and "changed after submission" in sub["error"]
+    sub = client.status(res["id"])
+    assert sub["status"] == "scored" and sub["score"] == 30.0
+    assert sub["weights_hash"] == res["weights_hash"]
+    copy = run / "grader" / "submissions" / str(res["id"])
+    assert (copy / "model.safetensors").read_text() == "v1"
 
 
 # ------------------------------------------------------------------------------------- lifecycle
@@ -420,17 +426,18 @@ def test_snapshot_at_each_submission(service):
 
 
 def test_folder_swapped_for_symlink_after_submission(service, tmp_path):
+    # Issue 12: evaluated from the grader's copy; the swap after submit is never followed.
     import shutil
 
     handle, run = service()
     client = handle.client()
-    outside = make_model(tmp_path / "outside", content="v1")
+    outside = make_model(tmp_path / "outside", content="v1", SCORE=99)
     make_model(out(run) / "slow", SLEEP=1.5, SCORE=1)
-    make_model(out(run) / "swap", content="v1")
+    make_model(out(run) / "swap", content="v1", SCORE=12)
     client.submit("output/slow")
     sid = client.submit("output/swap")["id"]
     shutil.rmtree(out(run) / "swap")
     (out(run) / "swap").symlink_to(outside, target_is_directory=True)
     assert handle.wait_idle(30)
     sub = client.status(sid)
-    assert sub["status"] == "invalid" and "outside the output folder" in sub["error"]
+    assert sub["status"] == "scored" and sub["score"] == 12.0

@@ -1,0 +1,229 @@
+"""The grader's own copy of a submission, made at submit: what is hashed and what is evaluated.
+
+The agent keeps write access to its output folder after it submits, so the service never reads
+that folder again after `copy_submission` returns. The copy takes regular files only: it walks
+the submitted folder by file descriptor (`openat` with `O_NOFOLLOW`, `O_NONBLOCK`, from the output
+folder down), opens each file once, checks with `fstat` that it is a regular file, and copies and
+hashes it from that descriptor, so a file swapped or turned into a symlink while the copy runs is
+either copied as it was read or refused, never followed. A symlink, FIFO, socket or device inside
+the folder is refused (`not_regular_file`, or `path_escape` when it points outside the output
+folder); so is a sparse file (`sparse_file`: a 20 GiB hole costs nothing to write and a lot to
+hash), and a submission over `max_submission_bytes` / `max_submission_files`
+(`submission_too_large`). Sizes are checked from `fstat` before any byte is read.
+
+One pass reads every byte once: it writes the copy, computes each file's sha256 (the folder hash,
+the same rule as `a2c.canonical.sha256_tree`, so identical folders hash alike) and the tensors'
+hashes of safetensors files (`weights.py`: copy detection).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import sha256_json
+from a2c.runtime.grader_service.common import Refusal
+from a2c.runtime.grader_service.weights import CHUNK, TensorStream, add_weights, is_weight_file
+
+SPARSE_MIN = 1 << 20     # files under this size are never called sparse
+SPARSE_RATIO = 8         # allocated bytes under size / 8: sparse
+MAX_DEPTH = 32
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+@dataclass
+class Intake:
+    path: Path                         # the copy: a folder (or one file)
+    folder_hash: str                   # every file's relative path and sha256 (sha256_tree rule)
+    weights_hash: str | None           # tensors' content (weights.py); None: no weight files
+    files: int = 0
+    bytes: int = 0
+    elapsed_s: float = 0.0
+    entries: list[list[str]] = field(default_factory=list)
+
+
+class _State:
+    def __init__(self, max_bytes: int, max_files: int, shown: str, limit: str,
+                 src: Path, output_dir: Path):
+        self.max_bytes, self.max_files = max_bytes, max_files
+        self.shown, self.limit, self.src, self.output_dir = shown, limit, src, output_dir
+        self.bytes = 0
+        self.count = 0
+        self.entries: list[list[str]] = []
+        self.tensors: list[list[Any]] = []
+        self.others: list[list[str]] = []
+        self.buf = bytearray(CHUNK)
+
+
+def _refuse(code: str, message: str, limit: Any, status: int = 400) -> Refusal:
+    return Refusal(status, code, message, limit=limit)
+
+
+def copy_submission(src: Path, output_dir: Path, dest: Path, *, shown: str, limit: str,
+                    max_bytes: int, max_files: int) -> Intake:
+    """Copy `src` (a real path inside `output_dir`) to `dest` (which must not exist)."""
+    started = time.monotonic()
+    state = _State(max_bytes, max_files, shown, limit, src, output_dir)
+    rel = os.path.relpath(src, output_dir)
+    parts = [] if rel == "." else rel.split(os.sep)
+    fds: list[int] = []
+    try:
+        try:
+            fds.append(os.open(output_dir, _DIR_FLAGS))
+            for part in parts[:-1]:
+                fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+            if parts:
+                top = os.open(parts[-1], _FILE_FLAGS, dir_fd=fds[-1])
+            else:
+                top = os.dup(fds[-1])
+        except OSError as exc:
+            raise _changed(state, "", exc) from None
+        st = os.fstat(top)
+        if stat.S_ISDIR(st.st_mode):
+            fds.append(top)
+            dest.mkdir(mode=0o755)
+            _walk(top, "", dest, state, 0)
+            folder_hash = sha256_json(sorted(state.entries, key=lambda e: e[0].split("/")))
+        elif stat.S_ISREG(st.st_mode):
+            _copy_fd(top, parts[-1] if parts else src.name, st, dest, state, single=True)
+            folder_hash = state.entries[0][1]
+        else:
+            os.close(top)
+            raise _refuse("not_regular_file", f"{shown} is neither a folder nor a regular file",
+                          limit)
+    except BaseException:
+        _remove(dest)
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+    from a2c.runtime.grader_service.weights import weights_digest
+
+    return Intake(path=dest, folder_hash=folder_hash,
+                  weights_hash=weights_digest(state.tensors, state.others), files=state.count,
+                  bytes=state.bytes, elapsed_s=time.monotonic() - started, entries=state.entries)
+
+
+def _changed(state: _State, rel: str, exc: OSError) -> Refusal:
+    where = f"{rel} in {state.shown}" if rel else state.shown
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return _refuse("not_regular_file", f"{where} became a symlink or changed type while the "
+                       "grader copied it; submit a folder you no longer write to", state.limit)
+    return _refuse("bad_request", f"{where} could not be read: {exc.strerror}", state.limit)
+
+
+def _symlink_refusal(state: _State, rel: str) -> Refusal:
+    target = Path(os.path.realpath(state.src / rel))
+    if target != state.output_dir and state.output_dir not in target.parents:
+        return _refuse("path_escape", f"{rel} in {state.shown!r} is a symlink pointing outside "
+                       f"the output folder {state.limit}", state.limit)
+    return _refuse("not_regular_file", f"{rel} in {state.shown!r} is a symlink; the grader takes "
+                   "regular files only (copy the file instead of linking it)", state.limit)
+
+
+def _count(state: _State) -> None:
+    state.count += 1
+    if state.count > state.max_files:
+        raise _refuse("submission_too_large", f"{state.shown} holds more than "
+                      f"{state.max_files} files and folders (max_submission_files)",
+                      state.max_files, status=413)
+
+
+def _walk(dfd: int, prefix: str, dest: Path, state: _State, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise _refuse("submission_too_large", f"{state.shown} nests folders deeper than "
+                      f"{MAX_DEPTH}", MAX_DEPTH, status=413)
+    with os.scandir(dfd) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        _count(state)
+        rel = prefix + entry.name
+        if entry.is_symlink():
+            raise _symlink_refusal(state, rel)
+        if entry.is_dir(follow_symlinks=False):
+            try:
+                sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dfd)
+            except OSError as exc:
+                raise _changed(state, rel, exc) from None
+            try:
+                (dest / entry.name).mkdir(mode=0o755)
+                _walk(sub, rel + "/", dest / entry.name, state, depth + 1)
+            finally:
+                os.close(sub)
+        elif entry.is_file(follow_symlinks=False):
+            try:
+                fd = os.open(entry.name, _FILE_FLAGS, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise _symlink_refusal(state, rel) from None
+                raise _changed(state, rel, exc) from None
+            _copy_fd(fd, rel, os.fstat(fd), dest / entry.name, state)
+        else:
+            raise _refuse("not_regular_file", f"{rel} in {state.shown!r} is not a regular file "
+                          "(a FIFO, socket or device); the grader takes regular files only",
+                          state.limit)
+
+
+def _copy_fd(fd: int, rel: str, st: os.stat_result, dest: Path, state: _State,
+             single: bool = False) -> None:
+    """Copy one opened file (closed here) to `dest`, hashing it on the way."""
+    try:
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse("not_regular_file", f"{rel} in {state.shown!r} is not a regular file "
+                          "(it changed while the grader copied it)", state.limit)
+        if st.st_size >= SPARSE_MIN and st.st_blocks * 512 < st.st_size // SPARSE_RATIO:
+            raise _refuse("sparse_file", f"{rel} in {state.shown!r} is a sparse file "
+                          f"({st.st_size} bytes, {st.st_blocks * 512} allocated); write real "
+                          "weights", state.limit)
+        if state.bytes + st.st_size > state.max_bytes:
+            raise _too_large(state)
+        if single:
+            _count(state)
+        os.set_blocking(fd, True)
+        digest = hashlib.sha256()
+        stream = TensorStream() if rel.endswith(".safetensors") else None
+        view = memoryview(state.buf)
+        with open(dest, "xb") as out:
+            while True:
+                n = os.readv(fd, [state.buf])
+                if n <= 0:
+                    break
+                state.bytes += n
+                if state.bytes > state.max_bytes:   # it grew while being copied
+                    raise _too_large(state)
+                chunk = view[:n]
+                out.write(chunk)
+                digest.update(chunk)
+                if stream is not None:
+                    stream.feed(chunk)
+        os.chmod(dest, 0o644)
+        sha = digest.hexdigest()
+        state.entries.append([rel, sha])
+        if is_weight_file(rel.rsplit("/", 1)[-1]):
+            add_weights(state.tensors, state.others, rel, sha, stream)
+    finally:
+        os.close(fd)
+
+
+def _too_large(state: _State) -> Refusal:
+    return _refuse("submission_too_large", f"{state.shown} is larger than "
+                   f"{state.max_bytes} bytes (max_submission_bytes)", state.max_bytes,
+                   status=413)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
