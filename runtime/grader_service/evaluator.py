@@ -1,4 +1,13 @@
-"""Run one evaluation in a child process with a timeout; never let it take the service down."""
+"""Run one evaluation in a child process with a timeout; never let it take the service down.
+
+The built-in evaluator (`python -m a2c.runtime.grader_service.evaluate_one`) gets a minimal
+environment, never the operator's whole one (`evaluator_env`): a fixed PATH, HOME in a private
+folder next to its result, the locale, the variables torch, CUDA, Hugging Face and vLLM read, the
+A2C_* settings the graders and backends read (cache, threads, data roots, the judge's
+`A2C_JUDGE_*` and the key variable its config file names), and whatever the operator lists in
+`A2C_EVAL_PASS_ENV` (comma-separated names). A custom evaluator command (service.json
+`evaluator`, a test's stand-in) is the operator's own code and inherits the environment.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +15,67 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.service_config import EVALUATOR_MODULE
 from a2c.fsutil import read_tail
+
+PASS_VAR = "A2C_EVAL_PASS_ENV"
+EVAL_ENV_NAMES = frozenset({
+    "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
+    "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+    "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+    "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE",
+    "A2C_CACHE", "A2C_PROJECT_ROOT", "A2C_TORCH_THREADS", "A2C_HUB_DOWNLOAD", "A2C_DATA_MIRROR",
+    "A2C_ENV_DATA_ROOT", "A2C_SEARXNG_URL", "A2C_WEBSHOP_URL",
+})
+EVAL_ENV_PREFIXES = ("VLLM_", "A2C_JUDGE_")
+
+
+def _judge_key_var(environ: dict[str, str]) -> str | None:
+    """The variable a judge config file names for its key (`api_key_env`), if any."""
+    path = environ.get("A2C_JUDGE_CONFIG")
+    if not path:
+        return None
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            import yaml
+            data = yaml.safe_load(text)
+    except Exception:  # noqa: BLE001 - the grader reports a broken config itself
+        return None
+    name = data.get("api_key_env") if isinstance(data, dict) else None
+    return str(name) if name else None
+
+
+def evaluator_env(home: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The built-in evaluator's environment: the allowlist above, HOME private to it."""
+    environ = dict(os.environ if environ is None else environ)
+    names = set(EVAL_ENV_NAMES)
+    names |= {n.strip() for n in environ.get(PASS_VAR, "").split(",") if n.strip()}
+    key_var = _judge_key_var(environ)
+    if key_var:
+        names.add(key_var)
+    env = {k: v for k, v in environ.items()
+           if k in names or k.startswith(EVAL_ENV_PREFIXES)}
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    env.update({"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(home), "TMPDIR": environ.get("TMPDIR", "/tmp"),
+                "PYTHONUNBUFFERED": "1"})
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def is_builtin(command: list[str]) -> bool:
+    return EVALUATOR_MODULE in command
 
 
 @dataclass
@@ -72,6 +136,8 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
     argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
             "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
             "--parent-pid", str(os.getpid())]
+    if env is None and is_builtin(command):
+        env = evaluator_env(out_path.parent / "home")
     started = time.monotonic()
     with open(log_path, "ab") as log:
         log.write(f"\n== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "

@@ -263,3 +263,57 @@ def test_setpriv_and_bwrap_argv_drop_everything(tmp_path):
     unprivileged = build_bwrap_argv(spec, "bwrap", python_dirs=[])
     assert "--unshare-all" in unprivileged and "--reuid=65534" not in unprivileged
     assert unprivileged[unprivileged.index("--cap-drop") + 1] == "ALL"
+
+
+# --- the evaluator's environment (issue 12, point 1: `env=None` gave it the operator's) ---
+
+EVAL_PROBE = r"""
+import json, os, sys
+out = sys.argv[sys.argv.index("--out") + 1]
+json.dump({"score": 1.0, "env": dict(os.environ)}, open(out, "w"))
+"""
+
+
+def test_evaluator_sees_the_allowlist_only(tmp_path, monkeypatch):
+    """A hostile evaluation (a child started exactly as the built-in evaluator is) looks for the
+    operator's secrets in its environment and finds none."""
+    from a2c.contracts.service_config import EVALUATOR_MODULE
+    from a2c.runtime.grader_service.evaluator import run_evaluation
+    monkeypatch.setenv("A2C_SECRET_TEST", "operator-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-operator")
+    monkeypatch.setenv("A2C_TOKEN", "grader-token")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("A2C_JUDGE_API_KEY", "judge-key")   # the judge grader needs its own key
+    probe = tmp_path / "probe.py"
+    probe.write_text(EVAL_PROBE)
+    out = tmp_path / "eval" / "1.json"
+    outcome = run_evaluation([sys.executable, str(probe), "-m", EVALUATOR_MODULE],
+                             grader_cfg_path=tmp_path / "g.json", model=tmp_path,
+                             heldout=tmp_path / "h.jsonl", backend="auto", out_path=out,
+                             timeout_s=30, log_path=tmp_path / "eval" / "1.log")
+    assert outcome.error is None, outcome.error
+    env = outcome.result["env"]
+    assert "A2C_SECRET_TEST" not in env and "OPENAI_API_KEY" not in env
+    assert "A2C_TOKEN" not in env
+    assert env["HF_HUB_OFFLINE"] == "1" and env["A2C_JUDGE_API_KEY"] == "judge-key"
+    assert env["HOME"] == str(tmp_path / "eval" / "home")
+    assert (tmp_path / "eval" / "home").stat().st_mode & 0o077 == 0
+    assert set(env) - {"PWD", "LC_CTYPE"} <= {
+        "PATH", "HOME", "TMPDIR", "PYTHONUNBUFFERED", "LANG", "HF_HUB_OFFLINE",
+        "A2C_JUDGE_API_KEY"} | set(k for k in os.environ if k in (
+            "LC_ALL", "TZ", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM", "A2C_CACHE", "HF_HOME",
+            "A2C_TORCH_THREADS", "A2C_PROJECT_ROOT", "TRANSFORMERS_OFFLINE",
+            "HF_DATASETS_OFFLINE", "HF_HUB_CACHE", "NVIDIA_VISIBLE_DEVICES")) | set(
+            k for k in os.environ if k.startswith(("VLLM_", "A2C_JUDGE_"))), sorted(env)
+
+
+def test_evaluator_env_passes_named_and_judge_key_variables(tmp_path):
+    from a2c.runtime.grader_service.evaluator import evaluator_env
+    config = tmp_path / "judge.json"
+    config.write_text(json.dumps({"base_url": "http://x", "api_key_env": "MY_JUDGE_KEY"}))
+    env = evaluator_env(tmp_path / "home", {
+        "A2C_JUDGE_CONFIG": str(config), "MY_JUDGE_KEY": "k", "OTHER_KEY": "no",
+        "A2C_EVAL_PASS_ENV": "SITE_PROXY, ", "SITE_PROXY": "p", "PATH": "/evil"})
+    assert env["MY_JUDGE_KEY"] == "k" and env["SITE_PROXY"] == "p"
+    assert "OTHER_KEY" not in env and not env["PATH"].startswith("/evil")
