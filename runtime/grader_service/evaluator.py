@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,6 +79,8 @@ def is_builtin(command: list[str]) -> bool:
     return EVALUATOR_MODULE in command
 
 
+
+
 @dataclass
 class EvalOutcome:
     result: dict[str, Any] | None   # the GradeResult dict the child wrote (may say valid: false)
@@ -122,22 +125,68 @@ class ProcessSlot:
                 pass
 
 
+def _grader_kind(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
+        data = data["grader"]
+    return data.get("kind") if isinstance(data, dict) else None
+
+
+def _collect_boxed(box_dir: Path, out_path: Path) -> None:
+    """Move the boxed child's result (a regular file it wrote) to `out_path`; drop the box."""
+    result = box_dir / "result.json"
+    try:
+        fd = os.open(result, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        fd = None
+    if fd is not None:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(64 << 20)
+        from a2c.fsutil import write_bytes_atomic
+        write_bytes_atomic(out_path, data)
+    shutil.rmtree(box_dir, ignore_errors=True)
+
+
 def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, heldout: Path,
                    backend: str, out_path: Path, timeout_s: float, log_path: Path,
                    slot: ProcessSlot | None = None,
                    env: dict[str, str] | None = None) -> EvalOutcome:
-    """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`."""
+    """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`.
+
+    The built-in evaluator gets `evaluator_env`; for a grader in `evaluator_box.BOXED_KINDS`,
+    where the box can be built, it runs in its own bubblewrap (runtime/sandbox/evaluator_box.py)
+    and writes its result inside its box folder, moved to `out_path` after it exits."""
+    from a2c.runtime.sandbox import evaluator_box
     out_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         out_path.unlink()
     except FileNotFoundError:
         pass
-    argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
-            "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
-            "--parent-pid", str(os.getpid())]
-    if env is None and is_builtin(command):
-        env = evaluator_env(out_path.parent / "home")
+    builtin = is_builtin(command)
+    box_dir = None
+    if builtin and evaluator_box.boxed(_grader_kind(grader_cfg_path)):
+        ids = evaluator_box.eval_ids()
+        box_dir = out_path.parent / f"box-{out_path.stem}"
+        shutil.rmtree(box_dir, ignore_errors=True)
+        evaluator_box.prepare_box(box_dir, ids)
+        child_out = box_dir / "result.json"
+        inner = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
+                 "--heldout", str(heldout), "--backend", backend, "--out", str(child_out)]
+        argv = evaluator_box.box_argv(inner, model=model, grader_cfg=grader_cfg_path,
+                                      heldout=heldout, box_dir=box_dir, ids=ids)
+        if env is None:
+            env = evaluator_env(box_dir / "home")
+            os.chown(box_dir / "home", ids.uid, ids.gid)
+    else:
+        argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
+                "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
+                "--parent-pid", str(os.getpid())]
+        if env is None and builtin:
+            env = evaluator_env(out_path.parent / "home")
     started = time.monotonic()
     with open(log_path, "ab") as log:
         log.write(f"\n== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
@@ -158,6 +207,8 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
             except ProcessLookupError:
                 pass
             proc.wait()
+            if box_dir is not None:
+                shutil.rmtree(box_dir, ignore_errors=True)
             return EvalOutcome(None, f"evaluation timed out after {timeout_s:g} s "
                                      f"(eval_timeout_s = {timeout_s:g})",
                                time.monotonic() - started, None)
@@ -165,6 +216,8 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
             if slot is not None:
                 slot.proc = None
     elapsed = time.monotonic() - started
+    if box_dir is not None:
+        _collect_boxed(box_dir, out_path)
     if returncode != 0:
         if returncode < 0:
             sig = -returncode
