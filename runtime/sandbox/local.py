@@ -217,6 +217,12 @@ class LocalProcess:
             self._log.close()
 
 
+def _inside(root: Path, paths) -> list[Path]:
+    """The paths that lie inside `root` (the run directory's own trees, not a shared cache)."""
+    root = root.resolve()
+    return [Path(p) for p in paths if root in Path(p).resolve().parents]
+
+
 class LocalBackend:
     """The local backend. As root it needs bubblewrap and setpriv: the agent runs as the
     unprivileged uid of `privileges.agent_ids` (refused otherwise; see privileges.py)."""
@@ -262,7 +268,9 @@ class LocalBackend:
         grant_agent(self.ids, writable_trees=[spec.workspace],
                     writable_files=[spec.command_log] if spec.command_log else [],
                     sockets=[spec.socket_path] if spec.socket_path else [],
-                    socket_dirs=[spec.env_sockets] if spec.env_sockets else [])
+                    socket_dirs=[spec.env_sockets] if spec.env_sockets else [],
+                    readable_trees=[spec.data_dir, *_inside(spec.workspace.parent,
+                                                            spec.extra_ro.values())])
 
     def start(self, spec: SandboxSpec) -> LocalProcess:
         if not self.bwrap:

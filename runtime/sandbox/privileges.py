@@ -20,7 +20,10 @@ capability dropped; the agent is then the operator's own uid outside the namespa
 
 The only paths the agent uid may write are the ones it must: the workspace (chowned to it), the
 command log (chowned), and the grader's and gateways' sockets (their group becomes the agent's
-gid, group read-write, so a socket kept 0660 still accepts the agent).
+gid, group read-write, so a socket kept 0660 still accepts the agent). The run's read-only trees
+the agent sees (data/, agent/, bundle/hooks/) get the agent's group with group read, so a run
+directory written 0700/0600 still shows them to the agent; the base model (often a shared cache)
+is left as it is and must be world-readable at the file level.
 
 Running the agent as root without bubblewrap is refused (`RunError`) unless
 `A2C_UNSAFE_ROOT_AGENT=1` is set, for debugging only, with a loud warning on every start.
@@ -134,9 +137,24 @@ def _open_to_group(path: Path, ids: AgentIds, bits: int) -> None:
     os.chmod(path, stat.S_IMODE(info.st_mode) | bits)
 
 
+def _readable_tree(root: Path, ids: AgentIds) -> None:
+    """Group `ids.gid` may read the tree (files g+r, folders g+rx), whatever else its modes say."""
+    _open_to_group(root, ids, 0o050)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            _open_to_group(Path(folder, name), ids, 0o050)
+        for name in files:
+            _open_to_group(Path(folder, name), ids, 0o040)
+
+
 def grant_agent(ids: AgentIds, *, writable_trees: list[Path], writable_files: list[Path],
-                sockets: list[Path], socket_dirs: list[Path]) -> None:
-    """Give the agent uid what it must write, nothing else."""
+                sockets: list[Path], socket_dirs: list[Path],
+                readable_trees: list[Path] = ()) -> None:
+    """Give the agent uid what it must write, nothing else; and group read on the run's own
+    read-only trees it sees (its split, its agent folder, the hooks), whatever their modes."""
+    for tree in readable_trees:
+        if tree.is_dir():
+            _readable_tree(tree, ids)
     for tree in writable_trees:
         if tree.exists():
             _chown_tree(tree, ids)

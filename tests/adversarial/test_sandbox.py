@@ -152,7 +152,10 @@ def test_hostile_agent_is_unprivileged_and_sees_nothing_of_the_grader(tmp_path, 
 @pytest.mark.skipif(not ROOT, reason="the ownership of the agent's files matters as root")
 def test_agent_writes_only_as_its_own_uid(tmp_path):
     spec = _spec(tmp_path, ["sh", "-c", "echo hi > /workspace/output/x; echo cmd >> "
-                            "/run/a2c/commands.log; touch /tmp/t"])
+                            "/run/a2c/commands.log; touch /tmp/t; cat /data/train.jsonl > "
+                            "/workspace/split"])
+    os.chmod(spec.data_dir / "train.jsonl", 0o600)   # a run directory written 0700/0600 (s3)
+    os.chmod(spec.data_dir, 0o700)
     proc = LocalBackend(use_bwrap=True).start(spec)
     assert proc.wait(30) == 0, spec.log_path.read_text()
     proc.close()
@@ -160,6 +163,7 @@ def test_agent_writes_only_as_its_own_uid(tmp_path):
     made = spec.workspace / "output" / "x"
     assert (made.stat().st_uid, made.stat().st_gid) == (ids.uid, ids.gid)
     assert spec.command_log.read_text() == "cmd\n"
+    assert (spec.workspace / "split").read_text() == '{"id": "1"}\n'   # its split stays readable
     # the grader's files stay the operator's
     assert (spec.workspace.parent / "grader" / "token").stat().st_uid == 0
 
