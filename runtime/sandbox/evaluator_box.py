@@ -94,11 +94,13 @@ def box_argv(command: list[str], *, model: Path, grader_cfg: Path, heldout: Path
     if gpus and Path("/sys").is_dir():
         argv += ["--ro-bind", "/sys", "/sys"]
     python_dirs = _python_dirs() if python_dirs is None else python_dirs
-    folders = [str(model), str(heldout.parent), str(grader_cfg.parent), str(box_dir)]
-    argv += parent_dirs(python_dirs + folders)
+    system = tuple(Path(d) for d in (*SYSTEM_DIRS, "/dev", "/proc"))
+    inputs = [str(p.parent) for p in (heldout, grader_cfg)   # no held-out file: /dev/null
+              if not any(p.parent == s or s in p.parent.parents for s in system)]
+    argv += parent_dirs(python_dirs + [str(model), *inputs, str(box_dir)])
     for directory in python_dirs:
         argv += ["--ro-bind", directory, directory]
-    for folder in dict.fromkeys([str(heldout.parent), str(grader_cfg.parent)]):
+    for folder in dict.fromkeys(inputs):
         argv += ["--ro-bind", folder, folder]
         for entry in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
             if entry.name in HIDDEN_NAMES or entry.is_socket():

@@ -447,3 +447,25 @@ def test_real_boxed_evaluation_of_the_tiny_model(tmp_path):
     assert plain.error is None
     for key in ("score", "n_items", "items"):
         assert boxed.result[key] == plain.result[key], key
+
+
+def test_box_argv_binds_only_the_evaluation_inputs(tmp_path):
+    from a2c.runtime.sandbox import evaluator_box
+    from a2c.runtime.sandbox.privileges import AgentIds
+    if not evaluator_box.available():
+        pytest.skip("the evaluator's box needs root, bubblewrap and setpriv")
+    grader = tmp_path / "grader"
+    grader.mkdir()
+    for name in ("token", "service.json", "grader.effective.json"):
+        (grader / name).write_text("x")
+    argv = evaluator_box.box_argv(["python", "-m", "x"], model=tmp_path / "m",
+                                  grader_cfg=grader / "grader.effective.json",
+                                  heldout=Path(os.devnull), box_dir=grader / "eval" / "box-1",
+                                  ids=AgentIds(65533, 65533), python_dirs=[])
+    pairs = {(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--ro-bind"}
+    assert ("/dev", "/dev") not in pairs           # no held-out file: /dev/null, not a bind of /dev
+    assert ("/dev/null", str(grader / "token")) in pairs
+    assert ("/dev/null", str(grader / "service.json")) in pairs
+    assert "--unshare-net" in argv and "--unshare-all" not in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert "--bounding-set=-all,+dac_read_search" in argv
