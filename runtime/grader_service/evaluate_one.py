@@ -36,6 +36,20 @@ def _die_with_parent(parent_pid: int | None) -> None:
         os._exit(3)  # the parent died before prctl took effect
 
 
+def _drop_ambient_caps() -> None:
+    """In the evaluator's box (runtime/sandbox/evaluator_box.py) this process holds
+    CAP_DAC_READ_SEARCH to read the held-out files; its children (HumanEval's bubblewrap for
+    generated code, inference workers) must not inherit it: clear the ambient set."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    except Exception:  # not Linux, or an old kernel: nothing to clear
+        pass
+
+
 def _write_atomic(path: Path, data: dict) -> None:
     from a2c.fsutil import write_bytes_atomic
     write_bytes_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
@@ -78,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="where to write the GradeResult JSON")
     parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args(argv)
+    _drop_ambient_caps()
     _die_with_parent(args.parent_pid)
     grader_cfg = json.loads(Path(args.grader).read_text(encoding="utf-8"))
     data = evaluate(grader_cfg, args.model, args.heldout, args.backend)

@@ -1,17 +1,84 @@
-"""Run one evaluation in a child process with a timeout; never let it take the service down."""
+"""Run one evaluation in a child process with a timeout; never let it take the service down.
+
+The built-in evaluator (`python -m a2c.runtime.grader_service.evaluate_one`) gets a minimal
+environment, never the operator's whole one (`evaluator_env`): a fixed PATH, HOME in a private
+folder next to its result, the locale, the variables torch, CUDA, Hugging Face and vLLM read, the
+A2C_* settings the graders and backends read (cache, threads, data roots, the judge's
+`A2C_JUDGE_*` and the key variable its config file names), and whatever the operator lists in
+`A2C_EVAL_PASS_ENV` (comma-separated names). A custom evaluator command (service.json
+`evaluator`, a test's stand-in) is the operator's own code and inherits the environment.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.service_config import EVALUATOR_MODULE
 from a2c.fsutil import read_tail
+
+PASS_VAR = "A2C_EVAL_PASS_ENV"
+EVAL_ENV_NAMES = frozenset({
+    "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
+    "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+    "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+    "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE",
+    "A2C_CACHE", "A2C_PROJECT_ROOT", "A2C_TORCH_THREADS", "A2C_HUB_DOWNLOAD", "A2C_DATA_MIRROR",
+    "A2C_ENV_DATA_ROOT", "A2C_SEARXNG_URL", "A2C_WEBSHOP_URL",
+})
+EVAL_ENV_PREFIXES = ("VLLM_", "A2C_JUDGE_")
+
+
+def _judge_key_var(environ: dict[str, str]) -> str | None:
+    """The variable a judge config file names for its key (`api_key_env`), if any."""
+    path = environ.get("A2C_JUDGE_CONFIG")
+    if not path:
+        return None
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            import yaml
+            data = yaml.safe_load(text)
+    except Exception:  # noqa: BLE001 - the grader reports a broken config itself
+        return None
+    name = data.get("api_key_env") if isinstance(data, dict) else None
+    return str(name) if name else None
+
+
+def evaluator_env(home: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The built-in evaluator's environment: the allowlist above, HOME private to it."""
+    environ = dict(os.environ if environ is None else environ)
+    names = set(EVAL_ENV_NAMES)
+    names |= {n.strip() for n in environ.get(PASS_VAR, "").split(",") if n.strip()}
+    key_var = _judge_key_var(environ)
+    if key_var:
+        names.add(key_var)
+    env = {k: v for k, v in environ.items()
+           if k in names or k.startswith(EVAL_ENV_PREFIXES)}
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    env.update({"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(home), "TMPDIR": environ.get("TMPDIR", "/tmp"),
+                "PYTHONUNBUFFERED": "1"})
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def is_builtin(command: list[str]) -> bool:
+    return EVALUATOR_MODULE in command
+
+
 
 
 @dataclass
@@ -58,20 +125,68 @@ class ProcessSlot:
                 pass
 
 
+def _grader_kind(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
+        data = data["grader"]
+    return data.get("kind") if isinstance(data, dict) else None
+
+
+def _collect_boxed(box_dir: Path, out_path: Path) -> None:
+    """Move the boxed child's result (a regular file it wrote) to `out_path`; drop the box."""
+    result = box_dir / "result.json"
+    try:
+        fd = os.open(result, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        fd = None
+    if fd is not None:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(64 << 20)
+        from a2c.fsutil import write_bytes_atomic
+        write_bytes_atomic(out_path, data)
+    shutil.rmtree(box_dir, ignore_errors=True)
+
+
 def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, heldout: Path,
                    backend: str, out_path: Path, timeout_s: float, log_path: Path,
                    slot: ProcessSlot | None = None,
                    env: dict[str, str] | None = None) -> EvalOutcome:
-    """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`."""
+    """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`.
+
+    The built-in evaluator gets `evaluator_env`; for a grader in `evaluator_box.BOXED_KINDS`,
+    where the box can be built, it runs in its own bubblewrap (runtime/sandbox/evaluator_box.py)
+    and writes its result inside its box folder, moved to `out_path` after it exits."""
+    from a2c.runtime.sandbox import evaluator_box
     out_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         out_path.unlink()
     except FileNotFoundError:
         pass
-    argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
-            "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
-            "--parent-pid", str(os.getpid())]
+    builtin = is_builtin(command)
+    box_dir = None
+    if builtin and evaluator_box.boxed(_grader_kind(grader_cfg_path)):
+        ids = evaluator_box.eval_ids()
+        box_dir = out_path.parent / f"box-{out_path.stem}"
+        shutil.rmtree(box_dir, ignore_errors=True)
+        evaluator_box.prepare_box(box_dir, ids)
+        child_out = box_dir / "result.json"
+        inner = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
+                 "--heldout", str(heldout), "--backend", backend, "--out", str(child_out)]
+        argv = evaluator_box.box_argv(inner, model=model, grader_cfg=grader_cfg_path,
+                                      heldout=heldout, box_dir=box_dir, ids=ids)
+        if env is None:
+            env = evaluator_env(box_dir / "home")
+            os.chown(box_dir / "home", ids.uid, ids.gid)
+    else:
+        argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
+                "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
+                "--parent-pid", str(os.getpid())]
+        if env is None and builtin:
+            env = evaluator_env(out_path.parent / "home")
     started = time.monotonic()
     with open(log_path, "ab") as log:
         log.write(f"\n== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
@@ -92,6 +207,8 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
             except ProcessLookupError:
                 pass
             proc.wait()
+            if box_dir is not None:
+                shutil.rmtree(box_dir, ignore_errors=True)
             return EvalOutcome(None, f"evaluation timed out after {timeout_s:g} s "
                                      f"(eval_timeout_s = {timeout_s:g})",
                                time.monotonic() - started, None)
@@ -99,6 +216,8 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
             if slot is not None:
                 slot.proc = None
     elapsed = time.monotonic() - started
+    if box_dir is not None:
+        _collect_boxed(box_dir, out_path)
     if returncode != 0:
         if returncode < 0:
             sig = -returncode

@@ -24,7 +24,9 @@ from a2c.runtime.sandbox.local import (
     INSIDE_MODEL,
     INSIDE_SOCKET,
     INSIDE_WORKSPACE,
+    _inside,
 )
+from a2c.runtime.sandbox.privileges import AgentIds, agent_ids, grant_agent, is_root
 from a2c.runtime.sandbox.proctree import MARKER_VAR
 
 NO_ENGINE = ("docker backend: no Docker engine is reachable ({detail}); start dockerd or use "
@@ -46,8 +48,12 @@ def container_env(spec: SandboxSpec) -> dict[str, str]:
     return env
 
 
-def container_kwargs(spec: SandboxSpec, image: str) -> dict:
-    """Keyword arguments for `client.containers.run(**kwargs)` (pure; no engine needed)."""
+def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None) -> dict:
+    """Keyword arguments for `client.containers.run(**kwargs)` (pure; no engine needed).
+
+    The container runs as the agent's unprivileged uid (`privileges.agent_ids`), never as root:
+    without user-namespace remapping root in a container is root on the host."""
+    ids = ids or agent_ids()
     volumes = {
         str(spec.workspace): {"bind": INSIDE_WORKSPACE, "mode": "rw"},
         str(spec.data_dir): {"bind": INSIDE_DATA, "mode": "ro"},
@@ -75,6 +81,8 @@ def container_kwargs(spec: SandboxSpec, image: str) -> dict:
         "tmpfs": {"/tmp": "rw,exec,size=8g"},
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
+        "user": f"{ids.uid}:{ids.gid}",
+        "group_add": [],
         "pids_limit": 4096,
         "stop_signal": "SIGTERM",
     }
@@ -211,8 +219,18 @@ class DockerBackend:
 
     def start(self, spec: SandboxSpec) -> DockerProcess:
         tag = self.build_image(spec) if self.build else image_tag(spec)
+        ids = agent_ids()
+        if is_root():   # what the agent writes, as for the local backend
+            if spec.command_log:
+                spec.command_log.touch(exist_ok=True)
+            grant_agent(ids, writable_trees=[spec.workspace],
+                        writable_files=[spec.command_log] if spec.command_log else [],
+                        sockets=[spec.socket_path] if spec.socket_path else [],
+                        socket_dirs=[spec.env_sockets] if spec.env_sockets else [],
+                        readable_trees=[spec.data_dir, *_inside(spec.workspace.parent,
+                                                                spec.extra_ro.values())])
         try:
-            container = self.client.containers.run(**container_kwargs(spec, tag))
+            container = self.client.containers.run(**container_kwargs(spec, tag, ids))
         except Exception as exc:
             raise RunError(f"docker backend: could not start the container: {exc}") from exc
         return DockerProcess(container, spec.log_path)

@@ -1,13 +1,16 @@
 """The `local` backend: a process group in the run's workspace, inside bubblewrap where present.
 
 With bubblewrap the agent sees a minimal filesystem: the system read-only (/usr, /lib, /lib64,
-/bin, /sbin, /etc), the Python interpreter and the virtual environment read-only, the a2c
-sources read-only (the checkout's folders for an editable install), `/data` and `/model`
-read-only, `/workspace` read-write, the grader's socket at `/run/a2c/grader.sock`, its own /tmp,
-/proc and /dev. Every namespace is unshared (no network but its own loopback), it dies with the
-runtime, and it runs in a new session. The held-out data, the grader's directory (token,
-config) and the run record are not mounted, so they do not exist inside. Without bubblewrap
-the agent runs unconfined, with a loud warning and `isolation: none`.
+/bin, /sbin, /etc), the Python interpreter, the virtual environment and the a2c packages an agent
+imports read-only (view.py: no specs, compiler, templates, analysis, grading service, nor
+package data holding held-out items), `/data` and `/model` read-only, `/workspace` read-write,
+the grader's socket at `/run/a2c/grader.sock`, its own /tmp, /proc and /dev. Every namespace is
+unshared (no network but its own loopback), it dies with the runtime, and it runs in a new
+session. The held-out data, the grader's directory (token, config) and the run record are not
+mounted, so they do not exist inside. The agent never runs as root (privileges.py): a root
+runtime makes it an unprivileged uid with no capabilities. Without bubblewrap the agent runs
+unconfined, with a loud warning and `isolation: none`, and never as root unless
+`A2C_UNSAFE_ROOT_AGENT=1` says so for debugging.
 """
 
 from __future__ import annotations
@@ -20,7 +23,17 @@ import warnings
 from pathlib import Path
 
 from a2c.errors import RunError
-from a2c.runtime.sandbox import SandboxSpec
+from a2c.runtime.sandbox import SandboxSpec, view
+from a2c.runtime.sandbox.privileges import (
+    UNSAFE_ROOT_VAR,
+    AgentIds,
+    agent_ids,
+    drop_argv,
+    grant_agent,
+    is_root,
+    refuse_root_without_sandbox,
+    setpriv_path,
+)
 from a2c.runtime.sandbox.proctree import MARKER_VAR, kill_tree
 
 INSIDE_WORKSPACE = "/workspace"
@@ -31,6 +44,9 @@ INSIDE_SOCKET = "/run/a2c/grader.sock"
 INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/sidecars/gateway.py)
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
+# every namespace but the user namespace (the root case; see privileges.py)
+NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+              "--unshare-cgroup-try")
 
 
 def bwrap_path() -> str | None:
@@ -51,53 +67,36 @@ def bwrap_works(path: str | None = None) -> bool:
     return proc.returncode == 0
 
 
-EDITABLE_FINDERS = ("_a2c_editable",)    # the import hook of an editable install (hatch_build.py)
-
-
-def a2c_source_dirs() -> set[Path]:
-    """The folders the a2c packages are loaded from.
-
-    From a wheel that is site-packages/a2c (inside the venv). From an editable install the import
-    hook maps each top-level package (`a2c`, `a2c.compiler`, `a2c.runtime`, ...) to its folder in
-    the checkout; its MAPPING names them all, so a new top-level folder needs no change here. An
-    older setuptools editable install (`__editable___a2c_*_finder`) has the same MAPPING.
-    """
-    import a2c
-    dirs = {Path(entry).resolve() for entry in getattr(a2c, "__path__", [])}
-    # only a hook that is loaded counts (a .pth imports it at start-up): another environment's
-    # hook that merely lies on sys.path does not say where this interpreter's a2c comes from
-    for name, module in list(sys.modules.items()):
-        if name in EDITABLE_FINDERS or (name.startswith("__editable___a2c_")
-                                        and name.endswith("_finder")):
-            mapping = getattr(module, "MAPPING", None)
-            if isinstance(mapping, dict):
-                dirs.update(Path(folder).resolve() for folder in mapping.values())
-    return dirs
-
-
 def python_binds() -> list[str]:
-    """Host folders the agent's Python needs: interpreter prefix, venv, the a2c sources."""
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
-             Path(sys.executable).resolve().parent}
-    paths |= a2c_source_dirs()
-    # site-packages folders on sys.path besides the venv's own: a .pth that chains another
-    # environment's packages (CI's wheel venv reuses the main venv's torch this way)
-    paths |= {Path(entry).resolve() for entry in sys.path
-              if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
-    system = tuple(Path(d) for d in SYSTEM_DIRS)
-    out = []
-    for path in sorted(paths):
-        if any(path == s or s in path.parents for s in system):
-            continue  # already visible through the system binds
-        if any(p in path.parents for p in paths if p != path):
-            continue  # covered by a parent bind
-        out.append(str(path))
-    return out
+    """Host folders the agent's Python needs (view.py: the agent's a2c packages only)."""
+    return view.python_binds(SYSTEM_DIRS)
+
+
+def parent_dirs(destinations: list[str]) -> list[str]:
+    """`--dir` for the folders above each bind, world-searchable: bubblewrap would create them
+    0700 root, which an unprivileged agent cannot cross (a venv under /root/.pyenv)."""
+    argv, done = [], set()
+    covered = tuple(Path(d) for d in (*SYSTEM_DIRS, "/tmp"))
+    for dest in destinations:
+        for parent in reversed(Path(dest).parents):
+            if parent == Path("/") or parent in done:
+                continue
+            if any(parent == c or c in parent.parents for c in covered):
+                continue
+            done.add(parent)
+            argv += ["--perms", "0755", "--dir", str(parent)]
+    return argv
 
 
 def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
-                     python_dirs: list[str] | None = None) -> list[str]:
-    """The full bubblewrap command line for `spec` (pure: no side effects)."""
+                     python_dirs: list[str] | None = None,
+                     ids: AgentIds | None = None, setpriv: str = "setpriv") -> list[str]:
+    """The full bubblewrap command line for `spec` (pure: no side effects).
+
+    With `ids` (the runtime is root) the sandbox has no user namespace and its first program,
+    setpriv, becomes `ids` with every capability dropped; without, bubblewrap runs unprivileged
+    in a user namespace with every capability dropped.
+    """
     argv = [bwrap]
     for directory in SYSTEM_DIRS:
         path = Path(directory)
@@ -107,9 +106,20 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
             argv += ["--ro-bind", directory, directory]
     # The fresh /tmp, /proc and /dev come before the binds below: a bind placed earlier under
     # /tmp (a virtual environment or a checkout in /tmp) would be hidden by the tmpfs.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for directory in (python_dirs if python_dirs is not None else python_binds()):
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    python_dirs = python_dirs if python_dirs is not None else python_binds()
+    argv += parent_dirs(python_dirs)
+    for directory in python_dirs:
         argv += ["--ro-bind", directory, directory]
+    hidden_dirs, hidden_files, kept = view.masks(list(SYSTEM_DIRS) + list(python_dirs))
+    for directory in hidden_dirs:
+        argv += ["--tmpfs", directory]
+    for path in hidden_files:
+        argv += ["--ro-bind", "/dev/null", path]
+    for host, inside in kept:
+        argv += ["--ro-bind", host, inside]
+    for directory in hidden_dirs:
+        argv += ["--remount-ro", directory]
     argv += ["--ro-bind", str(spec.data_dir), INSIDE_DATA,
              "--ro-bind", str(spec.model_dir), INSIDE_MODEL,
              "--bind", str(spec.workspace), INSIDE_WORKSPACE,
@@ -122,8 +132,14 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
         argv += ["--bind", str(spec.command_log), INSIDE_COMMAND_LOG]
     for inside, host in sorted(spec.extra_ro.items()):
         argv += ["--ro-bind", str(host), inside]
-    argv += ["--unshare-all", "--die-with-parent", "--new-session",
-             "--chdir", INSIDE_WORKSPACE, "--"]
+    if ids is not None:  # root: no user namespace (uid 0 in one is root outside), setpriv drops
+        argv += [*NAMESPACES, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
+                 "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    else:
+        argv += ["--unshare-all", "--cap-drop", "ALL"]
+    argv += ["--die-with-parent", "--new-session", "--chdir", INSIDE_WORKSPACE, "--"]
+    if ids is not None:
+        argv += drop_argv(ids, setpriv)
     return argv + list(spec.command)
 
 
@@ -201,7 +217,16 @@ class LocalProcess:
             self._log.close()
 
 
+def _inside(root: Path, paths) -> list[Path]:
+    """The paths that lie inside `root` (the run directory's own trees, not a shared cache)."""
+    root = root.resolve()
+    return [Path(p) for p in paths if root in Path(p).resolve().parents]
+
+
 class LocalBackend:
+    """The local backend. As root it needs bubblewrap and setpriv: the agent runs as the
+    unprivileged uid of `privileges.agent_ids` (refused otherwise; see privileges.py)."""
+
     name = "local"
 
     def __init__(self, use_bwrap: bool | None = None):
@@ -212,26 +237,51 @@ class LocalBackend:
             raise RunError("bubblewrap (bwrap) is not installed or cannot create namespaces here")
         self.bwrap = found if use_bwrap else None
         self.isolation = "bubblewrap" if self.bwrap else "none"
+        self.ids: AgentIds | None = None
+        self.setpriv = "setpriv"
+        if not self.bwrap:
+            refuse_root_without_sandbox()
+        elif is_root():
+            self.ids = agent_ids()
+            self.setpriv = setpriv_path()
 
     def warning(self) -> str | None:
         if self.bwrap:
             return None
-        return ("WARNING: bubblewrap (bwrap) is not available: the agent runs UNCONFINED as a "
-                "plain process group and can read the held-out data, the grader's token and the "
-                "run record. This run is recorded with isolation: none. Install bubblewrap "
-                "(apt-get install bubblewrap) for a meaningful score.")
+        message = ("WARNING: bubblewrap (bwrap) is not available: the agent runs UNCONFINED as a "
+                   "plain process group and can read the held-out data, the grader's token and "
+                   "the run record. This run is recorded with isolation: none. Install "
+                   "bubblewrap (apt-get install bubblewrap) for a meaningful score.")
+        if is_root():
+            message += (f" The agent runs AS ROOT ({UNSAFE_ROOT_VAR}=1): it can change anything "
+                        "on this machine. Debugging only.")
+        return message
 
     def command_line(self, spec: SandboxSpec) -> list[str]:
-        return build_bwrap_argv(spec, self.bwrap) if self.bwrap else list(spec.command)
+        if not self.bwrap:
+            return list(spec.command)
+        return build_bwrap_argv(spec, self.bwrap, ids=self.ids, setpriv=self.setpriv)
+
+    def _grant(self, spec: SandboxSpec) -> None:
+        if self.ids is None:
+            return
+        grant_agent(self.ids, writable_trees=[spec.workspace],
+                    writable_files=[spec.command_log] if spec.command_log else [],
+                    sockets=[spec.socket_path] if spec.socket_path else [],
+                    socket_dirs=[spec.env_sockets] if spec.env_sockets else [],
+                    readable_trees=[spec.data_dir, *_inside(spec.workspace.parent,
+                                                            spec.extra_ro.values())])
 
     def start(self, spec: SandboxSpec) -> LocalProcess:
         if not self.bwrap:
+            refuse_root_without_sandbox()
             message = self.warning()
             warnings.warn(message, RuntimeWarning, stacklevel=2)
         env = agent_env(spec, confined=bool(self.bwrap))
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         if spec.command_log:
             spec.command_log.touch(exist_ok=True)
+        self._grant(spec)
         log = open(spec.log_path, "ab", buffering=0)
         try:
             popen = subprocess.Popen(self.command_line(spec), cwd=spec.workspace, env=env,

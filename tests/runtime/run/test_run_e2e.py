@@ -46,7 +46,9 @@ wait
 
 @pytest.mark.slow
 @pytest.mark.parametrize("use_bwrap", [None, False])
-def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap):
+def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap, monkeypatch):
+    if use_bwrap is False:  # as root the unconfined agent is refused unless explicitly allowed
+        monkeypatch.setenv("A2C_UNSAFE_ROOT_AGENT", "1")
     agent = agent_factory("forker", TREE)
     ctx = _run(tmp_path, agent, "6s", snapshot_every_s=2, use_bwrap=use_bwrap)
     summary = run_mod.execute(ctx, report=lambda _: None)

@@ -101,3 +101,11 @@ def test_an_image_with_the_digest_tag_is_reused(tmp_path):
     backend.build_image(no_manifest)
     backend.build_image(no_manifest)
     assert backend.client.images.built.count("a2c-abc:latest") == 2
+
+
+def test_container_runs_as_the_unprivileged_agent_uid(tmp_path):
+    """Root in a container is root on the host without userns remapping (issue 12)."""
+    from a2c.runtime.sandbox.privileges import AgentIds
+    kw = container_kwargs(_spec(tmp_path), "img", AgentIds(65534, 65534))
+    assert kw["user"] == "65534:65534" and kw["cap_drop"] == ["ALL"]
+    assert "no-new-privileges" in kw["security_opt"]

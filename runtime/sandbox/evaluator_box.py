@@ -1,0 +1,124 @@
+"""The evaluator's own bubblewrap, separate from the agent's (the grading service uses it).
+
+When the service runs as root and bubblewrap works, the built-in evaluator of a grader that needs
+only the model and the held-out records (`BOXED_KINDS`: exact match, HumanEval) runs in new mount,
+pid, network, IPC and UTS namespaces: the system, the interpreter, the venv and the a2c packages
+read-only, the submitted model, the grader configuration and the held-out folder read-only (the
+grader's token, service.json and sockets in that folder covered), a fresh /tmp, no network, and
+one writable folder of its own (`box_dir`) for its result and its HOME. setpriv makes it the
+evaluator's uid (`A2C_EVAL_UID` / `A2C_EVAL_GID`, default 65533, never 0 and never the agent's)
+with one capability, CAP_DAC_READ_SEARCH (it reads the operator's 0600 held-out files), which
+`evaluate_one` removes from the ambient set at start so that its children (HumanEval's own
+bubblewrap for generated code) get none. The host's /proc is bound (a nested
+bubblewrap can mount a /proc only where one is fully visible); GPU device nodes and /sys are
+bound when present.
+
+Graders that reach outside (the LLM judge's endpoint, level-3 environments' servers and data) run
+unboxed, with the minimal environment only.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from a2c.errors import RunError
+from a2c.runtime.sandbox.local import SYSTEM_DIRS, bwrap_path, bwrap_works, parent_dirs
+from a2c.runtime.sandbox.privileges import AgentIds, agent_ids, is_root, setpriv_path
+
+EVAL_UID_VAR, EVAL_GID_VAR = "A2C_EVAL_UID", "A2C_EVAL_GID"
+DEFAULT_EVAL_ID = 65533
+BOXED_KINDS = frozenset({"exact_match", "humaneval"})
+HIDDEN_NAMES = ("token", "service.json")      # next to the held-out file, never for the evaluator
+CAP = "dac_read_search"
+_works: dict[str, bool] = {}
+
+
+def eval_ids() -> AgentIds:
+    def number(var: str, default: int) -> int:
+        value = os.environ.get(var, "").strip()
+        if not value:
+            return default
+        if not value.isdigit():
+            raise RunError(f"{var}={value}: expected a number")
+        return int(value)
+    uid = number(EVAL_UID_VAR, DEFAULT_EVAL_ID)
+    ids = AgentIds(uid, number(EVAL_GID_VAR, uid))
+    if 0 in (ids.uid, ids.gid):
+        raise RunError(f"the evaluator's uid/gid must not be 0 ({ids.uid}/{ids.gid})")
+    agent = agent_ids()
+    if ids.uid == agent.uid:
+        raise RunError(f"the evaluator's uid {ids.uid} must differ from the agent's")
+    return ids
+
+
+def available() -> bool:
+    """Root, a working bubblewrap and setpriv: the box can be built here."""
+    if "ok" not in _works:
+        ok = is_root() and bool(bwrap_path()) and bwrap_works()
+        try:
+            setpriv_path()
+        except RunError:
+            ok = False
+        _works["ok"] = ok
+    return _works["ok"]
+
+
+def boxed(grader_kind: str | None) -> bool:
+    return grader_kind in BOXED_KINDS and available()
+
+
+def _python_dirs() -> list[str]:
+    from a2c.runtime.sandbox import view
+    return view.python_binds(SYSTEM_DIRS)
+
+
+def box_argv(command: list[str], *, model: Path, grader_cfg: Path, heldout: Path,
+             box_dir: Path, ids: AgentIds, python_dirs: list[str] | None = None) -> list[str]:
+    """The bubblewrap + setpriv prefix and `command` (pure apart from globbing /dev)."""
+    bwrap = bwrap_path() or "bwrap"
+    argv = [bwrap]
+    for directory in SYSTEM_DIRS:
+        path = Path(directory)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), directory]
+        elif path.exists():
+            argv += ["--ro-bind", directory, directory]
+    # /proc read-write: a nested bubblewrap writes its own uid_map (files of other users and
+    # /proc/sys stay closed to an unprivileged uid)
+    argv += ["--dev", "/dev", "--bind", "/proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    gpus = sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if Path("/dev/dri").exists() else [])
+    for node in gpus:
+        argv += ["--dev-bind", node, node]
+    if gpus and Path("/sys").is_dir():
+        argv += ["--ro-bind", "/sys", "/sys"]
+    python_dirs = _python_dirs() if python_dirs is None else python_dirs
+    system = tuple(Path(d) for d in (*SYSTEM_DIRS, "/dev", "/proc"))
+    inputs = [str(p.parent) for p in (heldout, grader_cfg)   # no held-out file: /dev/null
+              if not any(p.parent == s or s in p.parent.parents for s in system)]
+    argv += parent_dirs(python_dirs + [str(model), *inputs, str(box_dir)])
+    for directory in python_dirs:
+        argv += ["--ro-bind", directory, directory]
+    for folder in dict.fromkeys(inputs):
+        argv += ["--ro-bind", folder, folder]
+        for entry in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
+            if entry.name in HIDDEN_NAMES or entry.is_socket():
+                argv += ["--ro-bind", "/dev/null", str(entry)]
+    argv += ["--ro-bind", str(model), str(model), "--bind", str(box_dir), str(box_dir),
+             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+             "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+             "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_READ_SEARCH",
+             "--chdir", str(box_dir), "--",
+             setpriv_path(), f"--reuid={ids.uid}", f"--regid={ids.gid}", "--clear-groups",
+             f"--inh-caps=-all,+{CAP}", f"--ambient-caps=-all,+{CAP}",
+             f"--bounding-set=-all,+{CAP}", "--"]
+    return argv + list(command)
+
+
+def prepare_box(box_dir: Path, ids: AgentIds) -> None:
+    """The evaluator's one writable folder, owned by its uid and private to it."""
+    box_dir.mkdir(parents=True, exist_ok=True)
+    os.chown(box_dir, ids.uid, ids.gid)
+    os.chmod(box_dir, 0o700)
