@@ -106,9 +106,11 @@ def check_options(opts: RunOptions) -> None:
     from a2c.runtime.sandbox import BACKENDS
     if opts.backend not in BACKENDS:
         raise RunError(f"unknown sandbox backend {opts.backend!r} (choose local or docker)")
+    from a2c.runtime.sandbox import get_backend
     if opts.backend == "docker":  # fail fast, before anything is written, without an engine
-        from a2c.runtime.sandbox import get_backend
         get_backend("docker", build=False)
+    else:  # refuses, before anything is written, a local agent that would keep root
+        get_backend("local", use_bwrap=opts.use_bwrap)
 
 
 def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:

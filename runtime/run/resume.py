@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from a2c.contracts.events import read_events, verify_events
+from a2c.contracts.record_key import load_key
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
@@ -26,7 +27,9 @@ def resume(run_dir: str | Path, report: Reporter = print) -> dict:
     run = RunInfo.read(paths.run_json)
     if run.status == "finished":
         raise RunError(f"{run_dir}: the run already finished; nothing to resume")
-    check = verify_events(paths.events)
+    # With the operator's key: a chain re-signed or re-hashed by someone else is refused here,
+    # before the runtime appends to it.
+    check = verify_events(paths.events, load_key())
     if not check.ok and check.events == 0 and not paths.events.exists():
         pass
     elif not check.ok:

@@ -109,3 +109,14 @@ def test_prepared_records_validate_against_their_schemas(tmp_path):
         assert errors == [], (rel, [e.message for e in errors])
     bad = json.loads((ctx.run_dir / "run.json").read_text()) | {"seed": "three"}
     assert list(Draft202012Validator(load_schema("run_info")).iter_errors(bad))
+
+
+def test_a_root_agent_without_bubblewrap_is_refused_before_anything_is_written(tmp_path,
+                                                                               monkeypatch):
+    import os
+    if os.geteuid() != 0:
+        pytest.skip("the refusal applies to a runtime running as root")
+    monkeypatch.delenv("A2C_UNSAFE_ROOT_AGENT", raising=False)
+    with pytest.raises(RunError, match="refusing to run the agent as root"):
+        _prepare(tmp_path, use_bwrap=False)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
