@@ -21,6 +21,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from a2c.fsutil import write_bytes_atomic
+
 NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
@@ -113,7 +115,7 @@ def copy_out(src_root: str | Path, rel: str, dst: str | Path, *, max_files: int 
         if stat.S_ISREG(st.st_mode):
             data = read_regular(name, max_bytes, dir_fd=fd)
             dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.write_bytes(transform(data) if transform else data)
+            write_bytes_atomic(dst, transform(data) if transform else data, mode=0o600)
             report.update(files=1, bytes=len(data))
             return report
         if not stat.S_ISDIR(st.st_mode):
@@ -122,7 +124,7 @@ def copy_out(src_root: str | Path, rel: str, dst: str | Path, *, max_files: int 
         try:
             for dirpath, _dirs, files, dfd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
                 out_dir = dst / dirpath
-                out_dir.mkdir(parents=True, exist_ok=True)
+                out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 for fname in sorted(files):
                     if report["files"] >= max_files or report["bytes"] >= max_bytes:
                         report["skipped"] += 1
@@ -132,7 +134,8 @@ def copy_out(src_root: str | Path, rel: str, dst: str | Path, *, max_files: int 
                     except OSError:
                         report["skipped"] += 1
                         continue
-                    (out_dir / fname).write_bytes(transform(data) if transform else data)
+                    write_bytes_atomic(out_dir / fname, transform(data) if transform else data,
+                                       mode=0o600)
                     report["files"] += 1
                     report["bytes"] += len(data)
         finally:
