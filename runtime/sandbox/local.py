@@ -76,10 +76,12 @@ def parent_dirs(destinations: list[str]) -> list[str]:
     """`--dir` for the folders above each bind, world-searchable: bubblewrap would create them
     0700 root, which an unprivileged agent cannot cross (a venv under /root/.pyenv)."""
     argv, done = [], set()
-    covered = tuple(Path(d) for d in (*SYSTEM_DIRS, "/tmp"))
+    # Bound from the host, so every folder under them exists already. Not /tmp: it is a fresh
+    # tmpfs, so a checkout or venv under /tmp needs its folders made (/tmp itself stays 1777).
+    covered = tuple(Path(d) for d in SYSTEM_DIRS)
     for dest in destinations:
         for parent in reversed(Path(dest).parents):
-            if parent == Path("/") or parent in done:
+            if parent in (Path("/"), Path("/tmp")) or parent in done:
                 continue
             if any(parent == c or c in parent.parents for c in covered):
                 continue

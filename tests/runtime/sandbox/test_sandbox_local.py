@@ -215,3 +215,13 @@ def test_python_binds_read_the_editable_hook(monkeypatch, tmp_path):
     hook.MAPPING = {"a2c.runtime": str(extra)}
     monkeypatch.setitem(sys.modules, "_a2c_editable", hook)
     assert str(extra.resolve()) in python_binds()
+
+
+def test_folders_above_binds_are_made_searchable_also_under_the_fresh_tmp():
+    from a2c.runtime.sandbox.local import parent_dirs
+    argv = parent_dirs(["/tmp/clone/.venv", "/root/.pyenv/versions/3.11.7", "/usr/lib/x"])
+    made = [argv[i + 3] for i in range(0, len(argv), 4)]
+    assert argv[:3] == ["--perms", "0755", "--dir"]
+    # /tmp is a fresh tmpfs inside: its sub-folders must be made (bubblewrap would make them
+    # 0700 root, which the unprivileged agent cannot cross); /tmp itself keeps its 1777.
+    assert made == ["/tmp/clone", "/root", "/root/.pyenv", "/root/.pyenv/versions"]
