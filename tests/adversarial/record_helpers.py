@@ -3,12 +3,10 @@ run directory's private parts another local user could read."""
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 
-from a2c.canonical import sha256_file, sha256_json
-from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
+from scripted_agents import make_agent
 
 PRIVATE = ("run.json", "events.jsonl", "submissions.jsonl", "results", "grader", "logs",
            "snapshots.git", "bundle/grader", "bundle/bundle.json")
@@ -42,19 +40,4 @@ def private_modes(run_dir: Path) -> list[str]:
 
 def shell_agent(root: Path, agent_id: str, script: str) -> Path:
     """An agent bundle whose launch.sh is `script` (a hostile agent in a few lines of shell)."""
-    folder = root / "agents" / agent_id
-    folder.mkdir(parents=True)
-    (folder / "launch.sh").write_text("#!/usr/bin/env bash\n" + script)
-    (folder / "prompt.md").write_text("{{ instructions }}\n")
-    agent = {"id": agent_id, "title": agent_id, "type": "reference",
-             "launch": {"command": "bash", "env": {}, "pass_env": []},
-             "driver": {"required": False, "default": None, "models": []},
-             "transcript": {"source": "stdout", "format": "text", "ext": "log", "path": None},
-             "prompt": "{{ instructions }}\n"}
-    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
-    spec_hash = sha256_json(agent)
-    (folder / "agent.json").write_text(json.dumps({
-        "format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent", "id": agent_id,
-        "spec_hash": spec_hash, "agent": agent, "files": files,
-        "digest": bundle_digest(spec_hash, files)}))
-    return folder
+    return make_agent(root, agent_id, script)

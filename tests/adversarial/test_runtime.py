@@ -20,9 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from scripted_agents import make_agent
 
-from a2c.canonical import sha256_file, sha256_json
-from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
 from a2c.contracts.events import read_events, verify_events
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
@@ -36,26 +35,6 @@ HAVE_BWRAP = bwrap_works()
 
 
 # ------------------------------------------------------------------------------ helpers
-def make_agent(root: Path, agent_id: str, script: str, pass_env: list[str] | None = None,
-               transcript: dict | None = None) -> Path:
-    """A throwaway agent bundle whose launch.sh is `script`."""
-    folder = root / "agents" / agent_id
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "launch.sh").write_text("#!/usr/bin/env bash\n" + script)
-    (folder / "prompt.md").write_text("{{ instructions }}\n")
-    agent = {"id": agent_id, "title": agent_id, "type": "reference",
-             "launch": {"command": "bash", "env": {}, "pass_env": list(pass_env or [])},
-             "driver": {"required": False, "default": None, "models": []},
-             "transcript": transcript or {"source": "stdout", "format": "text", "ext": "log",
-                                          "path": None},
-             "prompt": "{{ instructions }}\n"}
-    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
-    spec_hash = sha256_json(agent)
-    manifest = {"format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent",
-                "id": agent_id, "spec_hash": spec_hash, "agent": agent, "files": files,
-                "digest": bundle_digest(spec_hash, files)}
-    (folder / "agent.json").write_text(json.dumps(manifest, indent=2))
-    return folder
 
 
 def prepare(tmp_path: Path, agent: Path, budget: str, **options):
