@@ -190,9 +190,51 @@ class RecordSealed(EventPayload):
     files: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class DriverCall(EventPayload):
+    """One request the agent made to its driver model through the gateway (runtime/driver_gateway).
+    Tokens are the provider's own usage fields (streamed ones included); `request_sha256` and
+    `response_sha256` name the bodies in RUN/driver/blobs; `status` is the HTTP status the agent
+    got; `error` says why the gateway answered itself (budget, auth, model, upstream down)."""
+
+    TYPE: ClassVar[str] = "driver_call"
+    seq: int = 0
+    driver: str | None = None                # the run's driver, e.g. anthropic/claude-sonnet-4-5
+    wire: str | None = None                  # anthropic | openai-chat | openai-responses | gemini
+    path: str | None = None
+    model: str | None = None                 # the model the request named
+    response_model: str | None = optional()  # the model the provider says answered
+    stream: bool = False
+    status: int | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float | None = None          # first byte of the upstream's answer
+    duration_ms: float | None = None         # the whole call
+    request_sha256: str | None = None
+    response_sha256: str | None = optional()
+    error: str | None = optional()
+    usage_missing: bool | None = optional()
+
+
+@dataclass
+class DriverBudgetExhausted(EventPayload):
+    """A driver budget (tokens, cost_usd or calls) was spent: the gateway refuses further calls
+    in the scaffold's own error format; the run goes on to its normal end."""
+
+    TYPE: ClassVar[str] = "driver_budget_exhausted"
+    limit: str = ""                          # tokens | cost_usd | calls
+    budget: float | None = None
+    used: float | None = None
+    seq: int | None = optional()
+
+
 EVENT_TYPES: dict[str, type[EventPayload]] = {cls.TYPE: cls for cls in (
     RunStarted, RunResumed, BaselineScored, AgentStarted, SubmissionReceived, SubmissionScored,
-    Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed)}
+    Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed,
+    DriverCall, DriverBudgetExhausted)}
 
 
 @dataclass

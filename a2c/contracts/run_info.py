@@ -56,7 +56,8 @@ class RunInfo:
     final_score: float | None = None
     submissions: int = 0
     valid_submissions: int = 0
-    status: str = "prepared"          # prepared | running | finished | failed | interrupted
+    # prepared | running | finished | agent_failed | no_submission | failed | interrupted
+    status: str = "prepared"
     started_at: str | None = None
     ended_at: str | None = None
     deadline: float | None = None     # unix seconds, fixed when the agent first starts
@@ -72,6 +73,9 @@ class RunInfo:
     copies_of_base: Any = UNSET       # int
     task_format: Any = UNSET          # dict, when the agent's deadline is fixed
     transcript: Any = UNSET           # str | None, at the end
+    driver_usage: Any = UNSET         # dict: the gateway's totals (calls, tokens, cost)
+    agent_log_tail: Any = UNSET       # list[str]: the agent log's last lines, on failure
+    trajectory: Any = UNSET           # str | None: trajectory.json, at the end
     extra: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ JSON

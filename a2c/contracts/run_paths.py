@@ -185,6 +185,70 @@ class RunPaths:
     def _short_id(self) -> str:
         return sha256_bytes(str(self.root).encode())[:12]
 
+    # ------------------------------------------------------------------ the driver gateway
+    @property
+    def driver(self) -> Path:
+        """RUN/driver (0700): the driver gateway's own folder, never mounted in the sandbox:
+        its config, the per-run gateway key, running totals and the call bodies."""
+        return self.root / "driver"
+
+    @property
+    def driver_config(self) -> Path:
+        """driver/gateway.json: upstream, model, wire formats, budget (no provider key)."""
+        return self.driver / "gateway.json"
+
+    @property
+    def driver_key(self) -> Path:
+        """driver/gateway.key (0600): the per-run key the agent presents to the gateway."""
+        return self.driver / "gateway.key"
+
+    @property
+    def driver_totals(self) -> Path:
+        """driver/totals.json: running totals (calls, tokens, cost), rewritten after each call."""
+        return self.driver / "totals.json"
+
+    @property
+    def driver_blobs(self) -> Path:
+        """driver/blobs/<sha256>: request and response bodies, content-addressed."""
+        return self.driver / "blobs"
+
+    @property
+    def driver_pid(self) -> Path:
+        return self.driver / "gateway.pid"
+
+    @property
+    def driver_ready(self) -> Path:
+        return self.driver / "ready"
+
+    @property
+    def driver_socket(self) -> Path:
+        """The gateway's Unix socket (bound at /run/a2c/driver.sock in the sandbox): in driver/
+        when the path is short enough, else the grader's short tmp folder."""
+        candidate = self.driver / "driver.sock"
+        if len(str(candidate)) < SOCKET_LIMIT:
+            return candidate
+        return self.socket.parent / "driver.sock"
+
+    @property
+    def driver_log(self) -> Path:
+        return self.logs / "driver-gateway.log"
+
+    @property
+    def scripted_driver_log(self) -> Path:
+        """logs/scripted-driver.log: what the scripted driver served (turn, usage) per call."""
+        return self.logs / "scripted-driver.log"
+
+    @property
+    def agent_home(self) -> Path:
+        """RUN/agent-home: the scaffold's HOME (configuration, caches, native session logs),
+        writable by the agent, bound at /run/a2c/home; outside the workspace snapshots."""
+        return self.root / "agent-home"
+
+    @property
+    def trajectory(self) -> Path:
+        """trajectory.json: the run's steps in one schema for every scaffold."""
+        return self.root / "trajectory.json"
+
     # ------------------------------------------------------------------ logs
     @property
     def logs(self) -> Path:
