@@ -23,7 +23,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from a2c.contracts.run_paths import RunPaths
@@ -58,7 +57,8 @@ def drivers_file() -> Path:
 
 
 @lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator():
+    import jsonschema      # here, not at the top: the gateway process never validates
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
