@@ -41,7 +41,7 @@ from .wires import BUDGET_STATUS, Route, UsageMeter, error_body, request_model, 
     request_streams, route
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-       "trailers", "transfer-encoding", "upgrade", "host", "content-length"}
+       "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
 AUTH_HEADERS = {"x-api-key", "authorization", "x-goog-api-key", "api-key"}
 WIRE_AUTH = {"anthropic": "x-api-key", "openai-chat": "bearer", "openai-responses": "bearer",
              "gemini": "x-goog-api-key"}
