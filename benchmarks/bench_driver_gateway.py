@@ -174,14 +174,14 @@ def main(calls: int = 300) -> int:
     print(f"{'mode':5} {'direct med':>11} {'direct p90':>11} {'gateway med':>12} "
           f"{'gateway p90':>12} {'added med':>10} {'added p90':>10} {'ratio':>6}")
     worst = 0.0
-    for mode, (d, g, u) in results.items():
+    for mode, (d, g, _u) in results.items():
         dm, gm = statistics.median(d), statistics.median(g)
         added = [b - a for a, b in zip(d, g)]
         am = statistics.median(added)
         worst = max(worst, am)
         print(f"{mode:5} {dm:9.2f}ms {_pct(d, .9):9.2f}ms {gm:10.2f}ms {_pct(g, .9):10.2f}ms "
               f"{am:8.2f}ms {_pct(added, .9):8.2f}ms {gm / dm:5.2f}x")
-    for mode, (d, g, u) in results.items():
+    for mode, (d, _g, u) in results.items():
         print(f"{mode:5} gateway socket alone (no forwarder): median "
               f"{statistics.median(u):.2f}ms, p90 {_pct(u, .9):.2f}ms; added median "
               f"{statistics.median([b - a for a, b in zip(d, u)]):.2f}ms")

@@ -8,7 +8,7 @@ and records every call (events.jsonl, driver/blobs, driver/totals.json). See doc
 """
 
 from .config import prepare_gateway, providers, read_config, read_key
-from .process import DriverGatewayProcess, probe, read_totals, stop_stale
+from .process import DriverGatewayProcess, agent_env, probe, read_totals, stop_stale
 
-__all__ = ["DriverGatewayProcess", "prepare_gateway", "probe", "providers", "read_config",
+__all__ = ["DriverGatewayProcess", "agent_env", "prepare_gateway", "probe", "providers", "read_config",
            "read_key", "read_totals", "stop_stale"]

@@ -58,7 +58,7 @@ def drivers_file() -> Path:
 
 @lru_cache(maxsize=1)
 def _validator():
-    import jsonschema      # here, not at the top: the gateway process never validates
+    import jsonschema  # here, not at the top: the gateway process never validates
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 

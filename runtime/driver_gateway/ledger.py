@@ -45,6 +45,15 @@ def empty_totals(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _log_line(ev) -> str:
+    if isinstance(ev, DriverBudgetExhausted):
+        return f"budget exhausted: {ev.limit} {ev.used:g} of {ev.budget:g}"
+    return (f"#{ev.seq} {ev.status} {ev.wire or '-'} {ev.path} model={ev.model} "
+            f"in={ev.input_tokens} out={ev.output_tokens} cache_read={ev.cache_read_tokens} "
+            f"cache_write={ev.cache_write_tokens} cost=${ev.cost_usd:.6f} "
+            f"{ev.duration_ms:.1f}ms" + (f" error={ev.error}" if ev.error else ""))
+
+
 class Ledger:
     def __init__(self, run_dir: Path, config: dict[str, Any], events: EventLog | None = None):
         self.paths = RunPaths(run_dir)
@@ -170,6 +179,7 @@ class Ledger:
                         self._write_blob(digest, data)
                 self.events.emit(item[1])
                 write_json_atomic(self.paths.driver_totals, item[2], mode=0o600)
+                print(_log_line(item[1]), flush=True)      # -> logs/driver-gateway.log
             except Exception as exc:          # the record must not take the gateway down
                 print(f"driver gateway: recording failed: {exc!r}", flush=True)
             finally:

@@ -67,6 +67,16 @@ def probe(socket_path: str | Path, key: str, timeout: float = 5.0) -> tuple[bool
                   f"{', '.join(info['wires'])}")
 
 
+def agent_env(run_dir: str | Path, socket_in_sandbox: str | None = None) -> dict[str, str]:
+    """The variables the agent gets: A2C_DRIVER, A2C_DRIVER_MODEL, A2C_DRIVER_SOCKET (the path
+    the sandbox binds the socket at, else the host path), A2C_DRIVER_KEY (the per-run key)."""
+    from .config import read_key
+    config = read_config(run_dir)
+    return {"A2C_DRIVER": config["driver"], "A2C_DRIVER_MODEL": config["model"],
+            "A2C_DRIVER_SOCKET": socket_in_sandbox or config["socket"],
+            "A2C_DRIVER_KEY": read_key(run_dir)}
+
+
 def read_totals(run_dir: str | Path) -> dict[str, Any]:
     """driver/totals.json (calls, input/output/cache tokens, cost_usd, errors, by_model, budget,
     exhausted); zeros when the gateway never ran."""

@@ -37,8 +37,15 @@ from a2c.fsutil import write_json_atomic
 
 from .config import read_config, read_key
 from .ledger import Ledger
-from .wires import BUDGET_STATUS, Route, UsageMeter, error_body, request_model, \
-    request_streams, route
+from .wires import (
+    BUDGET_STATUS,
+    Route,
+    UsageMeter,
+    error_body,
+    request_model,
+    request_streams,
+    route,
+)
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
@@ -431,7 +438,7 @@ def serve(run_dir: Path) -> int:
     print(f"driver gateway: {state.config['driver']} on {sock} -> {state.upstream.base_url}",
           flush=True)
     try:
-        server.serve_forever(poll_interval=0.2)
+        server.serve_forever(poll_interval=0.1)
     finally:
         server.server_close()
         state.ledger.close()

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from a2c.contracts.run_paths import RunPaths
-from a2c.runtime.driver_gateway import DriverGatewayProcess, prepare_gateway, read_key, \
-    read_totals
+from a2c.runtime.driver_gateway import DriverGatewayProcess, prepare_gateway, read_key, read_totals
 
 PROVIDER_KEY = "sk-provider-SECRET-7f3a9c"
 MODEL = "claude-sonnet-4-5"

@@ -23,7 +23,7 @@ def _price(wire):
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_each_wire_passes_through_and_is_metered(gateway_factory, fake, stream):
     gw = gateway_factory(fake.url)
-    for i, wire in enumerate(WIRES):
+    for wire in WIRES:
         status, headers, body = gw.call(wire, stream, auth=AUTH[wire])
         assert status == 200, body
         if stream:
@@ -135,3 +135,18 @@ def test_health_and_probe(gateway_factory, fake):
     gw.proc.stop()
     ok, message = probe(gw.paths.driver_socket, gw.key)
     assert not ok and "does not answer" in message
+
+
+def test_agent_env_and_log(gateway_factory, fake):
+    from a2c.runtime.driver_gateway import agent_env
+    gw = gateway_factory(fake.url)
+    env = agent_env(gw.run_dir, "/run/a2c/driver.sock")
+    assert env == {"A2C_DRIVER": f"fake/{MODEL}", "A2C_DRIVER_MODEL": MODEL,
+                   "A2C_DRIVER_SOCKET": "/run/a2c/driver.sock", "A2C_DRIVER_KEY": gw.key}
+    assert agent_env(gw.run_dir)["A2C_DRIVER_SOCKET"] == str(gw.paths.driver_socket)
+    assert PROVIDER_KEY not in json.dumps(env)
+    gw.call("anthropic")
+    gw.totals(1)
+    gw.proc.stop()
+    log = gw.paths.driver_log.read_text()
+    assert "#0 200 anthropic /v1/messages model=claude-sonnet-4-5 in=11 out=7" in log
