@@ -171,6 +171,7 @@ class DriverGatewayProcess:
                  "--model", config["model"]],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=child_env,
                 start_new_session=True)
+        (self.paths.driver / "scripted.pid").write_text(str(self.scripted.pid))
         text = _wait_file(port_file, self.scripted, deadline, "scripted driver",
                           self.paths.logs / "scripted-driver.stderr.log",
                           check=lambda t: t.strip().isdigit())
@@ -196,16 +197,19 @@ def _json(text: str) -> dict:
 
 
 def stop_stale(run_dir: str | Path) -> None:
-    """After a crash of the runtime: stop a gateway left over from before on this run (checked
-    by its command line, so a recycled pid is left alone)."""
+    """After a crash of the runtime: stop a gateway (and scripted driver) left over from before
+    on this run, each checked by its command line so a recycled pid is left alone."""
     paths = RunPaths(Path(run_dir).resolve())
-    try:
-        pid = int(paths.driver_pid.read_text())
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError):
-        return
-    if GATEWAY_MODULE.encode() in cmd and str(paths.root).encode() in cmd:
+    for pid_file, module in ((paths.driver_pid, GATEWAY_MODULE),
+                             (paths.driver / "scripted.pid", SCRIPTED_MODULE)):
         try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+            pid = int(pid_file.read_text())
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        marker = str(paths.root).encode()
+        if module.encode() in cmd and any(marker in part for part in cmd):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass

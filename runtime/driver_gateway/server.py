@@ -179,18 +179,17 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _presented_key(self, query: dict) -> str | None:
+    def _presented_keys(self, query: dict) -> list[str]:
+        """Every key the request carries (a client may send more than one header style)."""
         h = self.headers
-        if h.get("x-api-key"):
-            return h["x-api-key"].strip()
-        auth = h.get("Authorization") or ""
-        if auth.lower().startswith("bearer "):
-            return auth[7:].strip()
-        if h.get("x-goog-api-key"):
-            return h["x-goog-api-key"].strip()
-        if query.get("key"):
-            return query["key"][0]
-        return None
+        keys: list[str] = []
+        for name in ("x-api-key", "x-goog-api-key", "api-key"):
+            keys += [v.strip() for v in h.get_all(name) or [] if v.strip()]
+        for auth in h.get_all("Authorization") or []:
+            if auth.lower().startswith("bearer ") and auth[7:].strip():
+                keys.append(auth[7:].strip())
+        keys += [k for k in query.get("key", []) if k]
+        return keys
 
     def _send(self, status: int, body: bytes, headers: dict) -> None:
         self.send_response(status)
@@ -209,8 +208,8 @@ class _Handler(BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
         body = self._read_body()
         rt = route(self.path)
-        presented = self._presented_key(query)
-        authed = presented is not None and hmac.compare_digest(presented.encode(), st.key.encode())
+        presented = self._presented_keys(query)
+        authed = any(hmac.compare_digest(k.encode(), st.key.encode()) for k in presented)
         clean_path = _strip_key(split)
 
         if split.path == "/a2c/health" and self.command == "GET":
@@ -232,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
                              response=b, error=kind, generation=generation, forwarded=False)
 
         if not authed:
-            what = "no gateway key" if presented is None else "a wrong gateway key"
+            what = "a wrong gateway key" if presented else "no gateway key"
             return refuse(401, "auth", f"a2c driver gateway: the request carried {what}; "
                           "use the run's key from $A2C_DRIVER_KEY")
         if rt.wire is None:
@@ -326,7 +325,11 @@ class _Handler(BaseHTTPRequestHandler):
                                 f"a2c driver gateway: the upstream {up.base_url} is unreachable "
                                 f"({type(exc).__name__}: {exc})")
         latency = (time.perf_counter() - t0) * 1000
-        meter = UsageMeter(rt.wire, stream or _is_sse(resp))
+        # SSE is parsed event by event; a JSON answer (also Gemini's streamed JSON array
+        # without alt=sse) whole at its end.
+        ctype = resp.getheader("Content-Type") or ""
+        meter = UsageMeter(rt.wire, "text/event-stream" in ctype or
+                           (stream and "json" not in ctype))
         sent: list[bytes] = []
         error = None
         length = resp.getheader("Content-Length")
@@ -395,10 +398,6 @@ class _Handler(BaseHTTPRequestHandler):
                          usage=None, latency_ms=None,
                          duration_ms=(time.perf_counter() - t0) * 1000, request=body,
                          response=b, error=kind, generation=rt.generation, forwarded=True)
-
-
-def _is_sse(resp: http.client.HTTPResponse) -> bool:
-    return "text/event-stream" in (resp.getheader("Content-Type") or "")
 
 
 def _strip_key(split: urllib.parse.SplitResult) -> str:

@@ -171,3 +171,25 @@ def test_wire_not_served(gateway_factory, fake, provider_env, tmp_path):
     status, _, body = gw.call("gemini")
     assert status == 404 and "does not serve the gemini wire" in body.decode()
     assert gw.call("anthropic")[0] == 200
+
+
+def test_any_presented_key_style_may_carry_the_run_key(gateway_factory, fake):
+    gw = gateway_factory(fake.url)
+    status, _, _ = gw.call("anthropic", key="sk-ant-placeholder",
+                           headers={"Authorization": f"Bearer {gw.key}"})
+    assert status == 200
+    sent = {k.lower(): v for k, v in fake.requests[-1]["headers"].items()}
+    assert "authorization" not in sent and sent["x-api-key"] != "sk-ant-placeholder"
+
+
+def test_stop_stale_after_a_runtime_crash(gateway_factory, fake):
+    import time
+
+    from a2c.runtime.driver_gateway import stop_stale
+    gw = gateway_factory(fake.url)
+    proc = gw.proc.proc
+    stop_stale(gw.run_dir / "elsewhere")           # another run's folder: left alone
+    time.sleep(0.2)
+    assert proc.poll() is None
+    stop_stale(gw.run_dir)
+    assert proc.wait(timeout=10) == 0
