@@ -365,14 +365,18 @@ class _Handler(BaseHTTPRequestHandler):
                 else:
                     self.wfile.write(chunk)
                 self.wfile.flush()
-            if chunked_out:
+            if error is not None:
+                # No terminating chunk: the client sees an incomplete answer, not a short one.
+                self.close_connection = True
+            elif chunked_out:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
-            if error is not None and length is not None:
-                self.close_connection = True
         except (BrokenPipeError, ConnectionResetError, OSError):
             error = error or "client_gone"
             self.close_connection = True
+            if error == "client_gone":
+                # The provider bills what it generates: read the rest for its usage fields.
+                self._drain(resp, meter, sent)
         finally:
             if error is None and not resp.will_close and resp.isclosed():
                 up.give_back(conn)
@@ -387,6 +391,14 @@ class _Handler(BaseHTTPRequestHandler):
                          duration_ms=(time.perf_counter() - t0) * 1000, request=body,
                          response=b"".join(sent), error=error, generation=rt.generation,
                          forwarded=True)
+
+    @staticmethod
+    def _drain(resp, meter: UsageMeter, sent: list[bytes]) -> None:
+        try:
+            while chunk := resp.read1(READ_CHUNK):
+                meter.feed(chunk)
+        except (OSError, http.client.HTTPException):
+            pass
 
     def _failed(self, st, rt, path, body, model, stream, t0, status, kind, message) -> None:
         b, h = error_body(rt.wire, status, kind, message)

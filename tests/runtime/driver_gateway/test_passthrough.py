@@ -150,3 +150,29 @@ def test_agent_env_and_log(gateway_factory, fake):
     gw.proc.stop()
     log = gw.paths.driver_log.read_text()
     assert "#0 200 anthropic /v1/messages model=claude-sonnet-4-5 in=11 out=7" in log
+
+
+def test_agent_hanging_up_mid_stream(gateway_factory, fake):
+    """The agent goes away half way through a stream: the gateway records what the provider
+    sent (usage included: it was billed) and serves the next call."""
+    import threading
+    import time
+
+    from conftest import UnixHTTP
+    fake.hold = threading.Event()
+    gw = gateway_factory(fake.url)
+    conn = UnixHTTP(gw.paths.driver_socket)
+    conn.request("POST", "/v1/messages", headers={"x-api-key": gw.key},
+                 body=json.dumps({"model": MODEL, "stream": True, "messages": []}))
+    resp = conn.getresponse()
+    assert b"message_start" in resp.read1(65536)
+    conn.sock.close()
+    conn.close()
+    time.sleep(0.1)
+    fake.hold.set()
+    t = gw.totals(1)
+    assert t["output_tokens"] == USAGE["anthropic"]["output_tokens"]
+    call = [e["data"] for e in read_events(gw.paths.events) if e["type"] == "driver_call"][0]
+    assert call["error"] == "client_gone"
+    fake.hold = None
+    assert gw.call("anthropic", True)[0] == 200
