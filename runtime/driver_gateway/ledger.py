@@ -129,8 +129,8 @@ class Ledger:
                     t["usage_missing_calls"] += 1
                 if self.price is None and u.seen:
                     t["unpriced_calls"] += 1
-            if status >= 400:
-                t["errors"] += 1
+            if status >= 400 or error not in (None, "client_gone"):
+                t["errors"] += 1            # refused or failed (a broken stream included)
             if not forwarded:
                 t["refused"] += 1
             for k in ("input_tokens", "output_tokens", "cache_read_tokens",

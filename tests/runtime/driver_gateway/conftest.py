@@ -181,6 +181,10 @@ class FakeProvider:
                     self.wfile.flush()
                     if i == 0 and fake.hold is not None:
                         fake.hold.wait(10)
+                    if i == 0 and mode == "break":        # the provider dies mid-stream
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                 self.wfile.write(b"0\r\n\r\n")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)

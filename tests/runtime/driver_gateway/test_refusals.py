@@ -193,3 +193,23 @@ def test_stop_stale_after_a_runtime_crash(gateway_factory, fake):
     assert proc.poll() is None
     stop_stale(gw.run_dir)
     assert proc.wait(timeout=10) == 0
+
+
+def test_upstream_breaking_off_a_stream(gateway_factory, fake):
+    """The agent sees an incomplete answer (no terminating chunk), not a short complete one."""
+    import http.client
+
+    from conftest import UnixHTTP
+    gw = gateway_factory(fake.url)
+    conn = UnixHTTP(gw.paths.driver_socket)
+    conn.request("POST", "/v1/messages", headers={"x-api-key": gw.key, "x-fake-mode": "break"},
+                 body=json.dumps({"model": MODEL, "stream": True, "messages": []}))
+    resp = conn.getresponse()
+    assert resp.status == 200
+    with pytest.raises(http.client.IncompleteRead):
+        resp.read()
+    conn.close()
+    assert gw.call("anthropic", True)[0] == 200
+    t = gw.totals(2)
+    assert [c.get("error") for c in _events(gw, "driver_call")] == ["upstream_broken", None]
+    assert t["calls"] == 2 and t["errors"] == 1
