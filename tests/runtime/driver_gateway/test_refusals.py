@@ -213,3 +213,34 @@ def test_upstream_breaking_off_a_stream(gateway_factory, fake):
     t = gw.totals(2)
     assert [c.get("error") for c in _events(gw, "driver_call")] == ["upstream_broken", None]
     assert t["calls"] == 2 and t["errors"] == 1
+
+
+def test_concurrent_calls_are_counted_once_and_the_calls_budget_holds(gateway_factory, fake):
+    """Sixteen calls at once against a budget of five: exactly five reach the provider, the
+    totals add up, and the hash chain of events.jsonl stays linear."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conftest import UnixHTTP, request_body, wire_path
+    gw = gateway_factory(fake.url, budget={"driver_calls": 5})
+
+    def one(i):
+        wire = WIRES[i % 4]
+        conn = UnixHTTP(gw.paths.driver_socket)
+        conn.request("POST", wire_path(wire, i % 2 == 0),
+                     body=json.dumps(request_body(wire, i % 2 == 0)),
+                     headers={"x-api-key": gw.key})
+        resp = conn.getresponse()
+        resp.read()
+        conn.close()
+        return wire, resp.status
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, range(16)))
+    ok = [w for w, s in results if s == 200]
+    assert len(ok) == 5 and len(fake.requests) == 5
+    t = gw.totals(16)
+    assert t["calls"] == 5 and t["refused"] == 11
+    assert t["tokens"] == sum(sum(EXPECTED[w]) for w in ok)
+    assert len(_events(gw, "driver_call")) == 16
+    assert len(_events(gw, "driver_budget_exhausted")) == 1
+    assert verify_events(gw.paths.events).ok
