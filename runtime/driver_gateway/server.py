@@ -42,6 +42,7 @@ from .wires import (
     Route,
     UsageMeter,
     error_body,
+    normalize,
     request_model,
     request_streams,
     route,
@@ -204,6 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         st: GatewayState = self.server.state
         t0 = time.perf_counter()
+        self.path = normalize(self.path)
         split = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
         body = self._read_body()

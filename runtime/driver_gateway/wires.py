@@ -31,6 +31,25 @@ class Route:
     path_stream: bool = False          # Gemini :streamGenerateContent
 
 
+_BARE_GEMINI = re.compile(r"^/(?:tunedModels|models)/[^/:]+:[A-Za-z]+$")
+
+
+def normalize(path: str) -> str:
+    """The canonical form of a request path: a scaffold given a base URL without `/v1` (or
+    Gemini's `/v1beta`) sends `/chat/completions`, `/messages`, `/models/m:generateContent`;
+    those are read (and forwarded) as `/v1/...` and `/v1beta/...`."""
+    split = urllib.parse.urlsplit(path)
+    p = split.path
+    if _BARE_GEMINI.match(p):
+        p = "/v1beta" + p
+    elif p in ("/chat/completions", "/responses", "/messages", "/models") or \
+            p.startswith(("/responses/", "/messages/", "/models/")):
+        p = "/v1" + p
+    else:
+        return path
+    return p + ("?" + split.query if split.query else "")
+
+
 def route(path: str) -> Route:
     """The wire of a request path (`Route(None, False)` when no wire claims it)."""
     p = urllib.parse.urlsplit(path).path

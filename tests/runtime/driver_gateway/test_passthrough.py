@@ -176,3 +176,16 @@ def test_agent_hanging_up_mid_stream(gateway_factory, fake):
     assert call["error"] == "client_gone"
     fake.hold = None
     assert gw.call("anthropic", True)[0] == 200
+
+
+@pytest.mark.parametrize("path,wire", [("/chat/completions", "openai-chat"),
+                                       ("/responses", "openai-responses"),
+                                       ("/messages", "anthropic"),
+                                       (f"/models/{MODEL}:generateContent", "gemini")])
+def test_paths_without_the_version_prefix(gateway_factory, fake, path, wire):
+    """A scaffold given the base URL without /v1 (or /v1beta) is served the same."""
+    gw = gateway_factory(fake.url)
+    status, _, body = gw.call(wire, path=path)
+    assert status == 200, body
+    assert fake.requests[-1]["path"].startswith("/v1beta/" if wire == "gemini" else "/v1/")
+    assert gw.totals(1)["calls"] == 1
