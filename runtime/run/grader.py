@@ -41,13 +41,22 @@ class GraderProcess:
 
 
 def kill_stale(run_dir: Path, run: RunInfo) -> None:
-    """After a crash: stop a grader service and agent processes left over from before."""
+    """After a crash: stop a grader service, a driver gateway and agent processes left over."""
     from a2c.runtime.sandbox.proctree import kill_tree
     pid_file = RunPaths(run_dir).service_pid
     if pid_file.is_file():
         try:
             pid = int(pid_file.read_text())
             if _is_grader_service(pid, run_dir):
+                kill_tree(pid, pid, None, grace=5.0)
+        except (ValueError, OSError):
+            pass
+    from a2c.runtime.run.driver import is_gateway_process
+    gateway_pid = RunPaths(run_dir).driver_pid   # a scaffold's driver gateway, likewise
+    if gateway_pid.is_file():
+        try:
+            pid = int(gateway_pid.read_text())
+            if is_gateway_process(pid, run_dir):
                 kill_tree(pid, pid, None, grace=5.0)
         except (ValueError, OSError):
             pass
