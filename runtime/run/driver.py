@@ -14,7 +14,6 @@ from typing import Any
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError, RunError
 
-GATEWAY_MODULE = "a2c.runtime.driver_gateway"
 BUDGET_KEYS = ("driver_tokens", "driver_cost_usd", "driver_calls")
 
 
@@ -113,10 +112,3 @@ class DriverGateway:
             return ""
         return lines[-1].strip()[:200] if lines else ""
 
-
-def is_gateway_process(pid: int, run_dir: Path) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return GATEWAY_MODULE.encode() in cmd and str(run_dir).encode() in cmd

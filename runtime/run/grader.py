@@ -51,15 +51,9 @@ def kill_stale(run_dir: Path, run: RunInfo) -> None:
                 kill_tree(pid, pid, None, grace=5.0)
         except (ValueError, OSError):
             pass
-    from a2c.runtime.run.driver import is_gateway_process
-    gateway_pid = RunPaths(run_dir).driver_pid   # a scaffold's driver gateway, likewise
-    if gateway_pid.is_file():
-        try:
-            pid = int(gateway_pid.read_text())
-            if is_gateway_process(pid, run_dir):
-                kill_tree(pid, pid, None, grace=5.0)
-        except (ValueError, OSError):
-            pass
+    if RunPaths(run_dir).driver_pid.is_file():   # a scaffold's driver gateway, likewise
+        from a2c.runtime.driver_gateway import stop_stale
+        stop_stale(run_dir)
     if run.get("sandbox_id"):
         kill_tree(None, None, run["sandbox_id"], grace=2.0)
 

@@ -170,9 +170,13 @@ class Runner:
         spec = sandbox_spec(self.agent, self.run, self.paths, confined, {})
         log = self.paths.logs / "preflight.log"
         env = {k: v for k, v in spec.env.items() if k != "BASH_ENV"}
-        spec = dataclasses.replace(spec, command=["bash", "-c", check_script(self.agent, command)],
-                                   log_path=log, command_log=None, env=env,
-                                   marker=f"{self.run.sandbox_id}-preflight")
+        # the grader's and the gateway's sockets do not exist yet: not bound for the check
+        spec = dataclasses.replace(
+            spec, command=["bash", "-c", check_script(self.agent, command)], log_path=log,
+            command_log=None, env=env, marker=f"{self.run.sandbox_id}-preflight",
+            socket_path=spec.socket_path if spec.socket_path.exists() else None,
+            driver_socket=spec.driver_socket if spec.driver_socket and
+            spec.driver_socket.exists() else None)
         try:
             proc = backend.start(spec)
             rc = proc.wait(PREFLIGHT_TIMEOUT_S)
