@@ -155,6 +155,7 @@ def test_a_reference_agent_sandbox_is_unchanged(tmp_path):
 def test_grant_gives_the_agent_its_home_and_the_gateway_socket(tmp_path):
     import os
     import socket
+
     from a2c.runtime.sandbox import SandboxSpec
     from a2c.runtime.sandbox.local import grants
     if os.geteuid() != 0:
