@@ -23,7 +23,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from a2c.contracts.run_paths import RunPaths
@@ -58,7 +57,8 @@ def drivers_file() -> Path:
 
 
 @lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator():
+    import jsonschema      # here, not at the top: the gateway process never validates
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
@@ -101,14 +101,15 @@ def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise RunError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
     data = {} if data is None else data
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    errors = list(_validator().iter_errors(data))
     if errors:
-        lines = []
+        found = []
         for err in errors:
             node = _node_at(root, list(err.absolute_path))
-            pos = f":{node.start_mark.line + 1}:{node.start_mark.column + 1}" if node else ""
-            lines.append(f"{path}{pos}: {_dotted(err.absolute_path)}: {err.message}")
-        raise RunError("\n".join(lines))
+            line, col = (node.start_mark.line + 1, node.start_mark.column + 1) if node else (0, 0)
+            found.append((line, col, f"{path}:{line}:{col}: {_dotted(err.absolute_path)}: "
+                                     f"{err.message}"))
+        raise RunError("\n".join(msg for _, _, msg in sorted(found)))
     return data.get("providers") or {}
 
 

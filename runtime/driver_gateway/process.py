@@ -157,7 +157,8 @@ class DriverGatewayProcess:
         with open(self.paths.logs / "scripted-driver.stderr.log", "ab") as err:
             self.scripted = subprocess.Popen(
                 [python, "-m", SCRIPTED_MODULE, "--script", config["scripted"]["script"],
-                 "--port-file", str(port_file), "--log", str(log)],
+                 "--port-file", str(port_file), "--log", str(log),
+                 "--model", config["model"]],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=child_env,
                 start_new_session=True)
         text = _wait_file(port_file, self.scripted, deadline, "scripted driver",
