@@ -20,8 +20,10 @@ from a2c.runtime.sandbox.local import bwrap_works
 HAVE_BWRAP = bwrap_works()
 
 PROBE = r"""
+A2C_DRIVER_URL="$(python3 -m a2c.runtime.sandbox.loopback_forwarder --socket "$A2C_DRIVER_SOCKET" --daemon)"
+export A2C_DRIVER_URL
 python3 - <<'PY'
-import glob, json, os, socket
+import glob, json, os, socket, urllib.request
 
 def call(key):
     body = json.dumps({"model": os.environ["A2C_DRIVER_MODEL"], "max_tokens": 16,
@@ -47,6 +49,15 @@ out = {"uid": os.getuid(), "home": os.environ.get("HOME"),
        "socket": os.environ.get("A2C_DRIVER_SOCKET")}
 out["right"], out["right_body"] = call(os.environ["A2C_DRIVER_KEY"])
 out["wrong"], out["wrong_body"] = call("a2c-drv-not-the-key")
+out["url"] = os.environ["A2C_DRIVER_URL"]
+req = urllib.request.Request(
+    out["url"] + "/v1/messages", method="POST",
+    data=json.dumps({"model": os.environ["A2C_DRIVER_MODEL"], "max_tokens": 16,
+                     "messages": [{"role": "user", "content": "again"}]}).encode(),
+    headers={"x-api-key": os.environ["A2C_DRIVER_KEY"], "content-type": "application/json",
+             "anthropic-version": "2023-06-01"})
+with urllib.request.urlopen(req, timeout=30) as resp:
+    out["forwarded"] = resp.status
 open(os.path.join(os.environ["HOME"], "written-by-agent"), "w").write("ok")
 
 dump = []
@@ -104,9 +115,11 @@ def test_scaffold_reaches_only_the_gateway_with_its_key_and_sees_no_provider_key
     assert probe["right"] == 200, probe
     assert "hello from the fake upstream" in probe["right_body"]
     assert probe["wrong"] == 401, probe
+    assert probe["url"].startswith("http://127.0.0.1:") and probe["forwarded"] == 200, probe
     assert (ctx.run_dir / "agent-home" / "written-by-agent").read_text() == "ok"
-    # the upstream saw one call, with the provider key the gateway added, not the run's key
-    assert len(upstream.requests) == 1
+    # the upstream saw the two calls with the run's key, with the provider key the gateway
+    # added, not the run's key
+    assert len(upstream.requests) == 2
     headers = {k.lower(): v for k, v in upstream.requests[0]["headers"].items()}
     assert headers.get("x-api-key") == FAKE_KEY
     run_key = ctx.paths.driver_key.read_text().strip()
@@ -122,13 +135,13 @@ def test_scaffold_reaches_only_the_gateway_with_its_key_and_sees_no_provider_key
     assert all(v != "connected" for v in probe["reach"].values()), probe["reach"]
     # metered and recorded
     calls = [e["data"] for e in read_events(ctx.paths.events) if e["type"] == "driver_call"]
-    assert sorted(c["status"] for c in calls) == [200, 401], calls
+    assert sorted(c["status"] for c in calls) == [200, 200, 401], calls
     ok = next(c for c in calls if c["status"] == 200)
     assert ok["input_tokens"] == 11 and ok["output_tokens"] == 7
     run = json.loads(ctx.paths.run_json.read_text())
-    assert run["driver_usage"]["input_tokens"] == 11
+    assert run["driver_usage"]["input_tokens"] == 22
     assert run["budget"]["driver_calls"] == 10
-    assert summary["driver_usage"]["tokens"] == 18 and summary["driver"] == DRIVER
+    assert summary["driver_usage"]["tokens"] == 36 and summary["driver"] == DRIVER
     assert summary["status"] == run["status"] == "no_submission"
     assert "probe done" in "\n".join(run["agent_log_tail"])
     assert verify_events(ctx.paths.events).ok
