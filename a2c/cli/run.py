@@ -131,8 +131,10 @@ def driver_line(driver: str | None, usage: dict | None) -> str:
             f"${usage['cost_usd']:.4f}")
     if usage.get("errors"):
         text += f", {usage['errors']} error(s)"
-    if usage.get("exhausted"):
-        text += f"; budget spent ({usage['exhausted']})"
+    spent = usage.get("exhausted")
+    if spent:
+        limit = spent.get("limit") if isinstance(spent, dict) else spent
+        text += f"; driver budget spent ({limit})"
     return text
 
 

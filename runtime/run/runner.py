@@ -54,12 +54,14 @@ TAIL_LINES = 20
 PREFLIGHT_TIMEOUT_S = 120.0
 
 
-def end_status(agent_exit: dict | None, submissions: int) -> str:
-    """`agent_failed`: the agent exited non-zero on its own (not stopped at the deadline);
-    `no_submission`: it ended (exit or deadline) without one submission; else `finished`."""
+def end_status(agent_exit: dict | None, submissions: int, driver_spent: bool = False) -> str:
+    """`agent_failed`: the agent exited non-zero on its own (not stopped at the deadline, and not
+    after its driver budget was spent: a scaffold whose model stops answering exits non-zero,
+    and that is the budget's end, not a failure); `no_submission`: it ended without one
+    submission; else `finished`."""
     agent_exit = agent_exit or {}
     rc = agent_exit.get("returncode")
-    if agent_exit.get("reason") == "exited" and rc not in (None, 0):
+    if agent_exit.get("reason") == "exited" and rc not in (None, 0) and not driver_spent:
         return "agent_failed"
     if not submissions:
         return "no_submission"
@@ -383,7 +385,8 @@ class Runner:
         transcript = copy_transcript(self.agent, self.paths, self.secrets)
         scores = self.refresh()
         if status is None:
-            status = end_status(self.run.agent_exit, scores["submissions"])
+            spent = bool((self.run.get("driver_usage") or {}).get("exhausted"))
+            status = end_status(self.run.agent_exit, scores["submissions"], spent)
         self.run.update(status=status, ended_at=iso_utc(time.time()), transcript=transcript)
         if status != "finished":
             self.run.agent_log_tail = log_tail(self.paths.agent_log, self.secrets, TAIL_LINES)

@@ -41,6 +41,9 @@ def test_summary_prints_the_driver_line_and_the_log_tail(capsys, monkeypatch):
     assert "scripted:sft-recipe: 3 call(s), 1,500 tokens (1,200 in, 300 out), $0.0081" in out
     assert "agent_failed" in out and "Error: something broke" in out and "exit 1" in out
     assert driver_line("x", None) == "x: no calls"
+    spent = {"calls": 1, "tokens": 2, "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.5,
+             "exhausted": {"limit": "driver_cost_usd", "budget": 0.4, "used": 0.5}}
+    assert driver_line("x", spent).endswith("; driver budget spent (driver_cost_usd)")
 
 
 def test_agents_list_names_every_bundle(capsys):

@@ -210,6 +210,12 @@ def test_end_status(agent_exit, submissions, status):
     assert end_status(agent_exit, submissions) == status
 
 
+def test_a_non_zero_exit_after_the_driver_budget_is_spent_is_no_failure():
+    exited = {"returncode": 1, "reason": "exited"}
+    assert end_status(exited, 2, driver_spent=True) == "finished"
+    assert end_status(exited, 0, driver_spent=True) == "no_submission"
+
+
 def test_log_tail_is_redacted_and_short(tmp_path):
     log = tmp_path / "agent.log"
     log.write_text("".join(f"line {i} key=sk-secret-value-123\n" for i in range(50)) + "x" * 900)
