@@ -211,8 +211,21 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         return _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
                       report)
     except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)   # nothing half-made
+        remove_run_dir(run_dir)   # nothing half-made
         raise
+
+
+def remove_run_dir(run_dir: Path) -> None:
+    """Remove a run directory that never ran, and the short socket folder a long path needed."""
+    paths = RunPaths(run_dir)
+    for sock in (paths.driver_socket, paths.socket):
+        if run_dir not in sock.parents:
+            sock.unlink(missing_ok=True)
+            try:
+                sock.parent.rmdir()
+            except OSError:
+                pass
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_src: Path,

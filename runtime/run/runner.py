@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import threading
 import time
 
@@ -27,7 +26,7 @@ from a2c.runtime.run.agent import (
 from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext, read_json
 from a2c.runtime.run.driver import DriverGateway, read_key, usage_summary
 from a2c.runtime.run.grader import GraderProcess
-from a2c.runtime.run.prepare import grader_cfg
+from a2c.runtime.run.prepare import grader_cfg, remove_run_dir
 from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.scaffold import (
     PreflightError,
@@ -202,14 +201,7 @@ class Runner:
             self.stop_gateway()
         except Exception:  # noqa: BLE001 - removing it anyway
             pass
-        for sock in (self.paths.driver_socket, self.paths.socket):
-            if self.run_dir not in sock.parents:
-                sock.unlink(missing_ok=True)
-                try:
-                    sock.parent.rmdir()
-                except OSError:
-                    pass
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        remove_run_dir(self.run_dir)
 
     def backend(self):
         from a2c.runtime.sandbox import get_backend

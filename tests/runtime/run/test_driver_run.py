@@ -226,11 +226,17 @@ def test_log_tail_is_redacted_and_short(tmp_path):
 
 
 # ----------------------------------------------------------------------------- pre-flight
-def test_preflight_missing_command_exit_2_one_line_nothing_left(tmp_path, monkeypatch):
+@pytest.mark.parametrize("deep", [False, True])
+def test_preflight_missing_command_exit_2_one_line_nothing_left(tmp_path, monkeypatch, deep):
     configure_fake_provider(monkeypatch)
     agent = make_cli_agent(tmp_path, "fake-cli", "true\n", check="a2c-no-such-scaffold-cli",
                            npm=["@example/fake-cli@1.2.3"])
-    ctx = _prepare(tmp_path, agent, driver=DRIVER)
+    runs = tmp_path / ("a-long-folder-name-" * 4 if deep else "") / "runs"
+    ctx = run_mod.prepare(run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny",
+                                             budget="60s", runs_dir=runs, driver=DRIVER),
+                          report=lambda _: None)
+    short = ctx.paths.socket.parent
+    assert ctx.run_dir not in short.parents or not deep   # deep: a short socket folder
     with pytest.raises(PreflightError) as info:
         run_mod.execute(ctx, report=lambda _: None)
     message = str(info.value)
@@ -238,8 +244,8 @@ def test_preflight_missing_command_exit_2_one_line_nothing_left(tmp_path, monkey
     assert message == ("fake-cli: `a2c-no-such-scaffold-cli` is not installed where the agent "
                        "runs. Install it: a2c agents install fake-cli "
                        "(npm install -g @example/fake-cli@1.2.3)")
-    assert not ctx.run_dir.exists()
-    assert not any((tmp_path / "runs").iterdir())
+    assert not ctx.run_dir.exists() and not short.exists()
+    assert not any(runs.iterdir())
 
 
 def test_preflight_dead_gateway_exit_2_nothing_left(tmp_path, monkeypatch):
