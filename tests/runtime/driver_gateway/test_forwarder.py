@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from conftest import MODEL
+from gateway_fakes import MODEL
 
 FORWARDER = [sys.executable, "-m", "a2c.runtime.sandbox.loopback_forwarder"]
 

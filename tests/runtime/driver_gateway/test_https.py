@@ -8,7 +8,7 @@ import ssl
 import subprocess
 
 import pytest
-from conftest import EXPECTED, FakeProvider
+from gateway_fakes import EXPECTED, FakeProvider
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXPECTED, MODEL, PROVIDER_KEY, USAGE, json_answer
+from gateway_fakes import EXPECTED, MODEL, PROVIDER_KEY, USAGE, json_answer
 
 from a2c.contracts.events import read_events, verify_events
 from a2c.runtime.driver_gateway.prices import cost_usd, price_for
@@ -158,7 +158,7 @@ def test_agent_hanging_up_mid_stream(gateway_factory, fake):
     import threading
     import time
 
-    from conftest import UnixHTTP
+    from gateway_fakes import UnixHTTP
     fake.hold = threading.Event()
     gw = gateway_factory(fake.url)
     conn = UnixHTTP(gw.paths.driver_socket)

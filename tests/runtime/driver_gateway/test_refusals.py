@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXPECTED, MODEL, FakeProvider, free_port
+from gateway_fakes import EXPECTED, MODEL, FakeProvider, free_port
 
 from a2c.contracts.events import read_events, verify_events
 
@@ -199,7 +199,7 @@ def test_upstream_breaking_off_a_stream(gateway_factory, fake):
     """The agent sees an incomplete answer (no terminating chunk), not a short complete one."""
     import http.client
 
-    from conftest import UnixHTTP
+    from gateway_fakes import UnixHTTP
     gw = gateway_factory(fake.url)
     conn = UnixHTTP(gw.paths.driver_socket)
     conn.request("POST", "/v1/messages", headers={"x-api-key": gw.key, "x-fake-mode": "break"},
@@ -220,7 +220,7 @@ def test_concurrent_calls_are_counted_once_and_the_calls_budget_holds(gateway_fa
     totals add up, and the hash chain of events.jsonl stays linear."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from conftest import UnixHTTP, request_body, wire_path
+    from gateway_fakes import UnixHTTP, request_body, wire_path
     gw = gateway_factory(fake.url, budget={"driver_calls": 5})
 
     def one(i):

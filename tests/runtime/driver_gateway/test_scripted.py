@@ -7,7 +7,7 @@ import importlib.util
 import json
 
 import pytest
-from conftest import MODEL, Gateway, request_body, wire_path
+from gateway_fakes import MODEL, Gateway, request_body, wire_path
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
