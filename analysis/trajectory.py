@@ -1,0 +1,570 @@
+"""A run's trajectory (RUN/trajectory.json, a2c.contracts.trajectory; docs/trajectory.md), built
+from the driver gateway's call record and enriched from the scaffold's native transcript.
+
+The gateway's record is the one source that is the same for every scaffold: each `driver_call`
+event (in order) names its request and response bodies in RUN/driver/blobs. Each request repeats
+the conversation so far; per conversation thread (a scaffold's side calls — a title, a quota
+probe — start threads of their own) only the items not seen before count: new tool results
+become the observations of the earlier step whose tool calls they answer, a new user message a
+user step, and each call's answer one agent step with the call's tokens and cost. A step that
+cannot be read is kept with what is known. A shell command written as a ```bash block in the
+message (mini-swe-agent) counts as a tool call, and the next user message as its output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json, sha256_bytes
+from a2c.contracts.records import read_jsonl_tolerant
+from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.trajectory import (ATIF_VERSION, TRAJECTORY_FORMAT, AgentInfo, FinalMetrics,
+                                      Metrics, Observation, ObservationResult, Step, ToolCall,
+                                      Trajectory, validate_trajectory)
+from a2c.fsutil import write_text_atomic
+from a2c.timefmt import iso_utc, parse_time
+
+from .wires import is_generation, request_items, response_turn, text_of, wire_of_path
+
+MAX_BLOB = 64 << 20
+BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
+SUBMIT = re.compile(r"(?:^|[\s;&|(])(?:\./|\S*/)?submit(?:\s|$)")
+
+TOOL_KINDS: dict[str, tuple[str, ...]] = {
+    "shell": ("bash", "shell", "run_shell_command", "exec_command", "local_shell",
+              "execute_bash", "execute_command", "run_command", "terminal", "shell_command",
+              "bashoutput", "killshell", "write_stdin", "container.exec"),
+    "edit": ("write", "edit", "multiedit", "write_file", "replace", "apply_patch",
+             "str_replace_editor", "str_replace_based_edit_tool", "notebookedit", "patch",
+             "create_file", "edit_file", "file_editor"),
+    "read": ("read", "read_file", "read_many_files", "view", "cat", "view_image"),
+    "search": ("grep", "glob", "ls", "list", "list_directory", "search_file_content",
+               "find", "codebase_search", "list_dir", "search"),
+    "web": ("webfetch", "websearch", "web_fetch", "google_web_search", "web_search", "fetch"),
+    "plan": ("todowrite", "todoread", "update_plan", "task", "exitplanmode", "think",
+             "save_memory"),
+}
+KIND_OF = {name: kind for kind, names in TOOL_KINDS.items() for name in names}
+
+
+def tool_kind(name: str, arguments: dict[str, Any]) -> str:
+    key = (name or "").strip().lower()
+    if key in KIND_OF:
+        return KIND_OF[key]
+    if "command" in arguments or "cmd" in arguments:
+        return "shell"
+    return "other"
+
+
+def shell_command(name: str, arguments: dict[str, Any]) -> str | None:
+    """The command line of a shell tool call (Codex's ["bash", "-lc", "..."] as its script)."""
+    for key in ("command", "cmd", "script"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            if len(value) >= 3 and value[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and \
+                    value[1] in ("-lc", "-c"):
+                return value[2]
+            return " ".join(value)
+    return None
+
+
+def submits(command: str | None) -> bool:
+    return bool(command) and bool(SUBMIT.search(command or ""))
+
+
+# ----------------------------------------------------------------------------- reading
+def _blob(paths: RunPaths, digest: Any, warnings: list[str], seq: Any) -> bytes | None:
+    if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        return None
+    path = paths.driver_blobs / digest
+    try:
+        if path.stat().st_size > MAX_BLOB:
+            warnings.append(f"driver call {seq}: body {digest[:12]} is over {MAX_BLOB} bytes")
+            return None
+        return path.read_bytes()
+    except OSError:
+        warnings.append(f"driver call {seq}: body {digest[:12]} is missing from driver/blobs")
+        return None
+
+
+def _fp(item: dict[str, Any]) -> str:
+    """What makes a conversation item the same item when a later request repeats it."""
+    kind = item["kind"]
+    if kind == "assistant":
+        calls = item.get("tool_calls") or []
+        if calls:
+            return "assistant:" + "|".join(
+                c["id"] if c.get("id") and not c.get("synth") else
+                f"{c.get('name')}:{canonical_json(c.get('arguments') or {}).decode()}"
+                for c in calls)
+        return "assistant:" + sha256_bytes((item.get("text") or "").strip().encode())
+    if kind == "tool_result":
+        key = item.get("call_id") or f"{item.get('name')}:{item.get('content')}"
+        return f"tool_result:{key}"
+    return f"{kind}:" + sha256_bytes((item.get("text") or "").strip().encode())
+
+
+class _Thread:
+    def __init__(self, number: int, key: str, first: str):
+        self.number = number
+        self.key = key
+        self.first = first
+        self.seen: Counter[str] = Counter()
+        self.calls = 0
+        self.last_agent: dict[str, Any] | None = None
+        self.pending_by_name: dict[str, list[dict[str, Any]]] = {}
+
+
+def _thread_key(items: list[dict[str, Any]]) -> tuple[str, str]:
+    system = next((i for i in items if i["kind"] == "system"), None)
+    first = next((i for i in items if i["kind"] == "user"), None)
+    key = "|".join(_fp(i) for i in (system, first) if i is not None)
+    return key, (first or {}).get("text", "")[:120]
+
+
+class _Builder:
+    def __init__(self, run_dir: Path):
+        self.paths = RunPaths(run_dir)
+        self.steps: list[dict[str, Any]] = []
+        self.threads: dict[str, _Thread] = {}
+        self.calls: dict[str, dict[str, Any]] = {}   # tool_call_id -> the step holding it
+        self.warnings: list[str] = []
+        self.synth = 0
+
+    # -------------------------------------------------------------- steps
+    def add_step(self, source: str, message: str, ts: str | None, **extra: Any) -> dict:
+        step: dict[str, Any] = {"step_id": len(self.steps) + 1, "source": source,
+                                "message": message or "", "timestamp": ts, "tool_calls": [],
+                                "results": [], "extra": {k: v for k, v in extra.items()
+                                                         if v is not None}}
+        self.steps.append(step)
+        return step
+
+    def observe(self, thread: _Thread, item: dict[str, Any], ts: str | None) -> None:
+        """A tool result: an observation of the step whose call it answers."""
+        call_id = item.get("call_id")
+        owner = self.calls.get(call_id) if call_id else None
+        if owner is None and item.get("name"):      # Gemini: calls without ids, by name
+            queue = thread.pending_by_name.get(item["name"]) or []
+            if queue:
+                call = queue.pop(0)
+                call_id, owner = call["tool_call_id"], self.calls.get(call["tool_call_id"])
+        if owner is None:
+            owner = thread.last_agent
+        result = {"source_call_id": call_id, "content": item.get("content") or ""}
+        extra = {"is_error": True} if item.get("is_error") else {}
+        if owner is None:
+            step = self.add_step("user", "", ts, thread=thread.number)
+            step["results"].append({**result, "extra": extra or None})
+            return
+        owner["results"].append({**result, "extra": extra or None})
+
+    def agent_turn(self, thread: _Thread, turn: dict[str, Any], event: dict[str, Any],
+                   call: dict[str, Any]) -> dict[str, Any]:
+        step = self.add_step("agent", turn.get("text") or "", event.get("ts"),
+                             call_seq=call.get("seq"), thread=thread.number,
+                             wire=call.get("wire"), status=call.get("status"),
+                             error=call.get("error"), latency_ms=call.get("latency_ms"),
+                             duration_ms=call.get("duration_ms"),
+                             stop_reason=turn.get("stop"))
+        step["model_name"] = call.get("response_model") or turn.get("model") or call.get("model")
+        step["reasoning"] = turn.get("reasoning") or None
+        calls = turn.get("tool_calls") or []
+        if not calls:
+            calls = self._text_actions(turn.get("text") or "")
+        for c in calls:
+            if not c.get("id"):
+                self.synth += 1
+                c = {**c, "id": f"a2c-call-{self.synth}"}
+            args = c.get("arguments") if isinstance(c.get("arguments"), dict) else {}
+            kind = tool_kind(c.get("name") or "", args)
+            command = shell_command(c.get("name") or "", args) if kind == "shell" else None
+            extra = {"kind": kind}
+            if command is not None:
+                extra["command"] = command
+                if submits(command):
+                    extra["submits"] = True
+            if c.get("from_message"):
+                extra["parsed_from"] = "message"
+            entry = {"tool_call_id": c["id"], "function_name": c.get("name") or "",
+                     "arguments": args, "extra": extra}
+            step["tool_calls"].append(entry)
+            self.calls[c["id"]] = step
+            if c.get("synth") or c.get("from_message"):
+                thread.pending_by_name.setdefault(c.get("name") or "", []).append(entry)
+        step["metrics"] = {"prompt_tokens": int(call.get("input_tokens") or 0),
+                           "completion_tokens": int(call.get("output_tokens") or 0),
+                           "cached_tokens": int(call.get("cache_read_tokens") or 0),
+                           "cost_usd": float(call.get("cost_usd") or 0.0),
+                           "extra": {"cache_write_tokens": int(call.get("cache_write_tokens")
+                                                               or 0)}}
+        thread.last_agent = step
+        return step
+
+    @staticmethod
+    def _text_actions(text: str) -> list[dict[str, Any]]:
+        blocks = BASH_BLOCK.findall(text or "")
+        return [{"id": "", "name": "bash", "arguments": {"command": b.strip()},
+                 "from_message": True} for b in blocks[:1] if b.strip()]
+
+    # -------------------------------------------------------------- one call
+    def call(self, event: dict[str, Any]) -> None:
+        call = event.get("data") if isinstance(event.get("data"), dict) else {}
+        wire = call.get("wire") or wire_of_path(call.get("path"))
+        if not is_generation(wire, call.get("path")):
+            return
+        seq = call.get("seq")
+        raw_request = _blob(self.paths, call.get("request_sha256"), self.warnings, seq)
+        raw_response = _blob(self.paths, call.get("response_sha256"), self.warnings, seq)
+        try:
+            body = json.loads(raw_request) if raw_request else None
+        except ValueError:
+            body = None
+            self.warnings.append(f"driver call {seq}: the request body is not JSON")
+        items = request_items(wire, body)
+        key, first = _thread_key(items)
+        thread = self.threads.get(key)
+        if thread is None:
+            thread = self.threads[key] = _Thread(len(self.threads), key, first)
+        thread.calls += 1
+        end = parse_time(event.get("ts"))
+        start = iso_utc(end - float(call["duration_ms"]) / 1000) if end is not None and \
+            isinstance(call.get("duration_ms"), (int, float)) else event.get("ts")
+        seen_now: Counter[str] = Counter()
+        for item in items:
+            fp = _fp(item)
+            seen_now[fp] += 1
+            if seen_now[fp] <= thread.seen[fp]:
+                continue
+            thread.seen[fp] += 1
+            if item["kind"] == "tool_result":
+                self.observe(thread, item, start)
+            elif item["kind"] == "assistant":
+                # An agent turn this record did not see answered (a pre-seeded history, or an
+                # echo that differs from the response): kept, marked.
+                if any(c.get("id") in self.calls for c in item.get("tool_calls") or []):
+                    continue
+                step = self.add_step("agent", item.get("text") or "", start,
+                                     thread=thread.number, from_request=True)
+                step["reasoning"] = item.get("reasoning") or None
+                for c in item.get("tool_calls") or []:
+                    args = c.get("arguments") or {}
+                    kind = tool_kind(c.get("name") or "", args)
+                    extra = {"kind": kind}
+                    command = shell_command(c.get("name") or "", args) if kind == "shell" else None
+                    if command:
+                        extra["command"] = command
+                    entry = {"tool_call_id": c.get("id") or "", "function_name": c.get("name")
+                             or "", "arguments": args, "extra": extra}
+                    step["tool_calls"].append(entry)
+                    if c.get("id"):
+                        self.calls[c["id"]] = step
+                thread.last_agent = step
+            else:
+                pending = self._pending_text_call(thread)
+                if item["kind"] == "user" and pending is not None:
+                    thread.last_agent["results"].append(
+                        {"source_call_id": pending["tool_call_id"], "content": item["text"],
+                         "extra": None})
+                else:
+                    self.add_step(item["kind"], item.get("text") or "", start,
+                                  thread=thread.number)
+        turn = response_turn(wire, raw_response)
+        if raw_response is not None and not (turn["text"] or turn["tool_calls"]) and \
+                (call.get("status") or 200) < 400 and not call.get("error"):
+            self.warnings.append(f"driver call {seq}: no message or tool call read from the "
+                                 f"response ({'stream' if call.get('stream') else 'JSON'})")
+        step = self.agent_turn(thread, turn, event, call)
+        echo = {"kind": "assistant", "text": turn.get("text"),
+                "tool_calls": turn.get("tool_calls")}
+        if turn.get("text") or turn.get("tool_calls"):
+            thread.seen[_fp(echo)] += 1
+        del step  # recorded in self.steps
+
+    def _pending_text_call(self, thread: _Thread) -> dict[str, Any] | None:
+        last = thread.last_agent
+        if last is None or last is not (self.steps[-1] if self.steps else None):
+            return None
+        for call in last["tool_calls"]:
+            if (call.get("extra") or {}).get("parsed_from") == "message" and not any(
+                    r["source_call_id"] == call["tool_call_id"] for r in last["results"]):
+                return call
+        return None
+
+
+# ----------------------------------------------------------------------------- native transcripts
+EXIT_PATTERNS = (re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+                 re.compile(r"(?:^|\n)Exit code:?\s*(-?\d+)"),
+                 re.compile(r"\bexit(?:_code| code| status)[\"':= ]+(-?\d+)", re.IGNORECASE))
+
+
+def _exit_code(content: str) -> int | None:
+    """The exit code a tool output states (Codex's JSON output metadata, mini-swe-agent's
+    <returncode>, "Exit code: N")."""
+    text = content.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else data
+            for key in ("exit_code", "exitCode", "exit", "returncode"):
+                if isinstance(meta.get(key), int):
+                    return meta[key]
+    for pattern in EXIT_PATTERNS:
+        found = pattern.search(content[:4000])
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def transcript_path(run_dir: Path, run: dict[str, Any]) -> Path | None:
+    named = run.get("transcript") if isinstance(run.get("transcript"), str) else None
+    candidates = []
+    if named:
+        candidates.append(Path(named) if Path(named).is_absolute() else run_dir / named)
+    candidates += sorted((run_dir / "logs").glob("transcript.*"))
+    for path in candidates:
+        try:
+            if path.is_file() and run_dir.resolve() in path.resolve().parents:
+                return path
+        except OSError:
+            continue
+    return None
+
+
+def _transcript_objects(path: Path) -> list[Any]:
+    try:
+        raw = path.read_bytes()[:MAX_BLOB]
+    except OSError:
+        return []
+    try:
+        return [json.loads(raw)]
+    except ValueError:
+        rows, _ = read_jsonl_tolerant(path)
+        return rows
+
+
+def _walk(value: Any, depth: int = 0):
+    if depth > 12:
+        return
+    if isinstance(value, dict):
+        yield value
+        for v in value.values():
+            yield from _walk(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v, depth + 1)
+
+
+def native_results(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """({tool call id: {content, is_error, exit_code}}, {command: {exit_code, content}}) from a
+    native transcript: Claude Code stream-json (tool_result blocks), OpenCode JSON events
+    (callID + state.output/metadata.exit), Codex --json (command_execution items with
+    exit_code), Gemini stream-json (tool_result events), mini-swe-agent trajectories."""
+    by_id: dict[str, dict[str, Any]] = {}
+    by_command: dict[str, dict[str, Any]] = {}
+    for obj in _transcript_objects(path):
+        for d in _walk(obj):
+            if isinstance(d.get("tool_use_id"), str) and "content" in d:
+                by_id[d["tool_use_id"]] = {"content": text_of(d["content"]),
+                                           "is_error": bool(d.get("is_error"))}
+            ident = d.get("callID") or d.get("call_id") or d.get("tool_call_id") or \
+                d.get("tool_id")
+            state = d.get("state") if isinstance(d.get("state"), dict) else d
+            if isinstance(ident, str) and ("output" in state or "result" in state):
+                meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+                code = meta.get("exit", meta.get("exit_code", state.get("exit_code")))
+                by_id.setdefault(ident, {}).update(
+                    {"content": text_of(state.get("output", state.get("result"))),
+                     **({"exit_code": code} if isinstance(code, int) else {}),
+                     **({"is_error": True} if state.get("status") in ("error", "failed")
+                        else {})})
+            if isinstance(d.get("command"), str) and isinstance(d.get("exit_code"), int):
+                by_command[d["command"].strip()] = {
+                    "exit_code": d["exit_code"],
+                    "content": text_of(d.get("aggregated_output") or d.get("output"))}
+    return by_id, by_command
+
+
+def _enrich(steps: list[dict[str, Any]], path: Path | None) -> bool:
+    by_id, by_command = native_results(path) if path else ({}, {})
+    used = False
+    for step in steps:
+        for result in step["results"]:
+            extra = dict(result.get("extra") or {})
+            native = by_id.get(result["source_call_id"] or "")
+            if native:
+                if len(native.get("content") or "") > len(result["content"]):
+                    result["content"] = native["content"]
+                    extra["source"] = "transcript"
+                for key in ("exit_code", "is_error"):
+                    if native.get(key) is not None and key not in extra:
+                        extra[key] = native[key]
+                used = True
+            if "exit_code" not in extra:
+                code = _exit_code(result["content"])
+                if code is not None:
+                    extra["exit_code"] = code
+            result["extra"] = extra or None
+        for call in step["tool_calls"]:
+            command = (call.get("extra") or {}).get("command")
+            native = by_command.get((command or "").strip())
+            if native is None:
+                for candidate, value in by_command.items():
+                    if command and command.strip() and command.strip() in candidate:
+                        native = value
+                        break
+            if native is None:
+                continue
+            used = True
+            result = next((r for r in step["results"]
+                           if r["source_call_id"] == call["tool_call_id"]), None)
+            if result is None:
+                step["results"].append({"source_call_id": call["tool_call_id"],
+                                        "content": native.get("content") or "",
+                                        "extra": {"exit_code": native["exit_code"],
+                                                  "source": "transcript"}})
+            else:
+                result["extra"] = {**(result.get("extra") or {}),
+                                   "exit_code": native["exit_code"]}
+    return used
+
+
+# ----------------------------------------------------------------------------- assembling
+def _read_run(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    rows, _ = read_jsonl_tolerant(run_dir / "events.jsonl")
+    return rows
+
+
+def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
+           threads: list[_Thread]) -> dict[str, Any]:
+    calls = [e.get("data") or {} for e in events if e.get("type") == "driver_call"]
+
+    def total(key: str) -> int:
+        return sum(int(c.get(key) or 0) for c in calls if isinstance(c.get(key), (int, float)))
+
+    kinds: Counter[str] = Counter()
+    names: Counter[str] = Counter()
+    for step in steps:
+        for call in step["tool_calls"]:
+            kinds[(call.get("extra") or {}).get("kind", "other")] += 1
+            names[call["function_name"]] += 1
+    models: Counter[str] = Counter(str(c.get("response_model") or c.get("model"))
+                                   for c in calls if c.get("response_model") or c.get("model"))
+    exhausted = [{k: (e.get("data") or {}).get(k) for k in ("limit", "budget", "used", "seq")}
+                 | {"timestamp": e.get("ts")}
+                 for e in events if e.get("type") == "driver_budget_exhausted"]
+    errors = sum(1 for c in calls if c.get("error") or (c.get("status") or 200) >= 400)
+    return {"total_prompt_tokens": total("input_tokens"),
+            "total_completion_tokens": total("output_tokens"),
+            "total_cached_tokens": total("cache_read_tokens"),
+            "total_cost_usd": round(sum(float(c.get("cost_usd") or 0.0) for c in calls), 10),
+            "total_steps": len(steps),
+            "extra": {"calls": len(calls), "errors": errors,
+                      "cache_write_tokens": total("cache_write_tokens"),
+                      "models": dict(models.most_common()),
+                      "budget_exhausted": exhausted,
+                      "tool_calls_by_kind": dict(sorted(kinds.items())),
+                      "tool_calls_by_name": dict(names.most_common()),
+                      "threads": [{"thread": t.number, "calls": t.calls, "first_message": t.first}
+                                  for t in threads]}}
+
+
+def _to_record(step: dict[str, Any]) -> Step:
+    results = [ObservationResult(source_call_id=r["source_call_id"], content=r["content"],
+                                 extra=r.get("extra") or None) for r in step["results"]]
+    calls = [ToolCall(tool_call_id=c["tool_call_id"], function_name=c["function_name"],
+                      arguments=c["arguments"], extra=c.get("extra") or None)
+             for c in step["tool_calls"]]
+    metrics = step.get("metrics")
+    return Step(step_id=step["step_id"], source=step["source"], message=step["message"],
+                timestamp=step.get("timestamp"), model_name=step.get("model_name"),
+                reasoning_content=step.get("reasoning"),
+                tool_calls=calls or None,
+                observation=Observation(results) if results else None,
+                metrics=Metrics(**metrics) if metrics else None,
+                extra=step.get("extra") or None)
+
+
+def build_trajectory(run_dir: str | Path) -> dict[str, Any]:
+    """The run's trajectory as a dict that validates against trajectory.schema.json (never
+    raises on a damaged or unknown record: what could not be read is in extra.warnings)."""
+    root = Path(run_dir)
+    run = _read_run(root)
+    events = _events(root)
+    builder = _Builder(root)
+    for event in events:
+        if event.get("type") == "driver_call":
+            try:
+                builder.call(event)
+            except Exception as exc:  # noqa: BLE001 - a record must never stop the report
+                seq = (event.get("data") or {}).get("seq")
+                builder.warnings.append(f"driver call {seq}: not read ({type(exc).__name__}: "
+                                        f"{exc})")
+        elif event.get("type") == "driver_budget_exhausted":
+            data = event.get("data") or {}
+            builder.add_step("system", f"driver budget exhausted: {data.get('limit')} "
+                             f"{data.get('used')} of {data.get('budget')}", event.get("ts"),
+                             event="driver_budget_exhausted")
+    transcript = transcript_path(root, run)
+    try:
+        enriched = _enrich(builder.steps, transcript)
+    except Exception as exc:  # noqa: BLE001
+        enriched = False
+        builder.warnings.append(f"{transcript}: not read ({type(exc).__name__}: {exc})")
+    threads = sorted(builder.threads.values(), key=lambda t: t.number)
+    final = _final(events, builder.steps, threads)
+    started = next((e.get("data") or {} for e in events if e.get("type") == "run_started"), {})
+    models = final["extra"]["models"]
+    sources = ["driver"] + ([f"transcript:{transcript.relative_to(root).as_posix()}"]
+                            if transcript and enriched else [])
+    wires = sorted({(e.get("data") or {}).get("wire") for e in events
+                    if e.get("type") == "driver_call" and (e.get("data") or {}).get("wire")})
+    trajectory = Trajectory(
+        session_id=str(run.get("run_id") or started.get("run_id") or root.name),
+        agent=AgentInfo(name=str(run.get("agent") or started.get("agent") or "unknown"),
+                        version=str(run.get("agent_digest") or started.get("agent_digest")
+                                    or "unknown")[:16],
+                        model_name=next(iter(models), None),
+                        extra={"driver": run.get("driver") or started.get("driver")}),
+        steps=[_to_record(s) for s in builder.steps],
+        notes="Built by a2c from the driver gateway's call record (driver_call events and "
+              "driver/blobs); prompt_tokens is the gateway's input_tokens, cached_tokens its "
+              "cache_read_tokens. See docs/trajectory.md.",
+        final_metrics=FinalMetrics(**final),
+        extra={"run_id": run.get("run_id") or started.get("run_id"),
+               "task": run.get("task") or started.get("task"),
+               "driver": run.get("driver") or started.get("driver"), "wires": wires,
+               "sources": sources, "warnings": builder.warnings[:200]})
+    out = trajectory.to_dict()
+    out["format"], out["schema_version"] = TRAJECTORY_FORMAT, ATIF_VERSION
+    return out
+
+
+def write_trajectory(run_dir: str | Path) -> Path:
+    """Build the trajectory and write RUN/trajectory.json (atomic, 0600 like the record);
+    returns its path. Raises ValueError if what was built does not validate (a bug)."""
+    root = Path(run_dir)
+    data = build_trajectory(root)
+    problems = validate_trajectory(data)
+    if problems:
+        raise ValueError(f"{root}: the trajectory built does not validate: {problems[0]}")
+    path = RunPaths(root).trajectory
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n", mode=0o600)
+    return path
