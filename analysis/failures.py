@@ -188,6 +188,7 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
                              "message": f"agent exited with return code {code}"
                                         + (f" ({data.get('reason')})" if data.get("reason") else ""),
                              "evidence": evidence})
+    _run_status(record, failures)
     for category, pattern in SERVICE_REFUSALS:
         hits = [(n, line) for n, line in enumerate(grader_log, start=1) if pattern.search(line)]
         if hits:
@@ -197,3 +198,39 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
                              "evidence": [{"source": "logs/grader.log", "line": n,
                                            "text": _clip(line)} for n, line in hits[:MAX_EVIDENCE]]})
     return failures
+
+
+def _tail_evidence(record: RunRecord) -> list[dict[str, Any]]:
+    tail = record.run.get("agent_log_tail")
+    if not isinstance(tail, list):
+        return []
+    lines = [str(line) for line in tail if str(line).strip()]
+    return [{"source": "run.json agent_log_tail", "line": None, "text": _clip(line)}
+            for line in lines[-(MAX_EVIDENCE - 1):]]
+
+
+def _run_status(record: RunRecord, failures: list[dict[str, Any]]) -> None:
+    """The run statuses that say how the agent ended (a2c.contracts.run_info): `agent_failed`
+    (it exited non-zero) and `no_submission` (it never submitted), with the last lines of its
+    log that run.json keeps."""
+    status = record.run.get("status")
+    tail = _tail_evidence(record)
+    if status == "agent_failed":
+        crashed = next((f for f in failures if f["category"] == "agent_crashed"), None)
+        if crashed is None:
+            exit_info = record.run.get("agent_exit") if isinstance(record.run.get("agent_exit"),
+                                                                   dict) else {}
+            code = exit_info.get("returncode")
+            failures.append({"category": "agent_crashed", "label": LABELS["agent_crashed"],
+                             "submission_id": None,
+                             "message": "run status agent_failed: the agent exited with an "
+                                        "error" + (f" (return code {code})" if code is not None
+                                                   else ""),
+                             "evidence": tail[:MAX_EVIDENCE]})
+        elif tail:
+            crashed["evidence"] = (crashed["evidence"] + tail)[:MAX_EVIDENCE + len(tail)]
+    elif status == "no_submission":
+        entry = next((f for f in failures if f["category"] == "no_submission"), None)
+        if entry is not None:
+            entry["message"] = "run status no_submission: the agent never submitted"
+            entry["evidence"] = (entry["evidence"] + tail)

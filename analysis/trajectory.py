@@ -74,6 +74,15 @@ def shell_command(name: str, arguments: dict[str, Any]) -> str | None:
     return None
 
 
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else 0.0
+
+
 def submits(command: str | None) -> bool:
     return bool(command) and bool(SUBMIT.search(command or ""))
 
@@ -198,12 +207,11 @@ class _Builder:
             self.calls[c["id"]] = step
             if c.get("synth") or c.get("from_message"):
                 thread.pending_by_name.setdefault(c.get("name") or "", []).append(entry)
-        step["metrics"] = {"prompt_tokens": int(call.get("input_tokens") or 0),
-                           "completion_tokens": int(call.get("output_tokens") or 0),
-                           "cached_tokens": int(call.get("cache_read_tokens") or 0),
-                           "cost_usd": float(call.get("cost_usd") or 0.0),
-                           "extra": {"cache_write_tokens": int(call.get("cache_write_tokens")
-                                                               or 0)}}
+        step["metrics"] = {"prompt_tokens": _int(call.get("input_tokens")),
+                           "completion_tokens": _int(call.get("output_tokens")),
+                           "cached_tokens": _int(call.get("cache_read_tokens")),
+                           "cost_usd": _float(call.get("cost_usd")),
+                           "extra": {"cache_write_tokens": _int(call.get("cache_write_tokens"))}}
         thread.last_agent = step
         return step
 
@@ -277,7 +285,7 @@ class _Builder:
                                   thread=thread.number)
         turn = response_turn(wire, raw_response)
         if raw_response is not None and not (turn["text"] or turn["tool_calls"]) and \
-                (call.get("status") or 200) < 400 and not call.get("error"):
+                _int(call.get("status")) < 400 and not call.get("error"):
             self.warnings.append(f"driver call {seq}: no message or tool call read from the "
                                  f"response ({'stream' if call.get('stream') else 'JSON'})")
         step = self.agent_turn(thread, turn, event, call)
@@ -457,7 +465,7 @@ def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
     calls = [e.get("data") or {} for e in events if e.get("type") == "driver_call"]
 
     def total(key: str) -> int:
-        return sum(int(c.get(key) or 0) for c in calls if isinstance(c.get(key), (int, float)))
+        return sum(_int(c.get(key)) for c in calls)
 
     kinds: Counter[str] = Counter()
     names: Counter[str] = Counter()
@@ -470,11 +478,11 @@ def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
     exhausted = [{k: (e.get("data") or {}).get(k) for k in ("limit", "budget", "used", "seq")}
                  | {"timestamp": e.get("ts")}
                  for e in events if e.get("type") == "driver_budget_exhausted"]
-    errors = sum(1 for c in calls if c.get("error") or (c.get("status") or 200) >= 400)
+    errors = sum(1 for c in calls if c.get("error") or _int(c.get("status")) >= 400)
     return {"total_prompt_tokens": total("input_tokens"),
             "total_completion_tokens": total("output_tokens"),
             "total_cached_tokens": total("cache_read_tokens"),
-            "total_cost_usd": round(sum(float(c.get("cost_usd") or 0.0) for c in calls), 10),
+            "total_cost_usd": round(sum(_float(c.get("cost_usd")) for c in calls), 10),
             "total_steps": len(steps),
             "extra": {"calls": len(calls), "errors": errors,
                       "cache_write_tokens": total("cache_write_tokens"),

@@ -1,0 +1,219 @@
+"""trajectory.json from the driver gateway's record: every wire, streamed and not; the repeated
+conversation prefix counted once; totals equal to the events; tolerant of damaged records;
+enriched from the native transcript."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from a2c.analysis.trajectory import build_trajectory, shell_command, tool_kind, write_trajectory
+from a2c.analysis.wires import response_turn, sse_events
+from a2c.contracts.events import EventLog, read_events
+from a2c.contracts.trajectory import TRAJECTORY_FORMAT, validate_trajectory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
+import driver_record as dr  # noqa: E402
+
+SCAFFOLDS = ["claude-code", "opencode", "codex", "gemini-cli", "mini-swe-agent", "chat-tools"]
+COMMANDS = ["ls -la", "python train.py", "./submit output/m1",
+            "python train.py --epochs 3 && ./submit output/m2"]
+
+
+def _agent(t):
+    return [s for s in t["steps"] if s["source"] == "agent"]
+
+
+def _commands(t):
+    return [c["extra"]["command"] for s in t["steps"] for c in s.get("tool_calls") or []
+            if "command" in (c.get("extra") or {})]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+@pytest.mark.parametrize("scaffold", SCAFFOLDS)
+def test_each_wire_builds_a_valid_trajectory(tmp_path, scaffold, stream):
+    run = dr.write_record(tmp_path / "run", scaffold, stream=stream)
+    t = build_trajectory(run)
+    assert validate_trajectory(t) == []
+    assert t["format"] == TRAJECTORY_FORMAT and t["schema_version"].startswith("ATIF-v1.")
+    assert t["extra"]["warnings"] == [] and t["extra"]["wires"] == [dr.WIRE[scaffold]]
+    agent = _agent(t)
+    assert len(agent) == len(dr.SCENARIO)          # one agent step per driver call
+    assert [s["extra"]["call_seq"] for s in agent] == list(range(len(dr.SCENARIO)))
+    text = [s["message"] for s in agent]
+    if scaffold == "mini-swe-agent":
+        assert all(m.startswith("THOUGHT: ") for m in text)
+    else:
+        assert text == [step["text"] for step in dr.SCENARIO]
+    commands = _commands(t)
+    expected = COMMANDS if scaffold not in ("codex", "mini-swe-agent") else \
+        [COMMANDS[0], "cat > train.py <<'EOF'\nprint('training')\nEOF", *COMMANDS[1:]]
+    if scaffold == "mini-swe-agent":
+        expected = expected + ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
+    assert commands == expected
+    # Each tool's output is the observation of the call that asked for it.
+    first = agent[0]
+    call = first["tool_calls"][0]
+    result = first["observation"]["results"][0]
+    assert result["source_call_id"] == call["tool_call_id"]
+    assert "INSTRUCTIONS.md\nsubmit\nstatus\n" in result["content"]
+    assert all(len(s.get("observation", {}).get("results", [])) == len(s.get("tool_calls") or [])
+               for s in agent[:-1])
+    submits = [c for s in agent for c in s.get("tool_calls") or [] if c["extra"].get("submits")]
+    assert len(submits) == 2
+    assert t["agent"]["model_name"] == dr.MODEL[dr.WIRE[scaffold]]
+    assert all(s["model_name"] == dr.MODEL[dr.WIRE[scaffold]] for s in agent)
+
+
+@pytest.mark.parametrize("scaffold", SCAFFOLDS)
+def test_totals_equal_the_sum_of_the_events(tmp_path, scaffold):
+    run = dr.write_record(tmp_path / "run", scaffold, stream=True, side=scaffold == "opencode")
+    t = build_trajectory(run)
+    calls = [e["data"] for e in read_events(run / "events.jsonl") if e["type"] == "driver_call"]
+    final = t["final_metrics"]
+    assert final["total_prompt_tokens"] == sum(c["input_tokens"] for c in calls)
+    assert final["total_completion_tokens"] == sum(c["output_tokens"] for c in calls)
+    assert final["total_cached_tokens"] == sum(c["cache_read_tokens"] for c in calls)
+    assert final["total_cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls))
+    assert final["extra"]["calls"] == len(calls)
+    assert final["extra"]["cache_write_tokens"] == sum(c["cache_write_tokens"] for c in calls)
+    assert final["total_steps"] == len(t["steps"])
+    per_step = [s["metrics"] for s in t["steps"] if "metrics" in s]
+    assert sum(m["prompt_tokens"] for m in per_step) == final["total_prompt_tokens"]
+    assert sum(m["cost_usd"] for m in per_step) == pytest.approx(final["total_cost_usd"])
+
+
+@pytest.mark.parametrize("scaffold", SCAFFOLDS)
+def test_repeated_prefix_counted_once(tmp_path, scaffold):
+    run = dr.write_record(tmp_path / "run", scaffold, stream=False)
+    t = build_trajectory(run)
+    seen = [(s["source"], s["message"]) for s in t["steps"] if s["source"] != "agent"]
+    assert len(seen) == len(set(seen))              # no system / user message twice
+    assert not any((s.get("extra") or {}).get("from_request") for s in t["steps"])
+    ids = [c["tool_call_id"] for s in t["steps"] for c in s.get("tool_calls") or []]
+    assert len(ids) == len(set(ids))
+    results = [r["source_call_id"] for s in t["steps"]
+               for r in (s.get("observation") or {}).get("results", [])]
+    assert len(results) == len(set(results)) == len(dr.SCENARIO) - 1
+    # The first request's system prompt and first user message open the trajectory.
+    assert [s["source"] for s in t["steps"][:1]] in (["system"], ["user"])
+
+
+def test_side_calls_make_their_own_thread(tmp_path):
+    run = dr.write_record(tmp_path / "run", "opencode", stream=True, side=True)
+    t = build_trajectory(run)
+    threads = t["final_metrics"]["extra"]["threads"]
+    assert [th["calls"] for th in threads] == [6, 1]
+    title = [s for s in t["steps"] if (s.get("extra") or {}).get("thread") == 1]
+    assert [s["source"] for s in title] == ["system", "user", "agent"]
+    assert title[-1]["message"] == "Greeting"
+    main = [s for s in _agent(t) if s["extra"]["thread"] == 0]
+    assert len(main) == len(dr.SCENARIO)
+    assert _commands(t) == COMMANDS
+
+
+def test_write_trajectory(tmp_path):
+    run = dr.write_record(tmp_path / "run", "claude-code", exhausted=True)
+    path = write_trajectory(run)
+    assert path == run / "trajectory.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    data = json.loads(path.read_text())
+    assert validate_trajectory(data) == []
+    assert data == json.loads(json.dumps(build_trajectory(run)))
+    system = [s for s in data["steps"] if s["source"] == "system" and "budget" in s["message"]]
+    assert system and system[0]["extra"]["event"] == "driver_budget_exhausted"
+    assert data["final_metrics"]["extra"]["budget_exhausted"][0]["limit"] == "cost_usd"
+
+
+def test_damaged_records_never_crash(tmp_path):
+    run = dr.write_record(tmp_path / "run", "chat-tools", stream=True)
+    events = [e for e in read_events(run / "events.jsonl") if e["type"] == "driver_call"]
+    blobs = run / "driver" / "blobs"
+    (blobs / events[1]["data"]["request_sha256"]).unlink()             # a missing request
+    (blobs / events[2]["data"]["response_sha256"]).write_bytes(b"\x00garbage")  # unreadable
+    log = EventLog(run / "events.jsonl")
+    log.append("driver_call", {"seq": 99, "wire": "martian", "path": "/v9/think",
+                               "request_sha256": "0" * 64, "status": 200})
+    log.append("driver_call", {"seq": 100, "wire": "anthropic", "path": "/v1/messages",
+                               "request_sha256": None, "status": 529,
+                               "error": "upstream overloaded", "input_tokens": "many"})
+    (run / "logs").mkdir()
+    (run / "logs" / "transcript.jsonl").write_text("not json\n{\"tool_use_id\": 5}\n[1, 2]\n")
+    t = build_trajectory(run)
+    assert validate_trajectory(t) == []
+    warnings = " ".join(t["extra"]["warnings"])
+    assert "driver call 1" in warnings and "missing" in warnings
+    assert "driver call 2" in warnings
+    failed = _agent(t)[-1]
+    assert failed["extra"]["error"] == "upstream overloaded" and failed["extra"]["status"] == 529
+    assert failed["message"] == "" and failed["metrics"]["prompt_tokens"] == 0
+    # The unknown wire is not a generation; the unreadable answer of call 2 is an empty step,
+    # and its turn comes back from the next request's history (marked as read from there).
+    recovered = [s for s in _agent(t) if (s.get("extra") or {}).get("from_request")]
+    assert [c["tool_call_id"] for s in recovered for c in s["tool_calls"]] == ["call_02"]
+    assert len(_agent(t)) == len(dr.SCENARIO) + 2
+
+
+def test_count_tokens_calls_count_in_totals_not_steps(tmp_path):
+    run = dr.write_record(tmp_path / "run", "claude-code", stream=False)
+    log = EventLog(run / "events.jsonl")
+    log.append("driver_call", {"seq": 6, "wire": "anthropic", "path": "/v1/messages/count_tokens",
+                               "status": 200, "input_tokens": 7, "cost_usd": 0.0,
+                               "request_sha256": dr.blob(run, b'{"messages": []}')})
+    t = build_trajectory(run)
+    assert len(_agent(t)) == len(dr.SCENARIO)
+    assert t["final_metrics"]["extra"]["calls"] == len(dr.SCENARIO) + 1
+
+
+def test_enriched_from_the_native_transcript(tmp_path):
+    run = dr.write_record(tmp_path / "run", "claude-code", stream=True)
+    (run / "logs").mkdir()
+    full = "INSTRUCTIONS.md\nsubmit\nstatus\n" + "line\n" * 50
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_00", "content": full,
+             "is_error": False}]}},
+        {"type": "item.completed", "item": {"type": "command_execution",
+                                            "command": "python train.py", "exit_code": 3,
+                                            "aggregated_output": "Traceback"}},
+    ]
+    (run / "logs" / "transcript.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = build_trajectory(run)
+    assert "transcript:logs/transcript.jsonl" in t["extra"]["sources"]
+    agent = _agent(t)
+    first = agent[0]["observation"]["results"][0]
+    assert first["content"] == full and first["extra"]["source"] == "transcript"
+    train = agent[2]["observation"]["results"][0]
+    assert train["extra"]["exit_code"] == 3
+
+
+def test_exit_codes_read_from_outputs(tmp_path):
+    run = dr.write_record(tmp_path / "run", "mini-swe-agent", stream=False)
+    t = build_trajectory(run)
+    codes = [r["extra"]["exit_code"] for s in _agent(t)
+             for r in (s.get("observation") or {}).get("results", [])]
+    assert codes == [0] * (len(dr.SCENARIO) - 1)
+
+
+def test_tool_kinds_and_shell_commands():
+    assert tool_kind("Bash", {}) == "shell" and tool_kind("run_shell_command", {}) == "shell"
+    assert tool_kind("Write", {}) == "edit" and tool_kind("apply_patch", {}) == "edit"
+    assert tool_kind("read_file", {}) == "read" and tool_kind("Grep", {}) == "search"
+    assert tool_kind("mystery", {"cmd": "ls"}) == "shell" and tool_kind("mystery", {}) == "other"
+    assert shell_command("shell", {"command": ["bash", "-lc", "ls -la"]}) == "ls -la"
+    assert shell_command("exec_command", {"cmd": "pwd"}) == "pwd"
+    assert shell_command("local_shell", {"command": ["ls", "-l"]}) == "ls -l"
+
+
+def test_sse_and_unknown_shapes():
+    assert sse_events(b"event: a\ndata: {\"x\": 1}\n\ndata: [DONE]\n\n") == [("a", {"x": 1}),
+                                                                           (None, "[DONE]")]
+    for wire in ("anthropic", "openai-chat", "openai-responses", "gemini", None):
+        for raw in (b"", b"{}", b"[]", b"data: {}\n\n", b"\xff\xfe", b'{"choices": [null]}',
+                    b'{"content": "x", "output": 5, "candidates": [{"content": 3}]}'):
+            turn = response_turn(wire, raw)
+            assert set(turn) >= {"text", "tool_calls", "usage"}
