@@ -510,6 +510,22 @@ def _to_record(step: dict[str, Any]) -> Step:
                 extra=step.get("extra") or None)
 
 
+def _agent_version(root: Path, run: dict[str, Any], started: dict[str, Any]) -> str:
+    """The scaffold's version from the agent bundle (RUN/agent/agent.json) when it names one,
+    else the agent bundle's digest (short), else "unknown"."""
+    try:
+        manifest = json.loads((root / "agent" / "agent.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    spec = manifest.get("agent") if isinstance(manifest, dict) else None
+    if isinstance(spec, dict):
+        for key in ("version", "cli_version"):
+            if isinstance(spec.get(key), (str, int, float)):
+                return str(spec[key])
+    digest = run.get("agent_digest") or started.get("agent_digest")
+    return str(digest)[:16] if digest else "unknown"
+
+
 def build_trajectory(run_dir: str | Path) -> dict[str, Any]:
     """The run's trajectory as a dict that validates against trajectory.schema.json (never
     raises on a damaged or unknown record: what could not be read is in extra.warnings)."""
@@ -547,8 +563,7 @@ def build_trajectory(run_dir: str | Path) -> dict[str, Any]:
     trajectory = Trajectory(
         session_id=str(run.get("run_id") or started.get("run_id") or root.name),
         agent=AgentInfo(name=str(run.get("agent") or started.get("agent") or "unknown"),
-                        version=str(run.get("agent_digest") or started.get("agent_digest")
-                                    or "unknown")[:16],
+                        version=_agent_version(root, run, started),
                         model_name=next(iter(models), None),
                         extra={"driver": run.get("driver") or started.get("driver")}),
         steps=[_to_record(s) for s in builder.steps],
