@@ -112,6 +112,21 @@ def test_verify_covers_driver_blobs(driven_copy):
     assert main(["verify", str(driven_copy)]) != 0
 
 
+def test_trajectory_json_is_sealed(driven_copy, maker):
+    from a2c.analysis.trajectory import write_trajectory
+
+    path = write_trajectory(driven_copy)
+    unsealed = verify_run(driven_copy)
+    assert not unsealed.ok and unsealed.first.file == "trajectory.json"   # written after the seal
+    maker.reseal(driven_copy)                   # the runtime writes it before the seal
+    assert verify_run(driven_copy).ok
+    report = build_report(driven_copy)
+    assert report["driver"]["trajectory_file"] == "trajectory.json"
+    path.write_text(path.read_text().replace("ls -la", "ls -lh"))
+    edited = verify_run(driven_copy)
+    assert [p.file for p in edited.problems] == ["trajectory.json"]
+
+
 @pytest.mark.parametrize("status", ["agent_failed", "no_submission"])
 def test_new_statuses(fixture_run, maker, status):
     run = json.loads((fixture_run / "run.json").read_text())
