@@ -106,17 +106,20 @@ def _fp(item: dict[str, Any]) -> str:
     """What makes a conversation item the same item when a later request repeats it."""
     kind = item["kind"]
     if kind == "assistant":
+        # By the calls' names and arguments, not their ids: some scaffolds give the model's
+        # id-less calls ids of their own when they repeat them (Gemini CLI).
         calls = item.get("tool_calls") or []
         if calls:
-            return "assistant:" + "|".join(
-                c["id"] if c.get("id") and not c.get("synth") else
-                f"{c.get('name')}:{canonical_json(c.get('arguments') or {}).decode()}"
-                for c in calls)
+            return "assistant:" + "|".join(_signature(c) for c in calls)
         return "assistant:" + sha256_bytes((item.get("text") or "").strip().encode())
     if kind == "tool_result":
         key = item.get("call_id") or f"{item.get('name')}:{item.get('content')}"
         return f"tool_result:{key}"
     return f"{kind}:" + sha256_bytes((item.get("text") or "").strip().encode())
+
+
+def _signature(call: dict[str, Any]) -> str:
+    return f"{call.get('name')}:{canonical_json(call.get('arguments') or {}).decode()}"
 
 
 class _Thread:
@@ -128,6 +131,7 @@ class _Thread:
         self.calls = 0
         self.last_agent: dict[str, Any] | None = None
         self.pending_by_name: dict[str, list[dict[str, Any]]] = {}
+        self.synth_by_sig: dict[str, list[dict[str, Any]]] = {}
 
 
 def _thread_key(items: list[dict[str, Any]]) -> tuple[str, str]:
@@ -164,6 +168,9 @@ class _Builder:
             if queue:
                 call = queue.pop(0)
                 call_id, owner = call["tool_call_id"], self.calls.get(call["tool_call_id"])
+        elif owner is not None:
+            for queue in thread.pending_by_name.values():
+                queue[:] = [c for c in queue if c["tool_call_id"] != call_id]
         if owner is None:
             owner = thread.last_agent
         result = {"source_call_id": call_id, "content": item.get("content") or ""}
@@ -207,6 +214,7 @@ class _Builder:
             self.calls[c["id"]] = step
             if c.get("synth") or c.get("from_message"):
                 thread.pending_by_name.setdefault(c.get("name") or "", []).append(entry)
+                thread.synth_by_sig.setdefault(_signature(c), []).append(entry)
         step["metrics"] = {"prompt_tokens": _int(call.get("input_tokens")),
                            "completion_tokens": _int(call.get("output_tokens")),
                            "cached_tokens": _int(call.get("cache_read_tokens")),
@@ -249,6 +257,8 @@ class _Builder:
             fp = _fp(item)
             seen_now[fp] += 1
             if seen_now[fp] <= thread.seen[fp]:
+                if item["kind"] == "assistant":
+                    self._adopt_ids(thread, item)
                 continue
             thread.seen[fp] += 1
             if item["kind"] == "tool_result":
@@ -295,6 +305,22 @@ class _Builder:
             thread.seen[_fp(echo)] += 1
         del step  # recorded in self.steps
 
+    def _adopt_ids(self, thread: _Thread, item: dict[str, Any]) -> None:
+        """A repeated turn whose calls now carry ids the answer did not (the scaffold named
+        them): the steps' calls take those ids, so the results that quote them find them."""
+        for call in item.get("tool_calls") or []:
+            real = call.get("id")
+            if not real or call.get("synth") or real in self.calls:
+                continue
+            queue = thread.synth_by_sig.get(_signature(call)) or []
+            if not queue:
+                continue
+            entry = queue.pop(0)
+            step = self.calls.pop(entry["tool_call_id"], None)
+            entry["tool_call_id"] = real
+            if step is not None:
+                self.calls[real] = step
+
     def _pending_text_call(self, thread: _Thread) -> dict[str, Any] | None:
         last = thread.last_agent
         if last is None or last is not (self.steps[-1] if self.steps else None):
@@ -308,6 +334,7 @@ class _Builder:
 
 # ----------------------------------------------------------------------------- native transcripts
 EXIT_PATTERNS = (re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+                 re.compile(r"Process exited with code (-?\d+)"),
                  re.compile(r"(?:^|\n)Exit code:?\s*(-?\d+)"),
                  re.compile(r"\bexit(?:_code| code| status)[\"':= ]+(-?\d+)", re.IGNORECASE))
 
@@ -387,7 +414,12 @@ def native_results(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dic
             ident = d.get("callID") or d.get("call_id") or d.get("tool_call_id") or \
                 d.get("tool_id")
             state = d.get("state") if isinstance(d.get("state"), dict) else d
-            if isinstance(ident, str) and ("output" in state or "result" in state):
+            if isinstance(ident, str) and d.get("role") == "tool" and "content" in d:
+                extra = d.get("extra") if isinstance(d.get("extra"), dict) else {}
+                code = extra.get("returncode")
+                by_id[ident] = {"content": text_of(d["content"]),
+                                **({"exit_code": code} if isinstance(code, int) else {})}
+            elif isinstance(ident, str) and ("output" in state or "result" in state):
                 meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
                 code = meta.get("exit", meta.get("exit_code", state.get("exit_code")))
                 by_id.setdefault(ident, {}).update(
@@ -399,6 +431,9 @@ def native_results(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dic
                 by_command[d["command"].strip()] = {
                     "exit_code": d["exit_code"],
                     "content": text_of(d.get("aggregated_output") or d.get("output"))}
+    for ident in list(by_id):       # Gemini CLI's "<tool>__<id>" names the wire's "<id>"
+        if "__" in ident:
+            by_id.setdefault(ident.split("__", 1)[1], by_id[ident])
     return by_id, by_command
 
 

@@ -19,7 +19,8 @@ from a2c.contracts.trajectory import TRAJECTORY_FORMAT, validate_trajectory
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
 import driver_record as dr  # noqa: E402
 
-SCAFFOLDS = ["claude-code", "opencode", "codex", "gemini-cli", "mini-swe-agent", "chat-tools"]
+SCAFFOLDS = ["claude-code", "opencode", "codex", "gemini-cli", "mini-swe-agent", "chat-tools",
+             "text-actions"]
 COMMANDS = ["ls -la", "python train.py", "./submit output/m1",
             "python train.py --epochs 3 && ./submit output/m2"]
 
@@ -45,14 +46,14 @@ def test_each_wire_builds_a_valid_trajectory(tmp_path, scaffold, stream):
     assert len(agent) == len(dr.SCENARIO)          # one agent step per driver call
     assert [s["extra"]["call_seq"] for s in agent] == list(range(len(dr.SCENARIO)))
     text = [s["message"] for s in agent]
-    if scaffold == "mini-swe-agent":
+    if scaffold == "text-actions":
         assert all(m.startswith("THOUGHT: ") for m in text)
     else:
         assert text == [step["text"] for step in dr.SCENARIO]
     commands = _commands(t)
-    expected = COMMANDS if scaffold not in ("codex", "mini-swe-agent") else \
+    expected = COMMANDS if scaffold not in ("codex", "mini-swe-agent", "text-actions") else \
         [COMMANDS[0], "cat > train.py <<'EOF'\nprint('training')\nEOF", *COMMANDS[1:]]
-    if scaffold == "mini-swe-agent":
+    if scaffold in ("mini-swe-agent", "text-actions"):
         expected = expected + ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
     assert commands == expected
     # Each tool's output is the observation of the call that asked for it.
@@ -60,7 +61,7 @@ def test_each_wire_builds_a_valid_trajectory(tmp_path, scaffold, stream):
     call = first["tool_calls"][0]
     result = first["observation"]["results"][0]
     assert result["source_call_id"] == call["tool_call_id"]
-    assert "INSTRUCTIONS.md\nsubmit\nstatus\n" in result["content"]
+    assert "INSTRUCTIONS.md" in result["content"] and "status" in result["content"]
     assert all(len(s.get("observation", {}).get("results", [])) == len(s.get("tool_calls") or [])
                for s in agent[:-1])
     submits = [c for s in agent for c in s.get("tool_calls") or [] if c["extra"].get("submits")]
@@ -191,8 +192,9 @@ def test_enriched_from_the_native_transcript(tmp_path):
     assert train["extra"]["exit_code"] == 3
 
 
-def test_exit_codes_read_from_outputs(tmp_path):
-    run = dr.write_record(tmp_path / "run", "mini-swe-agent", stream=False)
+@pytest.mark.parametrize("scaffold", ["text-actions", "mini-swe-agent"])
+def test_exit_codes_read_from_outputs(tmp_path, scaffold):
+    run = dr.write_record(tmp_path / "run", scaffold, stream=False)
     t = build_trajectory(run)
     codes = [r["extra"]["exit_code"] for s in _agent(t)
              for r in (s.get("observation") or {}).get("results", [])]
@@ -217,3 +219,34 @@ def test_sse_and_unknown_shapes():
                     b'{"content": "x", "output": 5, "candidates": [{"content": 3}]}'):
             turn = response_turn(wire, raw)
             assert set(turn) >= {"text", "tool_calls", "usage"}
+
+
+def test_gemini_calls_take_the_ids_the_cli_gives_them(tmp_path):
+    run = dr.write_record(tmp_path / "run", "gemini-cli", stream=True)
+    t = build_trajectory(run)
+    ids = [c["tool_call_id"] for s in _agent(t) for c in s.get("tool_calls") or []]
+    assert ids == [f"{'write_file' if k == 1 else 'run_shell_command'}_{1796133161555 + k}_0"
+                   for k in range(len(dr.SCENARIO) - 1)]
+
+
+@pytest.mark.parametrize("scaffold", sorted(dr.REAL_PAIRS))
+def test_real_cli_requests(tmp_path, scaffold):
+    """Two requests a real CLI sent (the second repeating the first, with the tool's output):
+    one tool-call step whose observation is that output, then the final answer; the CLI's
+    real stdout transcript read alongside."""
+    run = dr.write_real_pair(tmp_path / "run", scaffold)
+    t = build_trajectory(run)
+    assert validate_trajectory(t) == [] and t["extra"]["warnings"] == []
+    agent = _agent(t)
+    assert [s["message"] for s in agent] == ["", "All done."]
+    assert not any((s.get("extra") or {}).get("from_request") for s in t["steps"])
+    call = agent[0]["tool_calls"][0]
+    assert call["extra"] == {"kind": "shell", "command": "echo hi > hi.txt && cat hi.txt"}
+    result = agent[0]["observation"]["results"][0]
+    assert result["source_call_id"] == call["tool_call_id"] and "hi" in result["content"]
+    users = [s for s in t["steps"] if s["source"] == "user"]
+    assert sum("write hi" in s["message"] for s in users) == 1
+    if scaffold in ("codex", "opencode"):     # exit codes: Codex's output / OpenCode's events
+        assert result["extra"]["exit_code"] == 0
+    if scaffold == "opencode":
+        assert "transcript:logs/transcript.jsonl" in t["extra"]["sources"]
