@@ -62,7 +62,8 @@ def _step_view(step: dict[str, Any], record: RunRecord) -> dict[str, Any]:
             "model": step.get("model_name"), "thread": extra.get("thread"),
             "call_seq": extra.get("call_seq"), "error": extra.get("error"),
             "status": extra.get("status"),
-            "input_tokens": metrics.get("prompt_tokens"),
+            "input_tokens": (metrics.get("extra") or {}).get("input_tokens",
+                                                             metrics.get("prompt_tokens")),
             "output_tokens": metrics.get("completion_tokens"),
             "cached_tokens": metrics.get("cached_tokens"), "cost_usd": metrics.get("cost_usd"),
             "tool_calls": calls, "results": results, "submission": None}
@@ -109,7 +110,7 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
             "submit_step": submit_step, "calls": len(agent),
             "tokens": sum(int((s.get("metrics") or {}).get("prompt_tokens") or 0)
                           + int((s.get("metrics") or {}).get("completion_tokens") or 0)
-                          for s in agent),
+                          for s in agent),   # all four kinds, as the gateway counts tokens
             "cost_usd": round(sum(float((s.get("metrics") or {}).get("cost_usd") or 0.0)
                                   for s in agent), 6),
             "shell_commands": sum(1 for c in commands if c["step_id"] in
@@ -129,10 +130,11 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
         "available": True,
         "models": fextra.get("models") or {},
         "calls": int(fextra.get("calls") or 0), "errors": int(fextra.get("errors") or 0),
-        "input_tokens": int(final.get("total_prompt_tokens") or 0),
+        "input_tokens": int(fextra.get("input_tokens") or 0),
         "output_tokens": int(final.get("total_completion_tokens") or 0),
         "cached_tokens": int(final.get("total_cached_tokens") or 0),
         "cache_write_tokens": int(fextra.get("cache_write_tokens") or 0),
+        "tokens": int(fextra.get("tokens") or 0),
         "cost_usd": float(final.get("total_cost_usd") or 0.0),
         "budget": budget, "budget_exhausted": exhausted,
         "tool_calls_by_kind": fextra.get("tool_calls_by_kind") or {},

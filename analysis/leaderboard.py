@@ -2,8 +2,8 @@
 
 Only runs whose record verifies count (``--include-unverified`` overrides; excluded runs are
 listed). Per group: number of runs (seeds), baseline, best, improvement (best - baseline),
-submissions, valid submissions, time to best, driver tokens (input + output, from the
-gateway's driver_call events), driver cost (USD) and cost per point of improvement (cost /
+submissions, valid submissions, time to best, driver tokens (input, output, cache read and
+cache write, summed from the gateway's driver_call events, as its totals count them), driver cost (USD) and cost per point of improvement (cost /
 (best - baseline); blank for a run that did not improve or called no driver), each as the mean
 with its spread (sample standard deviation, min–max) when the group has several runs.
 """
@@ -78,6 +78,14 @@ def summarise(run_dir: Path) -> RunRow:
                   None if verification.ok else str(verification.first), values)
 
 
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else 0.0
+
+
 def driver_usage(record: RunRecord, best: float | None, baseline: float | None
                  ) -> dict[str, Any]:
     """tokens, cost_usd and cost_per_point of one run (None without driver calls; the cost per
@@ -85,9 +93,8 @@ def driver_usage(record: RunRecord, best: float | None, baseline: float | None
     calls = [e.get("data") or {} for e in record.events_of("driver_call")]
     if not calls:
         return {"tokens": None, "cost_usd": None, "cost_per_point": None}
-    tokens = sum(int(c.get("input_tokens") or 0) + int(c.get("output_tokens") or 0)
-                 for c in calls)
-    cost = sum(float(c.get("cost_usd") or 0.0) for c in calls)
+    tokens = int(sum(_number(c.get(k)) for c in calls for k in TOKEN_KINDS))
+    cost = sum(_number(c.get("cost_usd")) for c in calls)
     gain = None if best is None or baseline is None else best - baseline
     return {"tokens": tokens, "cost_usd": cost,
             "cost_per_point": cost / gain if gain is not None and gain > 0 else None}

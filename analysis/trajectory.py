@@ -83,6 +83,19 @@ def _float(value: Any) -> float:
         else 0.0
 
 
+def metrics_of(call: dict[str, Any]) -> dict[str, Any]:
+    """ATIF metrics of one driver call. The gateway counts input tokens apart from cache reads
+    and writes (runtime/driver_gateway: `input_tokens` are the uncached ones); ATIF's
+    `prompt_tokens` is the whole prompt, cached part included, so it is their sum, and
+    `cached_tokens` the cache reads. The gateway's own fields are kept in `extra`."""
+    fresh, read, write = (_int(call.get(k)) for k in ("input_tokens", "cache_read_tokens",
+                                                       "cache_write_tokens"))
+    return {"prompt_tokens": fresh + read + write,
+            "completion_tokens": _int(call.get("output_tokens")),
+            "cached_tokens": read, "cost_usd": _float(call.get("cost_usd")),
+            "extra": {"input_tokens": fresh, "cache_write_tokens": write}}
+
+
 def submits(command: str | None) -> bool:
     return bool(command) and bool(SUBMIT.search(command or ""))
 
@@ -215,11 +228,7 @@ class _Builder:
             if c.get("synth") or c.get("from_message"):
                 thread.pending_by_name.setdefault(c.get("name") or "", []).append(entry)
                 thread.synth_by_sig.setdefault(_signature(c), []).append(entry)
-        step["metrics"] = {"prompt_tokens": _int(call.get("input_tokens")),
-                           "completion_tokens": _int(call.get("output_tokens")),
-                           "cached_tokens": _int(call.get("cache_read_tokens")),
-                           "cost_usd": _float(call.get("cost_usd")),
-                           "extra": {"cache_write_tokens": _int(call.get("cache_write_tokens"))}}
+        step["metrics"] = metrics_of(call)
         thread.last_agent = step
         return step
 
@@ -514,13 +523,18 @@ def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
                  | {"timestamp": e.get("ts")}
                  for e in events if e.get("type") == "driver_budget_exhausted"]
     errors = sum(1 for c in calls if c.get("error") or _int(c.get("status")) >= 400)
-    return {"total_prompt_tokens": total("input_tokens"),
+    return {"total_prompt_tokens": total("input_tokens") + total("cache_read_tokens")
+            + total("cache_write_tokens"),
             "total_completion_tokens": total("output_tokens"),
             "total_cached_tokens": total("cache_read_tokens"),
             "total_cost_usd": round(sum(_float(c.get("cost_usd")) for c in calls), 10),
             "total_steps": len(steps),
             "extra": {"calls": len(calls), "errors": errors,
+                      "input_tokens": total("input_tokens"),
                       "cache_write_tokens": total("cache_write_tokens"),
+                      "tokens": sum(total(k) for k in ("input_tokens", "output_tokens",
+                                                       "cache_read_tokens",
+                                                       "cache_write_tokens")),
                       "models": dict(models.most_common()),
                       "budget_exhausted": exhausted,
                       "tool_calls_by_kind": dict(sorted(kinds.items())),
@@ -603,7 +617,8 @@ def build_trajectory(run_dir: str | Path) -> dict[str, Any]:
                         extra={"driver": run.get("driver") or started.get("driver")}),
         steps=[_to_record(s) for s in builder.steps],
         notes="Built by a2c from the driver gateway's call record (driver_call events and "
-              "driver/blobs); prompt_tokens is the gateway's input_tokens, cached_tokens its "
+              "driver/blobs); prompt_tokens is the whole prompt (the gateway's uncached "
+              "input_tokens + cache_read_tokens + cache_write_tokens), cached_tokens its "
               "cache_read_tokens. See docs/trajectory.md.",
         final_metrics=FinalMetrics(**final),
         extra={"run_id": run.get("run_id") or started.get("run_id"),

@@ -8,7 +8,8 @@ fits, so ATIF readers can load it: `schema_version`, `session_id`, `agent`, `ste
 `source` system | user | agent, `message`, `tool_calls`, `observation.results`, `metrics`) and
 `final_metrics`; what ATIF has no field for lives in `extra` (ATIF's own extension point).
 `format` names this record's version. Token counts are the gateway's (the provider's own usage
-fields): `prompt_tokens` is the call's `input_tokens`, `cached_tokens` its `cache_read_tokens`.
+fields): as in ATIF, `prompt_tokens` is the whole prompt — the call's uncached `input_tokens` +
+`cache_read_tokens` + `cache_write_tokens` — and `cached_tokens` its `cache_read_tokens`.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ class Observation(_Part):
 
 @dataclass
 class Metrics(_Part):
-    """One driver call's usage, as the gateway metered it."""
+    """One driver call's usage, as the gateway metered it. `extra`: input_tokens (uncached),
+    cache_write_tokens."""
 
     prompt_tokens: int | None = optional()
     completion_tokens: int | None = optional()
@@ -110,7 +112,9 @@ class Step(_Part):
 @dataclass
 class FinalMetrics(_Part):
     """Totals over every driver call (the sum of the driver_call events). `extra`: calls,
-    errors, cache_write_tokens, models, budget_exhausted, tool_calls_by_kind."""
+    errors, input_tokens (uncached), cache_write_tokens, tokens (all four kinds, as the
+    gateway's totals count them), models, budget_exhausted, tool_calls_by_kind and _by_name,
+    threads."""
 
     total_prompt_tokens: int = 0
     total_completion_tokens: int = 0

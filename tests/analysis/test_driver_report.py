@@ -52,6 +52,7 @@ def test_driver_section(written):
     assert d["output_tokens"] == sum(u["output_tokens"] for u in usage)
     assert d["cached_tokens"] == sum(u["cache_read_tokens"] for u in usage)
     assert d["cost_usd"] == pytest.approx(sum(dr.cost_of(u) for u in usage))
+    assert d["tokens"] == sum(sum(u.values()) for u in usage)
     assert d["budget_exhausted"] == [{"limit": "cost_usd", "budget": 0.02, "used": 0.021,
                                       "t_s": 960.0}]
     assert d["tool_calls_by_kind"] == {"edit": 1, "shell": 4}
@@ -173,7 +174,7 @@ def test_leaderboard_tokens_and_cost(maker, tmp_path):
     groups = {g["key"]["agent"]: g for g in board["groups"]}
     cc, ref = groups["claude-code"], groups["ref-sft"]
     usage = [dr.usage_of(k) for k in range(6)]
-    tokens = sum(u["input_tokens"] + u["output_tokens"] for u in usage)
+    tokens = sum(sum(u.values()) for u in usage)      # all four kinds, as the gateway
     cost = sum(dr.cost_of(u) for u in usage)
     assert cc["tokens"]["mean"] == tokens and cc["cost_usd"]["mean"] == pytest.approx(cost)
     assert cc["cost_per_point"]["mean"] == pytest.approx(

@@ -76,7 +76,12 @@ def test_totals_equal_the_sum_of_the_events(tmp_path, scaffold):
     t = build_trajectory(run)
     calls = [e["data"] for e in read_events(run / "events.jsonl") if e["type"] == "driver_call"]
     final = t["final_metrics"]
-    assert final["total_prompt_tokens"] == sum(c["input_tokens"] for c in calls)
+    assert final["total_prompt_tokens"] == sum(c["input_tokens"] + c["cache_read_tokens"]
+                                               + c["cache_write_tokens"] for c in calls)
+    assert final["extra"]["input_tokens"] == sum(c["input_tokens"] for c in calls)
+    assert final["extra"]["tokens"] == sum(c["input_tokens"] + c["output_tokens"]
+                                           + c["cache_read_tokens"] + c["cache_write_tokens"]
+                                           for c in calls)
     assert final["total_completion_tokens"] == sum(c["output_tokens"] for c in calls)
     assert final["total_cached_tokens"] == sum(c["cache_read_tokens"] for c in calls)
     assert final["total_cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls))
