@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from a2c import __version__
 from a2c.canonical import canonical_json, sha256_bytes
 from a2c.contracts.records import read_jsonl_tolerant
 from a2c.contracts.run_paths import RunPaths
@@ -624,10 +625,53 @@ def build_trajectory(run_dir: str | Path) -> dict[str, Any]:
         extra={"run_id": run.get("run_id") or started.get("run_id"),
                "task": run.get("task") or started.get("task"),
                "driver": run.get("driver") or started.get("driver"), "wires": wires,
-               "sources": sources, "warnings": builder.warnings[:200]})
+               "sources": sources, "warnings": builder.warnings[:200],
+               "a2c_version": __version__})
     out = trajectory.to_dict()
     out["format"], out["schema_version"] = TRAJECTORY_FORMAT, ATIF_VERSION
     return out
+
+
+def trajectory_problems(run_dir: str | Path) -> list[str]:
+    """How RUN/trajectory.json departs from what the run's record builds (empty when it
+    matches, or when there is none): the schema, then — written by this a2c version — every
+    step and total; written by another version, the totals (which do not depend on how a
+    version reads the bodies). The driver record itself is checked apart (driver/blobs)."""
+    root = Path(run_dir)
+    path = RunPaths(root).trajectory
+    if not path.is_file():
+        return []
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        return [f"not readable JSON ({exc})"]
+    problems = validate_trajectory(stored)
+    if problems:
+        return [f"does not validate: {problems[0]}"]
+    built = build_trajectory(root)
+    version = (stored.get("extra") or {}).get("a2c_version")
+    if version == __version__:
+        for key in ("session_id", "agent", "final_metrics"):
+            if canonical_json(stored.get(key)) != canonical_json(built.get(key)):
+                return [f"{key} differs from what the driver record builds"]
+        if len(stored["steps"]) != len(built["steps"]):
+            return [f"{len(stored['steps'])} steps, the driver record builds "
+                    f"{len(built['steps'])}"]
+        for have, want in zip(stored["steps"], built["steps"]):
+            if canonical_json(have) != canonical_json(want):
+                return [f"step {have.get('step_id')} differs from what the driver record builds"]
+        return []
+    totals = ("total_prompt_tokens", "total_completion_tokens", "total_cached_tokens")
+    have = stored.get("final_metrics") or {}
+    want = built.get("final_metrics") or {}
+    for key in totals:
+        if have.get(key) != want.get(key):
+            return [f"final_metrics.{key} {have.get(key)!r} differs from the driver record's "
+                    f"{want.get(key)!r} (written by a2c {version})"]
+    if abs(float(have.get("total_cost_usd") or 0) - float(want.get("total_cost_usd") or 0)) > 1e-9:
+        return [f"final_metrics.total_cost_usd {have.get('total_cost_usd')!r} differs from the "
+                f"driver record's {want.get('total_cost_usd')!r} (written by a2c {version})"]
+    return []
 
 
 def write_trajectory(run_dir: str | Path) -> Path:

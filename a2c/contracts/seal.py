@@ -2,8 +2,8 @@
 authenticated event chain (`record_sealed`, a2c.contracts.events) and checked by `a2c verify`.
 
 Sealed (paths relative to the run directory; `SEALED_FILES`, `SEALED_DIRS`, `SEALED_TREES`):
-  run.json, submissions.jsonl, agent/prompt.rendered.md, trajectory.json (when the run has
-  one: written before the seal), every file under results/ and logs/, and data/ (the agent split and its referenced files, which may be many) as one tree entry.
+  run.json, submissions.jsonl, agent/prompt.rendered.md, every file under results/ and logs/,
+  and data/ (the agent split and its referenced files, which may be many) as one tree entry.
 
 Each file is recorded as {"sha256", "size"} (a symbolic link as {"symlink": target}); a tree as
 `"data/": {"tree": sha256 of its sorted "path sha256 size" lines, "files": count}`. Logs only grow:
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-SEALED_FILES = ("run.json", "submissions.jsonl", "agent/prompt.rendered.md", "trajectory.json")
+SEALED_FILES = ("run.json", "submissions.jsonl", "agent/prompt.rendered.md")
 SEALED_DIRS = ("results", "logs")
 SEALED_TREES = ("data",)
 APPEND_ONLY_DIRS = ("logs",)

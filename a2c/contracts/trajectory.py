@@ -127,7 +127,7 @@ class FinalMetrics(_Part):
 @dataclass
 class Trajectory(_Part):
     """trajectory.json. `extra`: run_id, task, driver, wires, sources (what it was built from),
-    warnings (what could not be read)."""
+    warnings (what could not be read), a2c_version (of the builder)."""
 
     session_id: str = ""
     agent: AgentInfo = field(default_factory=AgentInfo)

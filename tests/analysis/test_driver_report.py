@@ -113,19 +113,26 @@ def test_verify_covers_driver_blobs(driven_copy):
     assert main(["verify", str(driven_copy)]) != 0
 
 
-def test_trajectory_json_is_sealed(driven_copy, maker):
+def test_trajectory_json_is_verified(driven_copy):
     from a2c.analysis.trajectory import write_trajectory
 
-    path = write_trajectory(driven_copy)
-    unsealed = verify_run(driven_copy)
-    assert not unsealed.ok and unsealed.first.file == "trajectory.json"   # written after the seal
-    maker.reseal(driven_copy)                   # the runtime writes it before the seal
-    assert verify_run(driven_copy).ok
+    path = write_trajectory(driven_copy)        # after the run's seal, as the CLI writes it
+    result = verify_run(driven_copy)
+    assert result.ok, result.problems
+    assert any(c.name == "trajectory" and c.ok for c in result.checks)
     report = build_report(driven_copy)
     assert report["driver"]["trajectory_file"] == "trajectory.json"
     path.write_text(path.read_text().replace("ls -la", "ls -lh"))
     edited = verify_run(driven_copy)
-    assert [p.file for p in edited.problems] == ["trajectory.json"]
+    assert [(p.file, p.message) for p in edited.problems] == [
+        ("trajectory.json", "step 3 differs from what the driver record builds")]
+    data = json.loads(path.read_text())
+    data["extra"]["a2c_version"] = "0.0.1"                       # another version's file
+    data["final_metrics"]["total_cost_usd"] = 0.0
+    path.write_text(json.dumps(data))
+    assert "total_cost_usd" in verify_run(driven_copy).first.message
+    path.write_text("{")
+    assert "not readable JSON" in verify_run(driven_copy).first.message
 
 
 @pytest.mark.parametrize("status", ["agent_failed", "no_submission"])
