@@ -23,9 +23,19 @@ from a2c import __version__
 from a2c.canonical import canonical_json, sha256_bytes
 from a2c.contracts.records import read_jsonl_tolerant
 from a2c.contracts.run_paths import RunPaths
-from a2c.contracts.trajectory import (ATIF_VERSION, TRAJECTORY_FORMAT, AgentInfo, FinalMetrics,
-                                      Metrics, Observation, ObservationResult, Step, ToolCall,
-                                      Trajectory, validate_trajectory)
+from a2c.contracts.trajectory import (
+    ATIF_VERSION,
+    TRAJECTORY_FORMAT,
+    AgentInfo,
+    FinalMetrics,
+    Metrics,
+    Observation,
+    ObservationResult,
+    Step,
+    ToolCall,
+    Trajectory,
+    validate_trajectory,
+)
 from a2c.fsutil import write_text_atomic
 from a2c.timefmt import iso_utc, parse_time
 

@@ -84,8 +84,15 @@ def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def generate_all() -> dict[str, dict[str, Any]]:
     """{file name: schema} for every record."""
-    from a2c.contracts import (bundle, events, grade_result, journal, run_info, service_config,
-                               trajectory)
+    from a2c.contracts import (
+        bundle,
+        events,
+        grade_result,
+        journal,
+        run_info,
+        service_config,
+        trajectory,
+    )
 
     out: dict[str, dict[str, Any]] = {}
 
