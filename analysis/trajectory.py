@@ -695,3 +695,18 @@ def write_trajectory(run_dir: str | Path) -> Path:
     path = RunPaths(root).trajectory
     write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n", mode=0o600)
     return path
+
+
+def maybe_write_trajectory(run_dir: str | Path) -> Path | None:
+    """After any run (the CLI's call once `a2c run` / a sweep trial / a resume ends): write
+    RUN/trajectory.json when the run's agent called a driver through the gateway; None when it
+    did not (a scripted agent) or the trajectory could not be written (never raises: the run
+    is over and recorded either way; `a2c verify` names a stale or missing-body record)."""
+    root = Path(run_dir)
+    try:
+        rows, _ = read_jsonl_tolerant(root / "events.jsonl")
+        if not any(r.get("type") == "driver_call" for r in rows):
+            return None
+        return write_trajectory(root)
+    except (OSError, ValueError):
+        return None

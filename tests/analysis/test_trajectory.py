@@ -255,3 +255,13 @@ def test_real_cli_requests(tmp_path, scaffold):
         assert result["extra"]["exit_code"] == 0
     if scaffold == "opencode":
         assert "transcript:logs/transcript.jsonl" in t["extra"]["sources"]
+
+
+def test_maybe_write_trajectory(tmp_path, pristine_run):
+    from a2c.analysis.trajectory import maybe_write_trajectory
+
+    assert maybe_write_trajectory(pristine_run) is None            # a scripted agent's run
+    assert not (pristine_run / "trajectory.json").exists()
+    run = dr.write_record(tmp_path / "run", "codex")
+    assert maybe_write_trajectory(run) == run / "trajectory.json"
+    assert maybe_write_trajectory(tmp_path / "nowhere") is None
