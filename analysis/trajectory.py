@@ -388,7 +388,8 @@ def transcript_path(run_dir: Path, run: dict[str, Any]) -> Path | None:
     candidates += sorted((run_dir / "logs").glob("transcript.*"))
     for path in candidates:
         try:
-            if path.is_file() and run_dir.resolve() in path.resolve().parents:
+            if (path.is_file() or path.is_dir()) and not path.is_symlink() and \
+                    run_dir.resolve() in path.resolve().parents:
                 return path
         except OSError:
             continue
@@ -396,6 +397,14 @@ def transcript_path(run_dir: Path, run: dict[str, Any]) -> Path | None:
 
 
 def _transcript_objects(path: Path) -> list[Any]:
+    """The JSON values of a transcript: one document, or one per line (lines that are not JSON
+    skipped); a folder (a copied session directory): those of each file in it."""
+    if path.is_dir():
+        out: list[Any] = []
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+        for file in files[:200]:
+            out += _transcript_objects(file)
+        return out
     try:
         raw = path.read_bytes()[:MAX_BLOB]
     except OSError:

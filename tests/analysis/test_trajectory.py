@@ -265,3 +265,16 @@ def test_maybe_write_trajectory(tmp_path, pristine_run):
     run = dr.write_record(tmp_path / "run", "codex")
     assert maybe_write_trajectory(run) == run / "trajectory.json"
     assert maybe_write_trajectory(tmp_path / "nowhere") is None
+
+
+def test_transcript_folder(tmp_path):
+    run = dr.write_record(tmp_path / "run", "opencode", stream=True)
+    folder = run / "logs" / "transcript.d" / "session"
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text(json.dumps(
+        {"type": "tool_use", "part": {"callID": "toolu_02", "state": {
+            "status": "completed", "output": "training\nsaved output/m1\nmore", "metadata": {
+                "exit": 0}}}}) + "\n")
+    t = build_trajectory(run)
+    result = _agent(t)[2]["observation"]["results"][0]
+    assert result["content"].endswith("more") and result["extra"]["exit_code"] == 0
