@@ -118,6 +118,14 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
         if received is not None:
             previous = received
 
+    rest = [s for s, ts in zip(steps, times) if previous is None or ts is None or ts > previous]
+    rest_agent = [s for s in rest if s["source"] == "agent"]
+    after = {"steps": [s["step_id"] for s in rest], "calls": len(rest_agent),
+             "tokens": sum(int((s.get("metrics") or {}).get("prompt_tokens") or 0)
+                           + int((s.get("metrics") or {}).get("completion_tokens") or 0)
+                           for s in rest_agent),
+             "cost_usd": round(sum(float((s.get("metrics") or {}).get("cost_usd") or 0.0)
+                                   for s in rest_agent), 6)}
     views = [_step_view(s, record) for s in steps[:MAX_STEPS]]
     owner = {sid: p["id"] for p in per_sub for sid in p["steps"]}
     for view in views:
@@ -141,7 +149,7 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
         "tool_calls_by_name": fextra.get("tool_calls_by_name") or {},
         "shell_commands": commands[:MAX_COMMANDS],
         "shell_commands_total": len(commands),
-        "submissions": per_sub,
+        "submissions": per_sub, "after_last_submission": after,
         "steps": views, "steps_total": len(steps),
         "threads": fextra.get("threads") or [],
         "sources": (trajectory.get("extra") or {}).get("sources") or [],

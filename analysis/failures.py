@@ -56,6 +56,8 @@ LABELS.update({
     "never_scored": "submission never scored",
     "model_changed": "submitted files changed or deleted before evaluation",
     "other": "other",
+    "driver_budget": "driver budget exhausted",
+    "driver_errors": "driver calls answered with an error",
 })
 # The category of each code of an invalid submission; None: the message decides (see above).
 CODE_CATEGORIES: dict[str, str | None] = {
@@ -189,6 +191,7 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
                                         + (f" ({data.get('reason')})" if data.get("reason") else ""),
                              "evidence": evidence})
     _run_status(record, failures)
+    _driver(record, failures)
     for category, pattern in SERVICE_REFUSALS:
         hits = [(n, line) for n, line in enumerate(grader_log, start=1) if pattern.search(line)]
         if hits:
@@ -234,3 +237,43 @@ def _run_status(record: RunRecord, failures: list[dict[str, Any]]) -> None:
         if entry is not None:
             entry["message"] = "run status no_submission: the agent never submitted"
             entry["evidence"] = (entry["evidence"] + tail)
+
+
+def _driver(record: RunRecord, failures: list[dict[str, Any]]) -> None:
+    """The driver gateway's refusals and errors: a spent driver budget (each
+    `driver_budget_exhausted` event), and calls answered with an error (an upstream down or
+    failing, a refused model or key), counted by error."""
+    for event in record.events_of("driver_budget_exhausted"):
+        data = event.get("data") or {}
+        failures.append({"category": "driver_budget", "label": LABELS["driver_budget"],
+                         "submission_id": None,
+                         "message": f"{data.get('limit')}: {data.get('used')} used of "
+                                    f"{data.get('budget')}; later calls were refused",
+                         "evidence": [{"source": "events.jsonl", "line": event.get("_line"),
+                                       "text": _clip(f"driver_budget_exhausted {data}")}]})
+    errors = [e for e in record.events_of("driver_call")
+              if (e.get("data") or {}).get("error") or
+              _status((e.get("data") or {}).get("status")) >= 400]
+    if not errors:
+        return
+    kinds: dict[str, int] = {}
+    for event in errors:
+        data = event.get("data") or {}
+        kind = str(data.get("error") or f"HTTP {data.get('status')}")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    failures.append({"category": "driver_errors", "label": LABELS["driver_errors"],
+                     "submission_id": None,
+                     "message": f"{len(errors)} call(s): " + ", ".join(
+                         f"{k} ×{n}" for k, n in sorted(kinds.items())),
+                     "evidence": [{"source": "events.jsonl", "line": e.get("_line"),
+                                   "text": _clip("driver_call seq {seq} status {status} {error}"
+                                                 .format(seq=(e.get("data") or {}).get("seq"),
+                                                         status=(e.get("data") or {})
+                                                         .get("status"),
+                                                         error=(e.get("data") or {})
+                                                         .get("error") or ""))}
+                                  for e in errors[:MAX_EVIDENCE]]})
+
+
+def _status(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

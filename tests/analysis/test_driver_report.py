@@ -17,6 +17,7 @@ from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
 from a2c.analysis.report import build_report, validate_report, write_report
 from a2c.analysis.verify import verify_run
 from a2c.cli import main
+from a2c.contracts.events import EventLog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
 import driver_record as dr  # noqa: E402
@@ -69,7 +70,23 @@ def test_driver_section(written):
     assert "./submit output/m2" in steps[second["submit_step"]]["tool_calls"][0]["text"]
     assert steps[first["submit_step"]]["submission"] == "1"
     assert [s["source"] for s in d["steps"][:2]] == ["system", "user"]
+    assert d["after_last_submission"]["calls"] == 0       # the last call precedes submission 3
+    assert sum(p["calls"] for p in d["submissions"]) == d["calls"]
     assert d["steps"][0]["long"] and d["steps"][0]["message_truncated"]
+
+
+def test_driver_failures(written, driven_copy):
+    report, _ = written
+    budget = [f for f in report["failures"] if f["category"] == "driver_budget"]
+    assert budget and budget[0]["message"].startswith("cost_usd: 0.021 used of 0.02")
+    assert not [f for f in report["failures"] if f["category"] == "driver_errors"]
+    log = EventLog(driven_copy / "events.jsonl")
+    for status, error in ((502, "upstream_unreachable"), (402, "budget"), (429, None)):
+        log.append("driver_call", {"seq": 90, "wire": "anthropic", "path": "/v1/messages",
+                                   "status": status, "error": error})
+    errors = next(f for f in build_report(driven_copy)["failures"]
+                  if f["category"] == "driver_errors")
+    assert errors["message"] == "3 call(s): HTTP 429 ×1, budget ×1, upstream_unreachable ×1"
 
 
 def test_driver_section_markdown_and_html(written):
