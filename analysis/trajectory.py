@@ -199,6 +199,9 @@ class _Builder:
             owner = thread.last_agent
         result = {"source_call_id": call_id, "content": item.get("content") or ""}
         extra = {"is_error": True} if item.get("is_error") else {}
+        if owner is not None and call_id and any(r["source_call_id"] == call_id
+                                                 for r in owner["results"]):
+            return          # the same result, repeated by a request of another thread
         if owner is None:
             step = self.add_step("user", "", ts, thread=thread.number)
             step["results"].append({**result, "extra": extra or None})
@@ -265,7 +268,7 @@ class _Builder:
             self.warnings.append(f"driver call {seq}: the request body is not JSON")
         items = request_items(wire, body)
         key, first = _thread_key(items)
-        thread = self.threads.get(key)
+        thread = self.threads.get(key) or self._closest_thread(items)
         if thread is None:
             thread = self.threads[key] = _Thread(len(self.threads), key, first)
         thread.calls += 1
@@ -324,6 +327,19 @@ class _Builder:
         if turn.get("text") or turn.get("tool_calls"):
             thread.seen[_fp(echo)] += 1
         del step  # recorded in self.steps
+
+    def _closest_thread(self, items: list[dict[str, Any]]) -> _Thread | None:
+        """The thread a request continues whose opening changed (a scaffold rewriting its
+        environment message): the one that has seen most of its items, if that is most of
+        them."""
+        if len(items) < 3:
+            return None
+        best, best_seen = None, 0
+        for thread in self.threads.values():
+            seen = sum(1 for item in items if thread.seen[_fp(item)] > 0)
+            if seen > best_seen:
+                best, best_seen = thread, seen
+        return best if best_seen * 2 > len(items) else None
 
     def _adopt_ids(self, thread: _Thread, item: dict[str, Any]) -> None:
         """A repeated turn whose calls now carry ids the answer did not (the scaffold named

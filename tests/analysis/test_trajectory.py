@@ -278,3 +278,29 @@ def test_transcript_folder(tmp_path):
     t = build_trajectory(run)
     result = _agent(t)[2]["observation"]["results"][0]
     assert result["content"].endswith("more") and result["extra"]["exit_code"] == 0
+
+
+def test_a_rewritten_opening_continues_its_thread(tmp_path):
+    """Codex rewrites its environment message mid-session: the request still continues the
+    conversation (most of its items were seen), so nothing is repeated."""
+    run = tmp_path / "run"
+    conversation = dr.calls("codex", stream=True)
+    path, request, reply, usage = conversation[3]
+    changed = json.loads(json.dumps(request))
+    env = next(i for i in changed["input"] if "environment_context" in json.dumps(i))
+    env["content"][0]["text"] = env["content"][0]["text"].replace("Etc/UTC", "Europe/Paris")
+    conversation[3] = (path, changed, reply, usage)
+    run.mkdir(parents=True)
+    log = EventLog(run / "events.jsonl")
+    for seq, (path, body, reply, usage) in enumerate(conversation):
+        log.append("driver_call", {"seq": seq, "wire": "openai-responses", "path": path,
+                                   "status": 200, "stream": True,
+                                   "request_sha256": dr.blob(run, json.dumps(body).encode()),
+                                   "response_sha256": dr.blob(run, reply)})
+    t = build_trajectory(run)
+    assert len(t["final_metrics"]["extra"]["threads"]) == 1
+    results = [r["source_call_id"] for s in t["steps"]
+               for r in (s.get("observation") or {}).get("results", [])]
+    assert len(results) == len(set(results)) == len(dr.SCENARIO) - 1
+    users = [s["message"] for s in t["steps"] if s["source"] == "user"]
+    assert sum("Europe/Paris" in m for m in users) == 1     # the new message, once
