@@ -292,7 +292,7 @@ def test_a_rewritten_opening_continues_its_thread(tmp_path):
     conversation[3] = (path, changed, reply, usage)
     run.mkdir(parents=True)
     log = EventLog(run / "events.jsonl")
-    for seq, (path, body, reply, usage) in enumerate(conversation):
+    for seq, (path, body, reply, _usage) in enumerate(conversation):
         log.append("driver_call", {"seq": seq, "wire": "openai-responses", "path": path,
                                    "status": 200, "stream": True,
                                    "request_sha256": dr.blob(run, json.dumps(body).encode()),
