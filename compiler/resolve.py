@@ -59,6 +59,22 @@ def data_file_name(split: str, source_file: str) -> str:
     return f"data/{split}{suffix}"
 
 
+# Driver budgets (the gateway's limits on the agent's LLM): spec name -> resolved name. Present in
+# the resolved budget only when the spec sets them (unset: unlimited, and task bundles without a
+# driver budget keep their digest).
+DRIVER_BUDGET_KEYS = {"driver_tokens": "driver_tokens", "driver_cost": "driver_cost_usd",
+                      "driver_calls": "driver_calls"}
+
+
+def driver_budget(b: dict) -> dict[str, Any]:
+    """{driver_tokens, driver_cost_usd, driver_calls} for those the budget mapping sets."""
+    out: dict[str, Any] = {}
+    for key, resolved in DRIVER_BUDGET_KEYS.items():
+        if b.get(key) is not None:
+            out[resolved] = float(b[key]) if key == "driver_cost" else int(b[key])
+    return out
+
+
 def resolve(doc) -> dict[str, Any]:
     return {"Task": resolve_task, "Agent": resolve_agent, "Suite": resolve_suite}[doc.kind](doc)
 
@@ -118,6 +134,7 @@ def resolve_task(doc) -> dict[str, Any]:
               "max_submissions": b["max_submissions"],
               "min_interval_s": seconds(b["min_interval"]),
               "eval_timeout_s": seconds(b["eval_timeout"])}
+    budget.update(driver_budget(b))
     sc = d.get("scoring") or {}
     scoring = {"policy": sc.get("policy", "best")}
     envr = d.get("environment") or {}
@@ -173,6 +190,7 @@ def resolve_suite(doc) -> dict[str, Any]:
         budget["wall_clock_s"] = seconds(b["wall_clock"])
     if "gpus" in b:
         budget["gpus"] = b["gpus"]
+    budget.update(driver_budget(b))
     return {"id": d["id"], "title": d["title"], "description": d.get("description"),
             "tasks": list(d["tasks"]), "agents": list(d["agents"]),
             "drivers": list(d.get("drivers", [])), "modes": list(d.get("modes", [FREE])),

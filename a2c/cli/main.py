@@ -20,6 +20,7 @@ from a2c.errors import A2CError
 COMMAND_MODULES = (
     "a2c.cli.compile",   # validate, build, list, schema, new
     "a2c.cli.run",       # run, demo
+    "a2c.cli.agents",    # agents list, agents install
     "a2c.cli.eval",      # eval
     "a2c.cli.models",    # models
     "a2c.cli.data",      # data
