@@ -138,6 +138,7 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
         "available": True,
         "models": fextra.get("models") or {},
         "calls": int(fextra.get("calls") or 0), "errors": int(fextra.get("errors") or 0),
+        "refused": int(fextra.get("refused") or 0),
         "input_tokens": int(fextra.get("input_tokens") or 0),
         "output_tokens": int(final.get("total_completion_tokens") or 0),
         "cached_tokens": int(final.get("total_cached_tokens") or 0),

@@ -42,6 +42,8 @@ from a2c.timefmt import iso_utc, parse_time
 from .wires import is_generation, request_items, response_turn, text_of, wire_of_path
 
 MAX_BLOB = 64 << 20
+# The gateway's own refusals (runtime/driver_gateway/server.py): never forwarded upstream.
+REFUSED = ("auth", "not_served", "bad_request", "model", "budget")
 BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
 SUBMIT = re.compile(r"(?:^|[\s;&|(])(?:\./|\S*/)?submit(?:\s|$)")
 
@@ -558,14 +560,19 @@ def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
     exhausted = [{k: (e.get("data") or {}).get(k) for k in ("limit", "budget", "used", "seq")}
                  | {"timestamp": e.get("ts")}
                  for e in events if e.get("type") == "driver_budget_exhausted"]
-    errors = sum(1 for c in calls if c.get("error") or _int(c.get("status")) >= 400)
+    errors = sum(1 for c in calls if _int(c.get("status")) >= 400 or
+                 (c.get("error") and c.get("error") != "client_gone"))
+    refused = sum(1 for c in calls if c.get("error") in REFUSED)
+    forwarded = sum(1 for c in calls if c.get("error") not in REFUSED and is_generation(
+        c.get("wire") or wire_of_path(c.get("path")), c.get("path")))
     return {"total_prompt_tokens": total("input_tokens") + total("cache_read_tokens")
             + total("cache_write_tokens"),
             "total_completion_tokens": total("output_tokens"),
             "total_cached_tokens": total("cache_read_tokens"),
             "total_cost_usd": round(sum(_float(c.get("cost_usd")) for c in calls), 10),
             "total_steps": len(steps),
-            "extra": {"calls": len(calls), "errors": errors,
+            "extra": {"calls": forwarded, "refused": refused, "recorded": len(calls),
+                      "errors": errors,
                       "input_tokens": total("input_tokens"),
                       "cache_write_tokens": total("cache_write_tokens"),
                       "tokens": sum(total(k) for k in ("input_tokens", "output_tokens",

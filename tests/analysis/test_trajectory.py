@@ -172,7 +172,11 @@ def test_count_tokens_calls_count_in_totals_not_steps(tmp_path):
                                "request_sha256": dr.blob(run, b'{"messages": []}')})
     t = build_trajectory(run)
     assert len(_agent(t)) == len(dr.SCENARIO)
-    assert t["final_metrics"]["extra"]["calls"] == len(dr.SCENARIO) + 1
+    assert t["final_metrics"]["extra"]["calls"] == len(dr.SCENARIO)       # as the gateway counts
+    assert t["final_metrics"]["extra"]["recorded"] == len(dr.SCENARIO) + 1
+    assert t["final_metrics"]["total_prompt_tokens"] == sum(
+        sum(v for k, v in dr.usage_of(i).items() if k != "output_tokens")
+        for i in range(len(dr.SCENARIO))) + 7
 
 
 def test_enriched_from_the_native_transcript(tmp_path):
@@ -304,3 +308,28 @@ def test_a_rewritten_opening_continues_its_thread(tmp_path):
     assert len(results) == len(set(results)) == len(dr.SCENARIO) - 1
     users = [s["message"] for s in t["steps"] if s["source"] == "user"]
     assert sum("Europe/Paris" in m for m in users) == 1     # the new message, once
+
+
+def test_a_real_runtime_record(tmp_path):
+    """A record the real runtime wrote (tests/runtime/run/test_driver_e2e.py: a shell scaffold
+    in bubblewrap calling the gateway twice with its key and once with a wrong one): the
+    trajectory's totals are the gateway's own (run.json driver_usage)."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(dr.HERE) / "records" / "probe-cli", run)
+    t = build_trajectory(run)
+    assert validate_trajectory(t) == [] and t["extra"]["warnings"] == []
+    usage = json.loads((run / "run.json").read_text())["driver_usage"]
+    final = t["final_metrics"]
+    assert final["extra"]["tokens"] == usage["tokens"]
+    assert final["extra"]["input_tokens"] == usage["input_tokens"]
+    assert final["total_completion_tokens"] == usage["output_tokens"]
+    assert final["total_cost_usd"] == pytest.approx(usage["cost_usd"])
+    agent = _agent(t)
+    assert [s["message"] for s in agent] == ["hello from the fake upstream", "",
+                                             "hello from the fake upstream"]
+    assert agent[1]["extra"]["status"] == 401 and agent[1]["extra"]["error"] == "auth"
+    assert final["extra"]["errors"] == usage["errors"] == 1
+    assert final["extra"]["calls"] == usage["calls"] and final["extra"]["refused"] == \
+        usage["refused"]
