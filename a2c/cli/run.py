@@ -170,6 +170,15 @@ def prepare_from_refs(opts, report):
         shutil.rmtree(build_tmp, ignore_errors=True)
 
 
+def write_trajectory(result: dict, report) -> None:
+    """trajectory.json from the gateway's record, after the run (analysis reads the sealed record;
+    the runtime cannot import it). Nothing for agents that called no driver."""
+    from a2c.analysis.trajectory import maybe_write_trajectory
+    path = maybe_write_trajectory(result["run_dir"])
+    if path is not None:
+        report(f"trajectory: {path}")
+
+
 def handle_run(args: argparse.Namespace) -> int:
     from a2c.runtime import run as run_mod
     progress = Progress()
@@ -188,6 +197,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   use_bwrap=False if args.no_bwrap else None)
         ctx = prepare_from_refs(opts, progress)
         result = run_mod.execute(ctx, report=progress)
+    write_trajectory(result, progress)
     progress.summary(result)
     return 0 if result["status"] == "finished" else 1
 
