@@ -236,9 +236,9 @@ def _gold_texts(doc, split: str, rel: str, column: str):
             rows = list(csv.DictReader(io.StringIO(text)))
         elif fmt in ("jsonl", "json"):
             import json
-            try:
+            try:                          # a JSON array, or a one-line JSONL file
                 value = json.loads(text)
-                rows = value if isinstance(value, list) else []
+                rows = value if isinstance(value, list) else [value]
             except ValueError:
                 rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     except ValueError:
