@@ -178,7 +178,9 @@ def _grade(grader, predictions: dict[str, str], records: list[dict]):
     return grader.grade_predictions({k: [v] for k, v in predictions.items()}, records)
 
 
-def check_exact_match(report: Report, grader, params: dict, records: list[dict]) -> None:
+def check_exact_match(report: Report, grader, params: dict, records: list[dict],
+                      agent_records: list[dict]) -> None:
+    """(1) over both splits (the agent's gold answers are its training targets), (2) held-out."""
     from a2c.answer_format import render
 
     fmt = params.get("answer_format")
@@ -186,11 +188,13 @@ def check_exact_match(report: Report, grader, params: dict, records: list[dict])
         report.fail("(1) gold answers:", "the task states no answer format; add "
                     "grader.params.answer_format, e.g. 'Answer: {answer}'")
         return
-    golds = {str(r["id"]): grader.gold_answer(r) for r in records}
-    gold = _grade(grader, {i: render(fmt, g) for i, g in golds.items()}, records)
+    both = records + agent_records
+    targets = {str(r["id"]): render(fmt, grader.gold_answer(r)) for r in both}
+    gold = _grade(grader, targets, both)
     if gold.score == 100.0:
-        report.ok("(1) gold answers:", f"{gold.score:.1f} on {gold.n_items} records written as "
-                  f"'{fmt}' (e.g. '{render(fmt, next(iter(golds.values())))}')")
+        report.ok("(1) gold answers:", f"{gold.score:.1f} on {len(records)} held-out and "
+                  f"{len(agent_records)} agent records written as '{fmt}' "
+                  f"(e.g. '{targets[str(records[0]['id'])]}')")
     else:
         item = _first_wrong(gold, True)
         read = "no match" if item.get("extracted_raw") is None else \
@@ -199,6 +203,7 @@ def check_exact_match(report: Report, grader, params: dict, records: list[dict])
                     f"match the gold answer written as the target: '{item['output']}' -> {read} "
                     f"(record '{item['id']}', gold '{item.get('gold')}'); widen "
                     f"grader.params.pattern or change answer_format/normalize")
+    golds = {str(r["id"]): grader.gold_answer(r) for r in records}
     empty = _grade(grader, {i: "" for i in golds}, records)
     wrong = _grade(grader, {i: render(fmt, _corrupt(g)) for i, g in golds.items()}, records)
     _zero(report, empty, "empty answers", "")
@@ -279,18 +284,18 @@ def check_rollout(report: Report, grader, records: list[dict]) -> None:
     _zero(report, empty, "empty answers", "an episode is won without acting; check the game")
 
 
-def check_grader(report: Report, task: dict, bundle_root: Path, grader_cfg: dict,
-                 heldout: list[dict]) -> None:
+def check_grader(report: Report, grader_cfg: dict, splits: dict[str, list[dict]]) -> None:
     from a2c.runtime.graders import get_grader
 
     kind = grader_cfg.get("kind")
     params = grader_cfg.get("params") or {}
+    heldout = splits["heldout"]
     if kind == "pairwise_judge":
         check_judge(report, params, heldout)
         return
     grader = get_grader(grader_cfg)
     if kind == "exact_match":
-        check_exact_match(report, grader, params, heldout)
+        check_exact_match(report, grader, params, heldout, splits["agent"])
     elif kind == "humaneval":
         check_humaneval(report, grader, heldout)
     elif kind == "rollout":
@@ -430,19 +435,18 @@ def run(args: argparse.Namespace) -> int:
               f"bundle {bundle.root}", flush=True)
         splits, splits_line = check_splits(report, task, bundle.root)
         if splits is not None:
-            held = splits["heldout"]
             if grader_cfg.get("kind") == "rollout":
-                from a2c.cli.eval import _with_env_data_root, _task_services
+                from a2c.cli.eval import _task_services, _with_env_data_root
                 grader_cfg = _with_env_data_root({**task, "grader": grader_cfg}, bundle.root)
                 try:
                     with _task_services(task):
-                        check_grader(report, task, bundle.root, grader_cfg, held)
+                        check_grader(report, grader_cfg, splits)
                 except A2CError as exc:     # a side service that cannot start on this machine
                     report.cannot_check = True
                     report.skip("(1)(2):", "the task's environment cannot run here: "
                                 f"{str(exc).splitlines()[0]}")
             else:
-                check_grader(report, task, bundle.root, grader_cfg, held)
+                check_grader(report, grader_cfg, splits)
         splits_line()
         baseline = None
         if report.cannot_check:

@@ -29,7 +29,8 @@ def test_authored_text_task_passes_points_1_to_3(tmp_path, check):
     assert code == 0, out + err
     assert lines(out, "FAIL") == []
     # the format is derived from the pattern and written out, case kept
-    assert "PASS (1) gold answers: 100.0 on 100 records written as 'Answer: {answer}'" in out
+    assert "PASS (1) gold answers: 100.0 on 100 held-out and 400 agent records written as " \
+           "'Answer: {answer}'" in out
     assert "(e.g. 'Answer: " in out and lines(out, "PASS (1)")[0].rstrip(")'").isascii()
     assert len(lines(out, "PASS (2)")) == 2
     assert "PASS (3) splits: agent 400 records, held-out 100 records, disjoint" in out
