@@ -3,6 +3,8 @@ test_check_slow.py). Each refusal is one line that says what to fix."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from task_authoring import code_words, record, write_task
 
@@ -31,7 +33,7 @@ def test_authored_text_task_passes_points_1_to_3(tmp_path, check):
     # the format is derived from the pattern and written out, case kept
     assert "PASS (1) gold answers: 100.0 on 100 held-out and 400 agent records written as " \
            "'Answer: {answer}'" in out
-    assert "(e.g. 'Answer: " in out and lines(out, "PASS (1)")[0].rstrip(")'").isascii()
+    assert re.search(r"\(e\.g\. 'Answer: [A-Z]+'\)$", lines(out, "PASS (1)")[0])   # capitals
     assert len(lines(out, "PASS (2)")) == 2
     assert "PASS (3) splits: agent 400 records, held-out 100 records, disjoint" in out
 
