@@ -69,15 +69,20 @@ class Report:
     cannot_check: bool = False
 
     def ok(self, point: str, text: str) -> None:
-        print(f"PASS {point} {text}", flush=True)
+        self._line("PASS", point, text)
 
     def fail(self, point: str, text: str) -> None:
         self.failed.append(point)
-        print(f"FAIL {point} {text}", flush=True)
+        self._line("FAIL", point, text)
 
     def skip(self, point: str, text: str) -> None:
         self.skipped.append(point)
-        print(f"SKIP {point} {text}", flush=True)
+        self._line("SKIP", point, text)
+
+    @staticmethod
+    def _line(status: str, point: str, text: str) -> None:
+        """One line per point: a model output's newlines are shown as \\n."""
+        print(f"{status} {point} {text}".replace("\n", "\\n"), flush=True)
 
     def note(self, text: str) -> None:
         print(f"     {text}", flush=True)
@@ -322,7 +327,8 @@ def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: di
                                                bundle_root))
     except Exception as exc:  # noqa: BLE001 - a hub model offline, a missing folder
         report.cannot_check = True
-        report.skip("(4) baseline:", f"the base model is not available here: {exc}")
+        report.skip("(4) baseline:", "the base model is not available here: "
+                    + " ".join(str(exc).split()))
         return None
     path = write_jsonl(work / "heldout.jsonl", heldout)
     budget = task.get("budget") or {}
