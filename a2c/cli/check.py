@@ -186,9 +186,10 @@ def _grade(grader, predictions: dict[str, str], records: list[dict]):
 def check_exact_match(report: Report, grader, params: dict, records: list[dict],
                       agent_records: list[dict]) -> None:
     """(1) over both splits (the agent's gold answers are its training targets), (2) held-out."""
-    from a2c.answer_format import render
+    from a2c.answer_format import derive, render
 
-    fmt = params.get("answer_format")
+    # a bundle compiled before answer_format existed: the format its pattern implies
+    fmt = params.get("answer_format") or derive(str(params.get("pattern") or ""))
     if not fmt:
         report.fail("(1) gold answers:", "the task states no answer format; add "
                     "grader.params.answer_format, e.g. 'Answer: {answer}'")
