@@ -215,3 +215,90 @@ def suite_references_exist(doc):
                 from a2c.compiler.schema import suggest
                 yield (key, i), (f"no {folder[:-1]} spec '{ident}' under "
                                  f"{Path(root.name) / folder}{suggest(ident, known)}")
+
+
+def _gold_texts(doc, split: str, rel: str, column: str):
+    """(record id, gold text) of a local data file, for the answer-format round trip; nothing
+    for a format the standard library cannot read (parquet) or a file another check reports."""
+    target = doc.path.parent / rel
+    if not is_file(target):
+        return
+    fmt = doc.data["data"]["source"].get("format") or Path(rel).suffix.lstrip(".")
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    rows: list = []
+    try:
+        if fmt == "csv":
+            import csv
+            import io
+            rows = list(csv.DictReader(io.StringIO(text)))
+        elif fmt in ("jsonl", "json"):
+            import json
+            try:                          # a JSON array, or a one-line JSONL file
+                value = json.loads(text)
+                rows = value if isinstance(value, list) else [value]
+            except ValueError:
+                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError:
+        return
+    id_column = doc.data["data"]["fields"].get("id", "id")
+    for n, row in enumerate(rows):
+        if isinstance(row, dict) and row.get(column) is not None:
+            yield str(row.get(id_column, f"{split}-{n}")), str(row[column])
+
+
+@check_for("Task")
+def answer_format_round_trips(doc):
+    """The gold answer written in the answer format must be read back to itself by the pattern
+    and the normalisation: otherwise even a perfect model scores 0 (a2c.answer_format)."""
+    from a2c.answer_format import PLACEHOLDER, derive, round_trip
+
+    g = doc.data["grader"]
+    if g["kind"] != "exact_match":
+        return
+    params = g.get("params") or {}
+    pattern = params.get("pattern")
+    try:
+        if re.compile(pattern).groups < 1 or (params.get("answer_pattern") and
+                                              re.compile(params["answer_pattern"]).groups < 1):
+            return                                  # grader_params_make_sense says so
+    except (re.error, TypeError):
+        return
+    declared = params.get("answer_format")
+    if declared is not None:
+        if declared.count(PLACEHOLDER) != 1:
+            yield ("grader", "params", "answer_format"), (
+                f"'{declared}' must contain {PLACEHOLDER} exactly once, where the answer goes")
+            return
+    fmt = declared or derive(pattern)
+    where = ("grader", "params", "answer_format" if declared else "pattern")
+    if fmt is None:
+        yield where, (f"the answer format cannot be derived from the pattern '{pattern}' (its text "
+                      f"around group 1 is not plain literal text); state it, e.g. "
+                      f"answer_format: 'Answer: {PLACEHOLDER}'")
+        return
+    opts = {"pattern": pattern, "answer_pattern": params.get("answer_pattern"),
+            "normalize_mode": params.get("normalize", "number"),
+            "match": params.get("match", "first")}
+    src = doc.data["data"]["source"]
+    column = doc.data["data"]["fields"].get("answer")
+    samples: list[tuple[str, str, str]] = []
+    if "files" in src and column:
+        for split, rel in sorted(src["files"].items()):
+            samples += [(rel, rid, gold) for rid, gold in _gold_texts(doc, split, rel, column)]
+    elif opts["normalize_mode"] == "number":
+        samples.append(("an example", "-", "42"))      # numeric answers, data not here yet
+    failed = []
+    for rel, rid, gold in samples:
+        ok, target, got = round_trip(fmt, gold, **opts)
+        if not ok:
+            failed.append((rel, rid, target, got))
+    if failed:
+        rel, rid, target, got = failed[0]
+        read = "no match" if got is None else f"'{got}'"
+        where_from = f"record '{rid}' of {rel}" if rid != "-" else rel
+        yield where, (f"the pattern does not match the gold answer written as the target: "
+                      f"'{target}' -> {read} ({where_from}; {len(failed)} of {len(samples)} "
+                      f"gold answers fail); widen the pattern or change answer_format")

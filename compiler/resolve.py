@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from a2c.answer_format import derive as derive_answer_format
 from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
 from a2c.durations import parse_duration
 from a2c.modes import FREE, MODES
@@ -116,6 +117,9 @@ def resolve_task(doc) -> dict[str, Any]:
     params = {**DEFAULT_PARAMS[kind], **(g.get("params") or {})}
     if kind == "humaneval":
         params["timeout_s"] = seconds(params.pop("timeout"))
+    if kind == "exact_match":   # stated once; derived from the pattern where unambiguous
+        params["answer_format"] = params.get("answer_format") or derive_answer_format(
+            params["pattern"])
     inference = {**DEFAULT_INFERENCE, **(g.get("inference") or {})}
     inference["stop"] = list(inference["stop"])
     inference["temperature"] = float(inference["temperature"])

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "a2c.cli.run",       # run, demo
     "a2c.cli.agents",    # agents list, agents install
     "a2c.cli.eval",      # eval
+    "a2c.cli.check",     # check
     "a2c.cli.models",    # models
     "a2c.cli.data",      # data
     "a2c.cli.analysis",  # verify, report, leaderboard
