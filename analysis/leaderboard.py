@@ -109,14 +109,27 @@ def _stats(values: list[Any]) -> dict[str, Any]:
             "min": min(nums), "max": max(nums), "n": len(nums)}
 
 
+def seeds_of(members: list[RunRow]) -> list:
+    """The seeds a group's mean and spread are over (a sweep's groups differ only by seed)."""
+    return sorted({m.values.get("seed") for m in members if m.values.get("seed") is not None})
+
+
 def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
-                      include_unverified: bool = False) -> dict[str, Any]:
+                      include_unverified: bool = False,
+                      failed: dict[str, str] | None = None) -> dict[str, Any]:
+    """`failed`: run directories a sweep recorded as failed trials, with the reason; they are
+    listed as excluded, never counted (a crashed agent is not a score of its baseline)."""
     runs_dir = Path(runs_dir)
+    failed = {str(Path(k).resolve()): v for k, v in (failed or {}).items()}
     for key in by:
         if key not in GROUP_KEYS:
             raise A2CError(f"--by: unknown key {key!r}; choose from {', '.join(GROUP_KEYS)}")
     rows, broken = [], []
     for run_dir in find_runs(runs_dir):
+        if str(run_dir.resolve()) in failed:
+            broken.append({"path": str(run_dir), "reason": f"failed trial: "
+                           f"{failed[str(run_dir.resolve())]}"})
+            continue
         try:
             rows.append(summarise(run_dir))
         except A2CError as exc:
@@ -132,7 +145,8 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
     for key, members in groups.items():
         entry = {"key": dict(zip(by, key)), "runs": len(members),
                  "unverified": sum(1 for m in members if not m.verified),
-                 "run_ids": [m.values["run_id"] for m in members]}
+                 "run_ids": [m.values["run_id"] for m in members],
+                 "seeds": seeds_of(members)}
         for column in COLUMNS:
             entry[column] = _stats([m.values[column] for m in members])
         table.append(entry)

@@ -26,6 +26,8 @@ COMMAND_MODULES = (
     "a2c.cli.models",    # models
     "a2c.cli.data",      # data
     "a2c.cli.analysis",  # verify, report, leaderboard
+    "a2c.cli.sweep",     # sweep
+    "a2c.cli.view",      # view
 )
 
 

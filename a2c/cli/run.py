@@ -48,6 +48,8 @@ def register(subparsers) -> None:
                      help="driver budget: calls to the driver model; "
                           "default: the task's budget.driver_calls")
     run.add_argument("--runs-dir", help="where run directories go (default: ./runs)")
+    run.add_argument("--run-id", help="the run directory's name under --runs-dir (default: "
+                                      "TASK-AGENT-TIME-XXXX; a sweep names it by the trial id)")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="continue a run after a crash of the runtime or the grader")
     run.add_argument("--no-bwrap", action="store_true",
@@ -191,7 +193,8 @@ def handle_run(args: argparse.Namespace) -> int:
             raise RunError("usage: a2c run BUNDLE_OR_SPEC --agent ID (or a2c run --resume RUN_DIR)")
         opts = run_mod.RunOptions(bundle=args.bundle, agent=args.agent, model=args.model,
                                   budget=args.budget, mode=args.mode, backend=args.backend,
-                                  seed=args.seed, runs_dir=args.runs_dir, driver=args.driver,
+                                  seed=args.seed, runs_dir=args.runs_dir, run_id=args.run_id,
+                                  driver=args.driver,
                                   driver_tokens=args.driver_tokens,
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   use_bwrap=False if args.no_bwrap else None)
