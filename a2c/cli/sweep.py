@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +235,6 @@ def _run(args, suite: dict[str, Any], digest: str, plans, runs_dir: Path) -> int
     from a2c.sweep.progress import SweepProgress
     from a2c.sweep.record import SweepRecord
     from a2c.timefmt import iso_utc
-    import time
     runs_dir.mkdir(parents=True, exist_ok=True)
     record = SweepRecord(runs_dir, suite, digest, plans, args.address)
     record.save()
@@ -251,7 +251,7 @@ def _run(args, suite: dict[str, Any], digest: str, plans, runs_dir: Path) -> int
                 progress.line(f"{plan.id}: {data['why']}; resuming it")
         elif kind == "running":
             record.update(plan.id, status="running", attempts=data["attempt"] + 1,
-                          log=data["log"])
+                          log=data["log"], submitted_at=iso_utc(time.time()))
             verb = "resuming" if data["action"] == "resume" else "starting"
             progress.line(f"{verb} {plan.id}")
         elif kind == "ended":

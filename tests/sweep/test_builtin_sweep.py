@@ -167,7 +167,8 @@ id: crash
 title: An agent that crashes at once
 type: reference
 launch:
-  command: python -c "import sys; print('simulated crash: out of memory', file=sys.stderr); sys.exit(3)"
+  command: >-
+    python -c "import sys; print('simulated crash: out of memory', file=sys.stderr); sys.exit(3)"
 driver: {required: false}
 transcript: {source: stdout, format: text, ext: log}
 """
