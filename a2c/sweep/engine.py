@@ -63,7 +63,8 @@ def _trial_task(ray):
     """The remote function (defined once Ray is imported): run `a2c` with `argv`, output to
     `log_path`; return its exit code and timings."""
     @ray.remote(max_retries=0)
-    def run_a2c(argv: list[str], log_path: str, eval_devices: list | None) -> dict:
+    def run_a2c(argv: list[str], log_path: str, eval_devices: list | None,
+                cwd: str | None = None) -> dict:
         import subprocess
         env = dict(os.environ)
         if eval_devices is not None:
@@ -72,7 +73,8 @@ def _trial_task(ray):
         start = time.time()
         with open(log_path, "ab") as log:
             proc = subprocess.run([sys.executable, "-m", "a2c.cli", *argv], stdout=log,
-                                  stderr=subprocess.STDOUT, env=env, check=False)
+                                  stderr=subprocess.STDOUT, env=env, check=False,
+                                  cwd=cwd if cwd and os.path.isdir(cwd) else None)
         return {"returncode": proc.returncode, "started": start, "ended": time.time()}
     return run_a2c
 
@@ -163,7 +165,8 @@ def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: 
         ref = run_a2c.options(
             num_cpus=agent.get("CPU", 0), num_gpus=agent.get("GPU", 0),
             scheduling_strategy=PlacementGroupSchedulingStrategy(
-                pg, placement_group_bundle_index=0)).remote(argv, str(log), devices)
+                pg, placement_group_bundle_index=0)).remote(argv, str(log), devices,
+                                                            os.getcwd())
         flights[ref] = Flight(plan, action, attempt, time.time(), pg, holder)
         result.ran.append(plan.id)
         on_event("running", plan, {"action": action, "attempt": attempt, "log": str(log)})
