@@ -81,13 +81,10 @@ def expand(data: dict[str, Any], agent_types: dict[str, str | None]) -> list[Cel
         modes = list(g.get("modes") or [FREE])
         seeds = list(g.get("seeds") or [0])
         drivers = g.get("drivers")
-        seen: set[tuple] = set()
-        found: list[Cell] = []
+        found: dict[tuple, Cell] = {}       # a combination listed twice in a group: once
 
-        def add(cell: Cell) -> None:
-            if cell.key() not in seen:
-                seen.add(cell.key())
-                found.append(cell)
+        def add(cell: Cell, found: dict[tuple, Cell] = found) -> None:
+            found.setdefault(cell.key(), cell)
 
         for ti, task in enumerate(g.get("tasks") or []):
             for ai, agent in enumerate(g.get("agents") or []):
@@ -113,7 +110,7 @@ def expand(data: dict[str, Any], agent_types: dict[str, str | None]) -> list[Cel
                                   "mode": (*at, "mode") if "mode" in inc else at,
                                   "driver": (*at, "driver") if "driver" in inc else at}))
         excludes = g.get("exclude") or []
-        cells += [c for c in found if not any(_matches(c, ex) for ex in excludes)]
+        cells += [c for c in found.values() if not any(_matches(c, ex) for ex in excludes)]
     return cells
 
 

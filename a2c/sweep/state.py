@@ -16,9 +16,9 @@ silently.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from a2c.contracts.run_paths import RunPaths
 
