@@ -65,7 +65,7 @@ def _trial_task(ray):
     `log_path`; return its exit code and timings."""
     @ray.remote(max_retries=0)
     def run_a2c(argv: list[str], log_path: str, eval_devices: list | None,
-                cwd: str | None = None) -> dict:
+                cwd: str | None = None, command: list[str] | None = None) -> dict:
         import subprocess
         env = dict(os.environ)
         if eval_devices is not None:
@@ -73,7 +73,9 @@ def _trial_task(ray):
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         start = time.time()
         with open(log_path, "ab") as log:
-            proc = subprocess.run([sys.executable, "-m", "a2c.cli", *argv], stdout=log,
+            # `a2c` of the worker's own interpreter (a test hands in a stand-in `command`)
+            proc = subprocess.run([*(command or [sys.executable, "-m", "a2c.cli"]), *argv],
+                                  stdout=log,
                                   stderr=subprocess.STDOUT, env=env, check=False,
                                   cwd=cwd if cwd and os.path.isdir(cwd) else None)
         return {"returncode": proc.returncode, "started": start, "ended": time.time()}
@@ -119,7 +121,8 @@ def _log_tail(path: Path, lines: int = 3) -> str:
 
 def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: Path,
               verify: Verifier, on_event: Event, max_concurrent: int = 1, max_resumes: int = 1,
-              no_bwrap: bool = False, poll_s: float = 1.0) -> SweepResult:
+              no_bwrap: bool = False, poll_s: float = 1.0,
+              command: list[str] | None = None) -> SweepResult:
     """Run every trial that is not done; return each trial's outcome (done ones included).
     Ray is started (`connect_ray()`) only if some trial has work left: a sweep run a second time
     reads its run directories and does nothing else."""
@@ -167,7 +170,7 @@ def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: 
             num_cpus=agent.get("CPU", 0), num_gpus=agent.get("GPU", 0),
             scheduling_strategy=PlacementGroupSchedulingStrategy(
                 pg, placement_group_bundle_index=0)).remote(argv, str(log), devices,
-                                                            os.getcwd())
+                                                            os.getcwd(), command)
         flights[ref] = Flight(plan, action, attempt, time.time(), pg, holder)
         result.ran.append(plan.id)
         on_event("running", plan, {"action": action, "attempt": attempt, "log": str(log)})

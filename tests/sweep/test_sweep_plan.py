@@ -145,3 +145,12 @@ def test_the_sweep_package_imports_only_the_contracts():
             offenders += [f"{path.name}:{node.lineno}: {n}" for n in names
                           if n.startswith(forbidden)]
     assert offenders == []
+
+
+def test_the_evaluator_takes_the_graders_devices(tmp_path):
+    from a2c.runtime.grader_service.evaluator import evaluator_env
+    env = evaluator_env(tmp_path / "home", {"CUDA_VISIBLE_DEVICES": "0",
+                                            "A2C_EVAL_CUDA_VISIBLE_DEVICES": "1"})
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert evaluator_env(tmp_path / "h2", {"CUDA_VISIBLE_DEVICES": "0"})["CUDA_VISIBLE_DEVICES"] \
+        == "0"
