@@ -25,6 +25,10 @@ SCHEMA_FILE = "driver-script.schema.json"
 MAX_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_REPEATS = 100
 DEFAULT_SIDE_TEXT = "Scripted session"
+_CORE = "tag:yaml.org,2002:"
+# Only the tags plain YAML values get (or `!!str` written out); anything else means something to
+# some loader and is refused, as in spec files.
+_SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
 
 
 class ScriptError(ValueError):
@@ -102,12 +106,16 @@ def _compose(file: str, text: str) -> tuple[Any, dict]:
         if depth > 32:
             raise ScriptError(f"{file}:{marks[path][0]}:{marks[path][1]}: nested too deeply")
         if isinstance(n, ScalarNode):
-            if not n.tag.startswith("tag:yaml.org,2002:") or n.tag.endswith(("binary", "set")):
+            if n.tag not in _SCALAR_TAGS:
                 problems.append(f"{file}:{marks[path][0]}:{marks[path][1]}: {_dotted(path)}: "
                                 f"YAML tag {n.tag!r} is not allowed; write plain values")
                 return None
             value = constructor.construct_object(n, deep=True)
             return n.value if not isinstance(value, (str, int, float, bool, type(None))) else value
+        if n.tag not in (_CORE + "seq", _CORE + "map"):
+            problems.append(f"{file}:{marks[path][0]}:{marks[path][1]}: {_dotted(path)}: "
+                            f"YAML tag {n.tag!r} is not allowed; write plain values")
+            return None
         if isinstance(n, SequenceNode):
             return [convert(item, path + (i,), depth + 1) for i, item in enumerate(n.value)]
         if isinstance(n, MappingNode):
