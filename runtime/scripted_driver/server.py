@@ -136,14 +136,20 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         split = urlsplit(self.path)
         wire, action, gemini_model = route(split.path.rstrip("/"))
+        try:
+            raw = self._body()          # read first, so a kept-alive connection stays in step
+        except (ValueError, zlib.error) as exc:
+            self.close_connection = True
+            self._json(400, wires.error(wire or "openai-chat", 400, f"cannot read: {exc}"))
+            return
         if not wire:
             self._json(404, wires.error("openai-chat", 404, f"no such path: {split.path}"))
             return
         try:
-            body = json.loads(self._body() or b"{}")
+            body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("the request body is not a JSON object")
-        except (ValueError, zlib.error) as exc:
+        except ValueError as exc:
             self._json(400, wires.error(wire, 400, f"cannot read the request: {exc}"))
             return
         if action == "count":
