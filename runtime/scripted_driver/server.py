@@ -232,7 +232,8 @@ class ScriptedDriver:
 
     def start(self) -> str:
         self.bind()
-        self._thread = threading.Thread(target=self._server.serve_forever,
+        # a short poll interval: stop() returns at once (tests start many drivers)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         name="scripted-driver", daemon=True)
         self._thread.start()
         return f"http://{self._address[0]}:{self.port}"
