@@ -163,17 +163,26 @@ def describe(command: str) -> str:
     return (first[:57] + "...") if len(first) > 60 else first
 
 
+# argv for shell tools that take one: `bash -c`, not the login shell `bash -lc` Codex writes by
+# habit, because a login shell runs /etc/profile, which resets PATH on Debian-like systems and
+# would hide the run's Python environment (its venv is first on the PATH the agent is given).
+ARGV = ("bash", "-c")
+
+
 def shell_call(tool: Tool, command: str, timeout: float | None, note: str = "") -> Call:
     note = note or describe(command)
     if tool.kind == "local_shell":
-        action: dict = {"type": "exec", "command": ["bash", "-lc", command]}
+        action: dict = {"type": "exec", "command": [*ARGV, command]}
         if timeout:
             action["timeout_ms"] = int(timeout * 1000)
         return Call("local_shell", action, kind="local_shell")
     param = _command_param(tool) or "command"
     props = _props(tool)
     array = "array" in _types(props.get(param)) and "string" not in _types(props.get(param))
-    args: dict = {param: ["bash", "-lc", command] if array else command}
+    args: dict = {param: [*ARGV, command] if array else command}
+    login = props.get("login")
+    if isinstance(login, dict) and "boolean" in _types(login):
+        args["login"] = False           # Codex exec_command: the same reason as ARGV
     if timeout:
         for name in _TIMEOUT_PARAMS:
             if name in props:

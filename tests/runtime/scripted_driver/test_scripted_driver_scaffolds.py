@@ -71,7 +71,8 @@ def test_codex_exec_command_with_yield_time_in_range():
     reply = _reply("codex-1", RUN)
     (name, args), = reply["calls"]
     assert name == "exec_command"
-    assert args == {"cmd": "python train.py --steps 25", "yield_time_ms": 30000}
+    # not a login shell: /etc/profile would reset PATH and hide the run's venv
+    assert args == {"cmd": "python train.py --steps 25", "yield_time_ms": 30000, "login": False}
 
 
 def test_codex_write_is_a_heredoc_through_exec_command(tmp_path):
@@ -97,7 +98,7 @@ def test_older_codex_shell_tool_takes_an_argv_array():
     with _serve(RUN_SHORT) as driver:
         reply = ask(f"http://127.0.0.1:{driver.port}", "openai-responses",
                     {"model": "gpt-5-codex", "input": "go", "tools": tools})
-    assert reply["calls"] == [("shell", {"command": ["bash", "-lc", "ls -la"],
+    assert reply["calls"] == [("shell", {"command": ["bash", "-c", "ls -la"],
                                          "timeout_ms": 20000})]
 
 
@@ -107,7 +108,7 @@ def test_codex_local_shell_tool_gets_a_local_shell_call_item():
                     {"model": "codex-mini", "input": "go", "tools": [{"type": "local_shell"}],
                      "stream": True}, stream=True)
     assert reply["calls"] == [("local_shell", {"type": "exec",
-                                               "command": ["bash", "-lc", "ls -la"],
+                                               "command": ["bash", "-c", "ls -la"],
                                                "timeout_ms": 20000})]
 
 
