@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from conftest import SCRIPT, history, shell_tools
 from sd_client import ask, get, request_body
+from sd_requests import SCRIPT, history, shell_tools
 
 
 def _start(tmp_path, script_path, *extra):

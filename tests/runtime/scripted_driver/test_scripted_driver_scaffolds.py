@@ -10,8 +10,8 @@ import re
 import subprocess
 
 import pytest
-from conftest import capture
 from sd_client import ask, post
+from sd_requests import capture
 
 from a2c.runtime.scripted_driver import ScriptedDriver, parse
 from a2c.runtime.scripted_driver.server import route

@@ -4,8 +4,8 @@ requests that consume nothing, the end of the script, and the same reply to the 
 from __future__ import annotations
 
 import pytest
-from conftest import WIRES, history, shell_tools
 from sd_client import ask, request_body
+from sd_requests import WIRES, history, shell_tools
 
 from a2c.runtime.scripted_driver import parse
 from a2c.runtime.scripted_driver.player import END_TEXT, position

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import WIRES, history, shell_tools
 from sd_client import ask, fold_gemini_chunks, get, post, request_body
+from sd_requests import WIRES, history, shell_tools
 
 STOPS = {"anthropic": ("tool_use", "end_turn"), "openai-chat": ("tool_calls", "stop"),
          "openai-responses": ("completed", "completed"), "gemini": ("STOP", "STOP")}
