@@ -1,0 +1,132 @@
+"""Scores you can trust: the report's paired interval of the improvement, the final split and
+the provenance of each submission, from the record's results files.
+
+- `paired_improvement(best, baseline, seed)`: best − baseline over the *same* items (matched by
+  item id), with the paired BCa bootstrap interval (a2c.intervals.paired_interval), and whether
+  it is outside the noise (the interval excludes 0). Why paired: both models answered the same
+  items; the item's difficulty cancels in the difference, so this interval is what says whether
+  an improvement of a few points is real.
+- `final_split(record)`: with a final split (`scoring.final`), the counted submission's and the
+  baseline's scores on the items the agent never got feedback on, their feedback scores, and the
+  selection gap `(feedback − baseline) − (final − baseline on final)`: what the selection of the
+  best of many submissions on feedback added to the feedback gain.
+- `provenance(record)`: each valid submission's provenance check (results/<n>.json
+  `provenance`, written by the grader): changed fraction, median relative change, not derived.
+
+Every interval states its seed (`INTERVAL_SEED`) and method, so a reader can recompute it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2c.intervals import paired_interval
+
+from .record import RunRecord, sid
+
+INTERVAL_SEED = 0
+
+
+def item_scores(result: dict[str, Any] | None) -> dict[str, float]:
+    """{item id: item score in [0, 1]} of a results file (items without an id or a score are
+    left out)."""
+    out: dict[str, float] = {}
+    for item in (result or {}).get("items") or []:
+        if not isinstance(item, dict) or item.get("id") is None:
+            continue
+        score = item.get("score")
+        if score is None and item.get("correct") is not None:
+            score = 1.0 if item["correct"] else 0.0
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            out[str(item["id"])] = float(score)
+        elif isinstance(score, bool):
+            out[str(item["id"])] = float(score)
+    return out
+
+
+def paired_improvement(best: dict[str, Any] | None, baseline: dict[str, Any] | None,
+                       seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
+    """best − baseline over their common items (see the module doc); None when either has no
+    per-item scores."""
+    a, b = item_scores(best), item_scores(baseline)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    out = paired_interval([a[i] for i in common], [b[i] for i in common], seed=seed)
+    out["items_only_in_one"] = len(set(a) ^ set(b))
+    return out
+
+
+def statement(interval: dict[str, Any] | None) -> str:
+    """The report's one plain sentence about an improvement's interval."""
+    if not interval or interval.get("ci95") is None:
+        return "no paired interval: the results have no per-item scores to pair"
+    lo, hi = interval["ci95"]
+    diff = interval["difference"]
+    where = (f"{diff:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}] over "
+             f"{interval['n_items']} paired items")
+    if interval["outside_noise"]:
+        side = "an improvement" if lo > 0 else "a loss"
+        return f"{where}: {side} outside the noise (the interval excludes 0)"
+    return f"{where}: within the noise (the interval includes 0)"
+
+
+def final_split(record: RunRecord) -> dict[str, Any] | None:
+    """The final split's scores (from the final_scored events and their results files) with the
+    selection gap and the paired interval on the final items; None without a final split."""
+    events = {str((e.get("data") or {}).get("subject")): e.get("data") or {}
+              for e in record.events_of("final_scored")}
+    if not events:
+        return None
+    sub, base = events.get("submission") or {}, events.get("baseline") or {}
+    final, final_base = sub.get("score"), base.get("score")
+    feedback, feedback_base = sub.get("feedback_score"), base.get("feedback_score")
+    gap = None
+    if None not in (final, final_base, feedback, feedback_base):
+        gap = round((feedback - feedback_base) - (final - final_base), 6)
+    paired = None
+    if sub.get("result") and base.get("result"):
+        paired = paired_improvement(record.result(sub["result"]), record.result(base["result"]))
+    return {"submission": sid(sub["submission_id"]) if sub.get("submission_id") is not None
+            else None,
+            "score": final, "baseline": final_base, "n_items": sub.get("n_items")
+            or base.get("n_items"),
+            "feedback_score": feedback, "feedback_baseline": feedback_base,
+            "feedback_improvement": None if None in (feedback, feedback_base)
+            else round(feedback - feedback_base, 6),
+            "final_improvement": None if None in (final, final_base)
+            else round(final - final_base, 6),
+            "selection_gap": gap, "paired_interval": paired,
+            "statement": statement(paired) if paired else None}
+
+
+def provenance(record: RunRecord) -> dict[str, Any]:
+    """{rows: one per valid submission with a provenance check, not_derived: ids flagged}."""
+    rows = []
+    for sub in record.submissions:
+        if not sub.valid or not sub.result_file:
+            continue
+        prov = (record.result(sub.result_file) or {}).get("provenance")
+        if not isinstance(prov, dict):
+            continue
+        weights = prov.get("weights") if isinstance(prov.get("weights"), dict) else {}
+        rows.append({"id": sub.id, "not_derived": prov.get("not_derived"),
+                     "same_architecture": prov.get("same_architecture"),
+                     "same_tokenizer": prov.get("same_tokenizer"),
+                     "changed_fraction": weights.get("changed_fraction"),
+                     "median_relative_change": weights.get("median_relative_change"),
+                     "reasons": list(prov.get("reasons") or [])})
+    return {"rows": rows, "not_derived": [r["id"] for r in rows if r["not_derived"]]}
+
+
+def trust_sections(record: RunRecord, best_id: str | None) -> dict[str, Any]:
+    """The report's `improvement`, `final_split` and `provenance` sections."""
+    best = None
+    if best_id is not None:
+        row = next((s for s in record.submissions if s.id == best_id), None)
+        if row is not None and row.result_file:
+            best = record.result(row.result_file)
+    paired = paired_improvement(best, record.result("results/baseline.json")) if best else None
+    return {"improvement": {"submission": best_id, "paired_interval": paired,
+                            "statement": statement(paired) if best else None},
+            "final_split": final_split(record), "provenance": provenance(record)}
