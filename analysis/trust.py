@@ -130,3 +130,41 @@ def trust_sections(record: RunRecord, best_id: str | None) -> dict[str, Any]:
     return {"improvement": {"submission": best_id, "paired_interval": paired,
                             "statement": statement(paired) if best else None},
             "final_split": final_split(record), "provenance": provenance(record)}
+
+
+# ----------------------------------------------------------------------------- leaderboard
+LEADERBOARD_COLUMNS = ("final", "selection_gap", "not_derived")
+
+
+def leaderboard_values(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's leaderboard values: `final` (the final split's score, None without one),
+    `selection_gap`, `not_derived` (how many of its submissions are not derived from the base),
+    and `improvement_paired` (the paired interval of its best − baseline, for a group of one)."""
+    valid = [s for s in subs if s["valid"] and s["score"] is not None and not s["base_copy"]]
+    best = max(valid, key=lambda s: (s["score"], -s["index"]), default=None)
+    sections = trust_sections(record, best["id"] if best else None)
+    final = sections["final_split"] or {}
+    return {"final": final.get("score"), "selection_gap": final.get("selection_gap"),
+            "not_derived": len(sections["provenance"]["not_derived"]),
+            "improvement_paired": sections["improvement"]["paired_interval"]}
+
+
+def group_improvement(members: list[dict[str, Any]], seed: int = INTERVAL_SEED
+                      ) -> dict[str, Any] | None:
+    """A leaderboard group's improvement interval: across its runs (seeds), the interval of the
+    mean improvement (a2c.intervals.improvement_interval); a group of one run has its paired
+    interval over items instead. `marker` is "*" when the interval excludes 0."""
+    from a2c.intervals import improvement_interval
+
+    values = [m.get("improvement") for m in members if m.get("improvement") is not None]
+    if len(values) >= 2:
+        out = {"over": "seeds", **improvement_interval(values, seed=seed)}
+    elif len(members) == 1 and members[0].get("improvement_paired"):
+        paired = members[0]["improvement_paired"]
+        out = {"over": "items", "mean": paired["difference"], "ci95": paired["ci95"],
+               "method": paired["method"], "seed": paired["seed"], "n": paired["n_items"],
+               "outside_noise": paired["outside_noise"]}
+    else:
+        return None
+    out["marker"] = "*" if out.get("outside_noise") else ""
+    return out
