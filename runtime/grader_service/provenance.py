@@ -41,6 +41,7 @@ import numpy as np
 from a2c.canonical import canonical_json
 
 NOT_DERIVED_REL_CHANGE = 0.5
+MAX_HEADER = 100 << 20   # safetensors' own limit on the JSON header
 SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
               "intermediate_size", "vocab_size", "n_embd", "n_layer", "n_head", "d_model")
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
@@ -89,7 +90,11 @@ def tokenizer_identity(folder: Path) -> str | None:
 def _header(path: Path) -> tuple[dict[str, Any], int]:
     with open(path, "rb") as handle:
         size = int.from_bytes(handle.read(8), "little")
+        if size > min(MAX_HEADER, path.stat().st_size - 8):
+            raise ValueError(f"{path.name}: not a safetensors file")
         header = json.loads(handle.read(size))
+    if not isinstance(header, dict):
+        raise ValueError(f"{path.name}: not a safetensors file")
     header.pop("__metadata__", None)
     return header, 8 + size
 
