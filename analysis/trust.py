@@ -14,13 +14,15 @@ the provenance of each submission, from the record's results files.
   `provenance`, written by the grader): changed fraction, median relative change, not derived.
 
 Every interval states its seed (`INTERVAL_SEED`) and method, so a reader can recompute it.
+Aggregation over seeds calls `improvement_interval(values, seed)` (re-exported from
+a2c.intervals) or `group_improvement(members)`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from a2c.intervals import paired_interval
+from a2c.intervals import improvement_interval, paired_interval  # noqa: F401 - the seeds' API
 
 from .record import RunRecord, sid
 
@@ -154,8 +156,6 @@ def group_improvement(members: list[dict[str, Any]], seed: int = INTERVAL_SEED
     """A leaderboard group's improvement interval: across its runs (seeds), the interval of the
     mean improvement (a2c.intervals.improvement_interval); a group of one run has its paired
     interval over items instead. `marker` is "*" when the interval excludes 0."""
-    from a2c.intervals import improvement_interval
-
     values = [m.get("improvement") for m in members if m.get("improvement") is not None]
     if len(values) >= 2:
         out = {"over": "seeds", **improvement_interval(values, seed=seed)}
