@@ -19,9 +19,9 @@ def test_ref_sft_on_arith_strict_records_reports_and_verifies_the_final_split(tm
     from a2c.runtime import run as run_mod
 
     started = time.monotonic()
-    opts = run_mod.RunOptions(bundle="arith-strict", agent="ref-sft", budget="6m",
+    opts = run_mod.RunOptions(bundle="arith-strict", agent="ref-sft", budget="4m",
                               runs_dir=tmp_path / "runs",
-                              agent_env={"A2C_REF_SFT_STEPS": "20", "A2C_REF_STAGES": "2"})
+                              agent_env={"A2C_REF_SFT_STEPS": "20", "A2C_REF_STAGES": "1"})
     ctx = run_mod.prepare(opts, report=print)
     run_dir = ctx.run_dir
     feedback = (run_dir / "grader" / "heldout.jsonl").read_text().splitlines()
