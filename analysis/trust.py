@@ -22,7 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.intervals import improvement_interval, paired_interval  # noqa: F401 - the seeds' API
+from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
+    difference_interval,
+    improvement_interval,
+    paired_interval,
+)
 
 from .record import RunRecord, sid
 
@@ -86,9 +90,13 @@ def final_split(record: RunRecord) -> dict[str, Any] | None:
     gap = None
     if None not in (final, final_base, feedback, feedback_base):
         gap = round((feedback - feedback_base) - (final - final_base), 6)
-    paired = None
+    paired = gap_interval = None
     if sub.get("result") and base.get("result"):
-        paired = paired_improvement(record.result(sub["result"]), record.result(base["result"]))
+        final_sub, final_base_result = record.result(sub["result"]), record.result(base["result"])
+        paired = paired_improvement(final_sub, final_base_result)
+        gap_interval = selection_gap_interval(
+            record.result(f"results/{sub['submission_id']}.json"),
+            record.result("results/baseline.json"), final_sub, final_base_result)
     return {"submission": sid(sub["submission_id"]) if sub.get("submission_id") is not None
             else None,
             "score": final, "baseline": final_base, "n_items": sub.get("n_items")
@@ -98,8 +106,36 @@ def final_split(record: RunRecord) -> dict[str, Any] | None:
             else round(feedback - feedback_base, 6),
             "final_improvement": None if None in (final, final_base)
             else round(final - final_base, 6),
-            "selection_gap": gap, "paired_interval": paired,
+            "selection_gap": gap, "selection_gap_interval": gap_interval,
+            "selection_gap_statement": gap_statement(gap_interval),
+            "paired_interval": paired,
             "statement": statement(paired) if paired else None}
+
+
+def _differences(sub: dict[str, Any] | None, base: dict[str, Any] | None) -> list[float]:
+    a, b = item_scores(sub), item_scores(base)
+    return [100.0 * (a[i] - b[i]) for i in sorted(set(a) & set(b))]
+
+
+def selection_gap_interval(feedback_sub, feedback_base, final_sub, final_base,
+                           seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
+    """The interval of the selection gap: the per-item gains on the feedback items and on the
+    final items are two independent samples (a2c.intervals.difference_interval). A gap inside it
+    is what two halves of the held-out set differ by anyway; outside it, selection shows."""
+    fb, fin = _differences(feedback_sub, feedback_base), _differences(final_sub, final_base)
+    if len(fb) < 2 or len(fin) < 2:
+        return None
+    return difference_interval(fb, fin, seed=seed)
+
+
+def gap_statement(interval: dict[str, Any] | None) -> str | None:
+    if not interval or interval.get("ci95") is None:
+        return None
+    lo, hi = interval["ci95"]
+    where = f"{interval['difference']:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}]"
+    if interval["outside_noise"]:
+        return f"{where}: outside what two halves of the items differ by (selection shows)"
+    return f"{where}: within what two halves of the items differ by"
 
 
 def provenance(record: RunRecord) -> dict[str, Any]:

@@ -9,7 +9,12 @@ import pytest
 
 from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
 from a2c.analysis.report import build_report
-from a2c.intervals import improvement_interval, mean_interval, paired_interval
+from a2c.intervals import (
+    difference_interval,
+    improvement_interval,
+    mean_interval,
+    paired_interval,
+)
 
 
 def test_paired_interval_is_seeded_and_narrower_than_the_scores_intervals():
@@ -81,3 +86,15 @@ def test_leaderboard_over_three_seeds_shows_the_interval_of_the_mean_improvement
     assert f"[{iv['ci95'][0]:+.2f}, {iv['ci95'][1]:+.2f}] (seeds, t)" in md
     if iv["outside_noise"]:
         assert f"{groups['ref-sft']['improvement']['mean']:.2f} ± " in md and " *" in md
+
+
+def test_difference_interval_of_two_independent_samples():
+    rng = random.Random(1)
+    a = [100.0 * (rng.random() < 0.7) for _ in range(100)]
+    b = [100.0 * (rng.random() < 0.5) for _ in range(100)]
+    out = difference_interval(a, b, seed=0)
+    assert out == difference_interval(a, b, seed=0)
+    assert out["difference"] == pytest.approx(sum(a) / 100 - sum(b) / 100)
+    assert out["ci95"][0] < out["difference"] < out["ci95"][1]
+    assert difference_interval(a, a, seed=0)["outside_noise"] is False
+    assert difference_interval([1.0], b)["ci95"] is None

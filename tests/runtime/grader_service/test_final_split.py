@@ -100,6 +100,14 @@ def test_best_of_many_noisy_submissions_shows_a_positive_selection_gap(make_run,
         result = json.loads((run / data["result"]).read_text())
         assert result["score"] == data["score"] and len(result["items"]) == 100
         assert {i["id"] for i in result["items"]} == {r["id"] for r in final}
+    # the report's view: the same gap, with its interval over the two parts' items
+    from a2c.analysis.record import RunRecord
+    from a2c.analysis.trust import final_split as report_final_split
+    section = report_final_split(RunRecord.load(run))
+    assert section["selection_gap"] == pytest.approx(out["selection_gap"])
+    lo, hi = section["selection_gap_interval"]["ci95"]
+    assert lo < section["selection_gap"] < hi
+    print(f"selection gap interval [{lo:+.1f}, {hi:+.1f}]: {section['selection_gap_statement']}")
     # once: a second call (a resumed run) evaluates nothing again
     before = len(read_events(paths.events))
     assert score_final_split(run, "best") == out
