@@ -5,7 +5,10 @@ listed). Per group: number of runs (seeds), baseline, best, improvement (best - 
 submissions, valid submissions, time to best, driver tokens (input, output, cache read and
 cache write, summed from the gateway's driver_call events, as its totals count them), driver cost (USD) and cost per point of improvement (cost /
 (best - baseline); blank for a run that did not improve or called no driver), each as the mean
-with its spread (sample standard deviation, min–max) when the group has several runs.
+with its spread (sample standard deviation, min–max) when the group has several runs. And the
+trust columns (analysis/trust.py): the final split's score, the selection gap, submissions not
+derived from the base model, and the improvement's 95% interval with a `*` marker when it excludes
+0 (across a group's seeds the interval of the mean improvement; one run: paired over items).
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import run_header, submission_rows
 from .templating import duration, environment
+from .trust import LEADERBOARD_COLUMNS, group_improvement, leaderboard_values
 from .verify import verify_run
 
 GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation")
 DEFAULT_BY = ("agent", "driver", "task", "mode")
-COLUMNS = ("baseline", "best", "improvement", "submissions", "valid", "time_to_best_s",
-           "tokens", "cost_usd", "cost_per_point")
+COLUMNS = ("baseline", "best", "improvement", *LEADERBOARD_COLUMNS, "submissions", "valid",
+           "time_to_best_s", "tokens", "cost_usd", "cost_per_point")
 MONEY = ("cost_usd", "cost_per_point")
 
 
@@ -73,6 +77,7 @@ def summarise(run_dir: Path) -> RunRow:
         "submissions": metrics["n_submissions"], "valid": metrics["n_valid"],
         "time_to_best_s": metrics["time_to_best_s"],
         **driver_usage(record, best, baseline),
+        **leaderboard_values(record, subs),   # final, selection_gap, not_derived (trust.py)
     })
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values)
@@ -149,6 +154,7 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
                  "seeds": seeds_of(members)}
         for column in COLUMNS:
             entry[column] = _stats([m.values[column] for m in members])
+        entry["improvement_interval"] = group_improvement([m.values for m in members])
         table.append(entry)
     table.sort(key=lambda e: (-(e["improvement"]["mean"] if e["improvement"]["mean"]
                                 is not None else float("-inf")), list(e["key"].values())))
@@ -184,13 +190,33 @@ def rows_for_display(board: dict[str, Any]) -> list[dict[str, str]]:
                                         else "")
         for column in COLUMNS:
             row[column] = _fmt(g[column], seconds=column.endswith("_s"),
-                               count=column in ("submissions", "valid", "tokens"),
+                               count=column in ("submissions", "valid", "tokens",
+                                                "not_derived"),
                                money=column in MONEY)
+        row.update(interval_cells(g))
         out.append(row)
     return out
 
 
+def interval_cells(group: dict[str, Any]) -> dict[str, str]:
+    """The improvement's marker (`*`: its interval excludes 0) and the interval's cell: across
+    seeds the interval of the mean improvement, for one run the paired interval over items."""
+    iv = group.get("improvement_interval") or {}
+    cell = "—"
+    if iv.get("ci95"):
+        cell = f"[{iv['ci95'][0]:+.2f}, {iv['ci95'][1]:+.2f}] ({iv['over']}, {iv['method']})"
+    marker = iv.get("marker") or ""
+    return {"improvement_ci": cell,
+            "improvement": group_cell(group, "improvement") + (f" {marker}" if marker else "")}
+
+
+def group_cell(group: dict[str, Any], column: str) -> str:
+    return _fmt(group[column])
+
+
 HEADINGS = {"baseline": "baseline", "best": "best", "improvement": "improvement",
+            "improvement_ci": "improvement 95% CI", "final": "final split",
+            "selection_gap": "selection gap", "not_derived": "not derived",
             "submissions": "submissions", "valid": "valid", "time_to_best_s": "time to best",
             "runs": "runs", "tokens": "tokens", "cost_usd": "cost (USD)",
             "cost_per_point": "cost per point"}
@@ -219,6 +245,7 @@ def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
     if template is None:
         raise A2CError(f"--format: unknown format {fmt!r}; choose {', '.join(LEADERBOARD_FORMATS)}")
     columns = [*board["by"], "runs", *COLUMNS]
+    columns.insert(columns.index("improvement") + 1, "improvement_ci")
     return environment().get_template(template).render(
         board=board, rows=rows_for_display(board), columns=columns,
         headings={**HEADINGS, **{k: k for k in board["by"]}})

@@ -3,7 +3,8 @@
 ``build_report(run_dir)`` assembles the sections — the run header and submissions
 (``summary``), process metrics (``process_metrics``), the training route and code timeline
 (``attribution``), failures (``failures``), the best submission's item outcomes
-(``outcomes``) and the driver model's calls and steps (``driver``) — into a dict that validates against ``schemas/report.schema.json``.
+(``outcomes``), the driver model's calls and steps (``driver``), and the paired interval of the
+improvement, the final split and the submissions' provenance (``trust``) — into a dict that validates against ``schemas/report.schema.json``.
 ``write_report`` verifies the record, builds the report and writes it with its Markdown, SVG
 (``plot``) and HTML (``report_pages``) renderings. Every number is derived from the record
 (events, journal, results, snapshots, logs); metric definitions are in docs/analysis.md.
@@ -28,6 +29,7 @@ from .outcomes import best_outcomes
 from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import run_header, submission_rows
+from .trust import trust_sections
 from .values import finite, rounded
 from .verify import Verification, VerificationError, verify_run
 
@@ -94,6 +96,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "failure_counts": dict(sorted(counts.items())),
         "outcomes": best_outcomes(record, subs, header["level"], metrics["best_index"]),
         "driver": driver_section(record, subs),
+        **trust_sections(record, best_sub["id"] if best_sub else None),
     }
     validate_report(report)
     return report

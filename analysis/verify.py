@@ -17,7 +17,9 @@ Checks, in order (every problem is collected; the first one is what the CLI name
 5. ``submissions.jsonl`` (the grader's journal): every scored submission in the journal appears in
    the events with the same score and validity, and every scored event is in the journal;
 6. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
-   agree with the events;
+   agree with the events; with a final split, every ``final_scored`` event's results file holds
+   its score, the submission it scored is the one the policy counts, and run.json's final-split
+   scores are the events';
 7. ``driver/blobs/``: every request and response body a ``driver_call`` event names exists and
    hashes to its name (a missing or altered body is named); and ``trajectory.json``, when the
    run has one, is what the record builds (analysis/trajectory.py ``trajectory_problems``);
@@ -306,6 +308,70 @@ def _check_results(record: RunRecord, out: Verification) -> None:
                             else str(problems[0])))
 
 
+def _counted(record: RunRecord) -> str | None:
+    """The submission the scoring policy counts, from the journal (best: the earliest of the
+    highest valid scores; last: the last valid one)."""
+    valid = [row for row in record.journal if row.get("op") == "scored" and row.get("valid")
+             and row.get("score") is not None]
+    if not valid:
+        return None
+    if ((record.run.get("scoring") or {}).get("policy") or "best") == "last":
+        return sid(valid[-1]["id"])
+    best = max(float(r["score"]) for r in valid)
+    return sid(next(r for r in valid if float(r["score"]) == best)["id"])
+
+
+def _check_final(record: RunRecord, out: Verification) -> None:
+    """The final split's events (final_scored) against their results files, the journal and
+    run.json: each event's file exists and holds its score; the submission scored is the one the
+    policy counts, with the feedback score the journal gives it; run.json's final-split scores
+    are the events'."""
+    problems: list[Problem] = []
+    events = record.events_of("final_scored")
+    by_subject: dict[str, dict] = {}
+    for event in events:
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        by_subject[str(data.get("subject"))] = data
+        where = f"final_scored ({data.get('subject')}, events.jsonl line {event.get('_line')})"
+        relative = data.get("result") or ""
+        result = record.result(relative) if relative else None
+        if result is None:
+            problems.append(Problem(relative or "results/", None,
+                                    f"missing or unreadable, but {where} names it"))
+        elif not _same_number(result.get("score"), data.get("score")) or \
+                bool(result.get("valid")) != bool(data.get("valid")):
+            problems.append(Problem(relative, None, f"score {result.get('score')!r} "
+                                                    f"(valid={result.get('valid')!r}) != {where} "
+                                                    f"{data.get('score')!r}"))
+        elif "items" in result and data.get("n_items") is not None and \
+                len(result["items"]) != data["n_items"]:
+            problems.append(Problem(relative, None, f"{len(result['items'])} items, {where} "
+                                                    f"says {data['n_items']}"))
+    sub = by_subject.get("submission")
+    if sub is not None:
+        counted = _counted(record)
+        if sid(sub.get("submission_id")) != counted:
+            problems.append(Problem("events.jsonl", None, f"the final split scored submission "
+                                    f"{sub.get('submission_id')!r}, but the scoring policy "
+                                    f"counts {counted!r}"))
+        row = next((r for r in record.journal if r.get("op") == "scored"
+                    and sid(r.get("id")) == sid(sub.get("submission_id"))), None)
+        if row is not None and not _same_number(row.get("score"), sub.get("feedback_score")):
+            problems.append(Problem("events.jsonl", None, f"final_scored feedback_score "
+                                    f"{sub.get('feedback_score')!r} != the journal's "
+                                    f"{row.get('score')!r}"))
+    for key, subject in (("final_split_score", "submission"),
+                         ("final_split_baseline", "baseline")):
+        if key in record.run and record.run[key] is not None and \
+                not _same_number(record.run[key], (by_subject.get(subject) or {}).get("score")):
+            problems.append(Problem("run.json", None, f"{key} {record.run[key]!r} is not the "
+                                    f"final_scored {subject} event's"))
+    out.problems.extend(problems)
+    out.checks.append(Check("final split", not problems,
+                            f"{len(events)} final scores match" if not problems
+                            else str(problems[0])))
+
+
 def _key(key: RecordKey | str | Path | None) -> tuple[RecordKey | None, str | None]:
     if isinstance(key, RecordKey) or key is None:
         return key, None if key is not None else "no key given"
@@ -341,6 +407,8 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None,
     _check_agent(root, record, out)
     _check_journal(record, out)
     _check_results(record, out)
+    if record.events_of("final_scored") or (root / "grader" / "final.jsonl").is_file():
+        _check_final(record, out)
     if record.events_of("driver_call"):
         found, checked = driver_blob_problems(record)
         _check_listed("driver record", found, f"{checked} call bodies match their hashes", out)

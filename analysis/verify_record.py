@@ -22,7 +22,8 @@ STARTED_FIELDS = ("run_id", "task", "level", "agent", "agent_digest", "driver", 
                   "budget", "scoring", "versions")
 # run.json keys that must equal the last run_finished event's (the scores).
 FINISHED_FIELDS = ("baseline_score", "best_score", "final_score", "submissions",
-                   "valid_submissions", "status")
+                   "valid_submissions", "status", "final_split_score", "final_split_baseline",
+                   "selection_gap")
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -45,7 +45,10 @@ def _merge(base: Any, over: Any) -> Any:
 
 
 def _read(path: Path, stack: tuple[Path, ...], via: str | None) -> tuple[dict, Source, list[Path]]:
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (OSError, ValueError):   # a NUL byte, a name too long: the OS cannot look it up
+        raise SpecError(f"{via}: extends: base file not found: {path!r}") from None
     if resolved in stack:
         chain = " -> ".join(p.name for p in (*stack, resolved))
         raise SpecError(f"{via}: extends: cycle: {chain}")

@@ -142,6 +142,9 @@ def resolve_task(doc) -> dict[str, Any]:
     budget.update(driver_budget(b))
     sc = d.get("scoring") or {}
     scoring = {"policy": sc.get("policy", "best")}
+    if sc.get("final"):   # present only when declared: tasks without one keep their spec hash
+        scoring["final"] = {"fraction": float(sc["final"]["fraction"]),
+                            "seed": int(sc["final"].get("seed", 0))}
     envr = d.get("environment") or {}
     services = [{"name": s["name"], "command": s["command"], "port": s["port"],
                  "health": s.get("health"), "startup_timeout_s": seconds(s.get("startup_timeout", 60))}

@@ -109,6 +109,10 @@ class Progress:
                 ("final score", fmt(result.get("final_score"))),
                 ("submissions", f"{result['submissions']} ({result['valid_submissions']} valid)"),
                 ("status", result["status"]), ("record", result["run_dir"])]
+        if "final_split_score" in result:   # scoring.final: the items it never got feedback on
+            rows.insert(7, ("final split", f"{fmt(result['final_split_score'])} (baseline "
+                            f"{fmt(result.get('final_split_baseline'))}; selection gap "
+                            f"{fmt(result.get('selection_gap'))})"))
         if "driver_usage" in result:
             rows.insert(-2, ("driver", driver_line(result.get("driver"),
                                                    result.get("driver_usage"))))

@@ -115,7 +115,9 @@ class SubmissionReceived(EventPayload):
 @dataclass
 class SubmissionScored(EventPayload):
     """A scored (or invalid) submission. `code` (a2c.contracts.submission_errors) says why it is
-    invalid; `copy_of_base` whether its weights are the untouched base model's."""
+    invalid; `copy_of_base` whether its weights are the untouched base model's; `not_derived`
+    whether the provenance check found it is not derived from the base (another model's weights,
+    a re-initialised model; the details are in results/<n>.json `provenance`)."""
 
     TYPE: ClassVar[str] = "submission_scored"
     id: int | str = 0
@@ -128,6 +130,7 @@ class SubmissionScored(EventPayload):
     copy_of_base: bool | None = None
     elapsed_s: float | None = None
     backend: str | None = None
+    not_derived: bool | None = optional()
 
 
 @dataclass
@@ -175,6 +178,9 @@ class RunFinished(EventPayload):
     submissions: int | None = optional()
     valid_submissions: int | None = optional()
     status: str | None = optional()
+    final_split_score: float | None = optional()        # the counted submission, final split
+    final_split_baseline: float | None = optional()     # the base model, final split
+    selection_gap: float | None = optional()            # feedback gain - final gain
 
 
 @dataclass
@@ -231,10 +237,34 @@ class DriverBudgetExhausted(EventPayload):
     seq: int | None = optional()
 
 
+@dataclass
+class FinalScored(EventPayload):
+    """One score on the task's final split (`scoring.final`): held-out items the agent never got
+    feedback on, scored once after the agent has stopped, for the submission the scoring policy
+    counts (`subject: submission`, `submission_id`) and for the base model (`subject: baseline`).
+    `feedback_score` is the same model's score on the feedback items; `result` the file with its
+    per-item outputs (results/final-<id>.json, results/final-baseline.json)."""
+
+    TYPE: ClassVar[str] = "final_scored"
+    subject: str = "submission"              # submission | baseline
+    submission_id: int | str | None = None
+    score: float | None = None
+    ci95: list[float] | None = None
+    n_items: int | None = None
+    valid: bool = False
+    error: str | None = None
+    feedback_score: float | None = None
+    weights_hash: str | None = optional()
+    cached: bool | None = optional()
+    elapsed_s: float | None = None
+    backend: str | None = None
+    result: str | None = None
+
+
 EVENT_TYPES: dict[str, type[EventPayload]] = {cls.TYPE: cls for cls in (
     RunStarted, RunResumed, BaselineScored, AgentStarted, SubmissionReceived, SubmissionScored,
     Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed,
-    DriverCall, DriverBudgetExhausted)}
+    DriverCall, DriverBudgetExhausted, FinalScored)}
 
 
 @dataclass

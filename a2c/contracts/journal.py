@@ -63,6 +63,7 @@ class JournalScored(JournalEntry):
     backend: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     result: str | None = None                    # results/<n>.json
+    not_derived: bool | None = optional()        # provenance: not derived from the base model
 
 
 ENTRY_TYPES: dict[str, type[JournalEntry]] = {"received": JournalReceived,

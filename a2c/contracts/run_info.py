@@ -75,6 +75,11 @@ class RunInfo:
     transcript: Any = UNSET           # str | None, at the end
     driver_usage: Any = UNSET         # dict: the gateway's totals (calls, tokens, cost)
     agent_log_tail: Any = UNSET       # list[str]: the agent log's last lines, on failure
+    # with a final split (scoring.final), at the end: the counted submission's and the base
+    # model's score on the final items, and the selection gap (gain on feedback - gain on final)
+    final_split_score: Any = UNSET    # float | None
+    final_split_baseline: Any = UNSET  # float | None
+    selection_gap: Any = UNSET        # float | None
     extra: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ JSON

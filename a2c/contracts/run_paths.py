@@ -64,6 +64,11 @@ class RunPaths:
     def baseline_result(self) -> Path:
         return self.result("baseline")
 
+    def final_result(self, subject: int | str) -> Path:
+        """results/final-<subject>.json: a submission's (or the baseline's) score on the final
+        split, evaluated once at the end of the run."""
+        return self.result(f"final-{subject}")
+
     @property
     def snapshots(self) -> Path:
         return self.root / "snapshots.git"
@@ -129,7 +134,13 @@ class RunPaths:
 
     @property
     def heldout(self) -> Path:
+        """The held-out items `/submit` scores (the feedback part when the task has a final split)."""
         return self.grader / "heldout.jsonl"
+
+    @property
+    def final_heldout(self) -> Path:
+        """The final split: held-out items only the grader sees, scored once at the run's end."""
+        return self.grader / "final.jsonl"
 
     @property
     def service_json(self) -> Path:

@@ -6,6 +6,7 @@ load_splits(task, bundle_root, cache=None) -> {"agent": [...], "heldout": [...]}
 fingerprint(records) -> str;  write_jsonl(path, records);  read_jsonl(path)
 data_root(task, bundle_root, cache=None) -> Path     # the data set's root (record paths)
 copy_referenced_files(records, src_root, dst_root) -> list[str]
+split_final(heldout, task["scoring"].get("final")) -> (feedback, final)   # the final split
 generators.register(name)(fn)                        # fn(params, seed, out_dir) -> {split: [...]}
 ```
 
@@ -30,7 +31,14 @@ from . import generators
 from .generators import DataError, register
 from .records import fingerprint, read_jsonl, write_jsonl
 from .sources import generator_dir
-from .splits import copy_referenced_files, data_root, load_split, load_splits, parse_slice
+from .splits import (
+    copy_referenced_files,
+    data_root,
+    load_split,
+    load_splits,
+    parse_slice,
+    split_final,
+)
 
 __all__ = [
     "DataError",
@@ -44,5 +52,6 @@ __all__ = [
     "parse_slice",
     "read_jsonl",
     "register",
+    "split_final",
     "write_jsonl",
 ]

@@ -1,8 +1,10 @@
 """A task's two parts (agent, held-out): each split read once, sliced python-style, mapped to the
-canonical fields, ids checked unique and disjoint; and the folder record paths resolve against."""
+canonical fields, ids checked unique and disjoint; the held-out part's final split (feedback vs
+final items); and the folder record paths resolve against."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -161,3 +163,30 @@ def copy_referenced_files(records: Iterable[dict], src_root: str | Path,
                 shutil.copy2(src, dst)
             copied.append(value)
     return copied
+
+
+def split_final(records: list[dict], final: dict | None) -> tuple[list[dict], list[dict]]:
+    """(feedback, final): the held-out records parted by the task's `scoring.final`.
+
+    Why: the best of many submissions scored on the items that gave the agent its feedback is
+    selected on those items and overstates the model; a part the agent never gets a score on
+    measures it without that selection. Each record's rank is sha256(seed:id), so the parts depend
+    only on the seed and the ids (not on the order the source yields them) and are the same on
+    every machine; `round(fraction * n)` records go to the final part. No `final`: every record
+    is feedback and the final part is empty. Both parts must keep at least one record.
+    """
+    if not final:
+        return list(records), []
+    fraction, seed = float(final["fraction"]), int(final.get("seed", 0))
+    n_final = int(round(fraction * len(records)))
+    if n_final < 1 or n_final >= len(records):
+        raise DataError(f"scoring.final: fraction {fraction} of {len(records)} held-out records "
+                        f"leaves {n_final} final and {len(records) - n_final} feedback records; "
+                        "both parts need at least one")
+
+    def rank(record: dict) -> str:
+        return hashlib.sha256(f"{seed}:{record['id']}".encode()).hexdigest()
+
+    final_ids = {r["id"] for r in sorted(records, key=rank)[:n_final]}
+    return ([r for r in records if r["id"] not in final_ids],
+            [r for r in records if r["id"] in final_ids])

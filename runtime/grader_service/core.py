@@ -44,7 +44,7 @@ from a2c.runtime.grader_service.weights import weights_fingerprint
 from a2c.runtime.inference.chat_template import SOURCE_KEY
 
 PUBLIC_FIELDS = ("id", "status", "score", "ci95", "valid", "error", "code", "duplicate_of",
-                 "copy_of_base",
+                 "copy_of_base", "not_derived",
                  "model_path", "note", "weights_hash", "received_at", "scored_at", "elapsed_s",
                  "backend", "metrics", "queue_position")
 
@@ -342,7 +342,21 @@ class GradingService:
             summary["code"] = eval_failure_code(outcome.returncode, timed_out=(
                 outcome.returncode is None and outcome.elapsed_s > 0)).value
         summary["elapsed_s"] = round(outcome.elapsed_s, 3)
+        if summary["valid"]:
+            result = {**result, "provenance": self._provenance(copy)}
         self._finish(sid, summary, result=result)
+
+    def _provenance(self, copy: Path) -> dict[str, Any] | None:
+        """The submission against the base model (provenance.py); a failure of the check never
+        costs the agent its score: it is recorded as unchecked."""
+        if self.cfg.base_model is None:
+            return None
+        try:
+            from a2c.runtime.grader_service.provenance import check_provenance  # numpy: lazy
+            return check_provenance(copy, self.cfg.base_model)
+        except Exception as exc:  # noqa: BLE001 - recorded, never fatal
+            log(f"provenance check failed: {exc}")
+            return {"not_derived": None, "reasons": [], "error": str(exc)}
 
     def _finish(self, sid: int, summary: dict[str, Any],
                 result: dict[str, Any] | None = None) -> None:
@@ -363,13 +377,15 @@ class GradingService:
         if (summary.get("metrics") or {}).get("chat_template_ignored"):
             full["template_ignored"] = True
             full["metrics"] = {**(full.get("metrics") or {}), "chat_template_ignored": True}
+        not_derived = (full.get("provenance") or {}).get("not_derived") if summary["valid"] \
+            else None
         write_bytes_atomic(path, canonical_json(full))
         scored = JournalScored(
             id=sid, ts=utc_now(), score=summary.get("score"), ci95=summary.get("ci95"),
             valid=summary["valid"], error=summary.get("error"), code=summary.get("code"),
             duplicate_of=summary["duplicate_of"], copy_of_base=summary["copy_of_base"],
             elapsed_s=summary.get("elapsed_s"), backend=summary.get("backend"),
-            metrics=summary.get("metrics") or {}, result=rel)
+            metrics=summary.get("metrics") or {}, result=rel, not_derived=not_derived)
         entry = scored.to_dict()
         self.journal.append(entry)
         with self.lock:
@@ -380,7 +396,7 @@ class GradingService:
         self.events.emit(SubmissionScored(
             id=sid, score=scored.score, ci95=scored.ci95, valid=scored.valid, error=scored.error,
             code=scored.code, duplicate_of=scored.duplicate_of, copy_of_base=scored.copy_of_base,
-            elapsed_s=scored.elapsed_s, backend=scored.backend))
+            elapsed_s=scored.elapsed_s, backend=scored.backend, not_derived=not_derived))
         if not summary["valid"] or summary["duplicate_of"] is not None:
             _remove(self.copy_path(sid))   # never evaluated again; a valid scored copy stays
         log(f"submission {sid}: {sub['status']} score={entry['score']} "

@@ -1,36 +1,36 @@
-"""Percentile bootstrap confidence interval of a mean over items.
+"""A score's confidence interval: the percentile bootstrap of a mean over items.
 
 A difference of a few points between two submissions means little on 82 items; the interval says
-how much. Resampling is over items, with an explicit seed so the same items give the same interval.
+how much. The resampling is `scipy.stats.bootstrap` (a2c/intervals.py, shared with the report's
+paired interval of an improvement), with an explicit seed so the same items give the same
+interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
+# numpy at import, as this module always had it: the graders' scoring needs it anyway, and
+# tests/adversarial/test_sandbox_evaluator.py showed HumanEval's bubblewrap nested in the
+# evaluator's box failing ("bwrap: open /proc/N/ns/ns") when the process had not loaded it (a
+# pid-numbering dependence of the nested box, reported in issue 15's note; not fixed here).
+import numpy as np  # noqa: F401
 
-DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 0
+from a2c.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, mean_interval
+
+__all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "bootstrap_ci", "mean_score"]
 
 
 def bootstrap_ci(values: Sequence[float], n_resamples: int = DEFAULT_RESAMPLES,
                  seed: int = DEFAULT_SEED, confidence: float = 0.95,
                  scale: float = 100.0) -> tuple[float, float]:
-    """The percentile bootstrap interval of `scale * mean(values)`.
+    """The percentile bootstrap interval of `scale * mean(values)` (see a2c.intervals).
 
     `values` are per-item scores (e.g. 0/1 verdicts, or fractions). No items gives (0, 0); one item
     (or identical items) gives a zero-width interval at the mean.
     """
-    data = np.asarray(list(values), dtype=float)
-    if data.size == 0:
-        return (0.0, 0.0)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, data.size, size=(n_resamples, data.size))
-    means = data[idx].mean(axis=1) * scale
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return (float(round(lo, 6)), float(round(hi, 6)))
+    return mean_interval(values, n_resamples=n_resamples, seed=seed, confidence=confidence,
+                         scale=scale)
 
 
 def mean_score(values: Sequence[float], scale: float = 100.0) -> float:

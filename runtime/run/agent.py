@@ -49,6 +49,10 @@ def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str
                  "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
     task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
     meta["task"] = {**task, **(run.get("task_format") or {})}
+    data = run.data or {}
+    if data.get("final_records"):   # a final split: how many items each part has (not which)
+        meta["heldout"] = {"feedback_items": data.get("heldout_records"),
+                           "final_items": data["final_records"]}
     return meta
 
 

@@ -163,23 +163,31 @@ def _prepare_workspace(paths: RunPaths, mode: str) -> None:
 
 
 def _prepare_data(paths: RunPaths, task: dict, report: Reporter) -> dict[str, Any]:
-    """Agent split read-only under data/, held-out split only under grader/."""
+    """Agent split read-only under data/, held-out split only under grader/ (with a final split:
+    the feedback part in heldout.jsonl, the final part in final.jsonl)."""
     from a2c.runtime import data as data_mod
     cache = None
     splits = data_mod.load_splits(task, paths.bundle, cache)
+    feedback, final = data_mod.split_final(splits["heldout"],
+                                           (task.get("scoring") or {}).get("final"))
+    splits["heldout"] = feedback
     data_mod.write_jsonl(paths.train, splits["agent"])
-    data_mod.write_jsonl(paths.heldout, splits["heldout"])
+    data_mod.write_jsonl(paths.heldout, feedback)
+    if final:
+        data_mod.write_jsonl(paths.final_heldout, final)
     try:
         root = data_mod.data_root(task, paths.bundle, cache)
         data_mod.copy_referenced_files(splits["agent"], root, paths.data)
-        data_mod.copy_referenced_files(splits["heldout"], root, paths.grader)
+        data_mod.copy_referenced_files(splits["heldout"] + final, root, paths.grader)
     except Exception as exc:  # noqa: BLE001 - referenced files are optional
         report(f"note: referenced data files not copied: {exc}")
     make_read_only(paths.data)
     return {"agent_fingerprint": data_mod.fingerprint(splits["agent"]),
             "agent_records": len(splits["agent"]),
             "heldout_fingerprint": data_mod.fingerprint(splits["heldout"]),
-            "heldout_records": len(splits["heldout"])}
+            "heldout_records": len(splits["heldout"]),
+            **({"final_fingerprint": data_mod.fingerprint(final), "final_records": len(final)}
+               if final else {})}
 
 
 def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:

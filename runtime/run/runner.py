@@ -47,6 +47,8 @@ STARTED_KEYS = ("run_id", "task", "level", "agent", "agent_digest", "driver", "m
                 "budget", "scoring", "versions")
 SUMMARY_KEYS = ("run_id", "task", "agent", "mode", "isolation", "baseline_score", "best_score",
                 "final_score", "submissions", "valid_submissions", "status")
+# with a final split (scoring.final): the scores on the items the agent never got feedback on
+FINAL_SPLIT_KEYS = ("final_split_score", "final_split_baseline", "selection_gap")
 # Statuses of a run that reached its end (resume refuses them): the agent ran, the run is scored.
 ENDED = ("finished", "agent_failed", "no_submission")
 TAIL_LINES = 20
@@ -373,6 +375,7 @@ class Runner:
         self.service.stop()
         self.stop_gateway()
         self.stop_env_services()
+        self.score_final_split()
         self.redact_logs()
         transcript = copy_transcript(self.agent, self.paths, self.secrets)
         scores = self.refresh()
@@ -388,9 +391,31 @@ class Runner:
                                     "final_score": scores["final_score"],
                                     "submissions": scores["submissions"],
                                     "valid_submissions": scores["valid_submissions"],
-                                    "status": status})
+                                    "status": status,
+                                    **{k: self.run.get(k) for k in FINAL_SPLIT_KEYS
+                                       if k in self.run.to_dict()}})
         seal_record(self.ctx, status)
         return self.summary()
+
+    def score_final_split(self) -> None:
+        """With a final split: the counted submission and the base model scored once on the
+        final items (runtime/grader_service/final.py), into run.json; a failure is reported and
+        leaves the run's feedback scores as they are."""
+        if not self.paths.final_heldout.is_file():
+            return
+        self.report("scoring the final split (items the agent never got feedback on)")
+        from a2c.runtime.grader_service.final import score_final_split
+        try:
+            out = score_final_split(self.run_dir, (self.run.scoring or {}).get("policy", "best"))
+        except Exception as exc:  # noqa: BLE001 - the run is still scored on feedback
+            self.report(f"final split scoring FAILED: {exc}")
+            out = {}
+        self.run.update({k: (out or {}).get(k) for k in FINAL_SPLIT_KEYS})
+        if out and out.get("final_split_score") is not None:
+            gap = out.get("selection_gap")
+            self.report(f"final split: {out['final_split_score']:.1f} (baseline "
+                        f"{out['final_split_baseline']}); selection gap "
+                        f"{'n/a' if gap is None else f'{gap:+.1f}'}")
 
     def redact_logs(self) -> None:
         """Passed secrets out of logs/agent.log and logs/commands.log (runtime/redact.py); the
@@ -405,6 +430,8 @@ class Runner:
 
     def summary(self) -> dict:
         out = {**{k: self.run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
+        run = self.run.to_dict()
+        out.update({k: run[k] for k in FINAL_SPLIT_KEYS if k in run})
         if self.gateway is not None:
             out["driver"] = self.run.driver
             out["driver_usage"] = usage_summary(self.run.get("driver_usage"))

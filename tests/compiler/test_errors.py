@@ -323,10 +323,22 @@ def test_removed_field_final_rescore(specs, run_cli, tmp_path):
     spec = edit(tiny(specs), "scoring: {policy: last}", "scoring: {policy: last, final_rescore: true}")
     (m,) = build_fails(run_cli, spec, tmp_path)
     assert m["path"] == "scoring.final_rescore"
-    assert m["what"] == ("removed — it never did anything; a final split held back by the grader "
-                         "is planned to replace it (see docs/spec-reference.md)")
+    assert m["what"].startswith("removed — use `scoring.final: {fraction: 0.5, seed: 0}`")
     code, _, err = run_cli("validate", spec)
-    assert code == 2 and "scoring.final_rescore: removed" in err
+    assert code == 2 and "scoring.final_rescore: removed" in err and "scoring.final:" in err
+
+
+def test_final_split_resolves_and_is_checked(specs, run_cli, tmp_path):
+    """scoring.final is resolved with its seed default; a fraction outside (0, 1) is refused
+    where it is written; a task without one keeps no `final` key (its spec hash unchanged)."""
+    from a2c.compiler.load import load_spec
+    assert "final" not in load_spec(tiny(specs))["scoring"]
+    spec = edit(tiny(specs), "scoring: {policy: last}",
+                "scoring: {policy: last, final: {fraction: 0.25}}")
+    assert load_spec(spec)["scoring"] == {"policy": "last", "final": {"fraction": 0.25, "seed": 0}}
+    bad = edit(spec, "fraction: 0.25", "fraction: 1")
+    (m,) = build_fails(run_cli, bad, tmp_path)
+    assert m["path"] == "scoring.final.fraction"
 
 
 # The three crash kinds 1,000 mutated shipped specs found (issue 12, point 8), and two more the

@@ -147,6 +147,7 @@ FIXTURE_DATA = {
                    {"agent": {"split": "eval", "slice": "0:3"},
                     "heldout": {"split": "eval", "slice": "3:"}}),
 }
+FIXTURE_DATA.update({f"{k}-strict": v for k, v in list(FIXTURE_DATA.items())})  # same data
 
 
 def task_bundles():

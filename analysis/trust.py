@@ -1,0 +1,206 @@
+"""Scores you can trust: the report's paired interval of the improvement, the final split and
+the provenance of each submission, from the record's results files.
+
+- `paired_improvement(best, baseline, seed)`: best − baseline over the *same* items (matched by
+  item id), with the paired BCa bootstrap interval (a2c.intervals.paired_interval), and whether
+  it is outside the noise (the interval excludes 0). Why paired: both models answered the same
+  items; the item's difficulty cancels in the difference, so this interval is what says whether
+  an improvement of a few points is real.
+- `final_split(record)`: with a final split (`scoring.final`), the counted submission's and the
+  baseline's scores on the items the agent never got feedback on, their feedback scores, and the
+  selection gap `(feedback − baseline) − (final − baseline on final)`: what the selection of the
+  best of many submissions on feedback added to the feedback gain.
+- `provenance(record)`: each valid submission's provenance check (results/<n>.json
+  `provenance`, written by the grader): changed fraction, median relative change, not derived.
+
+Every interval states its seed (`INTERVAL_SEED`) and method, so a reader can recompute it.
+Aggregation over seeds calls `improvement_interval(values, seed)` (re-exported from
+a2c.intervals) or `group_improvement(members)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
+    difference_interval,
+    improvement_interval,
+    paired_interval,
+)
+
+from .record import RunRecord, sid
+
+INTERVAL_SEED = 0
+
+
+def item_scores(result: dict[str, Any] | None) -> dict[str, float]:
+    """{item id: item score in [0, 1]} of a results file (items without an id or a score are
+    left out)."""
+    out: dict[str, float] = {}
+    for item in (result or {}).get("items") or []:
+        if not isinstance(item, dict) or item.get("id") is None:
+            continue
+        score = item.get("score")
+        if score is None and item.get("correct") is not None:
+            score = 1.0 if item["correct"] else 0.0
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            out[str(item["id"])] = float(score)
+        elif isinstance(score, bool):
+            out[str(item["id"])] = float(score)
+    return out
+
+
+def paired_improvement(best: dict[str, Any] | None, baseline: dict[str, Any] | None,
+                       seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
+    """best − baseline over their common items (see the module doc); None when either has no
+    per-item scores."""
+    a, b = item_scores(best), item_scores(baseline)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    out = paired_interval([a[i] for i in common], [b[i] for i in common], seed=seed)
+    out["items_only_in_one"] = len(set(a) ^ set(b))
+    return out
+
+
+def statement(interval: dict[str, Any] | None) -> str:
+    """The report's one plain sentence about an improvement's interval."""
+    if not interval or interval.get("ci95") is None:
+        return "no paired interval: the results have no per-item scores to pair"
+    lo, hi = interval["ci95"]
+    diff = interval["difference"]
+    where = (f"{diff:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}] over "
+             f"{interval['n_items']} paired items")
+    if interval["outside_noise"]:
+        side = "an improvement" if lo > 0 else "a loss"
+        return f"{where}: {side} outside the noise (the interval excludes 0)"
+    return f"{where}: within the noise (the interval includes 0)"
+
+
+def final_split(record: RunRecord) -> dict[str, Any] | None:
+    """The final split's scores (from the final_scored events and their results files) with the
+    selection gap and the paired interval on the final items; None without a final split."""
+    events = {str((e.get("data") or {}).get("subject")): e.get("data") or {}
+              for e in record.events_of("final_scored")}
+    if not events:
+        return None
+    sub, base = events.get("submission") or {}, events.get("baseline") or {}
+    final, final_base = sub.get("score"), base.get("score")
+    feedback, feedback_base = sub.get("feedback_score"), base.get("feedback_score")
+    gap = None
+    if None not in (final, final_base, feedback, feedback_base):
+        gap = round((feedback - feedback_base) - (final - final_base), 6)
+    paired = gap_interval = None
+    if sub.get("result") and base.get("result"):
+        final_sub, final_base_result = record.result(sub["result"]), record.result(base["result"])
+        paired = paired_improvement(final_sub, final_base_result)
+        gap_interval = selection_gap_interval(
+            record.result(f"results/{sub['submission_id']}.json"),
+            record.result("results/baseline.json"), final_sub, final_base_result)
+    return {"submission": sid(sub["submission_id"]) if sub.get("submission_id") is not None
+            else None,
+            "score": final, "baseline": final_base, "n_items": sub.get("n_items")
+            or base.get("n_items"),
+            "feedback_score": feedback, "feedback_baseline": feedback_base,
+            "feedback_improvement": None if None in (feedback, feedback_base)
+            else round(feedback - feedback_base, 6),
+            "final_improvement": None if None in (final, final_base)
+            else round(final - final_base, 6),
+            "selection_gap": gap, "selection_gap_interval": gap_interval,
+            "selection_gap_statement": gap_statement(gap_interval),
+            "paired_interval": paired,
+            "statement": statement(paired) if paired else None}
+
+
+def _differences(sub: dict[str, Any] | None, base: dict[str, Any] | None) -> list[float]:
+    a, b = item_scores(sub), item_scores(base)
+    return [100.0 * (a[i] - b[i]) for i in sorted(set(a) & set(b))]
+
+
+def selection_gap_interval(feedback_sub, feedback_base, final_sub, final_base,
+                           seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
+    """The interval of the selection gap: the per-item gains on the feedback items and on the
+    final items are two independent samples (a2c.intervals.difference_interval). A gap inside it
+    is what two halves of the held-out set differ by anyway; outside it, selection shows."""
+    fb, fin = _differences(feedback_sub, feedback_base), _differences(final_sub, final_base)
+    if len(fb) < 2 or len(fin) < 2:
+        return None
+    return difference_interval(fb, fin, seed=seed)
+
+
+def gap_statement(interval: dict[str, Any] | None) -> str | None:
+    if not interval or interval.get("ci95") is None:
+        return None
+    lo, hi = interval["ci95"]
+    where = f"{interval['difference']:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}]"
+    if interval["outside_noise"]:
+        return f"{where}: outside what two halves of the items differ by (selection shows)"
+    return f"{where}: within what two halves of the items differ by"
+
+
+def provenance(record: RunRecord) -> dict[str, Any]:
+    """{rows: one per valid submission with a provenance check, not_derived: ids flagged}."""
+    rows = []
+    for sub in record.submissions:
+        if not sub.valid or not sub.result_file:
+            continue
+        prov = (record.result(sub.result_file) or {}).get("provenance")
+        if not isinstance(prov, dict):
+            continue
+        weights = prov.get("weights") if isinstance(prov.get("weights"), dict) else {}
+        rows.append({"id": sub.id, "not_derived": prov.get("not_derived"),
+                     "same_architecture": prov.get("same_architecture"),
+                     "same_tokenizer": prov.get("same_tokenizer"),
+                     "changed_fraction": weights.get("changed_fraction"),
+                     "median_relative_change": weights.get("median_relative_change"),
+                     "reasons": list(prov.get("reasons") or [])})
+    return {"rows": rows, "not_derived": [r["id"] for r in rows if r["not_derived"]]}
+
+
+def trust_sections(record: RunRecord, best_id: str | None) -> dict[str, Any]:
+    """The report's `improvement`, `final_split` and `provenance` sections."""
+    best = None
+    if best_id is not None:
+        row = next((s for s in record.submissions if s.id == best_id), None)
+        if row is not None and row.result_file:
+            best = record.result(row.result_file)
+    paired = paired_improvement(best, record.result("results/baseline.json")) if best else None
+    return {"improvement": {"submission": best_id, "paired_interval": paired,
+                            "statement": statement(paired) if best else None},
+            "final_split": final_split(record), "provenance": provenance(record)}
+
+
+# ----------------------------------------------------------------------------- leaderboard
+LEADERBOARD_COLUMNS = ("final", "selection_gap", "not_derived")
+
+
+def leaderboard_values(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's leaderboard values: `final` (the final split's score, None without one),
+    `selection_gap`, `not_derived` (how many of its submissions are not derived from the base),
+    and `improvement_paired` (the paired interval of its best − baseline, for a group of one)."""
+    valid = [s for s in subs if s["valid"] and s["score"] is not None and not s["base_copy"]]
+    best = max(valid, key=lambda s: (s["score"], -s["index"]), default=None)
+    sections = trust_sections(record, best["id"] if best else None)
+    final = sections["final_split"] or {}
+    return {"final": final.get("score"), "selection_gap": final.get("selection_gap"),
+            "not_derived": len(sections["provenance"]["not_derived"]),
+            "improvement_paired": sections["improvement"]["paired_interval"]}
+
+
+def group_improvement(members: list[dict[str, Any]], seed: int = INTERVAL_SEED
+                      ) -> dict[str, Any] | None:
+    """A leaderboard group's improvement interval: across its runs (seeds), the interval of the
+    mean improvement (a2c.intervals.improvement_interval); a group of one run has its paired
+    interval over items instead. `marker` is "*" when the interval excludes 0."""
+    values = [m.get("improvement") for m in members if m.get("improvement") is not None]
+    if len(values) >= 2:
+        out = {"over": "seeds", **improvement_interval(values, seed=seed)}
+    elif len(members) == 1 and members[0].get("improvement_paired"):
+        paired = members[0]["improvement_paired"]
+        out = {"over": "items", "mean": paired["difference"], "ci95": paired["ci95"],
+               "method": paired["method"], "seed": paired["seed"], "n": paired["n_items"],
+               "outside_noise": paired["outside_noise"]}
+    else:
+        return None
+    out["marker"] = "*" if out.get("outside_noise") else ""
+    return out

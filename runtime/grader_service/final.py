@@ -1,0 +1,177 @@
+"""The final split: scored once, after the agent has stopped, for the counted submission and the
+base model.
+
+Why: `/submit` scores on the feedback items, and an agent that submits many variants and keeps
+the best is selected on those very items, so the best feedback score overstates its model. With a
+final split (`scoring.final` in the task; `RUN/grader/final.jsonl`, written by prepare and never
+shown to the agent) the submission the task's policy counts (best or last on feedback) and the
+base model are scored on items nobody selected on. The result:
+
+    selection_gap = (feedback score - baseline on feedback) - (final score - baseline on final)
+
+a gain measured on the same items on both sides, so a difference in difficulty between the two
+parts does not show up as a gap. Each score is a `final_scored` event and a results file
+(results/final-<id>.json, results/final-baseline.json: per-item outputs, so the report can pair
+them); `a2c verify` checks them against each other.
+
+Runs in the runtime's process (like the baseline), with the grader's own evaluator child and
+configuration; a second call (a resumed run) finds the events and scores nothing again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json
+from a2c.contracts.events import EventLog, FinalScored, read_events
+from a2c.contracts.journal import journal_state
+from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.service_config import ServiceConfig
+from a2c.fsutil import write_bytes_atomic
+from a2c.runtime.grader_service.base_ref import BaseReference
+from a2c.runtime.grader_service.baseline import compute_baseline
+from a2c.runtime.grader_service.common import log
+from a2c.runtime.grader_service.evaluator import run_evaluation
+from a2c.runtime.inference.chat_template import SOURCE_KEY
+
+
+def _sort_key(sid: str):
+    return (0, int(sid)) if str(sid).isdigit() else (1, str(sid))
+
+
+def counted_submission(run_dir: Path, policy: str) -> tuple[str, dict[str, Any]] | None:
+    """(id, journal entry) of the submission the policy counts: the best valid feedback score
+    (the earliest on a tie) or the last valid one; None without a valid submission."""
+    scored = journal_state(run_dir)["scored"]
+    valid = [(str(sid), e) for sid, e in sorted(scored.items(), key=lambda kv: _sort_key(kv[0]))
+             if e.get("valid", True) and e.get("score") is not None]
+    if not valid:
+        return None
+    if policy == "last":
+        return valid[-1]
+    best = max(float(e["score"]) for _, e in valid)
+    return next((sid, e) for sid, e in valid if float(e["score"]) == best)
+
+
+def _write(path: Path, data: dict[str, Any]) -> str:
+    write_bytes_atomic(path, canonical_json(data), mode=0o600)
+    return path.relative_to(path.parents[1]).as_posix()
+
+
+def _baseline_feedback(paths: RunPaths) -> float | None:
+    try:
+        data = json.loads(paths.baseline_result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("score") if data.get("valid") is not False else None
+
+
+def _submission_model(paths: RunPaths, sid: str, entry: dict[str, Any],
+                      scored: dict[str, dict[str, Any]]) -> Path | None:
+    """The grader's copy that was scored for `sid` (a duplicate's original); None for a copy
+    of the base (scored as the baseline)."""
+    seen = set()
+    while entry.get("duplicate_of") is not None and sid not in seen:
+        seen.add(sid)
+        if entry["duplicate_of"] == "baseline":
+            return None
+        sid = str(entry["duplicate_of"])
+        entry = scored.get(sid) or {}
+    return paths.submissions / sid
+
+
+def score_final_split(run_dir: str | Path, policy: str = "best") -> dict[str, Any] | None:
+    """Score the final split for the counted submission and the baseline; None when the run has
+    no final split. Returns {final_split_score, final_split_baseline, selection_gap,
+    submission_id, feedback_score, feedback_baseline}."""
+    paths = RunPaths(Path(run_dir))
+    if not paths.final_heldout.is_file():
+        return None
+    cfg = ServiceConfig.load(run_dir)
+    done = {(e["data"].get("subject"), str(e["data"].get("submission_id"))): e["data"]
+            for e in read_events(paths.events) if e.get("type") == "final_scored"}
+    events = EventLog(paths.events)
+    grader_cfg = cfg.grader_config()
+
+    # the baseline on the final items: cached like the feedback baseline (keyed by the items)
+    base = done.get(("baseline", "None"))
+    if base is None:
+        summary = compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
+                                   grader_cfg=grader_cfg, heldout=paths.final_heldout,
+                                   backend=cfg.backend, cache_dir=cfg.baseline_cache,
+                                   timeout_s=cfg.eval_timeout_s, run_dir=None,
+                                   evaluator=cfg.evaluator)
+        result = summary.get("result") or {}
+        rel = _write(paths.final_result("baseline"), {
+            **result, "subject": "baseline", "valid": summary["valid"],
+            "score": summary["score"], "error": summary["error"], "cached": summary["cached"]})
+        base = FinalScored(subject="baseline", score=summary["score"], ci95=summary["ci95"],
+                           n_items=result.get("n_items"), valid=summary["valid"],
+                           error=summary["error"], feedback_score=_baseline_feedback(paths),
+                           cached=summary["cached"], elapsed_s=summary["elapsed_s"],
+                           backend=result.get("backend"), result=rel).to_dict()
+        events.emit(FinalScored.from_dict(base))
+        log(f"final split: baseline {base['score']}")
+
+    counted = counted_submission(paths.root, policy)
+    sub = None
+    if counted is not None:
+        sid, entry = counted
+        sub = done.get(("submission", sid))
+        if sub is None:
+            sub = _score_submission(paths, cfg, sid, entry, base)
+            events.emit(FinalScored.from_dict(sub))
+            log(f"final split: submission {sid} {sub['score']}")
+    final_score = sub.get("score") if sub else None
+    final_base = base.get("score")
+    feedback, feedback_base = (sub or {}).get("feedback_score"), base.get("feedback_score")
+    gap = None
+    if None not in (final_score, final_base, feedback, feedback_base):
+        gap = round((feedback - feedback_base) - (final_score - final_base), 6)
+    return {"final_split_score": final_score, "final_split_baseline": final_base,
+            "selection_gap": gap, "submission_id": (sub or {}).get("submission_id"),
+            "feedback_score": feedback, "feedback_baseline": feedback_base}
+
+
+def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: dict[str, Any],
+                      base: dict[str, Any]) -> dict[str, Any]:
+    scored = journal_state(paths.root)["scored"]
+    model = _submission_model(paths, sid, entry, scored)
+    common = {"subject": "submission", "submission_id": int(sid) if sid.isdigit() else sid,
+              "feedback_score": entry.get("score"), "weights_hash": entry.get("weights_hash")}
+    if model is None:   # a copy of the base model: its final score is the baseline's
+        result = json.loads((paths.root / base["result"]).read_text(encoding="utf-8"))
+        rel = _write(paths.final_result(sid), {**result, "subject": "submission",
+                                               "submission_id": common["submission_id"],
+                                               "copy_of_base": True})
+        return FinalScored(**common, score=base.get("score"), ci95=base.get("ci95"),
+                           n_items=base.get("n_items"), valid=bool(base.get("valid")),
+                           error=base.get("error"), elapsed_s=0.0, backend=base.get("backend"),
+                           result=rel).to_dict()
+    if not model.exists():
+        rel = _write(paths.final_result(sid), {"valid": False, "score": None, "error": (
+            f"the grader's copy of submission {sid} is gone")})
+        return FinalScored(**common, valid=False, error="the grader's copy is gone",
+                           result=rel).to_dict()
+    cfg_path = paths.grader / "final.grader.json"
+    write_bytes_atomic(cfg_path, canonical_json({
+        **cfg.grader_config(), SOURCE_KEY: BaseReference(cfg.base_model).template_source()}),
+        mode=0o600)
+    outcome = run_evaluation(cfg.evaluator_command(), grader_cfg_path=cfg_path, model=model,
+                             heldout=paths.final_heldout, backend=cfg.backend,
+                             out_path=paths.eval_dir / f"final-{sid}.json",
+                             timeout_s=cfg.eval_timeout_s,
+                             log_path=paths.eval_dir / f"final-{sid}.log")
+    result = outcome.result or {}
+    valid = outcome.valid
+    rel = _write(paths.final_result(sid), {
+        **result, "subject": "submission", "submission_id": common["submission_id"],
+        "valid": valid, "score": result.get("score") if valid else None,
+        "error": outcome.message})
+    return FinalScored(**common, score=result.get("score") if valid else None,
+                       ci95=result.get("ci95") if valid else None,
+                       n_items=result.get("n_items"), valid=valid, error=outcome.message,
+                       elapsed_s=round(outcome.elapsed_s, 3), backend=result.get("backend"),
+                       result=rel).to_dict()
