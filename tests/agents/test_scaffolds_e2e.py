@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -26,9 +27,11 @@ from a2c.paths import project_root
 
 SCAFFOLDS = ["claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "openhands"]
 BUDGET = "10m"
+DRIVER = os.environ.get("A2C_E2E_DRIVER", "scripted:sft-recipe")   # or scripted:/path/to.yaml
 # The recipe's SFT, kept short for CI: steps and batch of specs/drivers/sft-recipe.yaml's
 # train_sft.py (it reads these from the environment the scaffold passes to its tools).
-TRAIN_ENV = {"SFT_STEPS": os.environ.get("A2C_E2E_SFT_STEPS", "25"), "SFT_BATCH": "8"}
+TRAIN_ENV = {"SFT_STEPS": os.environ.get("A2C_E2E_SFT_STEPS", "10"),
+             "SFT_BATCH": os.environ.get("A2C_E2E_SFT_BATCH", "4")}
 FIXTURES = project_root() / "tests" / "fixtures" / "agents"
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens")
 
@@ -72,21 +75,31 @@ def scripted_usage(log: Path) -> dict[str, int]:
     return totals
 
 
+GATEWAY_KEY = re.compile(r"a2c-drv-[A-Za-z0-9_-]+")
+
+
+def _copy_scrubbed(src: Path, dst: Path) -> None:
+    """A copy with the run's gateway key masked (mini-swe-agent's trajectory holds its config)."""
+    text = src.read_text(encoding="utf-8", errors="replace")
+    dst.write_text(GATEWAY_KEY.sub("a2c-drv-REDACTED", text), encoding="utf-8")
+
+
 def save_fixtures(agent_id: str, run_dir: Path, run: dict, calls: list[dict]) -> None:
+    """tests/fixtures/agents/<id>/: the transcript, the driver_call events, the native log."""
     out = FIXTURES / agent_id
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     if run.get("transcript"):
         src = run_dir / run["transcript"]
-        shutil.copyfile(src, out / src.name)
+        _copy_scrubbed(src, out / src.name)
     with open(out / "driver_calls.jsonl", "w", encoding="utf-8") as fh:
         for event in calls:
             fh.write(json.dumps(event, sort_keys=True) + "\n")
     native = agent_spec(agent_id)["transcript"]["native"]
     for path in sorted(glob.glob(str(run_dir / "agent-home" / native)))[:1]:
-        if os.path.getsize(path) <= 400_000:
-            shutil.copyfile(path, out / ("native-" + Path(path).name))
+        if os.path.getsize(path) <= 400_000 and not path.endswith(".db"):
+            _copy_scrubbed(Path(path), out / ("native-" + Path(path).name))
 
 
 @pytest.mark.slow
@@ -97,7 +110,7 @@ def test_scaffold_runs_the_sft_recipe_end_to_end(agent_id, tmp_path):
         from a2c.runtime.run.scaffold import install_hint
         pytest.skip(f"{agent_id} is not installed here: {install_hint(agent_spec(agent_id))}")
     opts = run_mod.RunOptions(bundle="arith", agent=agent_id, budget=BUDGET,
-                              runs_dir=tmp_path / "runs", driver="scripted:sft-recipe",
+                              runs_dir=tmp_path / "runs", driver=DRIVER,
                               agent_env=dict(TRAIN_ENV))
     ctx = run_mod.prepare(opts, report=lambda _: None)
     summary = run_mod.execute(ctx, report=lambda _: None)
@@ -128,6 +141,8 @@ def test_scaffold_runs_the_sft_recipe_end_to_end(agent_id, tmp_path):
     assert run["driver_usage"]["calls"] == len(calls)
     assert {e["data"]["model"] for e in calls} == {
         agent_spec(agent_id)["driver"]["default"].split("/", 1)[1]}
+    assert {e["data"]["wire"] for e in calls} == {agent_spec(agent_id)["driver"]["wire"]}
+    assert all(e["data"]["status"] == 200 for e in calls), [e["data"] for e in calls]
 
     # The transcript and the scaffold's own session log were kept.
     assert run.get("transcript") and (run_dir / run["transcript"]).stat().st_size > 0
@@ -136,6 +151,13 @@ def test_scaffold_runs_the_sft_recipe_end_to_end(agent_id, tmp_path):
 
     # The record verifies; the trajectory validates (when the analysis side is there).
     assert verify_events(run_dir / "events.jsonl").ok
+    try:
+        from a2c.analysis.verify import verify_run
+    except ImportError:
+        pass
+    else:
+        verification = verify_run(run_dir)
+        assert verification.ok, verification.problems
     try:
         from a2c.analysis.trajectory import build_trajectory
         from a2c.contracts.trajectory import validate_trajectory

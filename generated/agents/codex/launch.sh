@@ -55,6 +55,9 @@ approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 web_search = "disabled"
+# Commands run in `bash -c`, not a login shell: /etc/profile would reset PATH and drop
+# the sandbox's Python environment (`python` not found).
+allow_login_shell = false
 
 [model_providers.a2c]
 name = "a2c driver gateway"
