@@ -56,6 +56,8 @@ LABELS.update({
     "never_scored": "submission never scored",
     "model_changed": "submitted files changed or deleted before evaluation",
     "other": "other",
+    "driver_budget": "driver budget exhausted",
+    "driver_errors": "driver calls answered with an error",
 })
 # The category of each code of an invalid submission; None: the message decides (see above).
 CODE_CATEGORIES: dict[str, str | None] = {
@@ -188,6 +190,8 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
                              "message": f"agent exited with return code {code}"
                                         + (f" ({data.get('reason')})" if data.get("reason") else ""),
                              "evidence": evidence})
+    _run_status(record, failures)
+    _driver(record, failures)
     for category, pattern in SERVICE_REFUSALS:
         hits = [(n, line) for n, line in enumerate(grader_log, start=1) if pattern.search(line)]
         if hits:
@@ -197,3 +201,79 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
                              "evidence": [{"source": "logs/grader.log", "line": n,
                                            "text": _clip(line)} for n, line in hits[:MAX_EVIDENCE]]})
     return failures
+
+
+def _tail_evidence(record: RunRecord) -> list[dict[str, Any]]:
+    tail = record.run.get("agent_log_tail")
+    if not isinstance(tail, list):
+        return []
+    lines = [str(line) for line in tail if str(line).strip()]
+    return [{"source": "run.json agent_log_tail", "line": None, "text": _clip(line)}
+            for line in lines[-(MAX_EVIDENCE - 1):]]
+
+
+def _run_status(record: RunRecord, failures: list[dict[str, Any]]) -> None:
+    """The run statuses that say how the agent ended (a2c.contracts.run_info): `agent_failed`
+    (it exited non-zero) and `no_submission` (it never submitted), with the last lines of its
+    log that run.json keeps."""
+    status = record.run.get("status")
+    tail = _tail_evidence(record)
+    if status == "agent_failed":
+        crashed = next((f for f in failures if f["category"] == "agent_crashed"), None)
+        if crashed is None:
+            exit_info = record.run.get("agent_exit") if isinstance(record.run.get("agent_exit"),
+                                                                   dict) else {}
+            code = exit_info.get("returncode")
+            failures.append({"category": "agent_crashed", "label": LABELS["agent_crashed"],
+                             "submission_id": None,
+                             "message": "run status agent_failed: the agent exited with an "
+                                        "error" + (f" (return code {code})" if code is not None
+                                                   else ""),
+                             "evidence": tail[:MAX_EVIDENCE]})
+        elif tail:
+            crashed["evidence"] = (crashed["evidence"] + tail)[:MAX_EVIDENCE + len(tail)]
+    elif status == "no_submission":
+        entry = next((f for f in failures if f["category"] == "no_submission"), None)
+        if entry is not None:
+            entry["message"] = "run status no_submission: the agent never submitted"
+            entry["evidence"] = (entry["evidence"] + tail)
+
+
+def _driver(record: RunRecord, failures: list[dict[str, Any]]) -> None:
+    """The driver gateway's refusals and errors: a spent driver budget (each
+    `driver_budget_exhausted` event), and calls answered with an error (an upstream down or
+    failing, a refused model or key), counted by error."""
+    for event in record.events_of("driver_budget_exhausted"):
+        data = event.get("data") or {}
+        failures.append({"category": "driver_budget", "label": LABELS["driver_budget"],
+                         "submission_id": None,
+                         "message": f"{data.get('limit')}: {data.get('used')} used of "
+                                    f"{data.get('budget')}; later calls were refused",
+                         "evidence": [{"source": "events.jsonl", "line": event.get("_line"),
+                                       "text": _clip(f"driver_budget_exhausted {data}")}]})
+    errors = [e for e in record.events_of("driver_call")
+              if (e.get("data") or {}).get("error") or
+              _status((e.get("data") or {}).get("status")) >= 400]
+    if not errors:
+        return
+    kinds: dict[str, int] = {}
+    for event in errors:
+        data = event.get("data") or {}
+        kind = str(data.get("error") or f"HTTP {data.get('status')}")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    failures.append({"category": "driver_errors", "label": LABELS["driver_errors"],
+                     "submission_id": None,
+                     "message": f"{len(errors)} call(s): " + ", ".join(
+                         f"{k} ×{n}" for k, n in sorted(kinds.items())),
+                     "evidence": [{"source": "events.jsonl", "line": e.get("_line"),
+                                   "text": _clip("driver_call seq {seq} status {status} {error}"
+                                                 .format(seq=(e.get("data") or {}).get("seq"),
+                                                         status=(e.get("data") or {})
+                                                         .get("status"),
+                                                         error=(e.get("data") or {})
+                                                         .get("error") or ""))}
+                                  for e in errors[:MAX_EVIDENCE]]})
+
+
+def _status(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -11,6 +11,20 @@ from .values import clip, finite, rounded
 
 MAX_EXAMPLES = 3
 EXAMPLE_WIDTH = 400
+MAX_STEPS = 30               # an episode's steps shown (its length is `steps`)
+OBSERVATION_WIDTH = 2000
+
+
+def _episode_step(step: Any) -> dict[str, Any]:
+    """One step of a level-3 episode as {action, observation, reward, output} (clipped), for
+    the report to render as a step, not as a line of JSON."""
+    if not isinstance(step, dict):
+        return {"action": None, "observation": _clip(step, OBSERVATION_WIDTH), "reward": None,
+                "output": None}
+    return {"action": _clip(step.get("action"), EXAMPLE_WIDTH),
+            "observation": _clip(step.get("observation"), OBSERVATION_WIDTH),
+            "reward": finite(step.get("reward")),
+            "output": _clip(step.get("output"), OBSERVATION_WIDTH) or None}
 
 
 def _clip(value: Any, width: int = EXAMPLE_WIDTH) -> Any:
@@ -66,7 +80,11 @@ def best_outcomes(record: RunRecord, subs: list[dict[str, Any]], level: Any,
         trajectory = item.get("trajectory")
         if isinstance(trajectory, list):
             example["steps"] = len(trajectory)
-            example["trajectory"] = [_clip(step, 200) for step in trajectory[:6]]
+            example["trajectory"] = [_episode_step(step) for step in trajectory[:MAX_STEPS]]
+            if item.get("first_observation") is not None:
+                example["first_observation"] = _clip(item["first_observation"], OBSERVATION_WIDTH)
+            if isinstance(item.get("prompt"), str):   # an episode's task: long, kept readable
+                example["prompt"] = _clip(item["prompt"], OBSERVATION_WIDTH)
         examples.append(example)
     metrics = {k: v for k, v in (result.get("metrics") or {}).items()
                if isinstance(v, (int, float, str, bool)) or v is None}

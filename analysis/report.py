@@ -2,8 +2,8 @@
 
 ``build_report(run_dir)`` assembles the sections — the run header and submissions
 (``summary``), process metrics (``process_metrics``), the training route and code timeline
-(``attribution``), failures (``failures``) and the best submission's item outcomes
-(``outcomes``) — into a dict that validates against ``schemas/report.schema.json``.
+(``attribution``), failures (``failures``), the best submission's item outcomes
+(``outcomes``) and the driver model's calls and steps (``driver``) — into a dict that validates against ``schemas/report.schema.json``.
 ``write_report`` verifies the record, builds the report and writes it with its Markdown, SVG
 (``plot``) and HTML (``report_pages``) renderings. Every number is derived from the record
 (events, journal, results, snapshots, logs); metric definitions are in docs/analysis.md.
@@ -22,6 +22,7 @@ from a2c import __version__
 from a2c.fsutil import write_text_atomic
 
 from .attribution import training_and_timeline
+from .driver import driver_section
 from .failures import analyse_failures
 from .outcomes import best_outcomes
 from .process_metrics import process_metrics
@@ -92,6 +93,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "failures": failures,
         "failure_counts": dict(sorted(counts.items())),
         "outcomes": best_outcomes(record, subs, header["level"], metrics["best_index"]),
+        "driver": driver_section(record, subs),
     }
     validate_report(report)
     return report

@@ -18,7 +18,10 @@ Checks, in order (every problem is collected; the first one is what the CLI name
    the events with the same score and validity, and every scored event is in the journal;
 6. ``results/<n>.json`` of every scored submission (and ``results/baseline.json``) exist and
    agree with the events;
-7. the seal: the last event is ``record_sealed`` and every sealed file (run.json, the journal,
+7. ``driver/blobs/``: every request and response body a ``driver_call`` event names exists and
+   hashes to its name (a missing or altered body is named); and ``trajectory.json``, when the
+   run has one, is what the record builds (analysis/trajectory.py ``trajectory_problems``);
+8. the seal: the last event is ``record_sealed`` and every sealed file (run.json, the journal,
    results/*, logs/* (append-only), agent/prompt.rendered.md, the data/ tree) matches it
    (a2c.contracts.seal); last, so that a more specific disagreement above is named first.
 """
@@ -38,7 +41,8 @@ from a2c.contracts.record_key import RecordKey, RecordKeyError, load_key
 from a2c.errors import A2CError, BundleError
 
 from .record import RunRecord, sid
-from .verify_record import data_problems, run_json_problems, seal_problems
+from .trajectory import trajectory_problems
+from .verify_record import data_problems, driver_blob_problems, run_json_problems, seal_problems
 
 OPERATOR_KEY = "operator"   # verify_run's default: the operator's record key file
 
@@ -337,5 +341,12 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None,
     _check_agent(root, record, out)
     _check_journal(record, out)
     _check_results(record, out)
+    if record.events_of("driver_call"):
+        found, checked = driver_blob_problems(record)
+        _check_listed("driver record", found, f"{checked} call bodies match their hashes", out)
+    if (root / "trajectory.json").is_file():
+        _check_listed("trajectory", [("trajectory.json", None, p)
+                                     for p in trajectory_problems(root)[:1]],
+                      "trajectory.json is what the driver record builds", out)
     _check_listed("record seal", seal_problems(record), "every sealed file matches", out)
     return out

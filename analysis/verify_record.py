@@ -1,6 +1,7 @@
 """The checks of `a2c verify` (analysis/verify.py) on what the report reads besides the events:
 run.json against the authenticated `run_started` and `run_finished` events, the agent split
-against its recorded fingerprint, and every sealed file against the record's seal
+against its recorded fingerprint, the driver gateway's call bodies (driver/blobs) against the
+hashes the `driver_call` events give them, and every sealed file against the record's seal
 (a2c.contracts.seal: run.json, the journal, results/*, logs/*, the rendered prompt, data/*).
 """
 
@@ -88,6 +89,51 @@ def data_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
         return [("data/train.jsonl", None, f"{count} records, the record says "
                                            f"{data['agent_records']}")]
     return []
+
+
+def driver_blob_problems(record: RunRecord) -> tuple[list[tuple[str, int | None, str]], int]:
+    """(problems, bodies checked): every body a driver_call event names (request_sha256,
+    response_sha256) must be in RUN/driver/blobs and hash to its name. The events are
+    authenticated, so a body that hashes right is the one the gateway recorded."""
+    problems: list[tuple[str, int | None, str]] = []
+    checked: dict[str, bool] = {}
+    blobs = record.root / "driver" / "blobs"
+    for event in record.events_of("driver_call"):
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        for key in ("request_sha256", "response_sha256"):
+            digest = data.get(key)
+            if digest is None:
+                continue
+            rel = f"driver/blobs/{digest}"
+            where = f"driver call {data.get('seq')} ({key}, events.jsonl line {event.get('_line')})"
+            if not isinstance(digest, str) or len(digest) != 64 or \
+                    any(c not in "0123456789abcdef" for c in digest):
+                problems.append(("events.jsonl", event.get("_line"),
+                                 f"{where}: {digest!r} is not a sha256"))
+                continue
+            if digest in checked:       # the same body named twice: reported once
+                continue
+            path = blobs / digest
+            if path.is_symlink() or not path.is_file():
+                problems.append((rel, None, f"missing, but {where} names it"))
+                checked[digest] = False
+                continue
+            have = _sha256_file(path)
+            checked[digest] = have == digest
+            if have != digest:
+                problems.append((rel, None, f"altered: its content hashes to {have[:16]}... "
+                                            f"({where})"))
+    return problems, sum(1 for ok in checked.values() if ok)
+
+
+def _sha256_file(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def seal_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:

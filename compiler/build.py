@@ -167,9 +167,27 @@ def compile_agent(doc: Document) -> Artifact:
     return Artifact("Agent", agent["id"], f"agents/{agent['id']}", files, doc.path)
 
 
+def _referenced(doc: Document, kind: str, ident: str) -> dict[str, Any]:
+    """The manifest a task or agent the suite names compiles to (in memory), from the specs folder
+    the suite sits in: its digest is part of every trial id."""
+    folder = {"Task": "tasks", "Agent": "agents"}[kind]
+    root = doc.path.resolve().parent.parent / folder
+    path = next(p for p in (root / f"{ident}.yaml", root / f"{ident}.yml") if p.is_file())
+    (art,) = plan([path])
+    return json.loads(art.files[MANIFESTS[kind]])
+
+
 def compile_suite(doc: Document) -> Artifact:
+    """suite.json (the resolved suite and its expanded `trials`) and TRIALS.md (the same list as
+    a table, so a reviewer sees what a suite change does to the grid)."""
+    from a2c.compiler.suite_trials import trials_of
+
     suite = resolve_mod.resolve_suite(doc)
-    files = {"suite.json": _manifest("Suite", suite["id"], suite, {})}
+    tasks = {t: _referenced(doc, "Task", t) for t in suite["tasks"]}
+    agents = {a: _referenced(doc, "Agent", a) for a in suite["agents"]}
+    suite["trials"] = trials_of(doc.data, suite, tasks, agents)
+    files = {"TRIALS.md": _render("suite/TRIALS.md.j2", {"suite": suite})}
+    files["suite.json"] = _manifest("Suite", suite["id"], suite, dict(files))
     return Artifact("Suite", suite["id"], f"suites/{suite['id']}", files, doc.path)
 
 

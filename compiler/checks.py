@@ -204,14 +204,238 @@ def agent_driver(doc):
                                       "\"$A2C_PROMPT\" or \"$A2C_PROMPT_FILE\"")
 
 
+# The driver gateway's built-in providers (runtime/driver_gateway/config.py BUILTIN_PROVIDERS; a
+# test keeps the two equal: the compiler may not import the runtime).
+DRIVER_PROVIDERS = ("anthropic", "gemini", "openai")
+_DRIVER_FORM = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_-]*)/[A-Za-z0-9][A-Za-z0-9._:@-]*$")
+_SCRIPTED_FORM = re.compile(r"^scripted:(?P<name>[a-z0-9][a-z0-9_.-]*)$")
+
+
+def driver_problem(driver: str, specs_root: Path) -> str | None:
+    """Why a suite's driver string is refused (None if it is fine): `provider/model` with a known
+    provider, or `scripted:NAME` with a script under specs/drivers/ (by form where the checkout
+    has no specs/drivers/)."""
+    scripted = _SCRIPTED_FORM.match(driver)
+    if scripted:
+        folder = specs_root / "drivers"
+        name = scripted["name"]
+        if folder.is_dir() and not any(is_file(folder / f"{name}{s}") for s in (".yaml", ".yml")):
+            from a2c.compiler.schema import suggest
+            known = sorted(p.stem for p in folder.glob("*.y*ml"))
+            return f"no driver script '{name}' under {specs_root.name}/drivers{suggest(name, known)}"
+        return None
+    form = _DRIVER_FORM.match(driver)
+    if not form:
+        return (f"unknown driver {driver!r}: write provider/model (e.g. anthropic/claude-sonnet-4-5,"
+                " openai/gpt-5-codex, gemini/gemini-2.5-pro) or scripted:NAME")
+    if form["provider"] not in DRIVER_PROVIDERS:
+        from a2c.compiler.schema import suggest
+        return (f"unknown driver provider {form['provider']!r} in {driver!r} (known: "
+                f"{', '.join(DRIVER_PROVIDERS)}){suggest(form['provider'], DRIVER_PROVIDERS)}")
+    return None
+
+
+def _spec_file(root: Path, folder: str, ident: str) -> Path | None:
+    return next((root / folder / f"{ident}{s}" for s in (".yaml", ".yml")
+                 if is_file(root / folder / f"{ident}{s}")), None)
+
+
+def _referenced_data(root: Path, folder: str, ident: str) -> dict | None:
+    """A referenced task's or agent's document (bases merged), or None if it does not read; its
+    own problems are reported when it is validated itself."""
+    from a2c.compiler.load import read_document
+    from a2c.errors import SpecError
+    path = _spec_file(root, folder, ident)
+    if path is None:
+        return None
+    try:
+        return read_document(path).data
+    except (SpecError, OSError):
+        return None
+
+
 @check_for("Suite")
 def suite_references_exist(doc):
+    """Every task, agent and driver the suite names exists, every group has a grid, every
+    combination's mode is offered by its task, and every `exclude` entry drops something."""
+    from a2c.compiler.schema import suggest
+    from a2c.compiler.suite_matrix import _matches, expand, groups_of
+    from a2c.modes import MODES
     root = doc.path.resolve().parent.parent
-    for key, folder in (("tasks", "tasks"), ("agents", "agents")):
-        known = sorted(p.stem for p in (root / folder).glob("*.y*ml"))
-        for i, ident in enumerate(doc.data[key]):
-            if not any(is_file(root / folder / f"{ident}{suffix}")
-                       for suffix in (".yaml", ".yml")):
-                from a2c.compiler.schema import suggest
-                yield (key, i), (f"no {folder[:-1]} spec '{ident}' under "
-                                 f"{Path(root.name) / folder}{suggest(ident, known)}")
+    data = doc.data
+    known = {folder: sorted(p.stem for p in (root / folder).glob("*.y*ml"))
+             for folder in ("tasks", "agents")}
+    missing: set[tuple[str, str]] = set()
+
+    def ref(folder, ident, path):
+        if _spec_file(root, folder, ident) is None:
+            missing.add((folder, ident))
+            yield path, (f"no {folder[:-1]} spec '{ident}' under "
+                         f"{Path(root.name) / folder}{suggest(ident, known[folder])}")
+
+    groups = groups_of(data)
+    types: dict[str, str | None] = {}
+    for name, (prefix, g) in groups.items():
+        at = prefix or ()
+        if not (g.get("tasks") and g.get("agents")) and not g.get("include"):
+            yield (at or ("tasks",)), (f"group '{name}' has no grid: give it tasks and agents "
+                                       "(here or at the suite's top level) or an include list")
+        for key, folder in (("tasks", "tasks"), ("agents", "agents")):
+            origin = (*prefix, key) if prefix and key in data["groups"][name] else (key,)
+            for i, ident in enumerate(g.get(key) or []):
+                yield from ref(folder, ident, (*origin, i))
+        for key in ("include", "exclude"):
+            origin = (*prefix, key) if prefix and key in data["groups"][name] else (key,)
+            for i, entry in enumerate(g.get(key) or []):
+                for field, folder in (("task", "tasks"), ("agent", "agents")):
+                    if field in entry:
+                        yield from ref(folder, entry[field], (*origin, i, field))
+        drivers = g.get("drivers") or []
+        d_origin = (*prefix, "drivers") if prefix and "drivers" in data["groups"][name] \
+            else ("drivers",)
+        listed = drivers.items() if isinstance(drivers, dict) else [(None, drivers)]
+        for agent, values in listed:
+            if agent is not None and agent not in (g.get("agents") or []) and not any(
+                    x.get("agent") == agent for x in g.get("include") or []):
+                yield (*d_origin, agent), (f"drivers for agent '{agent}', which group '{name}' "
+                                           "does not run", True)
+            for i, driver in enumerate(values):
+                why = driver_problem(driver, root)
+                if why:
+                    yield ((*d_origin, agent, i) if agent else (*d_origin, i)), why
+        for agent in [*(g.get("agents") or []), *(x["agent"] for x in g.get("include") or [])]:
+            if agent not in types and (("agents", agent) not in missing):
+                agent_doc = _referenced_data(root, "agents", agent) or {}
+                types[agent] = agent_doc.get("type")
+        if isinstance(drivers, dict):
+            for agent in drivers:
+                if types.get(agent) == "reference":
+                    yield (*d_origin, agent), (f"'{agent}' is a reference agent: it runs without "
+                                               "a driver model", True)
+        inc_origin = (*prefix, "include") if prefix and "include" in data["groups"][name] \
+            else ("include",)
+        for i, entry in enumerate(g.get("include") or []):
+            if entry.get("driver") and types.get(entry["agent"]) == "reference":
+                yield (*inc_origin, i, "driver"), (f"'{entry['agent']}' is a reference agent: it "
+                                                   "runs without a driver model")
+            elif entry.get("driver"):
+                why = driver_problem(entry["driver"], root)
+                if why:
+                    yield (*inc_origin, i, "driver"), why
+    if missing:
+        return      # the expansion below would only repeat these
+    cells = expand(data, types)
+    if not cells:
+        yield ("id",), "the suite expands to no trial (everything excluded?)"
+    modes_of: dict[str, list] = {}
+    reported: set[tuple] = set()
+    for cell in cells:
+        if cell.task not in modes_of:
+            task = _referenced_data(root, "tasks", cell.task) or {}
+            modes_of[cell.task] = list(task.get("modes") or MODES)
+        if cell.mode not in modes_of[cell.task] and (cell.task, cell.mode) not in reported:
+            reported.add((cell.task, cell.mode))
+            yield cell.where["mode"], (
+                f"task '{cell.task}' does not offer mode '{cell.mode}' (it offers "
+                f"{', '.join(modes_of[cell.task])}); drop the mode or add "
+                f"exclude: [{{task: {cell.task}, mode: {cell.mode}}}]")
+    for name, (prefix, g) in groups.items():
+        unexpanded = _unexcluded(g, types, name)
+        origin = (*prefix, "exclude") if prefix and "exclude" in data["groups"][name] \
+            else ("exclude",)
+        for i, entry in enumerate(g.get("exclude") or []):
+            if not any(_matches(c, entry) for c in unexpanded):
+                yield (*origin, i), "this exclude entry matches no combination of the group"
+
+
+def _unexcluded(group: dict, types: dict, name: str) -> list:
+    """The group's combinations before `exclude` (to tell an exclude that matches nothing)."""
+    from a2c.compiler.suite_matrix import expand
+    return expand({k: v for k, v in group.items() if k != "exclude"}, types)
+
+
+def _gold_texts(doc, split: str, rel: str, column: str):
+    """(record id, gold text) of a local data file, for the answer-format round trip; nothing
+    for a format the standard library cannot read (parquet) or a file another check reports."""
+    target = doc.path.parent / rel
+    if not is_file(target):
+        return
+    fmt = doc.data["data"]["source"].get("format") or Path(rel).suffix.lstrip(".")
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    rows: list = []
+    try:
+        if fmt == "csv":
+            import csv
+            import io
+            rows = list(csv.DictReader(io.StringIO(text)))
+        elif fmt in ("jsonl", "json"):
+            import json
+            try:                          # a JSON array, or a one-line JSONL file
+                value = json.loads(text)
+                rows = value if isinstance(value, list) else [value]
+            except ValueError:
+                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError:
+        return
+    id_column = doc.data["data"]["fields"].get("id", "id")
+    for n, row in enumerate(rows):
+        if isinstance(row, dict) and row.get(column) is not None:
+            yield str(row.get(id_column, f"{split}-{n}")), str(row[column])
+
+
+@check_for("Task")
+def answer_format_round_trips(doc):
+    """The gold answer written in the answer format must be read back to itself by the pattern
+    and the normalisation: otherwise even a perfect model scores 0 (a2c.answer_format)."""
+    from a2c.answer_format import PLACEHOLDER, derive, round_trip
+
+    g = doc.data["grader"]
+    if g["kind"] != "exact_match":
+        return
+    params = g.get("params") or {}
+    pattern = params.get("pattern")
+    try:
+        if re.compile(pattern).groups < 1 or (params.get("answer_pattern") and
+                                              re.compile(params["answer_pattern"]).groups < 1):
+            return                                  # grader_params_make_sense says so
+    except (re.error, TypeError):
+        return
+    declared = params.get("answer_format")
+    if declared is not None:
+        if declared.count(PLACEHOLDER) != 1:
+            yield ("grader", "params", "answer_format"), (
+                f"'{declared}' must contain {PLACEHOLDER} exactly once, where the answer goes")
+            return
+    fmt = declared or derive(pattern)
+    where = ("grader", "params", "answer_format" if declared else "pattern")
+    if fmt is None:
+        yield where, (f"the answer format cannot be derived from the pattern '{pattern}' (its text "
+                      f"around group 1 is not plain literal text); state it, e.g. "
+                      f"answer_format: 'Answer: {PLACEHOLDER}'")
+        return
+    opts = {"pattern": pattern, "answer_pattern": params.get("answer_pattern"),
+            "normalize_mode": params.get("normalize", "number"),
+            "match": params.get("match", "first")}
+    src = doc.data["data"]["source"]
+    column = doc.data["data"]["fields"].get("answer")
+    samples: list[tuple[str, str, str]] = []
+    if "files" in src and column:
+        for split, rel in sorted(src["files"].items()):
+            samples += [(rel, rid, gold) for rid, gold in _gold_texts(doc, split, rel, column)]
+    elif opts["normalize_mode"] == "number":
+        samples.append(("an example", "-", "42"))      # numeric answers, data not here yet
+    failed = []
+    for rel, rid, gold in samples:
+        ok, target, got = round_trip(fmt, gold, **opts)
+        if not ok:
+            failed.append((rel, rid, target, got))
+    if failed:
+        rel, rid, target, got = failed[0]
+        read = "no match" if got is None else f"'{got}'"
+        where_from = f"record '{rid}' of {rel}" if rid != "-" else rel
+        yield where, (f"the pattern does not match the gold answer written as the target: "
+                      f"'{target}' -> {read} ({where_from}; {len(failed)} of {len(samples)} "
+                      f"gold answers fail); widen the pattern or change answer_format")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from a2c.answer_format import derive as derive_answer_format
+from a2c.compiler.suite_matrix import group_titles, groups_of
 from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
 from a2c.durations import parse_duration
 from a2c.modes import FREE, MODES
@@ -59,6 +61,22 @@ def data_file_name(split: str, source_file: str) -> str:
     return f"data/{split}{suffix}"
 
 
+# Driver budgets (the gateway's limits on the agent's LLM): spec name -> resolved name. Present in
+# the resolved budget only when the spec sets them (unset: unlimited, and task bundles without a
+# driver budget keep their digest).
+DRIVER_BUDGET_KEYS = {"driver_tokens": "driver_tokens", "driver_cost": "driver_cost_usd",
+                      "driver_calls": "driver_calls"}
+
+
+def driver_budget(b: dict) -> dict[str, Any]:
+    """{driver_tokens, driver_cost_usd, driver_calls} for those the budget mapping sets."""
+    out: dict[str, Any] = {}
+    for key, resolved in DRIVER_BUDGET_KEYS.items():
+        if b.get(key) is not None:
+            out[resolved] = float(b[key]) if key == "driver_cost" else int(b[key])
+    return out
+
+
 def resolve(doc) -> dict[str, Any]:
     return {"Task": resolve_task, "Agent": resolve_agent, "Suite": resolve_suite}[doc.kind](doc)
 
@@ -100,6 +118,9 @@ def resolve_task(doc) -> dict[str, Any]:
     params = {**DEFAULT_PARAMS[kind], **(g.get("params") or {})}
     if kind == "humaneval":
         params["timeout_s"] = seconds(params.pop("timeout"))
+    if kind == "exact_match":   # stated once; derived from the pattern where unambiguous
+        params["answer_format"] = params.get("answer_format") or derive_answer_format(
+            params["pattern"])
     inference = {**DEFAULT_INFERENCE, **(g.get("inference") or {})}
     inference["stop"] = list(inference["stop"])
     inference["temperature"] = float(inference["temperature"])
@@ -118,6 +139,7 @@ def resolve_task(doc) -> dict[str, Any]:
               "max_submissions": b["max_submissions"],
               "min_interval_s": seconds(b["min_interval"]),
               "eval_timeout_s": seconds(b["eval_timeout"])}
+    budget.update(driver_budget(b))
     sc = d.get("scoring") or {}
     scoring = {"policy": sc.get("policy", "best")}
     envr = d.get("environment") or {}
@@ -168,15 +190,50 @@ DEFAULT_PROMPT = """{{ instructions }}
 """
 
 
-def resolve_suite(doc) -> dict[str, Any]:
-    d = doc.data
-    b = d.get("budget") or {}
-    budget = {}
+def suite_budget(b: dict) -> dict[str, Any]:
+    """A suite's (or group's) budget overrides, resolved: only the keys it sets."""
+    budget: dict[str, Any] = {}
     if "wall_clock" in b:
         budget["wall_clock_s"] = seconds(b["wall_clock"])
-    if "gpus" in b:
-        budget["gpus"] = b["gpus"]
+    for key in ("gpus", "cpus", "eval_cpus", "eval_gpus"):
+        if key in b:
+            budget[key] = b[key]
+    budget.update(driver_budget(b))
+    return budget
+
+
+def resolve_suite(doc) -> dict[str, Any]:
+    """The suite with every group resolved (axes, overrides); the build adds `trials`, the
+    expanded list with the bundles' digests (compiler/build.py, compile_suite). The top-level
+    `tasks`, `agents`, `drivers`, `modes`, `seeds` are the union over the groups, for readers that
+    only want to know what the suite touches."""
+    d = doc.data
+    titles = group_titles(d)
+    groups = {}
+    for name, (_, g) in groups_of(d).items():
+        drivers = g.get("drivers") or []
+        groups[name] = {
+            "title": titles.get(name), "tasks": list(g.get("tasks") or []),
+            "agents": list(g.get("agents") or []),
+            "drivers": ({k: list(v) for k, v in drivers.items()} if isinstance(drivers, dict)
+                        else list(drivers)),
+            "modes": list(g.get("modes") or [FREE]), "seeds": list(g.get("seeds") or [0]),
+            "include": [dict(x) for x in g.get("include") or []],
+            "exclude": [dict(x) for x in g.get("exclude") or []],
+            "budget": suite_budget(g.get("budget") or {}),
+            "base_model": g.get("base_model"), "backend": g.get("backend") or "local"}
+
+    def union(key):
+        out: list = []
+        for g in groups.values():
+            values = g[key]
+            if isinstance(values, dict):
+                values = [v for vs in values.values() for v in vs]
+            if key in ("tasks", "agents"):
+                values = [*values, *(x[key[:-1]] for x in g["include"])]
+            out += [v for v in values if v not in out]
+        return out
     return {"id": d["id"], "title": d["title"], "description": d.get("description"),
-            "tasks": list(d["tasks"]), "agents": list(d["agents"]),
-            "drivers": list(d.get("drivers", [])), "modes": list(d.get("modes", [FREE])),
-            "seeds": list(d.get("seeds", [0])), "budget": budget}
+            "tasks": union("tasks"), "agents": union("agents"), "drivers": union("drivers"),
+            "modes": union("modes"), "seeds": union("seeds"),
+            "budget": suite_budget(d.get("budget") or {}), "groups": groups}

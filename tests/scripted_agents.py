@@ -12,8 +12,9 @@ from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
 
 
 def make_agent(root: Path, agent_id: str, script: str, pass_env: list[str] | None = None,
-               transcript: dict | None = None) -> Path:
-    """ROOT/agents/AGENT_ID: an agent bundle whose launch.sh is `script`."""
+               transcript: dict | None = None, **fields) -> Path:
+    """ROOT/agents/AGENT_ID: an agent bundle whose launch.sh is `script`; `fields` replace the
+    resolved spec's (e.g. type="cli", driver={...}, install={...} for a scaffold)."""
     folder = root / "agents" / agent_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "launch.sh").write_text("#!/usr/bin/env bash\n" + script)
@@ -23,7 +24,7 @@ def make_agent(root: Path, agent_id: str, script: str, pass_env: list[str] | Non
              "driver": {"required": False, "default": None, "models": []},
              "transcript": transcript or {"source": "stdout", "format": "text", "ext": "log",
                                           "path": None},
-             "prompt": "{{ instructions }}\n"}
+             "prompt": "{{ instructions }}\n", **fields}
     files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
     spec_hash = sha256_json(agent)
     manifest = {"format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent",

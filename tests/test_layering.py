@@ -10,6 +10,7 @@ the code that builds the prompts, and a drift fails `a2c build --check`.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,13 @@ def test_contracts_import_no_area():
                   for _, name in _imports(ast.parse(path.read_text(encoding="utf-8")))}
     assert not {n for n in tree_names if n.startswith(("a2c.compiler", "a2c.runtime",
                                                        "a2c.analysis", "a2c.cli"))}
+
+
+def test_no_test_module_imports_a_conftest_by_name():
+    """`from conftest import X` picks whichever conftest pytest imported first (tests/compiler's
+    shadowed the driver tests' in a full run): shared helpers live in uniquely named modules."""
+    root = Path(__file__).parent
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if re.search(r"^\s*(from conftest import|import conftest)", p.read_text(
+                     encoding="utf-8"), re.M)]
+    assert offenders == []

@@ -20,10 +20,14 @@ from a2c.errors import A2CError
 COMMAND_MODULES = (
     "a2c.cli.compile",   # validate, build, list, schema, new
     "a2c.cli.run",       # run, demo
+    "a2c.cli.agents",    # agents list, agents install
     "a2c.cli.eval",      # eval
+    "a2c.cli.check",     # check
     "a2c.cli.models",    # models
     "a2c.cli.data",      # data
     "a2c.cli.analysis",  # verify, report, leaderboard
+    "a2c.cli.sweep",     # sweep
+    "a2c.cli.view",      # view
 )
 
 

@@ -35,8 +35,21 @@ def register(subparsers) -> None:
     run.add_argument("--mode", default=FREE, choices=list(MODES))
     run.add_argument("--backend", default="local", choices=list(BACKENDS))
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--driver", help="driver model for LLM scaffolds")
+    run.add_argument("--driver", help="driver model for LLM scaffolds: provider/model "
+                                      "(anthropic/claude-sonnet-4-5, a drivers-file provider) "
+                                      "or scripted:NAME (the offline scripted driver)")
+    run.add_argument("--driver-tokens", type=_positive(int), metavar="N",
+                     help="driver budget: tokens (input + output) the scaffold may spend; "
+                          "default: the task's budget.driver_tokens")
+    run.add_argument("--driver-cost", type=_positive(float), metavar="USD",
+                     help="driver budget: cost in USD (by the gateway's price table); "
+                          "default: the task's budget.driver_cost")
+    run.add_argument("--driver-calls", type=_positive(int), metavar="N",
+                     help="driver budget: calls to the driver model; "
+                          "default: the task's budget.driver_calls")
     run.add_argument("--runs-dir", help="where run directories go (default: ./runs)")
+    run.add_argument("--run-id", help="the run directory's name under --runs-dir (default: "
+                                      "TASK-AGENT-TIME-XXXX; a sweep names it by the trial id)")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="continue a run after a crash of the runtime or the grader")
     run.add_argument("--no-bwrap", action="store_true",
@@ -51,6 +64,19 @@ def register(subparsers) -> None:
     demo.add_argument("--agent", default=DEMO_AGENT, help="reference agent (ref-sft or ref-grpo)")
     demo.add_argument("--budget", default="7m", help="wall-clock budget of the agent (7m)")
     demo.set_defaults(handler=handle_demo)
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
 
 
 class Progress:
@@ -83,9 +109,35 @@ class Progress:
                 ("final score", fmt(result.get("final_score"))),
                 ("submissions", f"{result['submissions']} ({result['valid_submissions']} valid)"),
                 ("status", result["status"]), ("record", result["run_dir"])]
+        if "driver_usage" in result:
+            rows.insert(-2, ("driver", driver_line(result.get("driver"),
+                                                   result.get("driver_usage"))))
         for key, value in rows:
             table.add_row(key, value)
         self.console.print(table)
+        tail = result.get("agent_log_tail")
+        if tail and result.get("status") != "finished":
+            from rich.markup import escape
+            self.console.print(f"[bold]{escape(result['status'])}[/bold]: the last lines of "
+                               "logs/agent.log:")
+            for line in tail:
+                self.console.print("  " + escape(line), highlight=False, soft_wrap=True)
+
+
+def driver_line(driver: str | None, usage: dict | None) -> str:
+    """`scripted:sft-recipe: 6 calls, 12,345 tokens (10,000 in, 2,345 out), $0.0123`."""
+    if not usage:
+        return f"{driver or '—'}: no calls"
+    text = (f"{driver or '—'}: {usage['calls']} call(s), {usage['tokens']:,} tokens "
+            f"({usage['input_tokens']:,} in, {usage['output_tokens']:,} out), "
+            f"${usage['cost_usd']:.4f}")
+    if usage.get("errors"):
+        text += f", {usage['errors']} error(s)"
+    spent = usage.get("exhausted")
+    if spent:
+        limit = spent.get("limit") if isinstance(spent, dict) else spent
+        text += f"; driver budget spent ({limit})"
+    return text
 
 
 def compile_if_needed(ref: str, kind: str, work: Path) -> str:
@@ -120,6 +172,15 @@ def prepare_from_refs(opts, report):
         shutil.rmtree(build_tmp, ignore_errors=True)
 
 
+def write_trajectory(result: dict, report) -> None:
+    """trajectory.json from the gateway's record, after the run (analysis reads the sealed record;
+    the runtime cannot import it). Nothing for agents that called no driver."""
+    from a2c.analysis.trajectory import maybe_write_trajectory
+    path = maybe_write_trajectory(result["run_dir"])
+    if path is not None:
+        report(f"trajectory: {path}")
+
+
 def handle_run(args: argparse.Namespace) -> int:
     from a2c.runtime import run as run_mod
     progress = Progress()
@@ -132,10 +193,14 @@ def handle_run(args: argparse.Namespace) -> int:
             raise RunError("usage: a2c run BUNDLE_OR_SPEC --agent ID (or a2c run --resume RUN_DIR)")
         opts = run_mod.RunOptions(bundle=args.bundle, agent=args.agent, model=args.model,
                                   budget=args.budget, mode=args.mode, backend=args.backend,
-                                  seed=args.seed, runs_dir=args.runs_dir, driver=args.driver,
+                                  seed=args.seed, runs_dir=args.runs_dir, run_id=args.run_id,
+                                  driver=args.driver,
+                                  driver_tokens=args.driver_tokens,
+                                  driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   use_bwrap=False if args.no_bwrap else None)
         ctx = prepare_from_refs(opts, progress)
         result = run_mod.execute(ctx, report=progress)
+    write_trajectory(result, progress)
     progress.summary(result)
     return 0 if result["status"] == "finished" else 1
 

@@ -75,7 +75,6 @@ class RunInfo:
     transcript: Any = UNSET           # str | None, at the end
     driver_usage: Any = UNSET         # dict: the gateway's totals (calls, tokens, cost)
     agent_log_tail: Any = UNSET       # list[str]: the agent log's last lines, on failure
-    trajectory: Any = UNSET           # str | None: trajectory.json, at the end
     extra: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ JSON

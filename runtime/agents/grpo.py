@@ -1,8 +1,8 @@
 """Reference GRPO agent: a short SFT warm-up, then TRL GRPOTrainer with the task's reward.
 
-The reward is the task's own check: 1 when the '#### N' answer extracted from the completion
-(the task's answer pattern) equals the record's answer, else 0, plus a small format bonus so a
-group is rarely all-zero. Both stages are submitted. `sft-only` mode skips the GRPO stage;
+The reward is the task's own check: 1 when the grader would score the completion right (the
+task's answer format and extraction from run_meta.json, read with the grader's own code), else 0,
+plus a small bonus when the answer pattern matches at all, so a group is rarely all-zero. Both stages are submitted. `sft-only` mode skips the GRPO stage;
 `rl-only` mode skips the SFT warm-up (GRPO starts from the base model). Knobs (environment):
 A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS, A2C_REF_GENERATIONS, A2C_REF_GRPO_LR, A2C_REF_BATCH.
 """
@@ -10,7 +10,6 @@ A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS, A2C_REF_GENERATIONS, A2C_REF_GRPO_LR, A2C
 from __future__ import annotations
 
 import random
-import re
 import sys
 import time
 
@@ -19,16 +18,21 @@ from a2c.runtime.agents.common import AgentContext, log
 from a2c.runtime.agents.sft import load_model, train_sft
 
 
-def make_reward(pattern: str):
-    fmt = re.compile(pattern)
+def make_reward(fmt: common.AnswerFormat | str):
+    """The task's own check as a reward: 1 when the grader would score the completion right
+    against the record's answer (`fmt`: the task's answer format and extraction, or a bare
+    pattern for the arithmetic default), plus 0.1 when the pattern reads an answer at all, so a
+    group is rarely all-zero."""
+    if isinstance(fmt, str):
+        fmt = common.AnswerFormat(params={"pattern": fmt, "normalize": "number",
+                                          "fallback": "none"})
 
     def exact_match_reward(prompts=None, completions=None, answer=None, **kwargs):
         rewards = []
         for completion, gold in zip(completions, answer):
             text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
-            got = common.extract_answer(text, pattern)
-            score = 1.0 if common.same_number(got, common.final_answer({"answer": gold})) else 0.0
-            if fmt.search(text or ""):
+            score = 1.0 if fmt.correct(text, gold) else 0.0
+            if fmt.found(text or ""):
                 score += 0.1
             rewards.append(score)
         return rewards
@@ -45,7 +49,7 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
     for record in records:
         prompt = ctx.format_prompt(record)
         rows.append({"prompt": [{"role": "user", "content": prompt}] if chat else prompt,
-                     "answer": common.final_answer(record)})
+                     "answer": str(record.get("answer", ""))})
     generations = common.env_int("A2C_REF_GENERATIONS", 4)
     batch = common.env_int("A2C_REF_GRPO_BATCH", 8)
     config = GRPOConfig(
@@ -56,7 +60,7 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
         temperature=1.0, beta=0.0, logging_steps=1, save_strategy="no", report_to="none",
         use_cpu=True, bf16=False, fp16=False, seed=ctx.seed, disable_tqdm=True,
         dataloader_num_workers=0)
-    trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(ctx.answer_pattern)],
+    trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(ctx.answer_format)],
                           args=config, train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer,
                           callbacks=[common.time_limit_callback(stop_at)] if stop_at else None)

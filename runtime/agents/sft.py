@@ -1,7 +1,8 @@
 """Reference SFT agent: TRL SFTTrainer on the agent split, submit, train further, submit again.
 
-Completions are the task's answer format ('A + B = C\\n#### C' for arithmetic, see
-`common.completion_for`) in the same chat format the grader prompts with. The full model is saved
+Completions are written in the task's declared answer format (`run_meta.json` `task.answer_format`:
+'Answer: Paris', or 'A + B = C\\n#### C' for arithmetic; see `common.completion_for`) in the same
+chat format the grader prompts with. The full model is saved
 to `$A2C_OUTPUT_DIR/<name>` and submitted through the workspace's grading client. Forbidden in
 `rl-only` mode. Knobs (environment, for tests and small machines): A2C_REF_SFT_STEPS (per stage),
 A2C_REF_STAGES, A2C_REF_BATCH, A2C_REF_LR, A2C_REF_MAX_RECORDS.
@@ -21,8 +22,9 @@ from a2c.runtime.agents.common import AgentContext, log
 def build_dataset(ctx: AgentContext, records: list[dict], chat: bool):
     from datasets import Dataset
     rows = []
+    fmt = ctx.answer_format          # the task's declared answer format, never a default
     for record in records:
-        prompt, completion = ctx.format_prompt(record), common.completion_for(record)
+        prompt, completion = ctx.format_prompt(record), common.completion_for(record, fmt)
         if chat:
             rows.append({"prompt": [{"role": "user", "content": prompt}],
                          "completion": [{"role": "assistant", "content": completion}]})

@@ -13,6 +13,7 @@ from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.runtime.redact import redact_bytes
+from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
 from a2c.timefmt import iso_utc
 
@@ -88,16 +89,30 @@ def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -
     return str(target.relative_to(paths.root)) if report["files"] else None
 
 
+def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
+    """A scaffold's driver variables: the driver string, its model part, the per-run gateway key
+    (A2C_DRIVER_SOCKET is the backend's: where the socket is bound). A reference agent keeps
+    A2C_DRIVER_MODEL = the run's driver, as before."""
+    if not uses_gateway(agent):
+        return {"A2C_DRIVER_MODEL": run.driver or ""}
+    from a2c.runtime.run.driver import read_key
+    return {"A2C_DRIVER": run.driver or "", "A2C_DRIVER_MODEL": driver_model(run.driver, agent),
+            "A2C_DRIVER_KEY": read_key(paths)}
+
+
 def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
                  env_gateways: dict):
-    """The agent's SandboxSpec: command, mounts, environment (token, deadline, gateways)."""
+    """The agent's SandboxSpec: command, mounts, environment (token, deadline, gateways; for a
+    scaffold its driver gateway's socket, key and model, and its home)."""
     from a2c.runtime.sandbox import SandboxSpec
     svc = read_service_fields(paths.root)
     agent_dir = INSIDE_AGENT if confined else str(paths.agent)
+    gateway = uses_gateway(agent)
     env = {
         "A2C_TOKEN": svc["token"], "A2C_TASK_ID": run.task, "A2C_MODE": run.mode,
-        "A2C_SEED": str(run.seed), "A2C_DEADLINE": f"{run.deadline:.3f}",
-        "A2C_DRIVER_MODEL": run.driver or "",
+        "A2C_SEED": str(run.seed),
+        "A2C_DEADLINE": "" if run.deadline is None else f"{run.deadline:.3f}",
+        **driver_env(agent, run, paths),
         "A2C_PROMPT_FILE": agent_dir + "/" + paths.prompt_rendered.name,
         "A2C_AGENT_DIR": agent_dir,
     }
@@ -106,12 +121,15 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         env["BASH_ENV"] = f"{INSIDE_HOOKS}/{hooks.name}" if confined else str(hooks)
     launch = agent.get("launch") or {}
     for key in launch.get("pass_env") or []:  # e.g. API keys: from the host, never stored
+        if gateway and PROVIDER_KEY.search(str(key)):
+            continue   # never a provider key past the gateway (refused at prepare already)
         if key in os.environ and not str(key).startswith("A2C_"):
             env[str(key)] = os.environ[key]
     env.update({str(k): str(v) for k, v in (run.options or {}).get("agent_env", {}).items()})
     from a2c.runtime.sidecars import INSIDE_DIR, env_var
-    for name, gateway in (env_gateways or {}).items():
-        where = f"{INSIDE_DIR}/{gateway.socket_path.name}" if confined else gateway.socket_path
+    for name, env_gateway in (env_gateways or {}).items():
+        where = f"{INSIDE_DIR}/{env_gateway.socket_path.name}" if confined \
+            else env_gateway.socket_path
         env[env_var(name)] = f"unix:{where}"
     extra = {INSIDE_AGENT: paths.agent}
     if hooks.is_file():
@@ -124,7 +142,27 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
         env_sockets=paths.env_sockets if env_gateways else None,
+        driver_socket=paths.driver_socket if gateway else None,
+        agent_home=paths.agent_home if gateway else None,
         gpus=int((run.budget or {}).get("gpus") or 0) if run.backend == "docker" else 0)
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
     return spec
+
+
+def log_tail(path: Path, secrets: dict | None = None, lines: int = 20,
+             width: int = 400) -> list[str]:
+    """The last `lines` lines of a log (redacted; each cut at `width` characters)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read()
+    except OSError:
+        return []
+    if secrets:
+        data = redact_bytes(data, secrets)
+    text = data.decode("utf-8", errors="replace").replace("\r", "\n")
+    out = [line.rstrip()[:width] for line in text.splitlines() if line.strip()]
+    return out[-lines:]

@@ -30,6 +30,10 @@ class RunOptions:
     seed: int = 0
     runs_dir: str | Path | None = None
     driver: str | None = None        # driver model for LLM scaffolds
+    # overrides of the task's driver budget (a scaffold's gateway): None keeps the task's
+    driver_tokens: int | None = None
+    driver_cost: float | None = None     # USD
+    driver_calls: int | None = None
     agent_env: dict[str, str] = field(default_factory=dict)   # extra variables for the agent
     use_bwrap: bool | None = None    # local backend: None = where available
     snapshot_every_s: float = SNAPSHOT_EVERY_S

@@ -41,7 +41,7 @@ class GraderProcess:
 
 
 def kill_stale(run_dir: Path, run: RunInfo) -> None:
-    """After a crash: stop a grader service and agent processes left over from before."""
+    """After a crash: stop a grader service, a driver gateway and agent processes left over."""
     from a2c.runtime.sandbox.proctree import kill_tree
     pid_file = RunPaths(run_dir).service_pid
     if pid_file.is_file():
@@ -51,6 +51,9 @@ def kill_stale(run_dir: Path, run: RunInfo) -> None:
                 kill_tree(pid, pid, None, grace=5.0)
         except (ValueError, OSError):
             pass
+    if RunPaths(run_dir).driver_pid.is_file():   # a scaffold's driver gateway, likewise
+        from a2c.runtime.driver_gateway import stop_stale
+        stop_stale(run_dir)
     if run.get("sandbox_id"):
         kill_tree(None, None, run["sandbox_id"], grace=2.0)
 

@@ -22,12 +22,14 @@ from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
 from a2c.paths import record_key_file
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, read_json, versions
+from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget
 from a2c.runtime.run.resolve import (
     load_agent,
     model_cfg,
     resolve_agent_bundle,
     resolve_task_bundle,
 )
+from a2c.runtime.run.scaffold import key_env_names, refuse_provider_keys, uses_gateway
 
 
 def grader_cfg(bundle: Path, task: dict) -> dict:
@@ -49,7 +51,7 @@ def make_read_only(root: Path) -> None:
 # Who may read what (the run directory is the operator's; another local user reads nothing
 # private, and the agent's unprivileged uid still reaches what the sandbox binds by name):
 TRAVERSE_DIRS = (".", "grader", "logs", "bundle")     # 0711: reachable by name, not listable
-PRIVATE_DIRS = ("results", "snapshots.git", "grader/eval", "bundle/grader")   # 0700
+PRIVATE_DIRS = ("results", "snapshots.git", "grader/eval", "bundle/grader", "driver")  # 0700
 PRIVATE_FILES = ("run.json", "events.jsonl", "submissions.jsonl", "bundle/bundle.json",
                  "logs/agent.log", "logs/commands.log", "logs/grader.log",
                  "grader/service.pid")  # 0600 (created; their writers keep the mode)
@@ -61,9 +63,13 @@ def make_private(root: Path) -> None:
     and the logs 0600 (created empty so that their writers, which append, keep the mode).
     workspace/, data/ and agent/ are left to the sandbox (the agent's uid must reach them)."""
     for rel in PRIVATE_DIRS:
+        if rel == "driver" and not (root / rel).is_dir():
+            continue   # a scaffold's gateway folder, only where there is one
         (root / rel).mkdir(parents=True, exist_ok=True)
         os.chmod(root / rel, 0o700)
     for top in ("grader", *PRIVATE_DIRS):
+        if not (root / top).is_dir():
+            continue
         for path in (root / top).rglob("*"):
             if not path.is_symlink():
                 os.chmod(path, 0o700 if path.is_dir() else 0o600)
@@ -120,6 +126,23 @@ def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
     driver = agent.get("driver") if isinstance(agent.get("driver"), dict) else {}
     if driver.get("required") and not (opts.driver or driver.get("default")):
         raise RunError(f"agent {agent['id']} needs a driver model: pass --driver MODEL")
+    overrides = {"--driver-tokens": opts.driver_tokens, "--driver-cost": opts.driver_cost,
+                 "--driver-calls": opts.driver_calls}
+    if not uses_gateway(agent):
+        given = [flag for flag, value in overrides.items() if value is not None]
+        if given:
+            raise RunError(f"{', '.join(given)}: agent {agent['id']} has no driver model (a "
+                           f"{agent.get('type')} agent); driver budgets apply to scaffolds "
+                           "(agents of type cli)")
+        return
+    if not (opts.driver or driver.get("default")):
+        raise RunError(f"agent {agent['id']} needs a driver model: pass --driver MODEL")
+    for flag, value in overrides.items():
+        if value is not None and not value > 0:
+            raise RunError(f"{flag} {value}: a driver budget must be positive")
+    key_envs = key_env_names(None, dict(os.environ))
+    refuse_provider_keys(agent, list((agent.get("launch") or {}).get("pass_env") or []), key_envs)
+    refuse_provider_keys(agent, list(opts.agent_env or {}), key_envs)
 
 
 def _run_dir(opts: RunOptions, task: dict, agent: dict) -> tuple[str, Path]:
@@ -172,12 +195,42 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         else float(budget_cfg.get("wall_clock_s") or 3600)
     budget_cfg["wall_clock_s"] = wall
 
+    gateway = uses_gateway(agent)
+    if gateway:   # every driver key recorded (None: unlimited), the run's overrides winning
+        budget_cfg.update(driver_budget(budget_cfg, {
+            "driver_tokens": opts.driver_tokens, "driver_cost_usd": opts.driver_cost,
+            "driver_calls": opts.driver_calls}))
+
     run_id, run_dir = _run_dir(opts, task, agent)
     if run_dir.exists():
         raise RunError(f"{run_dir} already exists")
     if run_dir.parent in record_key_file().resolve().parents:
         raise RunError(f"the record key {record_key_file()} is inside the runs folder "
                        f"{run_dir.parent}; keep it in the operator's configuration")
+    try:
+        return _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
+                      report)
+    except BaseException:
+        remove_run_dir(run_dir)   # nothing half-made
+        raise
+
+
+def remove_run_dir(run_dir: Path) -> None:
+    """Remove a run directory that never ran, and the short socket folder a long path needed."""
+    paths = RunPaths(run_dir)
+    for sock in (paths.driver_socket, paths.socket):
+        if run_dir not in sock.parents:
+            sock.unlink(missing_ok=True)
+            try:
+                sock.parent.rmdir()
+            except OSError:
+                pass
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_src: Path,
+           budget_cfg: dict, run_id: str, run_dir: Path, report: Reporter) -> RunContext:
+    wall = budget_cfg["wall_clock_s"]
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -216,12 +269,21 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         task_id=task["id"], baseline=False)
 
     driver = agent.get("driver")
+    driver_name = opts.driver or ((driver or {}).get("default") if isinstance(driver, dict)
+                                  else driver)
+    if uses_gateway(agent):
+        paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
+        os.chmod(paths.agent_home, 0o700)
+        config = configure(paths, driver_name, agent,
+                           {key: budget_cfg.get(key) for key in BUDGET_KEYS})
+        refuse_provider_keys(agent, list((agent.get("launch") or {}).get("pass_env") or []),
+                             key_env_names(config, dict(os.environ)))
+        report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(
         run_id=run_id, task=task["id"], level=task.get("level"),
         title=task.get("title"), agent=agent["id"],
         agent_digest=read_json(paths.agent_manifest).get("digest"),
-        driver=opts.driver or ((driver or {}).get("default") if isinstance(driver, dict)
-                               else driver),
+        driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
         base_model={"spec": model, "path": str(model_path), "fingerprint": model_fp},
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,

@@ -11,7 +11,7 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.run.context import Reporter, RunContext
 from a2c.runtime.run.grader import kill_stale
-from a2c.runtime.run.runner import Runner
+from a2c.runtime.run.runner import ENDED, Runner
 from a2c.runtime.run.scoring import journal_state
 
 
@@ -25,8 +25,8 @@ def resume(run_dir: str | Path, report: Reporter = print) -> dict:
     if not paths.run_json.is_file():
         raise RunError(f"{run_dir}: not a run directory (no run.json)")
     run = RunInfo.read(paths.run_json)
-    if run.status == "finished":
-        raise RunError(f"{run_dir}: the run already finished; nothing to resume")
+    if run.status in ENDED:
+        raise RunError(f"{run_dir}: the run already ended ({run.status}); nothing to resume")
     # With the operator's key: a chain re-signed or re-hashed by someone else is refused here,
     # before the runtime appends to it.
     check = verify_events(paths.events, load_key())

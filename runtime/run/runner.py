@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -17,14 +18,23 @@ from a2c.runtime.redact import passed_secrets, redact_file, remove_redact_file, 
 from a2c.runtime.run.agent import (
     CONFINED,
     copy_transcript,
+    log_tail,
     sandbox_spec,
     task_format,
     update_run_meta,
 )
 from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext, read_json
+from a2c.runtime.run.driver import DriverGateway, read_key, usage_summary
 from a2c.runtime.run.grader import GraderProcess
-from a2c.runtime.run.prepare import grader_cfg
+from a2c.runtime.run.prepare import grader_cfg, remove_run_dir
 from a2c.runtime.run.resolve import load_agent
+from a2c.runtime.run.scaffold import (
+    PreflightError,
+    check_command,
+    check_script,
+    install_hint,
+    uses_gateway,
+)
 from a2c.runtime.run.scoring import baseline_score, journal_state, score_run, sort_key
 from a2c.runtime.run.seal import seal_record
 from a2c.runtime.run.watchdog import DeadlineWatchdog
@@ -37,6 +47,24 @@ STARTED_KEYS = ("run_id", "task", "level", "agent", "agent_digest", "driver", "m
                 "budget", "scoring", "versions")
 SUMMARY_KEYS = ("run_id", "task", "agent", "mode", "isolation", "baseline_score", "best_score",
                 "final_score", "submissions", "valid_submissions", "status")
+# Statuses of a run that reached its end (resume refuses them): the agent ran, the run is scored.
+ENDED = ("finished", "agent_failed", "no_submission")
+TAIL_LINES = 20
+PREFLIGHT_TIMEOUT_S = 120.0
+
+
+def end_status(agent_exit: dict | None, submissions: int, driver_spent: bool = False) -> str:
+    """`agent_failed`: the agent exited non-zero on its own (not stopped at the deadline, and not
+    after its driver budget was spent: a scaffold whose model stops answering exits non-zero,
+    and that is the budget's end, not a failure); `no_submission`: it ended without one
+    submission; else `finished`."""
+    agent_exit = agent_exit or {}
+    rc = agent_exit.get("returncode")
+    if agent_exit.get("reason") == "exited" and rc not in (None, 0) and not driver_spent:
+        return "agent_failed"
+    if not submissions:
+        return "no_submission"
+    return "finished"
 
 
 class Runner:
@@ -55,6 +83,11 @@ class Runner:
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
         self.secrets = passed_secrets(self.agent)   # pass_env values redacted from the record
+        # a scaffold's driver gateway (runtime/driver_gateway): its own process, like the grader
+        self.gateway = DriverGateway(self.run_dir) if uses_gateway(self.agent) else None
+        self.fresh = False      # a run just prepared: a failed pre-flight leaves nothing of it
+        if self.gateway is not None and self.paths.driver_key.is_file():
+            self.secrets["A2C_DRIVER_KEY"] = read_key(self.paths)   # never in the record
 
     # ---------------------------------------------------------------- helpers
     def event(self, type_: str, data: dict | None = None) -> dict:
@@ -65,6 +98,7 @@ class Runner:
         scores = score_run(self.run_dir, policy)
         self.run.update({k: scores[k] for k in SCORE_KEYS})
         self.run.baseline_score = baseline_score(self.run_dir)
+        self.refresh_driver()
         self.ctx.save()
         state = journal_state(self.run_dir)
         for sid, entry in state["received"].items():
@@ -80,6 +114,94 @@ class Runner:
                 else:
                     self.report(f"submission {sid} invalid: {entry.get('error')}")
         return scores
+
+    def refresh_driver(self) -> None:
+        """run.json driver_usage: the gateway's running totals (driver/totals.json)."""
+        if self.gateway is None:
+            return
+        totals = self.gateway.totals()
+        if totals is not None:
+            self.run.driver_usage = totals
+
+    def start_gateway(self) -> None:
+        self.report(f"starting the driver gateway ({self.run.driver})")
+        self.gateway.start()
+
+    def stop_gateway(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+
+    # ---------------------------------------------------------------- pre-flight
+    def preflight(self, backend) -> None:
+        """Before the baseline is spent, for a scaffold: its command exists inside the very
+        sandbox it will get, and its driver gateway starts and answers. A `PreflightError`
+        (one line, exit 2) otherwise."""
+        if self.gateway is None:
+            return
+        agent_id = self.agent.get("id")
+        command = check_command(self.agent)
+        if command:
+            self.report(f"pre-flight: looking for `{command}` inside the sandbox")
+            found, detail = self.command_exists(backend, command)
+            if not found:
+                why = "is not installed where the agent runs" if not detail else \
+                    f"was not found where the agent runs ({detail})"
+                raise PreflightError(f"{agent_id}: `{command}` {why}. Install it: "
+                                     f"{install_hint(self.agent)}")
+        try:
+            self.start_gateway()
+        except Exception as exc:  # noqa: BLE001 - any failure to start is the pre-flight's
+            last = self.gateway.last_log_line()
+            raise PreflightError(f"{agent_id}: the driver gateway for {self.run.driver} did not "
+                                 f"start: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                                 + (f" (log: {last})" if last else "")) from exc
+        ok, message = self.gateway.probe()
+        if not ok:
+            last = self.gateway.last_log_line()
+            raise PreflightError(f"{agent_id}: the driver gateway for {self.run.driver} does not "
+                                 f"answer: {' '.join(str(message).split())[:300]}"
+                                 + (f" (log: {last})" if last else ""))
+        self.report(f"pre-flight: the driver gateway answers ({message})" if message
+                    else "pre-flight: the driver gateway answers")
+
+    def command_exists(self, backend, command: str) -> tuple[bool, str]:
+        """`command -v COMMAND` in the agent's own sandbox (same binds, user and environment;
+        no command hook, a log of its own, removed after)."""
+        confined = backend.isolation in CONFINED
+        spec = sandbox_spec(self.agent, self.run, self.paths, confined, {})
+        log = self.paths.logs / "preflight.log"
+        env = {k: v for k, v in spec.env.items() if k != "BASH_ENV"}
+        # the grader's and the gateway's sockets do not exist yet: not bound for the check
+        spec = dataclasses.replace(
+            spec, command=["bash", "-c", check_script(self.agent, command)], log_path=log,
+            command_log=None, env=env, marker=f"{self.run.sandbox_id}-preflight",
+            socket_path=spec.socket_path if spec.socket_path.exists() else None,
+            driver_socket=spec.driver_socket if spec.driver_socket and
+            spec.driver_socket.exists() else None)
+        try:
+            proc = backend.start(spec)
+            rc = proc.wait(PREFLIGHT_TIMEOUT_S)
+            if rc is None:
+                proc.stop(grace=1.0)
+                return False, "the check timed out"
+            if hasattr(proc, "close"):
+                proc.close()
+            output = log.read_text(encoding="utf-8", errors="replace").strip() \
+                if log.is_file() else ""
+        finally:
+            log.unlink(missing_ok=True)
+        if rc == 0:
+            return True, ""
+        first = output.splitlines()[0][:200] if output else ""
+        return False, first
+
+    def discard(self) -> None:
+        """A fresh run whose pre-flight failed: stop what it started and remove its directory."""
+        try:
+            self.stop_gateway()
+        except Exception:  # noqa: BLE001 - removing it anyway
+            pass
+        remove_run_dir(self.run_dir)
 
     def backend(self):
         from a2c.runtime.sandbox import get_backend
@@ -176,6 +298,9 @@ class Runner:
                     if not self.service.alive():
                         self.report("the grader service died; restarting it on the same journal")
                         self.service.start()
+                    if self.gateway is not None and not self.gateway.alive():
+                        self.report("the driver gateway died; restarting it")
+                        self._safely_start_gateway()
                 if now - last_snapshot >= every:
                     last_snapshot = now
                     self.snapshot_in_background("periodic")
@@ -185,6 +310,12 @@ class Runner:
         if hasattr(proc, "close"):
             proc.close()
         return {"returncode": proc.returncode, "reason": reason, "stop": stop_report}
+
+    def _safely_start_gateway(self) -> None:
+        try:
+            self.gateway.start()
+        except Exception as exc:  # noqa: BLE001 - the run goes on; the agent sees errors
+            self.report(f"note: the driver gateway could not be restarted: {exc}")
 
     def _safely(self, fn, *args) -> None:
         try:
@@ -230,7 +361,8 @@ class Runner:
         self.report("gave up waiting for pending evaluations: "
                     + ", ".join(journal_state(self.run_dir)["pending"]))
 
-    def finish(self, status: str = "finished") -> dict:
+    def finish(self, status: str | None = None) -> dict:
+        """Drain, stop the services, redact, score; `status` None: by `end_status`."""
         thread = getattr(self, "_snapshot_thread", None)
         if thread is not None:
             thread.join(timeout=120)
@@ -239,11 +371,17 @@ class Runner:
         pending = journal_state(self.run_dir)["pending"]
         self.drain(float(budget.get("eval_timeout_s") or 3600) * max(1, len(pending)) + 30)
         self.service.stop()
+        self.stop_gateway()
         self.stop_env_services()
         self.redact_logs()
         transcript = copy_transcript(self.agent, self.paths, self.secrets)
         scores = self.refresh()
+        if status is None:
+            spent = bool((self.run.get("driver_usage") or {}).get("exhausted"))
+            status = end_status(self.run.agent_exit, scores["submissions"], spent)
         self.run.update(status=status, ended_at=iso_utc(time.time()), transcript=transcript)
+        if status != "finished":
+            self.run.agent_log_tail = log_tail(self.paths.agent_log, self.secrets, TAIL_LINES)
         self.ctx.save()
         self.event("run_finished", {"baseline_score": self.run.baseline_score,
                                     "best_score": scores["best_score"],
@@ -266,7 +404,13 @@ class Runner:
         remove_redact_file(self.paths.snapshots)
 
     def summary(self) -> dict:
-        return {**{k: self.run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
+        out = {**{k: self.run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
+        if self.gateway is not None:
+            out["driver"] = self.run.driver
+            out["driver_usage"] = usage_summary(self.run.get("driver_usage"))
+        if self.run.get("agent_log_tail") is not None and out["status"] != "finished":
+            out["agent_log_tail"] = self.run.get("agent_log_tail")
+        return out
 
     def _guard(self) -> BudgetGuard:
         run = self.run
@@ -305,6 +449,10 @@ class Runner:
             warning = getattr(backend, "warning", lambda: None)()
             if warning:
                 self.report(warning)
+            if self.fresh:
+                self.preflight(backend)     # before anything is spent; nothing left if it fails
+            elif self.gateway is not None:
+                self.start_gateway()
             if not resumed:
                 run.status = "running"
                 run.started_at = iso_utc(time.time())
@@ -332,7 +480,13 @@ class Runner:
                                                 "note": "no budget left at resume"})
                 run.agent_exit = {"returncode": None, "reason": "no budget left at resume"}
                 self.event("agent_exited", run.agent_exit)
-            return self.finish("finished")
+            return self.finish()
+        except PreflightError:
+            if self.fresh:
+                self.discard()
+            else:
+                self._abort("failed")
+            raise
         except KeyboardInterrupt:
             self._abort("interrupted")
             raise
@@ -348,8 +502,10 @@ class Runner:
             from a2c.runtime.sandbox.proctree import kill_tree
             kill_tree(None, None, self.run.get("sandbox_id"), grace=2.0)
             self.service.stop()
+            self.stop_gateway()
             self.stop_env_services()
             self.redact_logs()
+            self.refresh_driver()
             self.run.update(status=status, ended_at=iso_utc(time.time()))
             self.ctx.save()
             seal_record(self.ctx, status)
@@ -358,4 +514,6 @@ class Runner:
 
 
 def execute(ctx: RunContext, report: Reporter = print) -> dict:
-    return Runner(ctx, report).go(resumed=False)
+    runner = Runner(ctx, report)
+    runner.fresh = True
+    return runner.go(resumed=False)

@@ -21,10 +21,12 @@ from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox.local import (
     INSIDE_COMMAND_LOG,
     INSIDE_DATA,
+    INSIDE_DRIVER_SOCKET,
+    INSIDE_HOME,
     INSIDE_MODEL,
     INSIDE_SOCKET,
     INSIDE_WORKSPACE,
-    _inside,
+    grants,
 )
 from a2c.runtime.sandbox.privileges import AgentIds, agent_ids, grant_agent, is_root
 from a2c.runtime.sandbox.proctree import MARKER_VAR
@@ -34,7 +36,8 @@ NO_ENGINE = ("docker backend: no Docker engine is reachable ({detail}); start do
 
 
 def container_env(spec: SandboxSpec) -> dict[str, str]:
-    env = {"HOME": "/tmp", "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+    home = INSIDE_HOME if spec.agent_home else "/tmp"
+    env = {"HOME": home, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
     env.update(spec.env)
     env.update({
         "A2C_WORKSPACE": INSIDE_WORKSPACE,
@@ -45,6 +48,10 @@ def container_env(spec: SandboxSpec) -> dict[str, str]:
         "A2C_COMMAND_LOG": INSIDE_COMMAND_LOG,
         MARKER_VAR: spec.marker,
     })
+    if spec.driver_socket:
+        env["A2C_DRIVER_SOCKET"] = INSIDE_DRIVER_SOCKET
+    if spec.agent_home:
+        env["A2C_AGENT_HOME"] = INSIDE_HOME
     return env
 
 
@@ -63,6 +70,10 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None)
         volumes[str(spec.socket_path)] = {"bind": INSIDE_SOCKET, "mode": "rw"}
     if spec.env_sockets:
         volumes[str(spec.env_sockets)] = {"bind": "/run/a2c/env", "mode": "rw"}
+    if spec.driver_socket:   # the container's only way to a driver model (network: none)
+        volumes[str(spec.driver_socket)] = {"bind": INSIDE_DRIVER_SOCKET, "mode": "rw"}
+    if spec.agent_home:
+        volumes[str(spec.agent_home)] = {"bind": INSIDE_HOME, "mode": "rw"}
     if spec.command_log:
         volumes[str(spec.command_log)] = {"bind": INSIDE_COMMAND_LOG, "mode": "rw"}
     for inside, host in sorted(spec.extra_ro.items()):
@@ -223,12 +234,7 @@ class DockerBackend:
         if is_root():   # what the agent writes, as for the local backend
             if spec.command_log:
                 spec.command_log.touch(exist_ok=True)
-            grant_agent(ids, writable_trees=[spec.workspace],
-                        writable_files=[spec.command_log] if spec.command_log else [],
-                        sockets=[spec.socket_path] if spec.socket_path else [],
-                        socket_dirs=[spec.env_sockets] if spec.env_sockets else [],
-                        readable_trees=[spec.data_dir, *_inside(spec.workspace.parent,
-                                                                spec.extra_ro.values())])
+            grant_agent(ids, **grants(spec))
         try:
             container = self.client.containers.run(**container_kwargs(spec, tag, ids))
         except Exception as exc:

@@ -43,6 +43,8 @@ INSIDE_RUN = "/run/a2c"
 INSIDE_SOCKET = "/run/a2c/grader.sock"
 INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/sidecars/gateway.py)
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
+INSIDE_DRIVER_SOCKET = "/run/a2c/driver.sock"   # the driver gateway (runtime/driver_gateway)
+INSIDE_HOME = "/run/a2c/home"                   # a scaffold's HOME (RUN/agent-home)
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
 # every namespace but the user namespace (the root case; see privileges.py)
 NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -130,6 +132,10 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
         argv += ["--bind", str(spec.socket_path), INSIDE_SOCKET]
     if spec.env_sockets:
         argv += ["--bind", str(spec.env_sockets), INSIDE_ENV_SOCKETS]
+    if spec.driver_socket:
+        argv += ["--bind", str(spec.driver_socket), INSIDE_DRIVER_SOCKET]
+    if spec.agent_home:
+        argv += ["--bind", str(spec.agent_home), INSIDE_HOME]
     if spec.command_log:
         argv += ["--bind", str(spec.command_log), INSIDE_COMMAND_LOG]
     for inside, host in sorted(spec.extra_ro.items()):
@@ -150,10 +156,14 @@ def agent_env(spec: SandboxSpec, confined: bool) -> dict[str, str]:
     if confined:
         workspace, data, model = INSIDE_WORKSPACE, INSIDE_DATA, INSIDE_MODEL
         socket, command_log, home = INSIDE_SOCKET, INSIDE_COMMAND_LOG, "/tmp"
+        driver_socket = INSIDE_DRIVER_SOCKET
+        if spec.agent_home:
+            home = INSIDE_HOME
     else:
         workspace, data, model = str(spec.workspace), str(spec.data_dir), str(spec.model_dir)
         socket, command_log = str(spec.socket_path), str(spec.command_log)
-        home = str(spec.workspace / ".home")
+        driver_socket = str(spec.driver_socket)
+        home = str(spec.agent_home or spec.workspace / ".home")
         Path(home).mkdir(parents=True, exist_ok=True)
     venv_bin = str(Path(sys.executable).parent)
     env = {
@@ -180,6 +190,10 @@ def agent_env(spec: SandboxSpec, confined: bool) -> dict[str, str]:
         "A2C_COMMAND_LOG": command_log,
         MARKER_VAR: spec.marker,
     })
+    if spec.driver_socket:
+        env["A2C_DRIVER_SOCKET"] = driver_socket
+    if spec.agent_home:
+        env["A2C_AGENT_HOME"] = home
     return env
 
 
@@ -225,6 +239,18 @@ def _inside(root: Path, paths) -> list[Path]:
     return [Path(p) for p in paths if root in Path(p).resolve().parents]
 
 
+def grants(spec: SandboxSpec) -> dict:
+    """What the agent's uid gets on the host (privileges.grant_agent), for every backend: the
+    workspace and its home (chowned), the command log, the grader's and the driver gateway's
+    sockets, the environment gateways' folder, and group read on the run's read-only trees."""
+    return {"writable_trees": [spec.workspace, *([spec.agent_home] if spec.agent_home else [])],
+            "writable_files": [spec.command_log] if spec.command_log else [],
+            "sockets": [p for p in (spec.socket_path, spec.driver_socket) if p],
+            "socket_dirs": [spec.env_sockets] if spec.env_sockets else [],
+            "readable_trees": [spec.data_dir, *_inside(spec.workspace.parent,
+                                                       spec.extra_ro.values())]}
+
+
 class LocalBackend:
     """The local backend. As root it needs bubblewrap and setpriv: the agent runs as the
     unprivileged uid of `privileges.agent_ids` (refused otherwise; see privileges.py)."""
@@ -267,12 +293,7 @@ class LocalBackend:
     def _grant(self, spec: SandboxSpec) -> None:
         if self.ids is None:
             return
-        grant_agent(self.ids, writable_trees=[spec.workspace],
-                    writable_files=[spec.command_log] if spec.command_log else [],
-                    sockets=[spec.socket_path] if spec.socket_path else [],
-                    socket_dirs=[spec.env_sockets] if spec.env_sockets else [],
-                    readable_trees=[spec.data_dir, *_inside(spec.workspace.parent,
-                                                            spec.extra_ro.values())])
+        grant_agent(self.ids, **grants(spec))
 
     def start(self, spec: SandboxSpec) -> LocalProcess:
         if not self.bwrap:

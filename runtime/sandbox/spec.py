@@ -10,7 +10,8 @@ One small interface, chosen by name (`get_backend("local" | "docker")`):
 A `SandboxSpec` names host paths (workspace, data, model, grader socket, logs); each backend
 decides how the agent sees them (`inside` paths) and fills the path variables of the agent's
 environment (`A2C_WORKSPACE`, `A2C_OUTPUT_DIR`, `A2C_DATA_DIR`, `A2C_BASE_MODEL`,
-`A2C_GRADER_URL`, `A2C_COMMAND_LOG`). Everything else in the environment comes from the runtime.
+`A2C_GRADER_URL`, `A2C_COMMAND_LOG`; for a scaffold with a driver gateway `A2C_DRIVER_SOCKET`,
+and `HOME` = `A2C_AGENT_HOME` when it has an agent home). Everything else in the environment comes from the runtime.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class SandboxSpec:
     marker: str = ""                    # unique per run: finds escaped processes
     extra_ro: dict[str, Path] = field(default_factory=dict)  # inside path -> host path (agent files, hooks)
     env_sockets: Path | None = None     # environment gateways' sockets (rw), at /run/a2c/env
+    driver_socket: Path | None = None   # the driver gateway's socket, at /run/a2c/driver.sock
+    agent_home: Path | None = None      # the scaffold's HOME (rw), at /run/a2c/home
     # docker only
     bundle_root: Path | None = None     # build context (the bundle's Dockerfile)
     image: str | None = None

@@ -219,7 +219,7 @@ def test_run_meta_symlinks_and_fifo_leak_nothing_crash_nothing_delay_nothing(tmp
     agent = make_agent(tmp_path, "meta-attack", RUN_META_ATTACK)
     ctx = prepare(tmp_path, agent, "14s", meta_every_s=0.5)
     summary = run_mod.execute(ctx, report=lambda _: None)
-    assert summary["status"] == "finished"
+    assert summary["status"] == "no_submission"   # it never submits
     ws = ctx.run_dir / "workspace"
     report = (ws / "attack.log").read_text().splitlines()
     assert report == [f"{t}: replaced" for t in ("../results/baseline.json",
@@ -274,7 +274,7 @@ def test_150000_files_do_not_delay_the_deadline(tmp_path):
         _create_files(ctx.run_dir / "workspace" / "many", 150, 1000)
         started = time.monotonic()
         summary = run_mod.execute(ctx, report=lambda _: None)
-        assert summary["status"] == "finished"
+        assert summary["status"] == "no_submission"
         assert "created" in (ctx.run_dir / "logs" / "agent.log").read_text()
         reached, exited = deadline_timing(ctx.run_dir)
         assert reached < 2.0 and exited < 2.5, (reached, exited)
@@ -304,7 +304,7 @@ def test_passed_secret_is_redacted_from_logs_and_snapshots(tmp_path, monkeypatch
                        pass_env=["ADV_PROVIDER_API_KEY"])
     ctx = prepare(tmp_path, agent, "30s")
     summary = run_mod.execute(ctx, report=lambda _: None)
-    assert summary["status"] == "finished"
+    assert summary["status"] == "no_submission"
     logs = ctx.run_dir / "logs"
     agent_log = (logs / "agent.log").read_text()
     assert "my key is [redacted:ADV_PROVIDER_API_KEY]" in agent_log   # it was printed

@@ -66,3 +66,21 @@ def test_report_in_headless_chromium(fixture_run, tmp_path, forced):
     if keep and not forced:
         Path(keep).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, keep)
+
+
+def test_driver_steps_in_headless_chromium(fixture_run, maker, tmp_path):
+    """The driver section's steps and a level-3 episode lay out in a real browser: no console
+    errors, collapsed text opens, nothing runs off the page."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
+    import driver_record
+
+    driver_record.add_to_run(fixture_run, maker, "codex", stream=True, exhausted_at=960.0)
+    _, paths = write_report(fixture_run, tmp_path / "report")
+    check = open_page(paths["html"])
+    assert check.console == [], check.console
+    assert check.dom.count('class="step agent"') == 6 and 'id="shell-commands"' in check.dom
+    shot = tmp_path / "driver.png"
+    assert screenshot(paths["html"], shot) == []
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

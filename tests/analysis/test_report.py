@@ -270,7 +270,9 @@ def test_l3_episode_outcomes(fixture_run, maker):
     report, paths = write_report(fixture_run, fixture_run / "out")
     o = report["outcomes"]
     assert o["unit"] == "episode"
-    assert o["examples"][0]["steps"] == 7 and len(o["examples"][0]["trajectory"]) == 6
+    assert o["examples"][0]["steps"] == 7 and len(o["examples"][0]["trajectory"]) == 7
+    assert o["examples"][0]["trajectory"][0] == {"action": "go north", "observation": "a room",
+                                                 "reward": 0.0, "output": None}
     assert "7 steps, reward 1.00" in paths["html"].read_text()
     assert "episodes correct" in paths["md"].read_text()
 

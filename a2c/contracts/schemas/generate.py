@@ -18,6 +18,8 @@ def type_schema(tp: Any) -> dict[str, Any]:
     """The schema of one annotation."""
     if tp is Any:
         return {}
+    if dataclasses.is_dataclass(tp):        # a nested record: one of the document's $defs
+        return {"$ref": f"#/$defs/{tp.__name__}"}
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         options = [type_schema(a) for a in typing.get_args(tp)]
@@ -82,7 +84,15 @@ def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def generate_all() -> dict[str, dict[str, Any]]:
     """{file name: schema} for every record."""
-    from a2c.contracts import bundle, events, grade_result, journal, run_info, service_config
+    from a2c.contracts import (
+        bundle,
+        events,
+        grade_result,
+        journal,
+        run_info,
+        service_config,
+        trajectory,
+    )
 
     out: dict[str, dict[str, Any]] = {}
 
@@ -133,6 +143,8 @@ def generate_all() -> dict[str, dict[str, Any]]:
     out["service_config"] = _document("service_config",
                                       "a2c grader service configuration (grader/service.json)",
                                       service)
+    out["trajectory"] = _document("trajectory", "a2c trajectory (trajectory.json, ATIF-compatible)",
+                                  trajectory.schema_body())
     return out
 
 

@@ -52,7 +52,7 @@ def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap,
     agent = agent_factory("forker", TREE)
     ctx = _run(tmp_path, agent, "6s", snapshot_every_s=2, use_bwrap=use_bwrap)
     summary = run_mod.execute(ctx, report=lambda _: None)
-    assert summary["status"] == "finished"
+    assert summary["status"] == "no_submission"   # stopped at the deadline, nothing submitted
     events = read_events(ctx.run_dir / "events.jsonl")
     types = [e["type"] for e in events]
     for needed in ("run_started", "baseline_scored", "budget_warning", "deadline_reached",
@@ -67,7 +67,7 @@ def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap,
     assert "periodic" in reasons and "final" in reasons, reasons
     assert collect(None, None, ctx.run["sandbox_id"]) == set()
     run = json.loads((ctx.run_dir / "run.json").read_text())
-    assert run["status"] == "finished" and run["submissions"] == 0
+    assert run["status"] == "no_submission" and run["submissions"] == 0
     assert run["isolation"] == ("none" if use_bwrap is False else
                                 ("bubblewrap" if HAVE_BWRAP else "none"))
     for key in ("run_id", "task", "level", "agent", "driver", "mode", "seed", "base_model",

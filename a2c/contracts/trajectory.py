@@ -1,0 +1,181 @@
+"""`RUN/trajectory.json`: a run's steps in one versioned schema for every scaffold
+(docs/trajectory.md).
+
+Built by the analysis (analysis/trajectory.py) from the driver gateway's call record — the
+`driver_call` events and the bodies in RUN/driver/blobs — and enriched from the scaffold's native
+transcript. The layout follows Harbor's ATIF (Agent Trajectory Interchange Format, v1.4) where it
+fits, so ATIF readers can load it: `schema_version`, `session_id`, `agent`, `steps` (each with
+`source` system | user | agent, `message`, `tool_calls`, `observation.results`, `metrics`) and
+`final_metrics`; what ATIF has no field for lives in `extra` (ATIF's own extension point).
+`format` names this record's version. Token counts are the gateway's (the provider's own usage
+fields): as in ATIF, `prompt_tokens` is the whole prompt — the call's uncached `input_tokens` +
+`cache_read_tokens` + `cache_write_tokens` — and `cached_tokens` its `cache_read_tokens`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import Record, optional
+
+TRAJECTORY_FORMAT = "a2c-trajectory/1"
+ATIF_VERSION = "ATIF-v1.4"
+SOURCES = ("system", "user", "agent")
+TOOL_KINDS = ("shell", "edit", "read", "search", "web", "plan", "submit", "other")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class _Part(Record):
+    """A record whose nested records are written as JSON objects too."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _plain(v) for k, v in super().to_dict().items()}
+
+
+@dataclass
+class AgentInfo(_Part):
+    """The scaffold (agent id and version) and the model that answered most calls."""
+
+    name: str = ""
+    version: str = ""
+    model_name: str | None = optional()
+    extra: dict[str, Any] | None = optional()
+
+
+@dataclass
+class ToolCall(_Part):
+    """One tool invocation of an agent step. `extra.kind` is the tool's kind (TOOL_KINDS),
+    `extra.command` the shell command for a shell tool."""
+
+    tool_call_id: str = ""
+    function_name: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] | None = optional()
+
+
+@dataclass
+class ObservationResult(_Part):
+    """The result of one tool call (`source_call_id` names it), or environment feedback with no
+    call (`source_call_id` null). `extra`: is_error, exit_code, truncated, source."""
+
+    source_call_id: str | None = None
+    content: str = ""
+    extra: dict[str, Any] | None = optional()
+
+
+@dataclass
+class Observation(_Part):
+    results: list[ObservationResult] = field(default_factory=list)
+
+
+@dataclass
+class Metrics(_Part):
+    """One driver call's usage, as the gateway metered it. `extra`: input_tokens (uncached),
+    cache_write_tokens."""
+
+    prompt_tokens: int | None = optional()
+    completion_tokens: int | None = optional()
+    cached_tokens: int | None = optional()
+    cost_usd: float | None = optional()
+    extra: dict[str, Any] | None = optional()
+
+
+@dataclass
+class Step(_Part):
+    """A system prompt, a user message, or an agent turn (one driver call's answer: message,
+    tool calls, and the observations the scaffold sent back with the next call). `extra`:
+    call_seq (the driver_call's seq), thread, status, error, latency_ms, wire."""
+
+    step_id: int = 0
+    source: str = "agent"
+    message: str = ""
+    timestamp: str | None = optional()
+    model_name: str | None = optional()
+    reasoning_content: str | None = optional()
+    tool_calls: list[ToolCall] | None = optional()
+    observation: Observation | None = optional()
+    metrics: Metrics | None = optional()
+    extra: dict[str, Any] | None = optional()
+
+
+@dataclass
+class FinalMetrics(_Part):
+    """Totals over every driver call (the sum of the driver_call events). `extra`: calls,
+    errors, input_tokens (uncached), cache_write_tokens, tokens (all four kinds, as the
+    gateway's totals count them), models, budget_exhausted, tool_calls_by_kind and _by_name,
+    threads."""
+
+    total_prompt_tokens: int = 0
+    total_completion_tokens: int = 0
+    total_cached_tokens: int = 0
+    total_cost_usd: float = 0.0
+    total_steps: int = 0
+    extra: dict[str, Any] | None = optional()
+
+
+@dataclass
+class Trajectory(_Part):
+    """trajectory.json. `extra`: run_id, task, driver, wires, sources (what it was built from),
+    warnings (what could not be read), a2c_version (of the builder)."""
+
+    session_id: str = ""
+    agent: AgentInfo = field(default_factory=AgentInfo)
+    steps: list[Step] = field(default_factory=list)
+    format: str = TRAJECTORY_FORMAT
+    schema_version: str = ATIF_VERSION
+    notes: str | None = optional()
+    final_metrics: FinalMetrics | None = optional()
+    extra: dict[str, Any] | None = optional()
+
+
+NESTED = (AgentInfo, ToolCall, ObservationResult, Observation, Metrics, Step, FinalMetrics)
+
+
+def schema_body() -> dict[str, Any]:
+    """The JSON Schema of trajectory.json (a2c.contracts.schemas writes it)."""
+    from .schemas.generate import record_schema
+
+    defs = {cls.__name__: record_schema(cls) for cls in NESTED}
+    root = record_schema(Trajectory)
+    root["properties"]["format"] = {"const": TRAJECTORY_FORMAT}
+    root["properties"]["schema_version"] = {"type": "string", "pattern": "^ATIF-v1\\."}
+    root["required"] = ["format", "schema_version", "session_id", "agent", "steps"]
+    defs["Step"]["properties"]["source"] = {"enum": list(SOURCES)}
+    defs["Step"]["properties"]["step_id"] = {"type": "integer", "minimum": 1}
+    defs["Step"]["required"] = ["step_id", "source", "message"]
+    defs["ToolCall"]["required"] = ["tool_call_id", "function_name", "arguments"]
+    defs["ObservationResult"]["required"] = ["content"]
+    defs["AgentInfo"]["required"] = ["name", "version"]
+    for name in defs:
+        defs[name]["additionalProperties"] = False
+    root["additionalProperties"] = False
+    return {**root, "$defs": defs}
+
+
+def validate_trajectory(data: dict[str, Any]) -> list[str]:
+    """Every way `data` departs from the schema ('path: message'), plus step ids that are not
+    1, 2, 3...; empty when it validates."""
+    import jsonschema
+
+    from .schemas.generate import load_schema
+
+    validator = jsonschema.Draft202012Validator(load_schema("trajectory"))
+    problems = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+                for e in sorted(validator.iter_errors(data), key=lambda e: list(e.path))]
+    steps = data.get("steps") if isinstance(data, dict) else None
+    if isinstance(steps, list):
+        ids = [s.get("step_id") for s in steps if isinstance(s, dict)]
+        if ids != list(range(1, len(ids) + 1)):
+            problems.append("steps: step_id must count 1, 2, 3... in order")
+    return problems

@@ -1,0 +1,217 @@
+"""The Ray side of a sweep: connect, one placement group per trial, at most N in flight.
+
+Each trial is one Ray task that runs `python -m a2c.cli run ...` (or `run --resume`) in a
+subprocess on the node Ray picked, inside the first bundle of the trial's placement group (the
+agent's CPUs and GPUs; Ray sets CUDA_VISIBLE_DEVICES to them). The second bundle is the grader's
+evaluation device: reserved for the trial (no other task can take it), its GPU ids learnt from a
+small actor placed in it and handed to the run as A2C_EVAL_CUDA_VISIBLE_DEVICES, which the grader
+service's evaluator uses instead of the agent's devices. Both bundles are STRICT_PACK: a run is one
+process tree on one machine. Ray does the queueing and the placement; this module only keeps
+`max_concurrent` trials submitted and reads each run directory when its task returns.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2c.errors import A2CError
+
+from .plan import Node, TrialPlan
+from .state import DONE, FRESH, RESUME, Verifier, move_aside, outcome, read_state
+
+INSTALL_HINT = "a2c sweep runs on Ray, which is not installed: pip install 'a2c[sweep]'"
+EVAL_DEVICES_VAR = "A2C_EVAL_CUDA_VISIBLE_DEVICES"
+LOG_DIR = ".sweep"
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise A2CError(INSTALL_HINT) from None
+    return ray
+
+
+def connect(address: str | None, num_cpus: float | None = None,
+            num_gpus: int | None = None) -> Any:
+    """A local Ray instance on loopback (the default), or the cluster at `address`."""
+    ray = import_ray()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        return ray
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING",
+                              "log_to_driver": False}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=num_cpus if num_cpus is not None else os.cpu_count(),
+                 num_gpus=num_gpus, _node_ip_address="127.0.0.1", **kwargs)
+    return ray
+
+
+def cluster_nodes(ray) -> list[Node]:
+    return [Node(n.get("NodeManagerAddress", "?"), dict(n.get("Resources") or {}))
+            for n in ray.nodes() if n.get("Alive")]
+
+
+def _trial_task(ray):
+    """The remote function (defined once Ray is imported): run `a2c` with `argv`, output to
+    `log_path`; return its exit code and timings."""
+    @ray.remote(max_retries=0)
+    def run_a2c(argv: list[str], log_path: str, eval_devices: list | None,
+                cwd: str | None = None, command: list[str] | None = None) -> dict:
+        import subprocess
+        env = dict(os.environ)
+        if eval_devices is not None:
+            env[EVAL_DEVICES_VAR] = ",".join(str(int(d)) for d in eval_devices)
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        start = time.time()
+        with open(log_path, "ab") as log:
+            # `a2c` of the worker's own interpreter (a test hands in a stand-in `command`)
+            proc = subprocess.run([*(command or [sys.executable, "-m", "a2c.cli"]), *argv],
+                                  stdout=log,
+                                  stderr=subprocess.STDOUT, env=env, check=False,
+                                  cwd=cwd if cwd and os.path.isdir(cwd) else None)
+        return {"returncode": proc.returncode, "started": start, "ended": time.time()}
+    return run_a2c
+
+
+def _grader_device(ray):
+    @ray.remote(num_cpus=0)
+    class GraderDevice:
+        """Sits in the grader's bundle for the trial's life; says which GPUs that bundle holds."""
+
+        def gpu_ids(self) -> list:
+            return list(ray.get_gpu_ids())
+    return GraderDevice
+
+
+@dataclass
+class Flight:
+    plan: TrialPlan
+    action: str
+    attempt: int
+    started: float
+    pg: Any
+    holder: Any = None
+
+
+@dataclass
+class SweepResult:
+    outcomes: dict[str, dict] = field(default_factory=dict)   # trial id -> outcome
+    ran: list[str] = field(default_factory=list)              # ids a Ray task ran for
+
+
+Event = Callable[[str, TrialPlan, dict], None]   # (kind, plan, data): queued|running|ended
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip()[:160] for line in text[-lines:])
+
+
+def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: Path,
+              verify: Verifier, on_event: Event, max_concurrent: int = 1, max_resumes: int = 1,
+              no_bwrap: bool = False, poll_s: float = 1.0,
+              command: list[str] | None = None) -> SweepResult:
+    """Run every trial that is not done; return each trial's outcome (done ones included).
+    Ray is started (`connect_ray()`) only if some trial has work left: a sweep run a second time
+    reads its run directories and does nothing else."""
+    result = SweepResult()
+    queue: list[tuple[TrialPlan, str, int]] = []
+    for plan in plans:
+        state = read_state(plan.run_dir)
+        if state.action == DONE:
+            out = outcome(plan.run_dir, verify)
+            out["skipped"] = True
+            result.outcomes[plan.id] = out
+            on_event("ended", plan, out)
+        else:
+            queue.append((plan, state.action, 0))
+            on_event("queued", plan, {"action": state.action})
+    flights: dict[Any, Flight] = {}
+    resumes: dict[str, int] = {}
+    if not queue:
+        return result
+    ray = connect_ray()
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    run_a2c = _trial_task(ray)
+    holder_cls = _grader_device(ray)
+
+    def submit(plan: TrialPlan, action: str, attempt: int) -> None:
+        if action == FRESH:
+            move_aside(plan.run_dir)
+            argv = plan.run_argv(no_bwrap=no_bwrap)
+        else:
+            argv = plan.resume_argv()
+        res = plan.trial.resources or {}
+        agent = dict(res.get("agent") or {"CPU": 1.0})
+        grader = dict(res.get("grader") or {})
+        bundles = [agent] + ([grader] if grader else [])
+        pg = placement_group(bundles, strategy="STRICT_PACK", name=f"a2c-{plan.id}"[:60])
+        holder, devices = None, None
+        if grader.get("GPU"):
+            holder = holder_cls.options(
+                num_gpus=grader["GPU"], scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    pg, placement_group_bundle_index=1)).remote()
+            devices = holder.gpu_ids.remote()
+        log = runs_dir / LOG_DIR / "logs" / f"{plan.id}.{attempt}.log"
+        ref = run_a2c.options(
+            num_cpus=agent.get("CPU", 0), num_gpus=agent.get("GPU", 0),
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                pg, placement_group_bundle_index=0)).remote(argv, str(log), devices,
+                                                            os.getcwd(), command)
+        flights[ref] = Flight(plan, action, attempt, time.time(), pg, holder)
+        result.ran.append(plan.id)
+        on_event("running", plan, {"action": action, "attempt": attempt, "log": str(log)})
+
+    while queue or flights:
+        while queue and len(flights) < max_concurrent:
+            submit(*queue.pop(0))
+        ready, _ = ray.wait(list(flights), num_returns=1, timeout=poll_s)
+        on_event("tick", None, {})
+        for ref in ready:
+            flight = flights.pop(ref)
+            plan = flight.plan
+            crash = None
+            info: dict = {}
+            try:
+                info = ray.get(ref)
+            except ray.exceptions.RayError as exc:       # node lost, worker killed, ...
+                crash = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
+            finally:
+                if flight.holder is not None:
+                    ray.kill(flight.holder)
+                remove_placement_group(flight.pg)
+            state = read_state(plan.run_dir)
+            log = runs_dir / LOG_DIR / "logs" / f"{plan.id}.{flight.attempt}.log"
+            if state.action == DONE:
+                out = outcome(plan.run_dir, verify)
+            elif state.action == RESUME and resumes.get(plan.id, 0) < max_resumes:
+                resumes[plan.id] = resumes.get(plan.id, 0) + 1
+                queue.append((plan, RESUME, flight.attempt + 1))
+                on_event("queued", plan, {"action": RESUME, "why": crash or
+                                          f"a2c run exited {info.get('returncode')}"})
+                continue
+            else:
+                why = crash or (f"a2c run exited {info.get('returncode')} "
+                                f"({'no run record' if state.action == FRESH else 'run not ended'})")
+                tail = _log_tail(log)
+                out = {"status": "failed", "reason": why + (f": {tail}" if tail else ""),
+                       "run_status": state.run_status, "best_score": None,
+                       "baseline_score": None}
+            out["seconds"] = round(time.time() - flight.started, 1)
+            out["attempts"] = flight.attempt + 1
+            result.outcomes[plan.id] = out
+            on_event("ended", plan, out)
+    return result

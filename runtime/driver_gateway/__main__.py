@@ -1,0 +1,7 @@
+"""`python -m a2c.runtime.driver_gateway RUN_DIR`: the run's driver gateway process."""
+
+import sys
+
+from .server import main
+
+sys.exit(main())

@@ -1,0 +1,272 @@
+"""Which upstream serves a run's driver, resolved on the host before the run starts.
+
+`prepare_gateway(paths, driver, agent, budget)` turns the driver string (`provider/model` or
+`scripted:NAME`) into driver/gateway.json (upstream URL, the *name* of the key variable, wires,
+the pinned model, budget, the price entry) and a fresh per-run key in driver/gateway.key. The
+provider key itself is only ever read by the gateway process from its environment, so nothing
+the run writes holds it.
+
+Providers come from, later winning: the built-ins, the drivers file ($A2C_DRIVERS_FILE, else
+~/.config/a2c/drivers.yaml, validated against drivers.schema.json), then variables
+A2C_DRIVER_<PROVIDER>_BASE_URL / _KEY_ENV / _WIRES. Every refusal is one RunError line that
+names the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from a2c.contracts.run_paths import RunPaths
+from a2c.errors import RunError
+from a2c.fsutil import write_bytes_atomic, write_json_atomic
+from a2c.paths import SPECS_DIR, config_dir, project_root
+
+from .prices import price_for
+from .wires import WIRES
+
+SCHEMA_FILE = Path(__file__).with_name("drivers.schema.json")
+CONFIG_VERSION = 1
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+
+BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
+    "anthropic": {"base_url": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
+                  "wires": ["anthropic"]},
+    "openai": {"base_url": "https://api.openai.com", "key_env": "OPENAI_API_KEY",
+               "wires": ["openai-chat", "openai-responses"]},
+    "gemini": {"base_url": "https://generativelanguage.googleapis.com",
+               "key_env": "GEMINI_API_KEY", "wires": ["gemini"]},
+}
+WIRE_PROVIDER = {"anthropic": "anthropic", "openai-chat": "openai",
+                 "openai-responses": "openai", "gemini": "gemini"}
+
+
+# ----------------------------------------------------------------------------- drivers file
+def drivers_file() -> Path:
+    env = os.environ.get("A2C_DRIVERS_FILE")
+    return Path(env).expanduser() if env else config_dir() / "drivers.yaml"
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema  # here, not at the top: the gateway process never validates
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _node_at(node: yaml.Node | None, path: list) -> yaml.Node | None:
+    """The YAML node at a JSON path (for line:column in messages)."""
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and \
+                part < len(node.value):
+            node = node.value[part]
+        else:
+            return node
+    return node
+
+
+def _dotted(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top)"
+
+
+def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
+    """The drivers file's providers ({} when there is no file); SpecError-style RunError
+    lines `FILE:LINE:COL: field: what` for a file that does not validate."""
+    path = path or drivers_file()
+    if not path.is_file():
+        if os.environ.get("A2C_DRIVERS_FILE"):
+            raise RunError(f"{path}: A2C_DRIVERS_FILE names a file that does not exist; "
+                           "create it or unset the variable")
+        return {}
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise RunError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    data = {} if data is None else data
+    errors = list(_validator().iter_errors(data))
+    if errors:
+        found = []
+        for err in errors:
+            node = _node_at(root, list(err.absolute_path))
+            line, col = (node.start_mark.line + 1, node.start_mark.column + 1) if node else (0, 0)
+            found.append((line, col, f"{path}:{line}:{col}: {_dotted(err.absolute_path)}: "
+                                     f"{err.message}"))
+        raise RunError("\n".join(msg for _, _, msg in sorted(found)))
+    return data.get("providers") or {}
+
+
+def _env_name(provider: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", provider).upper()
+
+
+def providers() -> dict[str, dict[str, Any]]:
+    """Every provider this host knows: built-ins, the drivers file, A2C_DRIVER_* variables."""
+    out = {name: dict(p) for name, p in BUILTIN_PROVIDERS.items()}
+    for name, p in load_drivers_file().items():
+        out[name] = {**out.get(name, {}), **p}
+    names = set(out)
+    for var in os.environ:
+        m = re.match(r"^A2C_DRIVER_(.+)_(BASE_URL|KEY_ENV|WIRES)$", var)
+        if m:
+            names.add(next((n for n in out if _env_name(n) == m.group(1)), m.group(1).lower()))
+    for name in names:
+        prefix = f"A2C_DRIVER_{_env_name(name)}_"
+        p = out.setdefault(name, {})
+        if os.environ.get(prefix + "BASE_URL"):
+            p["base_url"] = os.environ[prefix + "BASE_URL"]
+        if prefix + "KEY_ENV" in os.environ:
+            p["key_env"] = os.environ[prefix + "KEY_ENV"] or None
+        if os.environ.get(prefix + "WIRES"):
+            wires = [w.strip() for w in os.environ[prefix + "WIRES"].split(",") if w.strip()]
+            bad = [w for w in wires if w not in WIRES]
+            if bad:
+                raise RunError(f"{prefix}WIRES: unknown wire {bad[0]!r}; use a comma list of "
+                               f"{', '.join(WIRES)}")
+            p["wires"] = wires
+    for name, p in out.items():
+        if not p.get("base_url"):
+            raise RunError(f"driver provider {name!r} has no base URL; set "
+                           f"A2C_DRIVER_{_env_name(name)}_BASE_URL or base_url in {drivers_file()}")
+        if not re.match(r"^https?://[^/\s]+", p["base_url"]):
+            raise RunError(f"driver provider {name!r}: base URL {p['base_url']!r} is not an "
+                           "http:// or https:// URL")
+        p.setdefault("wires", list(WIRES))
+    return out
+
+
+# ----------------------------------------------------------------------------- scripted driver
+def find_script(name: str) -> Path:
+    """`scripted:NAME`: a path to a YAML script, or a shipped script specs/drivers/NAME.yaml."""
+    cand = Path(name).expanduser()
+    if ("/" in name or name.endswith((".yaml", ".yml"))) and cand.is_file():
+        return cand.resolve()
+    for folder in (SPECS_DIR / "drivers", project_root() / "specs" / "drivers"):
+        for ext in (".yaml", ".yml"):
+            if (folder / f"{name}{ext}").is_file():
+                return (folder / f"{name}{ext}").resolve()
+    raise RunError(f"scripted driver {name!r}: no script {name}.yaml in {SPECS_DIR / 'drivers'} "
+                   "and no such file; use --driver scripted:NAME with a shipped script or a path")
+
+
+# ----------------------------------------------------------------------------- prepare
+def _agent_driver(agent: dict | None) -> dict:
+    drv = (agent or {}).get("driver") or {}
+    return drv if isinstance(drv, dict) else {}
+
+
+def _strip_provider(model: str | None) -> str | None:
+    return model.split("/", 1)[1] if model and "/" in model else model
+
+
+def _budget(budget: dict | None) -> dict[str, Any]:
+    b = budget or {}
+    cost = b.get("driver_cost_usd", b.get("driver_cost"))
+    return {"driver_tokens": None if b.get("driver_tokens") is None else int(b["driver_tokens"]),
+            "driver_cost_usd": None if cost is None else float(cost),
+            "driver_calls": None if b.get("driver_calls") is None else int(b["driver_calls"])}
+
+
+def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
+    """The upstream part of gateway.json for a driver string (raises RunError)."""
+    drv = _agent_driver(agent)
+    wire = drv.get("wire")
+    if not driver:
+        raise RunError("no driver model given; pass --driver provider/model "
+                       "(e.g. anthropic/claude-sonnet-4-5) or --driver scripted:NAME")
+    if driver.startswith("scripted:"):
+        name = driver.split(":", 1)[1]
+        if not name:
+            raise RunError("--driver scripted: needs a script name, e.g. scripted:sft-recipe")
+        script = find_script(name)
+        model = _strip_provider(drv.get("default"))
+        if not model:
+            raise RunError(f"--driver {driver}: the agent names no default driver model to "
+                           "impersonate; set driver.default in the agent spec")
+        return {"provider": "scripted", "model": model, "wires": list(WIRES),
+                "allow_models": [], "upstream": {"base_url": None, "key_env": None,
+                                                 "auth": None,
+                                                 "timeout_s": DEFAULT_TIMEOUT_S,
+                                                 "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S},
+                "scripted": {"name": name, "script": str(script),
+                             "sha256": hashlib.sha256(script.read_bytes()).hexdigest()}}
+    if "/" in driver:
+        provider, model = driver.split("/", 1)
+    elif wire in WIRE_PROVIDER:
+        provider, model = WIRE_PROVIDER[wire], driver
+    else:
+        raise RunError(f"--driver {driver!r}: write provider/model (e.g. "
+                       "anthropic/claude-sonnet-4-5, openai/gpt-5-codex) or scripted:NAME")
+    known = providers()
+    if provider not in known:
+        raise RunError(f"--driver {driver}: unknown provider {provider!r} (known: "
+                       f"{', '.join(sorted(known))}); add it to {drivers_file()} or set "
+                       f"A2C_DRIVER_{_env_name(provider)}_BASE_URL")
+    p = known[provider]
+    if wire and wire not in p["wires"]:
+        raise RunError(f"--driver {driver}: the agent speaks {wire}, provider {provider!r} serves "
+                       f"{', '.join(p['wires'])}; pick a provider that serves {wire} or set "
+                       f"A2C_DRIVER_{_env_name(provider)}_WIRES")
+    key_env = p.get("key_env")
+    if key_env and not os.environ.get(key_env):
+        raise RunError(f"--driver {driver}: ${key_env} is not set; export the provider key as "
+                       f"{key_env} (it stays on the host: the agent gets a per-run gateway key)")
+    return {"provider": provider, "model": model, "wires": list(p["wires"]),
+            "allow_models": list(p.get("allow_models", [])),
+            "upstream": {"base_url": p["base_url"].rstrip("/"), "key_env": key_env,
+                         "auth": p.get("auth"),
+                         "timeout_s": float(p.get("timeout_s", DEFAULT_TIMEOUT_S)),
+                         "connect_timeout_s": float(p.get("connect_timeout_s",
+                                                          DEFAULT_CONNECT_TIMEOUT_S))},
+            "scripted": None}
+
+
+def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
+                    budget: dict | None) -> dict[str, Any]:
+    """Resolve the driver, write driver/gateway.json and driver/gateway.key (both 0600, in a
+    0700 folder), and return the config. An existing key is kept (a resume keeps the agent's
+    key valid)."""
+    resolved = resolve_driver(driver, agent)
+    paths.driver.mkdir(parents=True, exist_ok=True)
+    os.chmod(paths.driver, 0o700)
+    if paths.driver_key.is_file() and paths.driver_key.read_text().strip():
+        key = paths.driver_key.read_text().strip()
+    else:
+        key = "a2c-drv-" + secrets.token_urlsafe(32)
+        write_bytes_atomic(paths.driver_key, key.encode() + b"\n", mode=0o600)
+    wire = _agent_driver(agent).get("wire")
+    price = price_for(resolved["model"])
+    config = {"version": CONFIG_VERSION, "driver": driver, **resolved,
+              "agent_wire": wire, "budget": _budget(budget), "price": price,
+              "socket": str(paths.driver_socket)}
+    write_json_atomic(paths.driver_config, config, mode=0o600)
+    return config
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    path = RunPaths(Path(run_dir)).driver_config
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing; call prepare_gateway first") from None
+
+
+def read_key(run_dir: str | Path) -> str:
+    return RunPaths(Path(run_dir)).driver_key.read_text(encoding="utf-8").strip()

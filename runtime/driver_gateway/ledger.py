@@ -1,0 +1,198 @@
+"""The gateway's books: running totals, the budget check, and the record of every call.
+
+Totals live in memory and are updated under one lock the moment a call ends, so the budget check
+of the next call sees them at once. The slow part (blobs, the fsync'ed event, totals.json) goes
+through one writer thread in call order, after the agent already has its answer: recording adds
+nothing to the latency the scaffold sees. `close()` drains the writer (the gateway's SIGTERM
+path), and totals.json is always written after its call's event and blobs, so a reader that sees
+`calls: n` finds the n-th call's event and bodies on disk.
+
+A gateway restarted on the same run (a resume) continues from totals.json: the sequence numbers,
+the budget and the one `driver_budget_exhausted` event carry over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.events import DriverBudgetExhausted, DriverCall, EventLog
+from a2c.contracts.run_paths import RunPaths
+from a2c.fsutil import write_bytes_atomic, write_json_atomic
+from a2c.timefmt import iso_utc
+
+from .prices import cost_usd
+from .wires import Usage
+
+COUNTERS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+            "tokens", "cost_usd", "errors", "refused", "unpriced_calls", "usage_missing_calls")
+LIMITS = (("tokens", "driver_tokens"), ("cost_usd", "driver_cost_usd"), ("calls", "driver_calls"))
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def empty_totals(config: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: 0 for k in COUNTERS}
+    out.update(cost_usd=0.0, by_model={}, budget=config.get("budget") or {}, exhausted=None,
+               driver=config.get("driver"), model=config.get("model"), seq=0, updated=None)
+    return out
+
+
+def _log_line(ev) -> str:
+    if isinstance(ev, DriverBudgetExhausted):
+        return f"budget exhausted: {ev.limit} {ev.used:g} of {ev.budget:g}"
+    return (f"#{ev.seq} {ev.status} {ev.wire or '-'} {ev.path} model={ev.model} "
+            f"in={ev.input_tokens} out={ev.output_tokens} cache_read={ev.cache_read_tokens} "
+            f"cache_write={ev.cache_write_tokens} cost=${ev.cost_usd:.6f} "
+            f"{ev.duration_ms:.1f}ms" + (f" error={ev.error}" if ev.error else ""))
+
+
+class Ledger:
+    def __init__(self, run_dir: Path, config: dict[str, Any], events: EventLog | None = None):
+        self.paths = RunPaths(run_dir)
+        self.config = config
+        self.price = config.get("price")
+        self.budget = config.get("budget") or {}
+        self.totals = empty_totals(config)
+        try:
+            saved = json.loads(self.paths.driver_totals.read_text(encoding="utf-8"))
+            if saved.get("driver") == config.get("driver"):
+                self.totals.update({k: saved[k] for k in self.totals if k in saved})
+                self.totals["budget"] = self.budget
+        except (FileNotFoundError, ValueError):
+            pass
+        self.paths.driver_blobs.mkdir(parents=True, exist_ok=True)
+        self.events = events or EventLog(self.paths.events)
+        self._lock = threading.Lock()
+        self._inflight = 0
+        self._queue: queue.Queue = queue.Queue()
+        self._writer = threading.Thread(target=self._write_loop, name="ledger-writer",
+                                        daemon=True)
+        self._writer.start()
+
+    # ------------------------------------------------------------------ budget
+    def admit(self) -> tuple[str, float, float] | None:
+        """Reserve a generation call, or say which limit is spent: (limit, budget, used).
+        The limit names are the event's: tokens | cost_usd | calls."""
+        with self._lock:
+            t = self.totals
+            for limit, key in LIMITS:
+                cap = self.budget.get(key)
+                if cap is None:
+                    continue
+                used = t[limit] + (self._inflight if limit == "calls" else 0)
+                if used >= cap:
+                    return limit, cap, t[limit]
+            self._inflight += 1
+            return None
+
+    def release(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+
+    def exhausted(self, limit: str, cap: float, used: float) -> None:
+        """The first refusal for a spent budget: one `driver_budget_exhausted` event."""
+        with self._lock:
+            if self.totals["exhausted"] is not None:
+                return
+            seq = self.totals["seq"]
+            self.totals["exhausted"] = {"limit": limit, "budget": cap, "used": used,
+                                        "seq": seq, "at": iso_utc(time.time())}
+            snapshot = json.loads(json.dumps(self.totals))
+        self._queue.put(("exhausted", DriverBudgetExhausted(limit=limit, budget=cap,
+                                                            used=used, seq=seq), snapshot))
+
+    # ------------------------------------------------------------------ recording
+    def record(self, *, wire: str | None, path: str, model: str | None, stream: bool,
+               status: int, usage: Usage | None, latency_ms: float | None, duration_ms: float,
+               request: bytes, response: bytes, error: str | None, generation: bool,
+               forwarded: bool) -> dict[str, Any]:
+        """Count one call (in memory, now) and queue its event, blobs and totals."""
+        u = usage or Usage()
+        cost = cost_usd(self.price, u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                        u.cache_write_tokens) if forwarded else 0.0
+        req_sha, resp_sha = sha256(request), sha256(response)
+        with self._lock:
+            t = self.totals
+            seq = t["seq"]
+            t["seq"] = seq + 1
+            if generation and forwarded:
+                t["calls"] += 1
+                if not u.seen and status < 400:
+                    t["usage_missing_calls"] += 1
+                if self.price is None and u.seen:
+                    t["unpriced_calls"] += 1
+            if status >= 400 or error not in (None, "client_gone"):
+                t["errors"] += 1            # refused or failed (a broken stream included)
+            if not forwarded:
+                t["refused"] += 1
+            for k in ("input_tokens", "output_tokens", "cache_read_tokens",
+                      "cache_write_tokens"):
+                t[k] += getattr(u, k)
+            t["tokens"] += u.total
+            t["cost_usd"] = round(t["cost_usd"] + cost, 10)
+            if generation and forwarded:
+                name = u.model or model or "unknown"
+                m = t["by_model"].setdefault(name, {"calls": 0, "input_tokens": 0,
+                                                    "output_tokens": 0, "cache_read_tokens": 0,
+                                                    "cache_write_tokens": 0, "cost_usd": 0.0})
+                m["calls"] += 1
+                for k in ("input_tokens", "output_tokens", "cache_read_tokens",
+                          "cache_write_tokens"):
+                    m[k] += getattr(u, k)
+                m["cost_usd"] = round(m["cost_usd"] + cost, 10)
+            t["updated"] = iso_utc(time.time())
+            snapshot = json.loads(json.dumps(t))
+        event = DriverCall(seq=seq, driver=self.config.get("driver"), wire=wire, path=path,
+                           model=model, response_model=u.model, stream=stream, status=status,
+                           input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                           cache_read_tokens=u.cache_read_tokens,
+                           cache_write_tokens=u.cache_write_tokens, cost_usd=cost,
+                           latency_ms=None if latency_ms is None else round(latency_ms, 3),
+                           duration_ms=round(duration_ms, 3), request_sha256=req_sha,
+                           response_sha256=resp_sha, error=error,
+                           usage_missing=True if generation and forwarded and not u.seen
+                           and status < 400 else None)
+        self._queue.put(("call", event, snapshot, ((req_sha, request), (resp_sha, response))))
+        return snapshot
+
+    def _write_blob(self, digest: str, data: bytes) -> None:
+        path = self.paths.driver_blobs / digest
+        if not path.exists():
+            write_bytes_atomic(path, data, mode=0o600)
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if item[0] == "call":
+                    for digest, data in item[3]:
+                        self._write_blob(digest, data)
+                self.events.emit(item[1])
+                write_json_atomic(self.paths.driver_totals, item[2], mode=0o600)
+                print(_log_line(item[1]), flush=True)      # -> logs/driver-gateway.log
+            except Exception as exc:          # the record must not take the gateway down
+                print(f"driver gateway: recording failed: {exc!r}", flush=True)
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        self._queue.join()
+
+    def write_totals(self) -> None:
+        with self._lock:
+            snapshot = json.loads(json.dumps(self.totals))
+        write_json_atomic(self.paths.driver_totals, snapshot, mode=0o600)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._writer.join(timeout=30)

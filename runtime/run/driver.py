@@ -1,0 +1,114 @@
+"""The run's driver gateway, seen from the runner: configured at prepare (`configure`), started
+before the baseline and stopped at the end like the grader service (`DriverGateway`), its totals
+summarised for run.json and the summary (`usage_summary`).
+
+The gateway itself is `a2c.runtime.driver_gateway` (its own process; docs/drivers.md). Only
+agents of type `cli` get one (scaffold.uses_gateway).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.run_paths import RunPaths
+from a2c.errors import A2CError, RunError
+
+BUDGET_KEYS = ("driver_tokens", "driver_cost_usd", "driver_calls")
+
+
+def driver_budget(budget_cfg: dict, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The run's driver budget: the task's (resolved), each overridden where the run says so;
+    every key present (None: unlimited)."""
+    out = {key: budget_cfg.get(key) for key in BUDGET_KEYS}
+    for key in BUDGET_KEYS:
+        if overrides.get(key) is not None:
+            out[key] = overrides[key]
+    return out
+
+
+def configure(paths: RunPaths, driver: str, agent: dict, budget: dict) -> dict:
+    """driver/gateway.json and driver/gateway.key for this run (the gateway resolves the
+    upstream; a provider it does not know, an unset key variable or a wire the upstream does
+    not serve is one clear error)."""
+    from a2c.runtime.driver_gateway import prepare_gateway
+    paths.driver.mkdir(mode=0o700, exist_ok=True)
+    try:
+        return prepare_gateway(paths, driver, agent, budget) or {}
+    except A2CError:
+        raise
+    except (ValueError, KeyError, OSError) as exc:
+        raise RunError(f"driver {driver}: {exc}") from exc
+
+
+def read_key(paths: RunPaths) -> str:
+    try:
+        return paths.driver_key.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise RunError(f"{paths.driver_key}: the run's gateway key is missing ({exc})") from exc
+
+
+def usage_summary(totals: dict | None) -> dict[str, Any] | None:
+    """The summary's driver line: calls, tokens (input + output), cost, errors, exhausted."""
+    if not isinstance(totals, dict):
+        return None
+    tokens = int(totals.get("input_tokens") or 0) + int(totals.get("output_tokens") or 0)
+    return {"calls": int(totals.get("calls") or 0), "tokens": tokens,
+            "input_tokens": int(totals.get("input_tokens") or 0),
+            "output_tokens": int(totals.get("output_tokens") or 0),
+            "cache_read_tokens": int(totals.get("cache_read_tokens") or 0),
+            "cost_usd": float(totals.get("cost_usd") or 0.0),
+            "errors": int(totals.get("errors") or 0),
+            "exhausted": totals.get("exhausted")}
+
+
+class DriverGateway:
+    """The run's gateway process (`DriverGatewayProcess`), with the runner's view of it."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.paths = RunPaths(self.run_dir)
+        self.process = None
+
+    def start(self) -> None:
+        from a2c.runtime.driver_gateway import DriverGatewayProcess
+        if self.paths.driver_socket.exists() or self.paths.driver_socket.is_symlink():
+            self.paths.driver_socket.unlink()
+        self.process = DriverGatewayProcess(self.run_dir)
+        self.process.start()
+
+    def alive(self) -> bool:
+        return self.process is not None and bool(self.process.alive())
+
+    def stop(self) -> None:
+        if self.process is not None:
+            try:
+                self.process.stop()
+            finally:
+                self.process = None
+
+    def probe(self) -> tuple[bool, str]:
+        from a2c.runtime.driver_gateway import probe
+        try:
+            return probe(self.paths.driver_socket, read_key(self.paths))
+        except A2CError as exc:
+            return False, str(exc)
+        except OSError as exc:
+            return False, str(exc)
+
+    def totals(self) -> dict | None:
+        from a2c.runtime.driver_gateway import read_totals
+        try:
+            totals = read_totals(self.run_dir)
+        except (OSError, ValueError):
+            return None
+        return totals if isinstance(totals, dict) and totals else None
+
+    def last_log_line(self) -> str:
+        try:
+            lines = self.paths.driver_log.read_text(encoding="utf-8",
+                                                    errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1].strip()[:200] if lines else ""
+

@@ -1,0 +1,236 @@
+"""Reading a driver script: YAML with positions, checked against its JSON Schema.
+
+The schema (compiler/schemas/driver-script.schema.json) is the single source of truth for the
+script's shape; it is read here as a file, located through `a2c.paths`, because the runtime must
+not import the compiler. Errors name `file:line:col`, the field, and what is wrong, like spec
+errors do (the approach of compiler/yamlsrc.py, reduced to what a script needs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from a2c import paths
+
+SCHEMA_FILE = "driver-script.schema.json"
+MAX_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_REPEATS = 100
+DEFAULT_SIDE_TEXT = "Scripted session"
+_CORE = "tag:yaml.org,2002:"
+# Only the tags plain YAML values get (or `!!str` written out); anything else means something to
+# some loader and is refused, as in spec files.
+_SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
+
+
+class ScriptError(ValueError):
+    """A script that cannot be used; the message lists every problem found, one per line."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @classmethod
+    def of(cls, data: dict | None, default: Usage | None = None) -> Usage:
+        if data is None:
+            return default or cls()
+        return cls(**{k: int(data.get(k, 0)) for k in ("input_tokens", "output_tokens",
+                                                         "cache_read_tokens")})
+
+    def as_dict(self) -> dict:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model turn. `kind` is run, write or say; `until` is compiled."""
+
+    index: int
+    kind: str
+    usage: Usage
+    command: str = ""
+    timeout: float | None = None
+    until: re.Pattern | None = None
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    path: str = ""
+    content: str = ""
+    text: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Script:
+    id: str
+    file: str
+    turns: tuple[Turn, ...]
+    side_text: str = DEFAULT_SIDE_TEXT
+    side_usage: Usage = field(default_factory=Usage)
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads((paths.SCHEMAS_DIR / SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+def _compose(file: str, text: str) -> tuple[Any, dict]:
+    """Plain data plus a map path -> (line, col); duplicate keys and non-core tags refused."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        where = f"{mark.line + 1}:{mark.column + 1}" if mark else "1:1"
+        raise ScriptError(f"{file}:{where}: malformed YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise ScriptError(f"{file}:1:1: malformed YAML: {exc}") from None
+    if node is None:
+        raise ScriptError(f"{file}:1:1: the script is empty; it needs apiVersion, kind, id, turns")
+    marks: dict[tuple, tuple[int, int]] = {}
+    problems: list[str] = []
+    constructor = yaml.constructor.SafeConstructor()
+
+    def convert(n: Node, path: tuple, depth: int = 0) -> Any:
+        marks.setdefault(path, (n.start_mark.line + 1, n.start_mark.column + 1))
+        if depth > 32:
+            raise ScriptError(f"{file}:{marks[path][0]}:{marks[path][1]}: nested too deeply")
+        if isinstance(n, ScalarNode):
+            if n.tag not in _SCALAR_TAGS:
+                problems.append(f"{file}:{marks[path][0]}:{marks[path][1]}: {_dotted(path)}: "
+                                f"YAML tag {n.tag!r} is not allowed; write plain values")
+                return None
+            value = constructor.construct_object(n, deep=True)
+            return n.value if not isinstance(value, (str, int, float, bool, type(None))) else value
+        if n.tag not in (_CORE + "seq", _CORE + "map"):
+            problems.append(f"{file}:{marks[path][0]}:{marks[path][1]}: {_dotted(path)}: "
+                            f"YAML tag {n.tag!r} is not allowed; write plain values")
+            return None
+        if isinstance(n, SequenceNode):
+            return [convert(item, path + (i,), depth + 1) for i, item in enumerate(n.value)]
+        if isinstance(n, MappingNode):
+            out: dict = {}
+            for key_node, value_node in n.value:
+                key = key_node.value if isinstance(key_node, ScalarNode) else None
+                line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
+                if key is None or key_node.tag.endswith("merge"):
+                    problems.append(f"{file}:{line}:{col}: {_dotted(path)}: a key must be a "
+                                    "plain string (no merge keys)")
+                    continue
+                if key in out:
+                    problems.append(f"{file}:{line}:{col}: {_dotted(path + (key,))}: "
+                                    f"duplicate key '{key}'")
+                    continue
+                out[key] = convert(value_node, path + (key,), depth + 1)
+            return out
+        return None  # pragma: no cover - yaml has no other node kinds
+
+    data = convert(node, ())
+    if problems:
+        raise ScriptError("\n".join(problems))
+    return data, marks
+
+
+def _dotted(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(script)"
+
+
+def _where(file: str, marks: dict, path: tuple) -> str:
+    probe = tuple(path)
+    while probe and probe not in marks:
+        probe = probe[:-1]
+    line, col = marks.get(probe, (1, 1))
+    return f"{file}:{line}:{col}"
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "oneOf" and isinstance(error.instance, dict):
+        kinds = [k for k in ("run", "write", "say") if k in error.instance]
+        return ("a turn needs exactly one of run, write, say"
+                + (f" (found {', '.join(kinds)})" if kinds else " (found none)"))
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed",
+                                     "unknown field(s); not allowed")
+    return error.message
+
+
+def validate(data: Any, file: str, marks: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema())
+    problems = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        path = tuple(error.absolute_path)
+        problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: {_message(error)}")
+    for i, turn in enumerate(data.get("turns") or [] if isinstance(data, dict) else []):
+        if isinstance(turn, dict) and isinstance(turn.get("until"), str):
+            try:
+                re.compile(turn["until"])
+            except re.error as exc:
+                path = ("turns", i, "until")
+                problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: "
+                                f"not a valid regular expression: {exc}")
+    if problems:
+        raise ScriptError("\n".join(problems))
+
+
+def parse(text: str, file: str = "<script>") -> Script:
+    """A checked Script from YAML text; ScriptError lists every problem with its position."""
+    data, marks = _compose(file, text.removeprefix("\ufeff"))
+    validate(data, file, marks)
+    default = Usage.of(data.get("usage"))
+    turns = []
+    for i, raw in enumerate(data["turns"]):
+        usage = Usage.of(raw.get("usage"), default)
+        common = {"index": i, "usage": usage, "text": raw.get("text", ""),
+                  "name": raw.get("id", "")}
+        if "run" in raw:
+            until = re.compile(raw["until"]) if raw.get("until") else None
+            turns.append(Turn(kind="run", command=raw["run"], timeout=raw.get("timeout"),
+                              until=until, max_repeats=raw.get("max_repeats",
+                                                               DEFAULT_MAX_REPEATS), **common))
+        elif "write" in raw:
+            turns.append(Turn(kind="write", path=raw["write"]["path"],
+                              content=raw["write"]["content"], **common))
+        else:
+            turns.append(Turn(kind="say", text=raw["say"], name=common["name"], index=i,
+                              usage=usage))
+    side = data.get("side") or {}
+    return Script(id=data["id"], file=file, turns=tuple(turns),
+                  side_text=side.get("text", DEFAULT_SIDE_TEXT),
+                  side_usage=Usage.of(side.get("usage")))
+
+
+def load(path: str | Path) -> Script:
+    """Read and check the script at `path`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ScriptError(f"{path}: cannot read the script: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ScriptError(f"{path}:1:1: the script is larger than {MAX_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{path}: not valid UTF-8 at byte {exc.start}") from None
+    return parse(text.replace("\r\n", "\n"), str(path))
+
+
+def shipped(name: str) -> Path:
+    """The shipped script `specs/drivers/NAME.yaml`, or NAME itself when it is a path."""
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml") or "/" in name:
+        return candidate
+    return paths.SPECS_DIR / "drivers" / f"{name}.yaml"
