@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from scaffold_runs import SCAFFOLDS, agent_spec, installed, needs
 
 from a2c.contracts.events import read_events
 
-from test_scaffolds_e2e import SCAFFOLDS, agent_spec, installed, needs
-
 BUDGET = "60s"      # mini-swe-agent retries a 429 (LiteLLM RateLimitError) until the clock ends it
-COST = 0.005        # USD: below the script's first turn at the impersonated model's price
+COST = 0.0001       # USD: below the first call of the script at any impersonated model's price
 
 
 @pytest.mark.slow

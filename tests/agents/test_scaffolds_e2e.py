@@ -17,15 +17,14 @@ import json
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from scaffold_runs import SCAFFOLDS, agent_spec, installed, needs
 
 from a2c.contracts.events import read_events, verify_events
 from a2c.paths import project_root
 
-SCAFFOLDS = ["claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "openhands"]
 BUDGET = "10m"
 DRIVER = os.environ.get("A2C_E2E_DRIVER", "scripted:sft-recipe")   # or scripted:/path/to.yaml
 # The recipe's SFT, kept short for CI: steps and batch of specs/drivers/sft-recipe.yaml's
@@ -34,31 +33,6 @@ TRAIN_ENV = {"SFT_STEPS": os.environ.get("A2C_E2E_SFT_STEPS", "10"),
              "SFT_BATCH": os.environ.get("A2C_E2E_SFT_BATCH", "4")}
 FIXTURES = project_root() / "tests" / "fixtures" / "agents"
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens")
-
-
-def sandbox_path() -> list[str]:
-    """Where the sandboxed agent looks for commands (runtime/sandbox/local.py agent_env)."""
-    return [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
-
-
-def agent_spec(agent_id: str) -> dict:
-    path = project_root() / "generated" / "agents" / agent_id / "agent.json"
-    return json.loads(path.read_text())["agent"]
-
-
-def installed(agent_id: str) -> str | None:
-    command = agent_spec(agent_id)["install"]["check"]
-    return shutil.which(command, path=os.pathsep.join(sandbox_path()))
-
-
-def needs():
-    run_mod = pytest.importorskip("a2c.runtime.run")
-    pytest.importorskip("a2c.runtime.driver_gateway")
-    pytest.importorskip("a2c.runtime.scripted_driver")
-    from a2c.runtime.sandbox.local import bwrap_works
-    if not bwrap_works():
-        pytest.skip("bubblewrap does not work here: the scaffolds are tested in its sandbox")
-    return run_mod
 
 
 def scripted_usage(log: Path) -> dict[str, int]:
@@ -98,7 +72,7 @@ def save_fixtures(agent_id: str, run_dir: Path, run: dict, calls: list[dict]) ->
             fh.write(json.dumps(event, sort_keys=True) + "\n")
     native = agent_spec(agent_id)["transcript"]["native"]
     for path in sorted(glob.glob(str(run_dir / "agent-home" / native)))[:1]:
-        if os.path.getsize(path) <= 400_000 and not path.endswith(".db"):
+        if os.path.getsize(path) <= 200_000 and not path.endswith(".db"):
             _copy_scrubbed(Path(path), out / ("native-" + Path(path).name))
 
 
