@@ -171,18 +171,21 @@ def resolve_agent(doc) -> dict[str, Any]:
                             "text": "log"}[tr["format"]]
     prompt = text_of(d["prompt"], doc.path) if d.get("prompt") else DEFAULT_PROMPT
     install = d.get("install") or {}
+    files = launch.get("files") or {}
     return {
         "id": d["id"], "title": d["title"], "type": d["type"],
         "homepage": d.get("homepage"), "version": d.get("version"),
         "install": {"npm": list(install.get("npm", [])), "pip": list(install.get("pip", [])),
-                    "commands": list(install.get("commands", []))},
+                    "commands": list(install.get("commands", [])),
+                    "check": install.get("check")},
         "launch": {"command": launch["command"].strip(), "env": dict(launch.get("env", {})),
+                   "files": {path: files[path] for path in sorted(files)},
                    "pass_env": sorted(launch.get("pass_env", []))},
         "driver": {"required": drv.get("required", not reference), "default": drv.get("default"),
-                   "models": list(drv.get("models", []))},
+                   "wire": drv.get("wire"), "models": list(drv.get("models", []))},
         "prompt": prompt,
         "transcript": {"source": tr["source"], "path": tr.get("path"), "format": tr["format"],
-                       "ext": ext},
+                       "ext": ext, "native": tr.get("native")},
     }
 
 

@@ -193,7 +193,8 @@ def test_agent_bundles():
     claude = load_spec("claude-code")
     assert "--output-format stream-json" in claude["launch"]["command"]
     assert claude["transcript"] == {"source": "stdout", "path": None, "format": "stream-json",
-                                    "ext": "jsonl"}
+                                    "ext": "jsonl", "native": ".claude/projects/*/*.jsonl"}
+    assert claude["driver"]["wire"] == "anthropic" and claude["install"]["check"] == "claude"
     ref = load_spec("ref-sft")
     assert ref["type"] == "reference" and ref["driver"]["required"] is False
     assert ref["launch"]["command"] == "python -m a2c.runtime.agents.sft"

@@ -302,6 +302,9 @@ def test_bad_agent_spec(tmp_path, run_cli):
     spec.write_text("apiVersion: a2c/v1\nkind: Agent\nid: bot\ntitle: Bot\ntype: cli\n"
                     "launch: {command: bot --run}\ntranscript: {source: file, format: jsonl}\n")
     found = build_fails(run_cli, spec, tmp_path)
+    assert [m["path"] for m in found] == ["driver", "transcript.path"]   # a cli names its wire
+    spec.write_text(spec.read_text() + "driver: {wire: anthropic, default: anthropic/m}\n")
+    found = build_fails(run_cli, spec, tmp_path)
     assert [m["path"] for m in found] == ["transcript.path"]
     spec.write_text(spec.read_text().replace("source: file", "source: stdout"))
     (m,) = build_fails(run_cli, spec, tmp_path)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# a2c launcher for Gemini CLI (`gemini-cli`, cli agent), compiled by a2c 0.1.0.
+# a2c launcher for Gemini CLI (`gemini-cli`, cli agent, version 0.61.0), compiled by a2c 0.1.0.
 # Generated from specs/agents/gemini-cli.yaml: edit the spec, then run `a2c build`.
 #
 # The runtime runs this inside the sandbox with the workspace as cwd and sets A2C_WORKSPACE,
 # A2C_PROMPT_FILE (the rendered prompt.md), A2C_DRIVER_MODEL and the other A2C_* variables.
-# Transcript: stream-json on stdout -> logs/transcript.jsonl
+# Driver: gemini wire, through the run's gateway (A2C_DRIVER_SOCKET, key A2C_DRIVER_KEY);
+# HOME is the run's agent home, where the scaffold keeps its configuration and session logs.
+# Transcript: stream-json on stdout -> logs/transcript.jsonl; native log: $HOME/.gemini/tmp/*/chats/session-*.jsonl
 # The recorder hook (BASH_ENV) logs the agent's commands, not this launcher's.
 trap - DEBUG
 unset A2C_HOOK_ACTIVE
@@ -15,5 +17,45 @@ export A2C_PROMPT
 A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-gemini-2.5-pro}"
 : "${A2C_DRIVER_MODEL:?gemini-cli needs a driver model (--driver)}"
 export A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-}"
-# Passed through from the host by the runtime (never stored in the bundle): GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT
+# The gateway is a Unix socket; the scaffold wants a base URL: a forwarder on the sandbox's own
+# loopback leads to it (it forks into the background and ends with this process).
+: "${HOME:?HOME is not set}"
+: "${A2C_DRIVER_KEY:?A2C_DRIVER_KEY is not set: gemini-cli reaches its driver only through the run gateway}"
+if [ -z "${A2C_DRIVER_URL:-}" ]; then
+  : "${A2C_DRIVER_SOCKET:?A2C_DRIVER_SOCKET is not set: no driver gateway for gemini-cli}"
+  A2C_DRIVER_URL="$(python -m a2c.runtime.sandbox.loopback_forwarder --socket "$A2C_DRIVER_SOCKET" --daemon --parent "$$")"
+fi
+export A2C_DRIVER_URL A2C_DRIVER_KEY
+export GEMINI_API_KEY="${A2C_DRIVER_KEY}"
+export GEMINI_CLI_TRUST_WORKSPACE="true"
+export GOOGLE_GEMINI_BASE_URL="${A2C_DRIVER_URL}"
+
+# a2c_write PATH: stdin into $HOME/PATH (mode 0600), each ${VAR} replaced by its value and
+# nothing else expanded; an unset variable stops the launch.
+a2c_write() {
+  local text out="" name match dest="$HOME/$1"
+  local re='\$\{([A-Za-z_][A-Za-z0-9_]*)\}'
+  text="$(cat; printf x)"
+  text="${text%x}"
+  while [[ $text =~ $re ]]; do
+    match="${BASH_REMATCH[0]}"
+    name="${BASH_REMATCH[1]}"
+    if [ -z "${!name+set}" ]; then
+      echo "launch.sh: \${$name} in $1 is not set" >&2
+      return 1
+    fi
+    out+="${text%%"$match"*}${!name}"
+    text="${text#*"$match"}"
+  done
+  mkdir -p "$(dirname "$dest")"
+  (umask 077 && printf '%s' "$out$text" > "$dest")
+}
+a2c_write '.gemini/settings.json' <<'A2C_END_OF_FILE'
+{
+  "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false}
+}
+A2C_END_OF_FILE
 exec gemini -p "$A2C_PROMPT" --output-format stream-json --approval-mode=yolo --model "$A2C_DRIVER_MODEL"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# a2c launcher for OpenHands (`openhands`, cli agent), compiled by a2c 0.1.0.
+# a2c launcher for OpenHands (`openhands`, cli agent, version 1.16.0), compiled by a2c 0.1.0.
 # Generated from specs/agents/openhands.yaml: edit the spec, then run `a2c build`.
 #
 # The runtime runs this inside the sandbox with the workspace as cwd and sets A2C_WORKSPACE,
 # A2C_PROMPT_FILE (the rendered prompt.md), A2C_DRIVER_MODEL and the other A2C_* variables.
-# Transcript: jsonl on stdout -> logs/transcript.jsonl
+# Driver: anthropic wire, through the run's gateway (A2C_DRIVER_SOCKET, key A2C_DRIVER_KEY);
+# HOME is the run's agent home, where the scaffold keeps its configuration and session logs.
+# Transcript: jsonl on stdout -> logs/transcript.jsonl; native log: $HOME/.openhands/conversations/*/events/event-*.json
 # The recorder hook (BASH_ENV) logs the agent's commands, not this launcher's.
 trap - DEBUG
 unset A2C_HOOK_ACTIVE
@@ -12,9 +14,22 @@ set -euo pipefail
 cd "${A2C_WORKSPACE:?A2C_WORKSPACE is not set}"
 A2C_PROMPT="$(cat "${A2C_PROMPT_FILE:?A2C_PROMPT_FILE is not set}")"
 export A2C_PROMPT
-A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-anthropic/claude-sonnet-4-5-20250929}"
+A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-claude-sonnet-4-5}"
 : "${A2C_DRIVER_MODEL:?openhands needs a driver model (--driver)}"
 export A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-}"
-export LLM_MODEL="${A2C_DRIVER_MODEL}"
-# Passed through from the host by the runtime (never stored in the bundle): LLM_API_KEY, LLM_BASE_URL
-exec openhands --headless --json --override-with-envs -t "$A2C_PROMPT"
+# The gateway is a Unix socket; the scaffold wants a base URL: a forwarder on the sandbox's own
+# loopback leads to it (it forks into the background and ends with this process).
+: "${HOME:?HOME is not set}"
+: "${A2C_DRIVER_KEY:?A2C_DRIVER_KEY is not set: openhands reaches its driver only through the run gateway}"
+if [ -z "${A2C_DRIVER_URL:-}" ]; then
+  : "${A2C_DRIVER_SOCKET:?A2C_DRIVER_SOCKET is not set: no driver gateway for openhands}"
+  A2C_DRIVER_URL="$(python -m a2c.runtime.sandbox.loopback_forwarder --socket "$A2C_DRIVER_SOCKET" --daemon --parent "$$")"
+fi
+export A2C_DRIVER_URL A2C_DRIVER_KEY
+export LITELLM_LOCAL_MODEL_COST_MAP="True"
+export LLM_API_KEY="${A2C_DRIVER_KEY}"
+export LLM_BASE_URL="${A2C_DRIVER_URL}"
+export LLM_MODEL="anthropic/${A2C_DRIVER_MODEL}"
+export OPENHANDS_SUPPRESS_BANNER="1"
+export SHELL="/bin/bash"
+exec openhands --headless --json --override-with-envs --exit-without-confirmation -t "$A2C_PROMPT"
