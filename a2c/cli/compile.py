@@ -178,6 +178,9 @@ def cmd_new(args) -> int:
     print(f"created {spec} and {spec.with_suffix('.md')}")
     if not args.no_build:
         from a2c.compiler.build import build_specs
-        for path in build_specs([spec], args.out):
+        # A specs folder of one's own builds beside it (DIR/../generated), as specs/ and
+        # generated/ sit side by side here: never into this project's generated/.
+        out = args.out or (Path(args.specs).resolve().parent / "generated" if args.specs else None)
+        for path in build_specs([spec], out):
             print(f"built {path}")
     return 0

@@ -69,6 +69,15 @@ def test_new_task_validates_and_builds(run_cli, tmp_path):
     assert run_cli("new", "task", "Bad Id", "--specs", specs)[0] == 1
 
 
+def test_new_task_with_own_specs_folder_builds_beside_it_not_into_the_project(run_cli, tmp_path):
+    from a2c.paths import project_root
+    shipped = sorted(p.name for p in (project_root() / "generated").iterdir())
+    code, stdout, err = run_cli("new", "task", "mine", "--specs", tmp_path / "specs")
+    assert code == 0, err
+    assert Bundle.load(tmp_path / "generated" / "mine").task["id"] == "mine"
+    assert sorted(p.name for p in (project_root() / "generated").iterdir()) == shipped
+
+
 def test_build_all_check_on_shipped(run_cli):
     code, _out, err = run_cli("build", "--all", "--check")
     assert code == 0, err
