@@ -38,8 +38,9 @@ from a2c.contracts.trajectory import (
 )
 from a2c.fsutil import write_text_atomic
 from a2c.timefmt import iso_utc, parse_time
+from a2c.wire_formats import generation_call
 
-from .wires import is_generation, request_items, response_turn, text_of, wire_of_path
+from .wires import request_items, response_turn, text_of, wire_of_path
 
 MAX_BLOB = 64 << 20
 # The gateway's own refusals (runtime/driver_gateway/server.py): never forwarded upstream.
@@ -258,7 +259,7 @@ class _Builder:
     def call(self, event: dict[str, Any]) -> None:
         call = event.get("data") if isinstance(event.get("data"), dict) else {}
         wire = call.get("wire") or wire_of_path(call.get("path"))
-        if not is_generation(wire, call.get("path")):
+        if not generation_call(wire, call.get("path")):
             return
         seq = call.get("seq")
         raw_request = _blob(self.paths, call.get("request_sha256"), self.warnings, seq)
@@ -563,7 +564,7 @@ def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
     errors = sum(1 for c in calls if _int(c.get("status")) >= 400 or
                  (c.get("error") and c.get("error") != "client_gone"))
     refused = sum(1 for c in calls if c.get("error") in REFUSED)
-    forwarded = sum(1 for c in calls if c.get("error") not in REFUSED and is_generation(
+    forwarded = sum(1 for c in calls if c.get("error") not in REFUSED and generation_call(
         c.get("wire") or wire_of_path(c.get("path")), c.get("path")))
     return {"total_prompt_tokens": total("input_tokens") + total("cache_read_tokens")
             + total("cache_write_tokens"),

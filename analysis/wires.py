@@ -14,30 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-WIRES = ("anthropic", "openai-chat", "openai-responses", "gemini")
+from a2c.wire_formats import WIRES, normalize, route  # noqa: F401 - WIRES read by callers
 
 
 def wire_of_path(path: str | None) -> str | None:
-    path = (path or "").split("?", 1)[0]
-    if path.endswith("/messages") or path.endswith("/messages/count_tokens"):
-        return "anthropic"
-    if path.endswith("/chat/completions"):
-        return "openai-chat"
-    if path.endswith("/responses"):
-        return "openai-responses"
-    if ":generateContent" in path or ":streamGenerateContent" in path:
-        return "gemini"
-    return None
-
-
-def is_generation(wire: str | None, path: str | None) -> bool:
-    """A call that asks the model for a turn (not count_tokens, a model list, a health probe)."""
-    path = (path or "").split("?", 1)[0]
-    if wire == "anthropic":
-        return not path.endswith("count_tokens")
-    if wire == "gemini":
-        return ":generateContent" in path or ":streamGenerateContent" in path or not path
-    return wire in WIRES
+    """The wire a recorded path belongs to, as the gateway routed it (a2c.wire_formats)."""
+    return route(normalize(path)).wire if path else None
 
 
 def text_of(value: Any) -> str:

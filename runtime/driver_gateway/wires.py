@@ -1,6 +1,6 @@
 """What differs between the four wire formats the gateway speaks, in one place.
 
-A wire is chosen from the request path alone (the scaffold does not say which SDK it is). For
+A wire is chosen from the request path alone (a2c.wire_formats, shared with the analysis). For
 each wire this module knows: where the model is named (body field, or the Gemini path), whether
 the request streams, how to read the provider's own usage fields from a JSON answer or from an
 SSE stream (`UsageMeter`), and the error bodies the gateway sends when it answers itself. The
@@ -11,69 +11,9 @@ takes its normal branch (retry on 5xx/timeout; stop on out-of-credit).
 from __future__ import annotations
 
 import json
-import re
-import urllib.parse
 from dataclasses import dataclass
 
-WIRES = ("anthropic", "openai-chat", "openai-responses", "gemini")
-
-_GEMINI_PATH = re.compile(r"^/(v1beta|v1|v1alpha)/(?:tunedModels|models)/([^/:]+):([A-Za-z]+)$")
-
-
-@dataclass(frozen=True)
-class Route:
-    """A request path read as a wire: `generation` is a call that the model answers (metered,
-    counted, pinned); anything else on the wire (count_tokens, model lists) passes unmetered."""
-
-    wire: str | None
-    generation: bool
-    path_model: str | None = None      # Gemini names the model in the path
-    path_stream: bool = False          # Gemini :streamGenerateContent
-
-
-_BARE_GEMINI = re.compile(r"^/(?:tunedModels|models)/[^/:]+:[A-Za-z]+$")
-
-
-def normalize(path: str) -> str:
-    """The canonical form of a request path: a scaffold given a base URL without `/v1` (or
-    Gemini's `/v1beta`) sends `/chat/completions`, `/messages`, `/models/m:generateContent`;
-    those are read (and forwarded) as `/v1/...` and `/v1beta/...`."""
-    split = urllib.parse.urlsplit(path)
-    p = split.path
-    if _BARE_GEMINI.match(p):
-        p = "/v1beta" + p
-    elif p in ("/chat/completions", "/responses", "/messages", "/models") or \
-            p.startswith(("/responses/", "/messages/", "/models/")):
-        p = "/v1" + p
-    else:
-        return path
-    return p + ("?" + split.query if split.query else "")
-
-
-def route(path: str) -> Route:
-    """The wire of a request path (`Route(None, False)` when no wire claims it)."""
-    p = urllib.parse.urlsplit(path).path
-    if p == "/v1/messages":
-        return Route("anthropic", True)
-    if p.startswith("/v1/messages/"):
-        return Route("anthropic", False)
-    if p == "/v1/chat/completions":
-        return Route("openai-chat", True)
-    if p == "/v1/responses":
-        return Route("openai-responses", True)
-    if p.startswith("/v1/responses/"):
-        return Route("openai-responses", False)
-    m = _GEMINI_PATH.match(p)
-    if m:
-        method = m.group(3)
-        gen = method in ("generateContent", "streamGenerateContent")
-        return Route("gemini", gen, urllib.parse.unquote(m.group(2)),
-                     method == "streamGenerateContent")
-    if p.startswith(("/v1beta/", "/v1alpha/")):
-        return Route("gemini", False)
-    if p == "/v1/models" or p.startswith("/v1/models/"):
-        return Route("openai-chat", False)       # a model list: served by any OpenAI-style upstream
-    return Route(None, False)
+from a2c.wire_formats import WIRES, Route, normalize, route  # noqa: F401 - the gateway's names
 
 
 def request_model(rt: Route, body: dict | None) -> str | None:

@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-WIRES = ("anthropic", "openai-chat", "openai-responses", "gemini")
 # Responses items the model produced (everything else in `input` came from the user or tools).
 _RESPONSES_MODEL_ITEMS = {"function_call", "local_shell_call", "custom_tool_call", "reasoning",
                           "web_search_call", "computer_call", "file_search_call"}
