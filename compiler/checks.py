@@ -204,9 +204,12 @@ def agent_driver(doc):
                                       "\"$A2C_PROMPT\" or \"$A2C_PROMPT_FILE\"")
 
 
-# The driver gateway's built-in providers (runtime/driver_gateway/config.py BUILTIN_PROVIDERS; a
-# test keeps the two equal: the compiler may not import the runtime).
-DRIVER_PROVIDERS = ("anthropic", "gemini", "openai")
+# The driver gateway's built-in providers and the wires each serves (runtime/driver_gateway/
+# config.py BUILTIN_PROVIDERS; a test keeps the two equal: the compiler may not import the
+# runtime). A drivers-file provider is the operator's, known only at run time.
+DRIVER_PROVIDER_WIRES = {"anthropic": ("anthropic",), "gemini": ("gemini",),
+                         "openai": ("openai-chat", "openai-responses")}
+DRIVER_PROVIDERS = tuple(DRIVER_PROVIDER_WIRES)
 _DRIVER_FORM = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_-]*)/[A-Za-z0-9][A-Za-z0-9._:@-]*$")
 _SCRIPTED_FORM = re.compile(r"^scripted:(?P<name>[a-z0-9][a-z0-9_.-]*)$")
 
@@ -329,6 +332,7 @@ def suite_references_exist(doc):
         yield ("id",), "the suite expands to no trial (everything excluded?)"
     modes_of: dict[str, list] = {}
     reported: set[tuple] = set()
+    yield from _wire_mismatches(root, cells)
     for cell in cells:
         if cell.task not in modes_of:
             task = _referenced_data(root, "tasks", cell.task) or {}
@@ -346,6 +350,31 @@ def suite_references_exist(doc):
         for i, entry in enumerate(g.get("exclude") or []):
             if not any(_matches(c, entry) for c in unexpanded):
                 yield (*origin, i), "this exclude entry matches no combination of the group"
+
+
+def _wire_mismatches(root: Path, cells: list):
+    """A trial whose scaffold speaks no wire its driver's provider serves would stop at its
+    pre-flight (the gateway passes requests through, it does not translate): refused here, once
+    per scaffold and provider, where the scaffold is named."""
+    wires_of: dict[str, list] = {}
+    reported: set[tuple] = set()
+    for cell in cells:
+        form = _DRIVER_FORM.match(cell.driver or "")
+        provider = form["provider"] if form else None
+        if provider not in DRIVER_PROVIDER_WIRES or (cell.agent, provider) in reported:
+            continue
+        if cell.agent not in wires_of:
+            wire = ((_referenced_data(root, "agents", cell.agent) or {}).get("driver")
+                    or {}).get("wire")
+            wires_of[cell.agent] = [] if wire is None else [wire] if isinstance(wire, str) \
+                else list(wire)
+        spoken = wires_of[cell.agent]
+        if spoken and not set(spoken) & set(DRIVER_PROVIDER_WIRES[provider]):
+            reported.add((cell.agent, provider))
+            yield cell.where["agent"], (
+                f"agent '{cell.agent}' speaks {', '.join(spoken)}; driver '{cell.driver}' is "
+                f"served as {', '.join(DRIVER_PROVIDER_WIRES[provider])}: pair the agent with "
+                f"drivers of a provider that serves its wire (drivers: {{{cell.agent}: [...]}})")
 
 
 def _unexcluded(group: dict, types: dict, name: str) -> list:

@@ -161,6 +161,12 @@ def resolve_task(doc) -> dict[str, Any]:
     }
 
 
+def _wires(driver: dict) -> list[str]:
+    """The wires a scaffold speaks, in order of preference (`wire` is one or a list)."""
+    wire = driver.get("wire")
+    return [] if wire is None else [wire] if isinstance(wire, str) else list(wire)
+
+
 def resolve_agent(doc) -> dict[str, Any]:
     d = doc.data
     reference = d["type"] == "reference"
@@ -182,7 +188,8 @@ def resolve_agent(doc) -> dict[str, Any]:
                    "files": {path: files[path] for path in sorted(files)},
                    "pass_env": sorted(launch.get("pass_env", []))},
         "driver": {"required": drv.get("required", not reference), "default": drv.get("default"),
-                   "wire": drv.get("wire"), "models": list(drv.get("models", []))},
+                   "wire": _wires(drv)[0] if _wires(drv) else None, "wires": _wires(drv),
+                   "models": list(drv.get("models", []))},
         "prompt": prompt,
         "transcript": {"source": tr["source"], "path": tr.get("path"), "format": tr["format"],
                        "ext": ext, "native": tr.get("native")},

@@ -172,6 +172,14 @@ def _agent_driver(agent: dict | None) -> dict:
     return drv if isinstance(drv, dict) else {}
 
 
+def agent_wires(agent: dict | None) -> list[str]:
+    """The wires the agent speaks, in order of preference (its spec's `driver.wire`: one wire or
+    a list; the resolved agent carries both `wire` and `wires`)."""
+    drv = _agent_driver(agent)
+    wires = drv.get("wires") or drv.get("wire")
+    return [] if not wires else [wires] if isinstance(wires, str) else list(wires)
+
+
 def _strip_provider(model: str | None) -> str | None:
     return model.split("/", 1)[1] if model and "/" in model else model
 
@@ -187,7 +195,8 @@ def _budget(budget: dict | None) -> dict[str, Any]:
 def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
     """The upstream part of gateway.json for a driver string (raises RunError)."""
     drv = _agent_driver(agent)
-    wire = drv.get("wire")
+    wires = agent_wires(agent)
+    wire = wires[0] if wires else None
     if not driver:
         raise RunError("no driver model given; pass --driver provider/model "
                        "(e.g. anthropic/claude-sonnet-4-5) or --driver scripted:NAME")
@@ -200,7 +209,7 @@ def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
         if not model:
             raise RunError(f"--driver {driver}: the agent names no default driver model to "
                            "impersonate; set driver.default in the agent spec")
-        return {"provider": "scripted", "model": model, "wires": list(WIRES),
+        return {"provider": "scripted", "model": model, "wires": list(WIRES), "agent_wire": wire,
                 "allow_models": [], "upstream": {"base_url": None, "key_env": None,
                                                  "auth": None,
                                                  "timeout_s": DEFAULT_TIMEOUT_S,
@@ -220,15 +229,17 @@ def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
                        f"{', '.join(sorted(known))}); add it to {drivers_file()} or set "
                        f"A2C_DRIVER_{_env_name(provider)}_BASE_URL")
     p = known[provider]
-    if wire and wire not in p["wires"]:
-        raise RunError(f"--driver {driver}: the agent speaks {wire}, provider {provider!r} serves "
-                       f"{', '.join(p['wires'])}; pick a provider that serves {wire} or set "
-                       f"A2C_DRIVER_{_env_name(provider)}_WIRES")
+    spoken = [w for w in wires if w in p["wires"]]
+    if wires and not spoken:
+        raise RunError(f"--driver {driver}: the agent speaks {', '.join(wires)}, provider "
+                       f"{provider!r} serves {', '.join(p['wires'])}; pick a provider that serves "
+                       f"{wires[0]} or set A2C_DRIVER_{_env_name(provider)}_WIRES")
     key_env = p.get("key_env")
     if key_env and not os.environ.get(key_env):
         raise RunError(f"--driver {driver}: ${key_env} is not set; export the provider key as "
                        f"{key_env} (it stays on the host: the agent gets a per-run gateway key)")
     return {"provider": provider, "model": model, "wires": list(p["wires"]),
+            "agent_wire": spoken[0] if spoken else None,
             "allow_models": list(p.get("allow_models", [])),
             "upstream": {"base_url": p["base_url"].rstrip("/"), "key_env": key_env,
                          "auth": p.get("auth"),
@@ -251,10 +262,9 @@ def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
     else:
         key = "a2c-drv-" + secrets.token_urlsafe(32)
         write_bytes_atomic(paths.driver_key, key.encode() + b"\n", mode=0o600)
-    wire = _agent_driver(agent).get("wire")
     price = price_for(resolved["model"])
     config = {"version": CONFIG_VERSION, "driver": driver, **resolved,
-              "agent_wire": wire, "budget": _budget(budget), "price": price,
+              "budget": _budget(budget), "price": price,
               "socket": str(paths.driver_socket)}
     write_json_atomic(paths.driver_config, config, mode=0o600)
     return config

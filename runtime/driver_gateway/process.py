@@ -68,11 +68,13 @@ def probe(socket_path: str | Path, key: str, timeout: float = 5.0) -> tuple[bool
 
 
 def agent_env(run_dir: str | Path, socket_in_sandbox: str | None = None) -> dict[str, str]:
-    """The variables the agent gets: A2C_DRIVER, A2C_DRIVER_MODEL, A2C_DRIVER_SOCKET (the path
-    the sandbox binds the socket at, else the host path), A2C_DRIVER_KEY (the per-run key)."""
+    """The variables the agent gets: A2C_DRIVER, A2C_DRIVER_MODEL, A2C_DRIVER_WIRE (the wire
+    the run chose from those the agent speaks), A2C_DRIVER_SOCKET (the path the sandbox binds
+    the socket at, else the host path), A2C_DRIVER_KEY (the per-run key)."""
     from .config import read_key
     config = read_config(run_dir)
     return {"A2C_DRIVER": config["driver"], "A2C_DRIVER_MODEL": config["model"],
+            "A2C_DRIVER_WIRE": config.get("agent_wire") or "",
             "A2C_DRIVER_SOCKET": socket_in_sandbox or config["socket"],
             "A2C_DRIVER_KEY": read_key(run_dir)}
 

@@ -94,14 +94,15 @@ def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -
 
 
 def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
-    """A scaffold's driver variables: the driver string, its model part, the per-run gateway key
+    """A scaffold's driver variables: the driver string, its model part, the wire the run chose
+    from those the scaffold speaks (OpenCode picks its provider by it), the per-run gateway key
     (A2C_DRIVER_SOCKET is the backend's: where the socket is bound). A reference agent keeps
     A2C_DRIVER_MODEL = the run's driver, as before."""
     if not uses_gateway(agent):
         return {"A2C_DRIVER_MODEL": run.driver or ""}
-    from a2c.runtime.run.driver import read_key
+    from a2c.runtime.run.driver import read_key, read_wire
     return {"A2C_DRIVER": run.driver or "", "A2C_DRIVER_MODEL": driver_model(run.driver, agent),
-            "A2C_DRIVER_KEY": read_key(paths)}
+            "A2C_DRIVER_WIRE": read_wire(paths), "A2C_DRIVER_KEY": read_key(paths)}
 
 
 def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,

@@ -48,6 +48,12 @@ def read_key(paths: RunPaths) -> str:
         raise RunError(f"{paths.driver_key}: the run's gateway key is missing ({exc})") from exc
 
 
+def read_wire(paths: RunPaths) -> str:
+    """The wire the run chose for the scaffold (gateway.json's agent_wire; "" if none)."""
+    from a2c.runtime.driver_gateway.config import read_config
+    return read_config(paths.root).get("agent_wire") or ""
+
+
 def usage_summary(totals: dict | None) -> dict[str, Any] | None:
     """The summary's driver line: calls, tokens (input + output), cost, errors, exhausted."""
     if not isinstance(totals, dict):

@@ -62,7 +62,7 @@ def run_launcher(bundle: Path, tmp_path: Path, env: dict | None = None,
     base = {"PATH": f"{stub_dir}:{Path(sys.executable).parent}:/usr/bin:/bin",
             "HOME": str(home), "A2C_WORKSPACE": str(ws), "A2C_PROMPT_FILE": str(prompt),
             "A2C_DRIVER_KEY": "k-test", "A2C_DRIVER_URL": URL, "A2C_DRIVER_MODEL": "m-1",
-            "STUB_OUT": str(tmp_path / "stub.json")}
+            "A2C_DRIVER_WIRE": "openai-chat", "STUB_OUT": str(tmp_path / "stub.json")}
     base.update(env or {})
     for key in drop:
         base.pop(key, None)
@@ -94,7 +94,8 @@ def test_launcher_points_the_scaffold_at_the_gateway(agent_id, tmp_path):
         assert "${" not in written["text"]
         assert written["text"] == (content.replace("${A2C_DRIVER_URL}", URL)
                                    .replace("${A2C_DRIVER_KEY}", "k-test")
-                                   .replace("${A2C_DRIVER_MODEL}", "m-1"))
+                                   .replace("${A2C_DRIVER_MODEL}", "m-1")
+                                   .replace("${A2C_DRIVER_WIRE}", "openai-chat"))
     text = json.dumps(env) + json.dumps(seen["files"])
     assert URL in text and "m-1" in text
     assert "k-test" in text                                # the gateway key, not a provider's
@@ -122,9 +123,19 @@ def test_json_and_yaml_configs_parse(tmp_path):
         assert proc.returncode == 0, proc.stderr
         yaml.safe_load(seen["files"][rel]["text"])        # JSON is YAML too
     oc = json.loads((tmp_path / "opencode" / "home" / ".config/opencode/opencode.json").read_text())
-    assert oc["provider"]["a2c"]["options"] == {"baseURL": URL + "/v1",
-                                                "apiKey": "{env:A2C_DRIVER_KEY}"}
-    assert oc["model"] == "a2c/m-1" and "m-1" in oc["provider"]["a2c"]["models"]
+    # one provider per wire OpenCode speaks; the run's wire (here openai-chat) picks the model's
+    bases = {"a2c-anthropic": "/v1", "a2c-openai-chat": "/v1", "a2c-gemini": "/v1beta"}
+    assert {name: p["options"] for name, p in oc["provider"].items()} == {
+        name: {"baseURL": URL + base, "apiKey": "{env:A2C_DRIVER_KEY}"}
+        for name, base in bases.items()}
+    assert oc["model"] == "a2c-openai-chat/m-1"
+    assert all("m-1" in p["models"] for p in oc["provider"].values())
+    assert "--model" in seen_argv(tmp_path / "opencode") and \
+        "a2c-openai-chat/m-1" in seen_argv(tmp_path / "opencode")
+
+
+def seen_argv(folder: Path) -> list[str]:
+    return json.loads((folder / "stub.json").read_text())["argv"]
 
 
 def test_launcher_needs_the_gateway_key(tmp_path):

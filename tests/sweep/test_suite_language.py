@@ -185,6 +185,25 @@ def test_the_built_bundle_lists_the_trials():
 
 
 def test_known_driver_providers_are_the_gateways():
-    from a2c.compiler.checks import DRIVER_PROVIDERS
+    from a2c.compiler.checks import DRIVER_PROVIDER_WIRES, DRIVER_PROVIDERS
     from a2c.runtime.driver_gateway.config import BUILTIN_PROVIDERS
     assert set(DRIVER_PROVIDERS) == set(BUILTIN_PROVIDERS)
+    assert {p: set(w) for p, w in DRIVER_PROVIDER_WIRES.items()} == \
+        {p: set(c["wires"]) for p, c in BUILTIN_PROVIDERS.items()}
+
+
+def test_a_scaffold_paired_with_a_provider_it_cannot_speak_to_is_refused(write_suite):
+    """claude-code speaks Anthropic Messages only: an OpenAI driver would stop at its pre-flight
+    (the gateway passes requests through), so the suite says so where the agent is named;
+    OpenCode speaks all three wires and takes any of the providers."""
+    path = write_suite("tasks: [arith]\nagents: [claude-code, opencode]\n"
+                       "drivers: [anthropic/claude-sonnet-4-5, openai/gpt-5, gemini/gemini-2.5-pro]\n")
+    found = [_where(p) for p in problems(path)]
+    assert [(f[3], f[4].split(";")[0]) for f in found] == [
+        ("agents[0]", "agent 'claude-code' speaks anthropic"),
+        ("agents[0]", "agent 'claude-code' speaks anthropic")]
+    assert "driver 'openai/gpt-5' is served as openai-chat, openai-responses" in found[0][4]
+    paired = write_suite("tasks: [arith]\nagents: [claude-code, opencode]\n"
+                         "drivers: {claude-code: [anthropic/claude-sonnet-4-5],\n"
+                         "          opencode: [openai/gpt-5, gemini/gemini-2.5-pro]}\n")
+    assert len(trials(paired)) == 3

@@ -60,16 +60,28 @@ a2c_write '.config/opencode/opencode.json' <<'A2C_END_OF_FILE'
   "autoupdate": false,
   "share": "disabled",
   "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
-  "model": "a2c/${A2C_DRIVER_MODEL}",
-  "small_model": "a2c/${A2C_DRIVER_MODEL}",
+  "model": "a2c-${A2C_DRIVER_WIRE}/${A2C_DRIVER_MODEL}",
+  "small_model": "a2c-${A2C_DRIVER_WIRE}/${A2C_DRIVER_MODEL}",
   "provider": {
-    "a2c": {
+    "a2c-anthropic": {
       "npm": "@ai-sdk/anthropic",
-      "name": "a2c driver gateway",
+      "name": "a2c driver gateway (Anthropic Messages)",
       "options": {"baseURL": "${A2C_DRIVER_URL}/v1", "apiKey": "{env:A2C_DRIVER_KEY}"},
+      "models": {"${A2C_DRIVER_MODEL}": {"name": "${A2C_DRIVER_MODEL}"}}
+    },
+    "a2c-openai-chat": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "a2c driver gateway (OpenAI Chat Completions)",
+      "options": {"baseURL": "${A2C_DRIVER_URL}/v1", "apiKey": "{env:A2C_DRIVER_KEY}"},
+      "models": {"${A2C_DRIVER_MODEL}": {"name": "${A2C_DRIVER_MODEL}"}}
+    },
+    "a2c-gemini": {
+      "npm": "@ai-sdk/google",
+      "name": "a2c driver gateway (Gemini)",
+      "options": {"baseURL": "${A2C_DRIVER_URL}/v1beta", "apiKey": "{env:A2C_DRIVER_KEY}"},
       "models": {"${A2C_DRIVER_MODEL}": {"name": "${A2C_DRIVER_MODEL}"}}
     }
   }
 }
 A2C_END_OF_FILE
-exec opencode run --format json --model "a2c/$A2C_DRIVER_MODEL" "$A2C_PROMPT"
+exec opencode run --format json --model "a2c-$A2C_DRIVER_WIRE/$A2C_DRIVER_MODEL" "$A2C_PROMPT"

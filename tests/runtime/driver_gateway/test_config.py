@@ -67,6 +67,22 @@ def test_refusals_name_the_fix(env, tmp_path):
     assert not paths.driver_config.exists()
 
 
+def test_a_scaffold_of_several_wires_gets_the_first_its_upstream_serves(env, tmp_path):
+    """OpenCode speaks three wires: an OpenAI driver gets openai-chat, a Gemini one gemini, and
+    the agent is told which (A2C_DRIVER_WIRE picks its opencode.json provider)."""
+    from a2c.runtime.driver_gateway import agent_env
+    opencode = {"driver": {"default": "anthropic/claude-sonnet-4-5",
+                           "wires": ["anthropic", "openai-chat", "gemini"], "wire": "anthropic"}}
+    env.setenv("OPENAI_API_KEY", "x")
+    env.setenv("GEMINI_API_KEY", "y")
+    for driver, wire in (("openai/gpt-5", "openai-chat"), ("gemini/gemini-2.5-pro", "gemini")):
+        run = tmp_path / wire
+        assert prepare_gateway(RunPaths(run), driver, opencode, {})["agent_wire"] == wire
+        assert agent_env(run)["A2C_DRIVER_WIRE"] == wire
+    scripted = prepare_gateway(RunPaths(tmp_path / "s"), "scripted:sft-recipe", opencode, {})
+    assert scripted["agent_wire"] == "anthropic"     # the scripted driver serves every wire
+
+
 def test_model_without_provider_takes_the_agents_wire(env, tmp_path):
     env.setenv("OPENAI_API_KEY", "x")
     config = prepare_gateway(RunPaths(tmp_path / "run"), "gpt-5-codex", CODEX, {})

@@ -142,7 +142,8 @@ def test_agent_env_and_log(gateway_factory, fake):
     gw = gateway_factory(fake.url)
     env = agent_env(gw.run_dir, "/run/a2c/driver.sock")
     assert env == {"A2C_DRIVER": f"fake/{MODEL}", "A2C_DRIVER_MODEL": MODEL,
-                   "A2C_DRIVER_SOCKET": "/run/a2c/driver.sock", "A2C_DRIVER_KEY": gw.key}
+                   "A2C_DRIVER_WIRE": "", "A2C_DRIVER_SOCKET": "/run/a2c/driver.sock",
+                   "A2C_DRIVER_KEY": gw.key}
     assert agent_env(gw.run_dir)["A2C_DRIVER_SOCKET"] == str(gw.paths.driver_socket)
     assert PROVIDER_KEY not in json.dumps(env)
     gw.call("anthropic")

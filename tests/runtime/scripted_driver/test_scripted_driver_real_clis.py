@@ -85,13 +85,15 @@ def _setup(name: str, url: str, home: Path) -> tuple[list[str], dict]:
                 {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "k",
                  "GEMINI_CLI_TRUST_WORKSPACE": "true"})
     if name.startswith("opencode"):
-        npm = "@ai-sdk/openai-compatible" if name.endswith("chat") else "@ai-sdk/anthropic"
+        npm, base = {"opencode": ("@ai-sdk/anthropic", "/v1"),
+                     "opencode-chat": ("@ai-sdk/openai-compatible", "/v1"),
+                     "opencode-gemini": ("@ai-sdk/google", "/v1beta")}[name]
         (home / ".config" / "opencode").mkdir(parents=True)
         (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps({
             "autoupdate": False, "share": "disabled",
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
             "provider": {"a2c": {"npm": npm, "name": "a2c", "options": {
-                "baseURL": f"{url}/v1", "apiKey": "k"},
+                "baseURL": f"{url}{base}", "apiKey": "k"},
                 "models": {"claude-sonnet-4-5": {"name": "claude-sonnet-4-5"}}}}}))
         return (["opencode", "run", "--format", "json", "--model", "a2c/claude-sonnet-4-5",
                  "do it"], {f"OPENCODE_DISABLE_{k}": "1" for k in (
@@ -112,11 +114,11 @@ def _setup(name: str, url: str, home: Path) -> tuple[list[str], dict]:
 
 
 BINARIES = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini",
-            "opencode": "opencode", "opencode-chat": "opencode"}
+            "opencode": "opencode", "opencode-chat": "opencode", "opencode-gemini": "opencode"}
 
 
 @pytest.mark.parametrize("name", ["claude-code", "codex", "gemini-cli", "opencode",
-                                  "opencode-chat", "mini-swe-agent"])
+                                  "opencode-chat", "opencode-gemini", "mini-swe-agent"])
 def test_real_cli_plays_the_script(name, tmp_path):
     binary = _mini() if name == "mini-swe-agent" else shutil.which(BINARIES[name])
     if not binary:
