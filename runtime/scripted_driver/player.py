@@ -107,7 +107,11 @@ def choose(script: Script, conv: Conversation) -> Reply:
         return _say(conv, None, END_TEXT, Usage(), "end")   # past the script: costs nothing
     turn = script.turns[pos]
     if turn.kind == "run":
-        reply = _command_reply(conv, turn, "run", turn.command, turn.timeout, turn.text,
+        # A held turn is played again as a new poll, numbered as a model would: scaffolds stop
+        # a run of identical tool calls as a loop (Gemini CLI at five; its warning then reads
+        # like the turn's result).
+        command = turn.command if not repeats else f"{turn.command}\n# poll {repeats + 1}"
+        reply = _command_reply(conv, turn, "run", command, turn.timeout, turn.text,
                                turn.usage, note=turn.name and turn.name.replace("-", " "))
     elif turn.kind == "write":
         writer = T.find_write(conv.tools)

@@ -175,12 +175,19 @@ def validate(data: Any, file: str, marks: dict) -> None:
         problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: {_message(error)}")
     for i, turn in enumerate(data.get("turns") or [] if isinstance(data, dict) else []):
         if isinstance(turn, dict) and isinstance(turn.get("until"), str):
+            path = ("turns", i, "until")
             try:
-                re.compile(turn["until"])
+                pattern = re.compile(turn["until"])
             except re.error as exc:
-                path = ("turns", i, "until")
                 problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: "
                                 f"not a valid regular expression: {exc}")
+                continue
+            # Scaffolds echo the command back (Gemini CLI's loop warning quotes it): a pattern
+            # the command itself matches would end the hold before the awaited output.
+            if isinstance(turn.get("run"), str) and pattern.search(turn["run"]):
+                problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: the pattern "
+                                "matches the command itself, so an echo of the command ends "
+                                "the hold; split the literal in the command (\"DO\"\"NE\")")
     if problems:
         raise ScriptError("\n".join(problems))
 

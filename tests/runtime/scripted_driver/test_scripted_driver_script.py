@@ -113,3 +113,12 @@ def test_usage_defaults_cascade():
         {"input_tokens": 5, "output_tokens": 0, "cache_read_tokens": 0}]
     assert script.side_usage.as_dict() == {"input_tokens": 0, "output_tokens": 0,
                                            "cache_read_tokens": 0}
+
+
+def test_an_until_pattern_the_command_itself_matches_is_refused():
+    text = ("apiVersion: a2c/v1\nkind: DriverScript\nid: s\nturns:\n"
+            "  - run: cat status || echo NOT_DONE\n    until: DONE\n  - say: end\n")
+    with pytest.raises(ScriptError, match=r"s.yaml:6:12: turns\[0\].until: the pattern matches "
+                                          r"the command itself"):
+        parse(text, "s.yaml")
+    parse(text.replace("echo NOT_DONE", 'echo "NOT_DO""NE"'), "s.yaml")

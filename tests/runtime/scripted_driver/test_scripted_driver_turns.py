@@ -29,7 +29,8 @@ def test_position_is_the_number_of_model_turns_in_the_history(driver, wire):
 @pytest.mark.parametrize("wire", WIRES)
 def test_until_holds_the_turn_while_the_result_does_not_match(driver, wire):
     held = _ask(driver, wire, ["one", "not yet", "still waiting"])
-    assert held["calls"][0][1]["command"] == "cat status.txt"
+    # the third play of the polling turn: the same command, numbered (no identical repeats)
+    assert held["calls"][0][1]["command"] == "cat status.txt\n# poll 3"
     assert driver.entries[-1]["turn"] == 1 and driver.entries[-1]["repeat"] == 2
     moved_on = _ask(driver, wire, ["one", "not yet", "READY now"])
     assert "cat > /tmp/out.txt" in moved_on["calls"][0][1]["command"]
@@ -37,8 +38,10 @@ def test_until_holds_the_turn_while_the_result_does_not_match(driver, wire):
 
 def test_max_repeats_bounds_the_hold(driver):
     # max_repeats 4: plays 1..4 of the polling turn, then the script moves on regardless
+    first = _ask(driver, "anthropic", ["one"])
+    assert first["calls"][0][1]["command"] == "cat status.txt"
     fourth = _ask(driver, "anthropic", ["one", "no", "no", "no"])
-    assert fourth["calls"][0][1]["command"] == "cat status.txt"
+    assert fourth["calls"][0][1]["command"] == "cat status.txt\n# poll 4"
     fifth = _ask(driver, "anthropic", ["one", "no", "no", "no", "no"])
     assert "cat > /tmp/out.txt" in fifth["calls"][0][1]["command"]
 
