@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ turns:
   - run: echo hello > greeting.txt; cat greeting.txt
     timeout: 20
   - write: {path: sub/note.txt, content: "line 1\n$HOME 'q' `t`\n"}
-  - run: "[ -f flag ] && echo FLAG_SEEN || { touch flag; echo waiting; }"
+  - run: "[ -f flag ] && echo FLAG''_SEEN || { touch flag; echo waiting; }"
     until: FLAG_SEEN
     timeout: 20
   - say: All done here.
@@ -55,7 +56,10 @@ enabled = false
 
 
 def _mini() -> str | None:
-    return os.environ.get("A2C_MINI_SWE_AGENT_BIN") or shutil.which("mini")
+    """`a2c agents install` links `mini` beside the interpreter; PATH need not hold that folder."""
+    beside = Path(sys.executable).parent / "mini"
+    return (os.environ.get("A2C_MINI_SWE_AGENT_BIN") or shutil.which("mini")
+            or (str(beside) if beside.exists() else None))
 
 
 def _setup(name: str, url: str, home: Path) -> tuple[list[str], dict]:
