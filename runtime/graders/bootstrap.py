@@ -10,12 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# numpy at import, as this module always had it: the graders' scoring needs it anyway, and
-# tests/adversarial/test_sandbox_evaluator.py showed HumanEval's bubblewrap nested in the
-# evaluator's box failing ("bwrap: open /proc/N/ns/ns") when the process had not loaded it (a
-# pid-numbering dependence of the nested box, reported in issue 15's note; not fixed here).
-import numpy as np  # noqa: F401
-
 from a2c.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, mean_interval
 
 __all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "bootstrap_ci", "mean_score"]

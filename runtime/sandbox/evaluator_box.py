@@ -2,7 +2,7 @@
 
 When the service runs as root and bubblewrap works, the built-in evaluator of a grader that needs
 only the model and the held-out records (`BOXED_KINDS`: exact match, HumanEval) runs in new mount,
-pid, network, IPC and UTS namespaces: the system, the interpreter, the venv and the a2c packages
+network, IPC and UTS namespaces (not pid: see below): the system, the interpreter, the venv and the a2c packages
 read-only, the submitted model, the grader configuration and the held-out folder read-only (the
 grader's token, service.json and sockets in that folder covered), a fresh /tmp, no network, and
 one writable folder of its own (`box_dir`) for its result and its HOME. setpriv makes it the
@@ -10,8 +10,14 @@ evaluator's uid (`A2C_EVAL_UID` / `A2C_EVAL_GID`, default 65533, never 0 and nev
 with one capability, CAP_DAC_READ_SEARCH (it reads the operator's 0600 held-out files), which
 `evaluate_one` removes from the ambient set at start so that its children (HumanEval's own
 bubblewrap for generated code) get none. The host's /proc is bound (a nested
-bubblewrap can mount a /proc only where one is fully visible); GPU device nodes and /sys are
-bound when present.
+bubblewrap can mount a /proc only where one is fully visible, and a fresh one bubblewrap mounts
+has covered parts), so the box keeps the host's pid namespace: in a pid namespace of its own
+over the host's /proc, the nested bubblewrap looks up its child by a namespace-local pid in the
+host's /proc ("open /proc/10/ns/ns failed" whenever no host process has that number; it passed
+only by the luck of the host's pid layout). The generated code still gets its own pid namespace
+from that nested bubblewrap, and the box runs as its own uid with no capability but
+CAP_DAC_READ_SEARCH, so it can neither signal nor trace the host's processes. GPU device nodes
+and /sys are bound when present.
 
 Graders that reach outside (the LLM judge's endpoint, level-3 environments' servers and data) run
 unboxed, with the minimal environment only.
@@ -106,7 +112,7 @@ def box_argv(command: list[str], *, model: Path, grader_cfg: Path, heldout: Path
             if entry.name in HIDDEN_NAMES or entry.is_socket():
                 argv += ["--ro-bind", "/dev/null", str(entry)]
     argv += ["--ro-bind", str(model), str(model), "--bind", str(box_dir), str(box_dir),
-             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-net", "--unshare-ipc", "--unshare-uts",
              "--unshare-cgroup-try", "--die-with-parent", "--new-session",
              "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
              "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_READ_SEARCH",

@@ -101,6 +101,15 @@ after = subprocess.run(["grep", "CapEff", "/proc/self/status"], capture_output=T
 from a2c.runtime.graders import code_exec   # HumanEval's own bubblewrap, nested in the box
 nested = code_exec.bwrap_available()
 ran = code_exec.run_program("assert 6 * 7 == 42", mode="bubblewrap") if nested else None
+# again after a few children moved the next pid on: the nested bubblewrap finds its child in
+# /proc whatever number it gets (a pid namespace of the box's own over the host's /proc failed
+# for the numbers no host process had)
+for spawned in range(6):
+    if not nested or getattr(ran, "status", None) != "passed":
+        break
+    for _ in range(spawned):
+        subprocess.run(["true"])
+    ran = code_exec.run_program("assert 6 * 7 == 42", mode="bubblewrap")
 json.dump({"score": 1.0, "after_caps": after.stdout.split()[-1], "nested": nested,
            "nested_out": getattr(ran, "status", None), "uid": os.getuid(), "caps": caps, "net": net,
            "child_caps": child.stdout.split()[-1],
