@@ -1,0 +1,336 @@
+"""Reference agent for level 3 by online RL: the policy plays the training games, the environment
+rewards it, GRPO updates it from its own episodes.
+
+    python -m a2c.runtime.agents.l3_rl
+
+It uses only what the workspace gives any agent: `l3/env.json` (environment kind, step limit,
+history rule, generation settings), the prompt format the grader uses (`a2c.runtime.envs`, the
+same code `l3/rollout_example.py` runs) and the training games (`$A2C_DATA_DIR/train.jsonl`).
+
+Loop, while the budget lasts (each iteration):
+1. copy the current weights into the rollout engine (a bf16 copy: ~3-5x faster sampling on a CPU
+   with bf16 instructions; the trainer keeps float32 weights);
+2. play `A2C_L3_RL_GAMES` training games `A2C_L3_RL_GROUP` times each, sampled at
+   `A2C_L3_RL_TEMPERATURE`, lockstep (one batched generate per step for all live episodes), in
+   exactly the evaluation prompt format;
+3. GRPO over episode returns (`episodes.py`): games whose episodes all scored alike carry no
+   gradient and are dropped; the rest go to TRL's `GRPOTrainer`, whose `rollout_func` hands it the
+   recorded episodes packed as multi-turn completions (`env_mask`: loss on the model's tokens only)
+   and whose reward function returns each episode's return; TRL computes the group advantages and
+   the clipped policy-gradient loss, one optimizer step per iteration (on-policy), with one AdamW
+   kept across iterations;
+4. every `A2C_L3_RL_CHECK_EVERY` iterations, play the training games greedily (as the grader
+   plays the held-out ones); when that success rate beats the best so far, save and submit.
+
+Modes: `rl-only` starts from the base model (no supervised objective anywhere); `free` runs the
+SFT warm-up of `ref-l3-sft` first (the paper's best route), submits it, then RL from it; `sft-only`
+runs the warm-up only. `A2C_L3_RL_WARMUP=0` skips the warm-up in free mode. `A2C_L3_RL_METHOD=rft`
+is the simpler variant, reward-filtered fine-tuning: SFT on the winning episodes' own steps
+(supervised, so refused in rl-only mode, where it falls back to GRPO).
+
+Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
+A2C_L3_RL_LR (3e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
+A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_METHOD (grpo),
+A2C_L3_RL_MICRO (micro-batch rows, 4); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from pathlib import Path
+
+from a2c.runtime.agents import common, episodes
+from a2c.runtime.agents.common import log
+from a2c.runtime.envs.prompts import get_format
+from a2c.runtime.envs.registry import env_factory
+from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
+
+
+class Arena:
+    """The training environment as the agent sees it: env.json, the games, the prompt format."""
+
+    def __init__(self, workspace: Path, data_dir: Path):
+        cfg = json.loads((workspace / "l3" / "env.json").read_text(encoding="utf-8"))
+        self.cfg = cfg
+        self.env_cfg = {k: cfg[k] for k in ("kind", "max_steps", "history", "options")
+                        if cfg.get(k) is not None}
+        self.fmt = get_format(cfg["kind"], cfg.get("options"))
+        self.rollout_cfg = RolloutConfig.from_env_cfg(self.env_cfg)
+        self.factory = env_factory(self.env_cfg, data_dir)
+        self.score_by = cfg.get("score_by") or "success"
+        self.inference = dict(cfg.get("inference") or {})
+
+    def settings(self, temperature: float | None = None, seed: int = 0):
+        from a2c.runtime.inference import GenerationSettings
+        inference = dict(self.inference, seed=seed, batch_size=64)
+        if temperature is not None:
+            inference["temperature"] = temperature
+        return GenerationSettings.from_config(inference)
+
+    def play(self, records: list[dict], policy, count_tokens) -> list:
+        return run_rollouts(records, self.factory, self.fmt, policy, self.rollout_cfg,
+                            lockstep=True, record_prompts=True, count_tokens=count_tokens)
+
+
+class Policy:
+    """The rollout engine: the grader's own inference backend (bf16 where the task grades in
+    bf16, prefix cache for greedy play), its weights copied from the model being trained."""
+
+    def __init__(self, model_dir: Path, options: dict):
+        from a2c.runtime.envs.rollout_grader import policy_backend_kwargs, token_counter
+        from a2c.runtime.inference import load_backend
+        self.backend = load_backend(model_dir, "transformers", **policy_backend_kwargs(options))
+        self.count_tokens = token_counter(self.backend)
+        self.calls = 0
+
+    def sync(self, model) -> None:
+        """The trained weights, cast to the engine's dtype; the prefix cache (keys and values
+        of the old weights) is emptied."""
+        self.backend.model.load_state_dict(model.state_dict())
+        self.backend.reset_prefix_cache()
+
+    def __call__(self, settings):
+        def policy(prompts):
+            from dataclasses import replace
+            self.calls += 1
+            return self.backend.generate(prompts, replace(settings, seed=settings.seed + self.calls))
+        return policy
+
+
+def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, temperature: float,
+                seed: int) -> list[episodes.Played]:
+    """Each game played `group` times with the current policy, sampled; one Played per episode."""
+    records = [g for g in games for _ in range(group)]
+    eps = arena.play(records, policy(arena.settings(temperature, seed)), policy.count_tokens)
+    return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by)
+            for rec, ep in zip(records, eps)]
+
+
+def greedy_success(arena: Arena, policy: Policy, games: list[dict]) -> float:
+    """The training games played as the grader plays the held-out ones (greedy), success %."""
+    eps = arena.play(games, policy(arena.settings()), policy.count_tokens)
+    return 100.0 * sum(episodes.episode_return(e, arena.score_by) for e in eps) / max(1, len(eps))
+
+
+def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimizer, *, lr: float,
+              seed: int, work_dir: Path, micro: int = 4) -> dict:
+    """One on-policy GRPO update with TRL's GRPOTrainer over the recorded episode groups."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from a2c.runtime.agents.l3_sft import bf16_ok
+
+    group = len(next(iter(groups.values())))
+    packed = {key: [episodes.pack(tokenizer, p) for p in eps] for key, eps in groups.items()}
+    returns = {key: [p.ret for p in eps] for key, eps in groups.items()}
+    by_prompt = {json.dumps(eps[0].prompts[0], sort_keys=True): key for key, eps in groups.items()}
+    served: dict[str, int] = {}
+
+    def rollout_func(prompts, trainer):
+        """The episodes this generation batch asks for, already played (TRL calls it with each
+        game's prompt repeated `num_generations` times)."""
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [],
+               "episode_return": []}
+        for prompt in prompts:
+            key = by_prompt[json.dumps(prompt, sort_keys=True)]
+            k = served.get(key, 0) % group
+            served[key] = k + 1
+            item = packed[key][k]
+            out["prompt_ids"].append(item["prompt_ids"])
+            out["completion_ids"].append(item["completion_ids"])
+            out["env_mask"].append(item["env_mask"])
+            out["episode_return"].append(returns[key][k])
+        return out
+
+    def environment_return(prompts=None, completions=None, episode_return=None, **kwargs):
+        """The reward is the environment's: the episode's return."""
+        return [float(r) for r in episode_return]
+
+    rows = [{"prompt": groups[key][0].prompts[0]} for key in groups]
+    micro = max(1, min(micro, group))
+    while group % micro:
+        micro -= 1
+    accumulation = len(rows) * group // micro
+    longest = max(len(i["completion_ids"]) for v in packed.values() for i in v)
+    config = GRPOConfig(
+        output_dir=str(work_dir), max_steps=1, per_device_train_batch_size=micro,
+        gradient_accumulation_steps=accumulation, num_generations=group,
+        max_completion_length=longest + 1, learning_rate=lr, lr_scheduler_type="constant",
+        beta=0.0, num_iterations=1, logging_steps=1, save_strategy="no", report_to="none",
+        use_cpu=True, bf16=bf16_ok(), fp16=False, seed=seed, disable_tqdm=True,
+        dataloader_num_workers=0, shuffle_dataset=False)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    trainer = GRPOTrainer(model=model, reward_funcs=[environment_return], args=config,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                          rollout_func=rollout_func, optimizers=(optimizer, None))
+    started = time.time()
+    result = trainer.train()
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    return {"seconds": time.time() - started, "loss": result.training_loss,
+            "reward": logs[-1].get("reward") if logs else None,
+            "sequences": len(rows) * group}
+
+
+def rft_step(model, tokenizer, played: list[episodes.Played], fmt, *, lr: float, seed: int,
+             work_dir: Path, batch: int = 4) -> dict:
+    """Reward-filtered fine-tuning (the simpler variant): TRL SFT on the winning episodes' own
+    steps, one pass. Supervised: never in rl-only mode."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from a2c.runtime.agents.l3_sft import bf16_ok
+
+    rows = episodes.sft_rows(episodes.winners(played), fmt.parse_action)
+    if not rows:
+        return {"seconds": 0.0, "rows": 0}
+    steps = max(1, math.ceil(len(rows) / batch))
+    args = SFTConfig(output_dir=str(work_dir), max_steps=steps, per_device_train_batch_size=batch,
+                     learning_rate=lr, lr_scheduler_type="constant", logging_steps=1,
+                     save_strategy="no", report_to="none", use_cpu=True, bf16=bf16_ok(),
+                     fp16=False, seed=seed, max_length=640, completion_only_loss=True,
+                     disable_tqdm=True, dataloader_num_workers=0)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                         processing_class=tokenizer)
+    started = time.time()
+    result = trainer.train()
+    return {"seconds": time.time() - started, "loss": result.training_loss, "rows": len(rows)}
+
+
+def warm_up(ctx, arena: Arena, records: list[dict]) -> Path:
+    """ref-l3-sft's stage: SFT on the walkthroughs in the evaluation format, saved and submitted."""
+    from transformers import AutoTokenizer
+
+    from a2c.runtime.agents import l3_sft
+    from a2c.runtime.envs.rollout_grader import tokenizer_counter
+    tok = AutoTokenizer.from_pretrained(ctx.base_model)
+    rows = l3_sft.collect_expert(records, arena.cfg, ctx.data_dir,
+                                 count_tokens=tokenizer_counter(tok))
+    out = l3_sft.train(ctx.base_model, rows, ctx.output_dir / "l3-sft-warmup",
+                       steps=common.env_int("A2C_L3_STEPS", 20),
+                       batch=common.env_int("A2C_L3_BATCH", 4),
+                       lr=common.env_float("A2C_L3_LR", 1e-4), seed=ctx.seed,
+                       max_length=common.env_int("A2C_L3_MAX_LENGTH", 640),
+                       work_dir=ctx.workspace / "tmp" / "l3-sft-warmup")
+    log(f"warm-up: SFT on {len(rows)} expert steps -> {out.name}", event="train",
+        stage="warmup", rows=len(rows))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    ctx = common.AgentContext.from_env()
+    common.set_threads()
+    arena = Arena(ctx.workspace, ctx.data_dir)
+    records = ctx.load_train()
+    random.Random(ctx.seed).shuffle(records)
+    started = time.time()
+    margin = common.submit_margin(ctx, ctx.deadline - started)
+    max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 5)
+    method = os.environ.get("A2C_L3_RL_METHOD", "grpo").lower()
+    if method == "rft" and ctx.mode == "rl-only":
+        log("rl-only: reward-filtered fine-tuning is supervised; using GRPO", event="note")
+        method = "grpo"
+    log(f"l3 RL agent: {len(records)} training games, env {arena.cfg['kind']}, mode {ctx.mode}, "
+        f"method {method}, {ctx.remaining():.0f}s left", event="start")
+    submitted: list[str] = []
+    start_dir = ctx.base_model
+    if ctx.mode in ("free", "sft-only") and os.environ.get("A2C_L3_RL_WARMUP", "1") != "0":
+        start_dir = warm_up(ctx, arena, records)
+        sid = common.submit(ctx, start_dir, note="l3 SFT warm-up on expert trajectories")
+        if sid:
+            submitted.append(sid)
+    else:
+        log(f"mode {ctx.mode}: no warm-up, RL from the base model", event="note")
+    if ctx.mode == "sft-only":
+        for sid in submitted:
+            common.wait_score(ctx, sid)
+        return 0 if submitted else 1
+
+    torch.manual_seed(ctx.seed)
+    tokenizer = AutoTokenizer.from_pretrained(start_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(start_dir, dtype=torch.float32)
+    policy = Policy(start_dir, arena.cfg.get("options") or {})
+    lr = common.env_float("A2C_L3_RL_LR", 3e-5)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    n_games = common.env_int("A2C_L3_RL_GAMES", 8)
+    group = common.env_int("A2C_L3_RL_GROUP", 8)
+    temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
+    max_iters = common.env_int("A2C_L3_RL_MAX_ITERS", 0)
+    check_every = max(1, common.env_int("A2C_L3_RL_CHECK_EVERY", 2))
+    check_n = common.env_int("A2C_L3_RL_CHECK_GAMES", 0)
+    check_games = records[:check_n] if check_n else records
+    best = greedy_success(arena, policy, check_games)
+    log(f"start policy: greedy success {best:.1f}% on {len(check_games)} training games",
+        event="check", success=best, iteration=0)
+    last_submitted_iter, it, cursor, costs = 0, 0, 0, []
+    history = []
+    while True:
+        left = ctx.deadline - margin - time.time()
+        expected = 1.3 * max(costs[-3:], default=0.0)
+        if (max_iters and it >= max_iters) or left < expected or left < 10:
+            break
+        t0 = time.time()
+        it += 1
+        games = [records[(cursor + k) % len(records)] for k in range(min(n_games, len(records)))]
+        cursor += len(games)
+        policy.sync(model)
+        played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it)
+        groups = episodes.informative(episodes.group_by_game(played))
+        rate = 100.0 * sum(p.ret for p in played) / max(1, len(played))
+        rollout_s = time.time() - t0
+        stats: dict = {}
+        if method == "rft":
+            stats = rft_step(model, tokenizer, played, arena.fmt, lr=lr, seed=ctx.seed + it,
+                             work_dir=ctx.workspace / "tmp" / "l3-rft")
+        elif groups:
+            stats = grpo_step(model, tokenizer, groups, optimizer, lr=lr, seed=ctx.seed + it,
+                              work_dir=ctx.workspace / "tmp" / "l3-grpo",
+                              micro=common.env_int("A2C_L3_RL_MICRO", 4))
+        record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
+                  "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
+                  **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
+        history.append(record)
+        log(f"iteration {it}: {len(played)} episodes, sampled success {rate:.1f}%, "
+            f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
+            f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
+        if it % check_every == 0 and (stats.get("seconds") or 0) > 0:
+            policy.sync(model)
+            score = greedy_success(arena, policy, check_games)
+            log(f"iteration {it}: greedy success {score:.1f}% on training games (best {best:.1f})",
+                event="check", success=score, iteration=it)
+            if score > best and len(submitted) < max_subs - 1:
+                best = score
+                out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
+                sid = common.submit(ctx, out, note=f"l3 {method.upper()} from online rollouts, "
+                                                   f"iteration {it} (train greedy {score:.1f}%)")
+                if sid:
+                    submitted.append(sid)
+                    last_submitted_iter = it
+        costs.append(time.time() - t0)
+    if it > last_submitted_iter and history and any(h.get("seconds") for h in history) and \
+            len(submitted) < max_subs:
+        out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
+        sid = common.submit(ctx, out, note=f"l3 {method.upper()} from online rollouts, final "
+                                           f"(iteration {it})")
+        if sid:
+            submitted.append(sid)
+    (ctx.workspace / "tmp").mkdir(exist_ok=True)
+    (ctx.workspace / "tmp" / "l3-rl-history.json").write_text(json.dumps(history, indent=1))
+    policy.backend.close()
+    for sid in submitted:
+        common.wait_score(ctx, sid)
+    log(f"l3 RL agent done: {it} iterations, {len(submitted)} submissions", event="done")
+    return 0 if submitted else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

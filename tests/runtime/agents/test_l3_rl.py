@@ -1,0 +1,141 @@
+"""The level-3 RL reference agent: group advantages over episode returns, the informative-group
+filter, the packing of a multi-turn episode for TRL (loss on the model's tokens only), and one real
+TRL GRPO update from recorded episodes on the tiny model (fast).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from a2c.runtime.agents import episodes
+from a2c.runtime.envs.base import Episode, Transition
+
+SYSTEM = {"role": "system", "content": "You are playing a text adventure game."}
+
+
+def _prompts(goal: str = "open the chest") -> list[list[dict]]:
+    first = [SYSTEM, {"role": "user", "content": f"Goal: {goal}\n\nObservation: a room\n\n"
+                                                 "Valid actions: open chest, look\n\nAction:"}]
+    second = [SYSTEM, {"role": "user", "content": f"Goal: {goal}\n\nObservation: a room"},
+              {"role": "assistant", "content": "open chest"},
+              {"role": "user", "content": "Observation: it opens\n\nValid actions: take key, "
+                                          "look\n\nAction:"}]
+    return [first, second]
+
+
+def _played(game: str, ret: float, outputs=("open chest", "take key")) -> episodes.Played:
+    return episodes.Played(game, _prompts(game), list(outputs), ret, won=ret == 1.0)
+
+
+def test_advantages_are_group_relative_and_zero_for_a_uniform_group():
+    adv = episodes.advantages([1.0, 0.0, 0.0, 0.0])
+    assert adv[0] > 0 > adv[1] and adv[1] == adv[2] == adv[3]
+    assert abs(sum(adv)) < 1e-9
+    assert episodes.advantages([0.0, 0.0, 0.0]) == [0.0, 0.0, 0.0]
+    assert episodes.advantages([1.0, 1.0]) == [0.0, 0.0]
+
+
+def test_only_games_with_different_returns_are_informative():
+    played = [_played("a", 1.0), _played("a", 0.0), _played("b", 0.0), _played("b", 0.0),
+              _played("c", 1.0), _played("c", 1.0)]
+    groups = episodes.group_by_game(played)
+    assert set(groups) == {"a", "b", "c"} and len(groups["a"]) == 2
+    assert set(episodes.informative(groups)) == {"a"}
+
+
+def test_episode_return_follows_the_graders_rule():
+    won = Episode(id="g", won=True, reward=0.3, steps=[Transition("o", "a", 1.0, "a")])
+    failed = Episode(id="g", won=True, reward=1.0, failure="bad_action: nothing")
+    assert episodes.episode_return(won, "success") == 1.0
+    assert episodes.episode_return(won, "reward") == 0.3
+    assert episodes.episode_return(failed, "success") == 0.0
+
+
+def test_from_episode_keeps_the_exact_prompts_and_raw_outputs():
+    ep = Episode(id="g", won=True, steps=[Transition("o1", "open chest", 0.0, " open chest"),
+                                          Transition("o2", "take key", 1.0, "take key.")],
+                 info={"prompts": _prompts()})
+    p = episodes.from_episode("g", ep)
+    assert p.outputs == [" open chest", "take key."] and p.prompts == _prompts() and p.ret == 1.0
+
+
+def test_rft_rows_are_the_winners_steps_with_parsed_actions():
+    from a2c.runtime.envs.prompts import get_format
+    fmt = get_format("textworld")
+    rows = episodes.sft_rows(episodes.winners([_played("a", 1.0, ("Action: open chest", "x")),
+                                               _played("a", 0.0)]), fmt.parse_action)
+    assert [r["completion"][0]["content"] for r in rows] == ["open chest", "x"]
+    assert rows[0]["prompt"] == _prompts("a")[0]
+
+
+@pytest.fixture(scope="module")
+def smol_tokenizer():
+    """SmolLM2's tokenizer (ChatML) where the built-in model is prepared; else the tiny one's."""
+    from transformers import AutoTokenizer
+
+    from a2c.runtime.models import builtin_dir, is_prepared
+    name = "smollm2-135m-instruct" if is_prepared("smollm2-135m-instruct") else None
+    if name is None:
+        pytest.skip("SmolLM2 not prepared in the cache")
+    return AutoTokenizer.from_pretrained(builtin_dir(name))
+
+
+def _check_pack(tokenizer):
+    packed = episodes.pack(tokenizer, _played("a", 1.0, (" open chest", "take key")))
+    ids, mask = packed["completion_ids"], packed["env_mask"]
+    assert len(ids) == len(mask) and set(mask) == {0, 1}
+    model = tokenizer.decode([i for i, m in zip(ids, mask) if m])
+    env = tokenizer.decode([i for i, m in zip(ids, mask) if not m])
+    eos = tokenizer.eos_token
+    # the model's tokens: its two outputs, each with the end of its turn; nothing else
+    assert model == f" open chest{eos}take key{eos}"
+    # the environment's tokens: the next step's newest message (its own action list)
+    assert "Observation: it opens" in env and "take key, look" in env
+    assert "open chest" not in env
+    # the prompt is exactly the evaluation's first prompt with the generation prompt
+    first = tokenizer.apply_chat_template(_prompts("a")[0], tokenize=False,
+                                          add_generation_prompt=True)
+    assert tokenizer.decode(packed["prompt_ids"]) == first
+
+
+def test_pack_masks_the_environment_smollm2(smol_tokenizer):
+    _check_pack(smol_tokenizer)
+
+
+def test_pack_masks_the_environment_tiny(tiny_path):
+    from transformers import AutoTokenizer
+    _check_pack(AutoTokenizer.from_pretrained(tiny_path))
+
+
+def test_grpo_step_moves_the_policy_toward_the_winning_episode(tiny_path, tmp_path):
+    """A real TRL GRPOTrainer step from recorded episodes: the won episode's actions become more
+    likely, the lost one's less, and nothing but the model's tokens carry loss."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from a2c.runtime.agents.l3_rl import grpo_step
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
+    win = _played("a", 1.0, ("open chest", "take key"))
+    lose = _played("a", 0.0, ("look", "look"))
+
+    def logp(p: episodes.Played) -> float:
+        packed = episodes.pack(tok, p)
+        ids = torch.tensor([packed["prompt_ids"] + packed["completion_ids"]])
+        mask = torch.tensor([[0] * len(packed["prompt_ids"]) + packed["env_mask"]])
+        with torch.no_grad():
+            logits = model(ids).logits[:, :-1]
+        lp = torch.log_softmax(logits.float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+        return float((lp * mask[:, 1:]).sum())
+
+    before = (logp(win), logp(lose))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    stats = grpo_step(model, tok, {"a": [win, lose]}, optimizer, lr=3e-3, seed=0,
+                      work_dir=tmp_path / "grpo", micro=2)
+    after = (logp(win), logp(lose))
+    assert stats["sequences"] == 2 and stats["seconds"] > 0
+    assert after[0] > before[0] and after[1] < before[1], (before, after)
