@@ -160,7 +160,8 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
         output_dir=str(work_dir), max_steps=1, per_device_train_batch_size=micro,
         gradient_accumulation_steps=accumulation, num_generations=group,
         max_completion_length=longest + 1, learning_rate=lr, lr_scheduler_type="constant",
-        beta=0.0, num_iterations=1, logging_steps=1, save_strategy="no", report_to="none",
+        beta=0.0, num_iterations=1, gradient_checkpointing=False, logging_steps=1,
+        save_strategy="no", report_to="none",
         use_cpu=True, bf16=bf16_ok(), fp16=False, seed=seed, disable_tqdm=True,
         dataloader_num_workers=0, shuffle_dataset=False)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
