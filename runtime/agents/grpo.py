@@ -1,21 +1,30 @@
-"""Reference GRPO agent: a short SFT warm-up, then TRL GRPOTrainer with the task's reward.
+"""Reference GRPO agent: TRL GRPOTrainer with the task's reward, for as long as the budget lasts.
 
 The reward is the task's own check: 1 when the grader would score the completion right (the
-task's answer format and extraction from run_meta.json, read with the grader's own code), else 0,
-plus a small bonus when the answer pattern matches at all, so a group is rarely all-zero. Both stages are submitted. `sft-only` mode skips the GRPO stage;
-`rl-only` mode skips the SFT warm-up (GRPO starts from the base model). Knobs (environment):
-A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS, A2C_REF_GENERATIONS, A2C_REF_GRPO_LR, A2C_REF_BATCH.
+task's declared answer format and extraction from run_meta.json, read with the grader's own
+code), else 0, plus a small bonus when the answer pattern matches at all, so a group is rarely
+all-zero. GRPO runs in stages of A2C_REF_GRPO_STEPS steps, each saved and submitted, until the
+budget (less a margin to save and submit) is spent or A2C_REF_GRPO_STAGES stages are done, with one
+optimizer kept across stages. In `free` mode an SFT warm-up comes first: the SFT reference agent
+run as its own command (`python -m a2c.runtime.agents.sft`, one stage, logged by the recorder),
+which submits it; GRPO starts from that model. `sft-only`: the warm-up only. `rl-only`: GRPO from
+the base model, and nothing supervised is in the code this module runs (the report's compliance
+line checks it). Knobs (environment): A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS (per stage, 20),
+A2C_REF_GRPO_STAGES (0: until the budget ends), A2C_REF_GENERATIONS, A2C_REF_GRPO_LR,
+A2C_REF_GRPO_BATCH, A2C_REF_MAX_COMPLETION, A2C_REF_MAX_RECORDS.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import shlex
+import subprocess
 import sys
 import time
 
 from a2c.runtime.agents import common
 from a2c.runtime.agents.common import AgentContext, log
-from a2c.runtime.agents.sft import load_model, train_sft
 
 
 def make_reward(fmt: common.AnswerFormat | str):
@@ -41,7 +50,7 @@ def make_reward(fmt: common.AnswerFormat | str):
 
 
 def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, tag: str,
-               stop_at: float | None = None):
+               stop_at: float | None = None, optimizer=None, seed: int | None = None):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     chat = ctx.use_chat and bool(getattr(tokenizer, "chat_template", None))
@@ -58,12 +67,13 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
         max_completion_length=common.env_int("A2C_REF_MAX_COMPLETION", 32),
         learning_rate=common.env_float("A2C_REF_GRPO_LR", 5e-6), lr_scheduler_type="constant",
         temperature=1.0, beta=0.0, logging_steps=1, save_strategy="no", report_to="none",
-        use_cpu=True, bf16=False, fp16=False, seed=ctx.seed, disable_tqdm=True,
-        dataloader_num_workers=0)
+        use_cpu=True, bf16=False, fp16=False, seed=ctx.seed if seed is None else seed,
+        gradient_checkpointing=False, disable_tqdm=True, dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(ctx.answer_format)],
                           args=config, train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer,
-                          callbacks=[common.time_limit_callback(stop_at)] if stop_at else None)
+                          callbacks=[common.time_limit_callback(stop_at)] if stop_at else None,
+                          optimizers=(optimizer, None))
     start = time.time()
     result = trainer.train()
     elapsed = time.time() - start
@@ -72,10 +82,26 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
     log(f"{tag}: {steps} GRPO steps in {elapsed:.1f}s, mean reward first {rewards[:1]} "
         f"last {rewards[-1:]}", event="train", stage=tag, steps=steps, seconds=elapsed,
         loss=result.training_loss, rewards=rewards)
-    return trainer.model
+    return trainer.model, steps, rewards
+
+
+def warm_up(ctx: AgentContext):
+    """The SFT warm-up as its own logged command: the SFT reference agent, one stage (it saves
+    `$A2C_OUTPUT_DIR/sft-stage1`, submits and waits for the score)."""
+    command = f"{shlex.quote(sys.executable)} -m a2c.runtime.agents.sft"
+    env = dict(os.environ, A2C_REF_STAGES="1")
+    log(f"warm-up: {command}", event="warmup")
+    proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace, env=env)
+    out = ctx.output_dir / "sft-stage1"
+    if proc.returncode != 0 or not (out / "config.json").is_file():
+        log(f"warm-up failed (rc {proc.returncode}); GRPO starts from the base model")
+        return None
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
+    import torch
+
     ctx = AgentContext.from_env()
     common.set_threads()
     records = ctx.load_train()
@@ -87,35 +113,48 @@ def main(argv: list[str] | None = None) -> int:
         event="start")
     start_time = time.time()
     margin = common.submit_margin(ctx, ctx.deadline - start_time)
-    model, tokenizer = load_model(ctx.base_model)
-    submitted = []
+    max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 10)
+    start_dir = ctx.base_model
     if ctx.mode != "rl-only":
-        steps = common.env_int("A2C_REF_SFT_STEPS", 25)
-        left = ctx.deadline - margin - time.time()
-        stop_at = time.time() + (0.5 * left if ctx.mode != "sft-only" else left)
-        model, _, steps = train_sft(ctx, model, tokenizer, records, steps,
-                                    common.env_int("A2C_REF_BATCH", 8),
-                                    common.env_float("A2C_REF_LR", 5e-5), ctx.seed, "sft-warmup",
-                                    stop_at=stop_at)
-        out = common.save_model(model, tokenizer, ctx.output_dir / "sft-warmup")
-        sub = common.submit(ctx, out, note=f"SFT warm-up: {steps} steps")
-        if sub:
-            submitted.append(sub)
+        warmed = warm_up(ctx)
+        if ctx.mode == "sft-only":
+            log("mode sft-only: the GRPO stage is skipped")
+            return 0 if warmed else 1
+        if warmed:
+            start_dir, max_subs = warmed, max_subs - 1
     else:
         log("mode rl-only: no SFT warm-up")
-    if ctx.mode != "sft-only":
-        steps = common.env_int("A2C_REF_GRPO_STEPS", 8)
-        model = train_grpo(ctx, model, tokenizer, records, steps, "grpo",
-                           stop_at=ctx.deadline - margin)
-        out = common.save_model(model, tokenizer, ctx.output_dir / "grpo")
-        sub = common.submit(ctx, out, note="GRPO after the warm-up")
+    model, tokenizer = common.load_model(start_dir)
+    steps = common.env_int("A2C_REF_GRPO_STEPS", 20)
+    stages = common.env_int("A2C_REF_GRPO_STAGES", 0)
+    optimizer = torch.optim.AdamW(model.parameters(),
+                                  lr=common.env_float("A2C_REF_GRPO_LR", 5e-6))
+    submitted, done_steps, stage, stage_s = [], 0, 0, 0.0
+    while len(submitted) < max_subs and (not stages or stage < stages):
+        left = ctx.deadline - margin - time.time()
+        if left < max(20.0, 0.5 * stage_s):
+            break
+        stage += 1
+        began = time.time()
+        # a new seed a stage: the trainer draws another order of the records
+        model, ran, rewards = train_grpo(ctx, model, tokenizer, records, steps, f"grpo-{stage}",
+                                         stop_at=ctx.deadline - margin, optimizer=optimizer,
+                                         seed=ctx.seed + stage)
+        stage_s = time.time() - began
+        if ran == 0:
+            break
+        done_steps += ran
+        out = common.save_model(model, tokenizer, ctx.output_dir / f"grpo-{stage}")
+        tail = sum(rewards[-5:]) / max(1, len(rewards[-5:]))
+        after = " after the SFT warm-up" if start_dir != ctx.base_model else ""
+        sub = common.submit(ctx, out, note=f"GRPO stage {stage}: {done_steps} steps{after}, "
+                                           f"recent mean reward {tail:.3f}")
         if sub:
             submitted.append(sub)
-    else:
-        log("mode sft-only: the GRPO stage is skipped")
     for sub in submitted:
         common.wait_score(ctx, sub)
-    log(f"GRPO agent done: {len(submitted)} submissions", event="done")
+    log(f"GRPO agent done: {stage} stages, {done_steps} GRPO steps, {len(submitted)} "
+        f"submissions, {ctx.remaining():.0f}s left", event="done")
     return 0 if submitted else 1
 
 

@@ -22,24 +22,28 @@ Loop, while the budget lasts (each iteration):
 4. every `A2C_L3_RL_CHECK_EVERY` iterations, play the training games greedily (as the grader
    plays the held-out ones); when that success rate beats the best so far, save and submit.
 
-Modes: `rl-only` starts from the base model (no supervised objective anywhere); `free` runs the
-SFT warm-up of `ref-l3-sft` first (the paper's best route), submits it, then RL from it; `sft-only`
-runs the warm-up only. `A2C_L3_RL_WARMUP=0` skips the warm-up in free mode. `A2C_L3_RL_METHOD=rft`
-is the simpler variant, reward-filtered fine-tuning: SFT on the winning episodes' own steps
-(supervised, so refused in rl-only mode, where it falls back to GRPO).
+Modes: `rl-only` starts from the base model, and no supervised objective is anywhere in the code
+it runs (this module imports none; the report's compliance line checks it). `free` first launches
+`ref-l3-sft` as its own command (`python -m a2c.runtime.agents.l3_sft`, which the recorder logs, so
+the report names the warm-up), which trains on the walkthroughs and submits — the paper's best
+route —, then runs RL from that model. `sft-only`: the warm-up only. `A2C_L3_RL_WARMUP=0` skips the
+warm-up in free mode. The simpler variant, reward-filtered fine-tuning on the winning episodes'
+own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses rl-only mode).
 
 Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
 A2C_L3_RL_LR (3e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
-A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_METHOD (grpo),
-A2C_L3_RL_MICRO (micro-batch rows, 4); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
+A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
+(micro-batch rows, 4); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
+import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -122,8 +126,6 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from a2c.runtime.agents.l3_sft import bf16_ok
-
     group = len(next(iter(groups.values())))
     packed = {key: [episodes.pack(tokenizer, p) for p in eps] for key, eps in groups.items()}
     returns = {key: [p.ret for p in eps] for key, eps in groups.items()}
@@ -162,7 +164,7 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
         max_completion_length=longest + 1, learning_rate=lr, lr_scheduler_type="constant",
         beta=0.0, num_iterations=1, gradient_checkpointing=False, logging_steps=1,
         save_strategy="no", report_to="none",
-        use_cpu=True, bf16=bf16_ok(), fp16=False, seed=seed, disable_tqdm=True,
+        use_cpu=True, bf16=common.bf16_ok(), fp16=False, seed=seed, disable_tqdm=True,
         dataloader_num_workers=0, shuffle_dataset=False)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer = GRPOTrainer(model=model, reward_funcs=[environment_return], args=config,
@@ -176,52 +178,28 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
             "sequences": len(rows) * group}
 
 
-def rft_step(model, tokenizer, played: list[episodes.Played], fmt, *, lr: float, seed: int,
-             work_dir: Path, batch: int = 4) -> dict:
-    """Reward-filtered fine-tuning (the simpler variant): TRL SFT on the winning episodes' own
-    steps, one pass. Supervised: never in rl-only mode."""
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
-    from a2c.runtime.agents.l3_sft import bf16_ok
-
-    rows = episodes.sft_rows(episodes.winners(played), fmt.parse_action)
-    if not rows:
-        return {"seconds": 0.0, "rows": 0}
-    steps = max(1, math.ceil(len(rows) / batch))
-    args = SFTConfig(output_dir=str(work_dir), max_steps=steps, per_device_train_batch_size=batch,
-                     learning_rate=lr, lr_scheduler_type="constant", logging_steps=1,
-                     save_strategy="no", report_to="none", use_cpu=True, bf16=bf16_ok(),
-                     fp16=False, seed=seed, max_length=640, completion_only_loss=True,
-                     disable_tqdm=True, dataloader_num_workers=0)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                         processing_class=tokenizer)
-    started = time.time()
-    result = trainer.train()
-    return {"seconds": time.time() - started, "loss": result.training_loss, "rows": len(rows)}
-
-
-def warm_up(ctx, arena: Arena, records: list[dict]) -> Path:
-    """ref-l3-sft's stage: SFT on the walkthroughs in the evaluation format, saved and submitted."""
-    from transformers import AutoTokenizer
-
-    from a2c.runtime.agents import l3_sft
-    from a2c.runtime.envs.rollout_grader import tokenizer_counter
-    tok = AutoTokenizer.from_pretrained(ctx.base_model)
-    rows = l3_sft.collect_expert(records, arena.cfg, ctx.data_dir,
-                                 count_tokens=tokenizer_counter(tok))
-    out = l3_sft.train(ctx.base_model, rows, ctx.output_dir / "l3-sft-warmup",
-                       steps=common.env_int("A2C_L3_STEPS", 20),
-                       batch=common.env_int("A2C_L3_BATCH", 4),
-                       lr=common.env_float("A2C_L3_LR", 1e-4), seed=ctx.seed,
-                       max_length=common.env_int("A2C_L3_MAX_LENGTH", 640),
-                       work_dir=ctx.workspace / "tmp" / "l3-sft-warmup")
-    log(f"warm-up: SFT on {len(rows)} expert steps -> {out.name}", event="train",
-        stage="warmup", rows=len(rows))
+def warm_up(ctx) -> Path | None:
+    """The free-mode warm-up: `ref-l3-sft` run as its own logged command (it trains on the
+    walkthroughs, saves to `$A2C_OUTPUT_DIR/l3-sft`, submits and waits for its score)."""
+    command = f"{shlex.quote(sys.executable)} -m a2c.runtime.agents.l3_sft"
+    log(f"warm-up: {command}", event="warmup")
+    proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace)
+    out = ctx.output_dir / "l3-sft"
+    if proc.returncode != 0 or not (out / "config.json").is_file():
+        log(f"warm-up failed (rc {proc.returncode}); RL starts from the base model", event="note")
+        return None
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def default_update(model, tokenizer, played, groups, optimizer, *, lr, seed, work_dir, arena):
+    """GRPO over episode returns (this agent's update)."""
+    if not groups:
+        return {}
+    return grpo_step(model, tokenizer, groups, optimizer, lr=lr, seed=seed, work_dir=work_dir,
+                     micro=common.env_int("A2C_L3_RL_MICRO", 4))
+
+
+def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -233,25 +211,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     margin = common.submit_margin(ctx, ctx.deadline - started)
     max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 5)
-    method = os.environ.get("A2C_L3_RL_METHOD", "grpo").lower()
-    if method == "rft" and ctx.mode == "rl-only":
-        log("rl-only: reward-filtered fine-tuning is supervised; using GRPO", event="note")
-        method = "grpo"
+    update = update or default_update
     log(f"l3 RL agent: {len(records)} training games, env {arena.cfg['kind']}, mode {ctx.mode}, "
-        f"method {method}, {ctx.remaining():.0f}s left", event="start")
+        f"update {name}, {ctx.remaining():.0f}s left", event="start")
     submitted: list[str] = []
     start_dir = ctx.base_model
     if ctx.mode in ("free", "sft-only") and os.environ.get("A2C_L3_RL_WARMUP", "1") != "0":
-        start_dir = warm_up(ctx, arena, records)
-        sid = common.submit(ctx, start_dir, note="l3 SFT warm-up on expert trajectories")
-        if sid:
-            submitted.append(sid)
+        start_dir = warm_up(ctx) or ctx.base_model
+        warmed = start_dir != ctx.base_model
     else:
+        warmed = False
         log(f"mode {ctx.mode}: no warm-up, RL from the base model", event="note")
     if ctx.mode == "sft-only":
-        for sid in submitted:
-            common.wait_score(ctx, sid)
-        return 0 if submitted else 1
+        return 0 if warmed else 1
 
     torch.manual_seed(ctx.seed)
     tokenizer = AutoTokenizer.from_pretrained(start_dir)
@@ -260,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(start_dir, dtype=torch.float32)
     policy = Policy(start_dir, arena.cfg.get("options") or {})
+    max_subs -= 1 if warmed else 0          # the warm-up submitted once
     lr = common.env_float("A2C_L3_RL_LR", 3e-5)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     n_games = common.env_int("A2C_L3_RL_GAMES", 8)
@@ -288,14 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         groups = episodes.informative(episodes.group_by_game(played))
         rate = 100.0 * sum(p.ret for p in played) / max(1, len(played))
         rollout_s = time.time() - t0
-        stats: dict = {}
-        if method == "rft":
-            stats = rft_step(model, tokenizer, played, arena.fmt, lr=lr, seed=ctx.seed + it,
-                             work_dir=ctx.workspace / "tmp" / "l3-rft")
-        elif groups:
-            stats = grpo_step(model, tokenizer, groups, optimizer, lr=lr, seed=ctx.seed + it,
-                              work_dir=ctx.workspace / "tmp" / "l3-grpo",
-                              micro=common.env_int("A2C_L3_RL_MICRO", 4))
+        stats = update(model, tokenizer, played, groups, optimizer, lr=lr, seed=ctx.seed + it,
+                       work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
         record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
                   "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
                   **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
@@ -311,8 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             if score > best and len(submitted) < max_subs - 1:
                 best = score
                 out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
-                sid = common.submit(ctx, out, note=f"l3 {method.upper()} from online rollouts, "
-                                                   f"iteration {it} (train greedy {score:.1f}%)")
+                sid = common.submit(ctx, out, note=f"l3 {name} from online rollouts, iteration "
+                                                   f"{it}{' after the warm-up' if warmed else ''} "
+                                                   f"(train greedy {score:.1f}%)")
                 if sid:
                     submitted.append(sid)
                     last_submitted_iter = it
@@ -320,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if it > last_submitted_iter and history and any(h.get("seconds") for h in history) and \
             len(submitted) < max_subs:
         out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
-        sid = common.submit(ctx, out, note=f"l3 {method.upper()} from online rollouts, final "
+        sid = common.submit(ctx, out, note=f"l3 {name} from online rollouts, final "
                                            f"(iteration {it})")
         if sid:
             submitted.append(sid)

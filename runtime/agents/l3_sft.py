@@ -24,6 +24,7 @@ import random
 import time
 from pathlib import Path
 
+from a2c.runtime.agents import common
 from a2c.runtime.envs.prompts import Turn, get_format
 from a2c.runtime.envs.registry import env_factory
 
@@ -70,20 +71,7 @@ def collect_expert(records: list[dict], env_cfg: dict, data_root: str | Path,
     return rows
 
 
-def bf16_ok() -> bool:
-    """Mixed precision (bf16 autocast, fp32 master weights) where the CPU has bf16 instructions:
-    ~3-5x faster matmuls than float32 on such CPUs. A2C_L3_BF16=0/1 forces it."""
-    forced = os.environ.get("A2C_L3_BF16")
-    if forced is not None:
-        return forced not in ("0", "", "false")
-    try:
-        import torch
-        if torch.cuda.is_available():
-            return torch.cuda.is_bf16_supported()
-        flags = Path("/proc/cpuinfo").read_text(errors="replace")
-        return "avx512_bf16" in flags or "amx_bf16" in flags
-    except Exception:  # noqa: BLE001
-        return False
+bf16_ok = common.bf16_ok
 
 
 def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
@@ -120,8 +108,6 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
 
 
 def main(argv: list[str] | None = None) -> int:
-    from a2c.runtime.agents import common
-
     ctx = common.AgentContext.from_env()
     if ctx.mode == "rl-only":
         log("mode rl-only: this agent only does SFT; nothing to do")

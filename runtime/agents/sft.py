@@ -42,13 +42,7 @@ def sft_config(out: Path, steps: int, batch: int, lr: float, seed: int, max_leng
                      disable_tqdm=True, dataloader_num_workers=0)
 
 
-def load_model(path: Path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path)
-    return model, tokenizer
+load_model = common.load_model
 
 
 def train_sft(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, batch: int,

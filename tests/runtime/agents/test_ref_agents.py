@@ -95,7 +95,8 @@ def test_sft_reference_agent_beats_baseline_by_20_points(tmp_path):
 @pytest.mark.slow
 def test_grpo_reference_agent_beats_baseline(tmp_path):
     ctx, summary = _reference_run(tmp_path, "ref-grpo", "7m",
-                                  {"A2C_REF_GRPO_STEPS": os.environ.get("A2C_REF_GRPO_STEPS", "4")})
+                                  {"A2C_REF_GRPO_STEPS": os.environ.get("A2C_REF_GRPO_STEPS", "4"),
+                                   "A2C_REF_GRPO_STAGES": "1"})
     assert summary["status"] == "finished"
     assert summary["submissions"] == 2, summary
     assert summary["best_score"] > summary["baseline_score"], summary
