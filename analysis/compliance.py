@@ -16,7 +16,7 @@ from a2c.modes import FREE, RL_ONLY, SFT_ONLY
 FAMILY = {
     "SFT": "supervised", "RFT": "supervised", "GKD": "supervised",
     "GRPO": "rl", "PPO": "rl", "RLOO": "rl", "Online DPO": "rl", "XPO": "rl", "Nash-MD": "rl",
-    "Policy gradient (custom)": "rl",
+    "Policy gradient (custom)": "rl", "GRPO (online rollouts)": "rl",
     "DPO": "preference", "KTO": "preference", "ORPO": "preference", "CPO": "preference",
     "Reward model": "reward-model",
 }
@@ -27,13 +27,35 @@ MODE_ALLOWED = {
 }
 
 
+ONLINE = "GRPO (online rollouts)"
+
+
+def route_name(methods: list[str]) -> str | None:
+    """The route in words: online RL (GRPO over the agent's own environment episodes) with or
+    without a supervised warm-up, or the methods found."""
+    if not methods:
+        return None
+    supervised = [m for m in methods if FAMILY.get(m) == "supervised"]
+    if ONLINE in methods:
+        others = [m for m in methods if m != ONLINE and m not in supervised]
+        name = "GRPO from online rollouts"
+        name += f", after an {'/'.join(supervised)} warm-up" if supervised else ", no warm-up"
+        return name + (f" (also {', '.join(others)})" if others else "")
+    return ", ".join(methods)
+
+
+def _named(methods: list[str]) -> str:
+    name = route_name(methods)
+    return f" (route: {name})" if name and ONLINE in methods else ""
+
+
 def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
     """Do one submission's training methods obey the run's mode? verdict: complies | violates |
-    unknown | n/a."""
+    unknown | n/a. The detail names the route (`route_name`) where it is online RL."""
     mode = (mode or FREE).lower()
     if mode not in MODE_ALLOWED:
-        return {"verdict": "n/a", "detail": f"mode {mode!r} puts no constraint on the route",
-                "offending": []}
+        return {"verdict": "n/a", "offending": [],
+                "detail": f"mode {mode!r} puts no constraint on the route{_named(methods)}"}
     if not methods:
         return {"verdict": "unknown", "detail": "no training method found in the code",
                 "offending": []}
@@ -41,12 +63,12 @@ def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
     offending = sorted(m for m in methods if FAMILY.get(m, "other") not in allowed)
     if offending:
         return {"verdict": "violates", "offending": offending,
-                "detail": f"{', '.join(offending)} not allowed under {mode}"}
+                "detail": f"{', '.join(offending)} not allowed under {mode}{_named(methods)}"}
     if mode == RL_ONLY and not any(FAMILY.get(m) in ("rl", "preference") for m in methods):
         return {"verdict": "unknown", "offending": [],
                 "detail": "no RL method found in the code"}
     return {"verdict": "complies", "offending": [],
-            "detail": f"{', '.join(methods)} allowed under {mode}"}
+            "detail": f"{', '.join(methods)} allowed under {mode}{_named(methods)}"}
 
 
 def overall(mode: str | None, verdicts: list[dict[str, Any]], methods: list[str]
@@ -58,10 +80,12 @@ def overall(mode: str | None, verdicts: list[dict[str, Any]], methods: list[str]
     if any(v["verdict"] == "violates" for v in verdicts):
         offending = sorted({m for v in verdicts for m in v.get("offending", [])})
         return {"verdict": "violates", "offending": offending,
-                "detail": f"{', '.join(offending)} used for a scored model under {mode}"}
+                "detail": f"{', '.join(offending)} used for a scored model under {mode}"
+                          f"{_named(methods)}"}
     if verdicts and all(v["verdict"] == "complies" for v in verdicts):
         return {"verdict": "complies", "offending": [],
-                "detail": f"every valid submission's route is allowed under {mode}"}
+                "detail": f"every valid submission's route is allowed under {mode}"
+                          f"{_named(methods)}"}
     return {"verdict": "unknown", "offending": [],
             "detail": "the route of some valid submissions could not be determined"
             if verdicts else "no valid submission"}

@@ -42,6 +42,12 @@ TRAINER_METHODS = {
     "PRMTrainer": "Reward model",
 }
 GENERIC_TRAINERS = {"Trainer": "SFT", "Seq2SeqTrainer": "SFT"}
+# An RL trainer fed by the agent's own environment episodes (TRL's multi-turn routes: a
+# `rollout_func` that plays the environment, or an `environment_factory`): online RL, level 3's
+# hardest route. The GRPO evidence of such a file is named ONLINE_GRPO.
+ONLINE_KWARGS = ("rollout_func", "environment_factory")
+ONLINE_GRPO = "GRPO (online rollouts)"
+_ONLINE_REGEX = re.compile(r"\b(?:" + "|".join(ONLINE_KWARGS) + r")\s*=")
 
 HP_NAMES = {
     "learning_rate": "learning_rate", "lr": "learning_rate",
@@ -276,8 +282,18 @@ def _analyse_python(path: str, source: str) -> FileTraining:
         if method not in called:
             found.evidence.append(Evidence(method, path, lineno, "import",
                                            _line_text(lines, lineno)))
+    if any(isinstance(node, ast.Call) and _name_of(node.func) == "GRPOTrainer" and
+           any(kw.arg in ONLINE_KWARGS for kw in node.keywords) for node in ast.walk(tree)):
+        _mark_online(found)
     _heuristics(found, source, lines)
     return found
+
+
+def _mark_online(found: FileTraining) -> None:
+    """The file's GRPO trains on its own environment episodes: name its GRPO evidence so."""
+    for item in found.evidence:
+        if item.method == "GRPO":
+            item.method = ONLINE_GRPO
 
 
 def _first_line(pattern: re.Pattern, source: str) -> int:
@@ -346,6 +362,8 @@ def _analyse_text(path: str, source: str) -> FileTraining:
         found.strings.add(match.group(1))
     for token in re.findall(r"[\w./-]*output[\w./-]*", source):
         found.strings.add(token)
+    if _ONLINE_REGEX.search(source):
+        _mark_online(found)
     _heuristics(found, source, lines)
     return found
 
