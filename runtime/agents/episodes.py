@@ -10,6 +10,12 @@ of an episode is its return minus the mean of its game's G returns, over their s
 deviation. A game whose G episodes all scored the same gives no gradient (every advantage is 0),
 so `informative` drops it before any compute is spent on it — DAPO's "dynamic sampling" filter.
 
+*Shaping*: a base model that narrates instead of acting almost never wins, so almost every group
+is uniform (all 0) and GRPO has nothing to learn from. `shaped_return` adds a small bonus for the
+share of steps whose action was one the environment listed as valid (its own
+`admissible_commands`, shown in the prompt), as the arithmetic GRPO agent adds one for the answer
+format: a winning episode still scores ~10x more than a valid but losing one.
+
 *Packing*: TRL's GRPOTrainer trains one completion per rollout. A multi-turn episode becomes one
 sequence: the first step's prompt, then, for each step, the model's own output (loss on it) and the
 environment's answer with the next step's newest user message (no loss: `env_mask` 0) — TRL's
@@ -35,6 +41,7 @@ class Played:
     ret: float
     won: bool = False
     info: dict = field(default_factory=dict)
+    valid: list[bool] = field(default_factory=list)   # per step: the action was a listed one
 
 
 def episode_return(episode, score_by: str = "success") -> float:
@@ -45,11 +52,33 @@ def episode_return(episode, score_by: str = "success") -> float:
     return (1.0 if episode.won else 0.0) if score_by == "success" else float(episode.reward)
 
 
-def from_episode(game: str, episode, score_by: str = "success") -> Played:
+def valid_steps(episode, admissible: list[list[str]] | None) -> list[bool]:
+    """Per step: was the parsed action among the commands the environment listed before it?
+    (`admissible[t]`: the list shown at step t; none known: False.)"""
+    out = []
+    for t, step in enumerate(episode.steps):
+        listed = admissible[t] if admissible and t < len(admissible) else None
+        out.append(bool(listed) and step.action.strip().lower() in
+                   {a.strip().lower() for a in listed})
+    return out
+
+
+def shaped_return(ret: float, valid: list[bool], bonus: float) -> float:
+    """The return plus `bonus` x the share of valid steps (0 when no step was taken)."""
+    if not valid or bonus <= 0:
+        return ret
+    return ret + bonus * sum(valid) / len(valid)
+
+
+def from_episode(game: str, episode, score_by: str = "success",
+                 admissible: list[list[str]] | None = None, bonus: float = 0.0) -> Played:
     prompts = list(episode.info.get("prompts") or [])
     outputs = [step.output for step in episode.steps][:len(prompts)]
+    valid = valid_steps(episode, admissible)
+    ret = episode_return(episode, score_by)
     return Played(game=game, prompts=prompts[:len(outputs)], outputs=outputs,
-                  ret=episode_return(episode, score_by), won=bool(episode.won))
+                  ret=shaped_return(ret, valid, bonus), won=bool(episode.won),
+                  info={"return": ret}, valid=valid)
 
 
 def advantages(returns: list[float], eps: float = 1e-4) -> list[float]:
@@ -80,7 +109,7 @@ def informative(groups: dict[str, list[Played]]) -> dict[str, list[Played]]:
 
 def winners(played: list[Played]) -> list[Played]:
     """Reward-filtered fine-tuning's data: the episodes that won (or scored above 0.5)."""
-    return [p for p in played if p.won or p.ret > 0.5]
+    return [p for p in played if p.won or p.info.get("return", p.ret) > 0.5]
 
 
 def sft_rows(played: list[Played], parse_action) -> list[dict]:

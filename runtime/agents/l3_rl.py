@@ -33,7 +33,8 @@ own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses r
 Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
 A2C_L3_RL_LR (3e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
 A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
-(micro-batch rows, 4); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
+(micro-batch rows, 4), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
+actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
 """
 
 from __future__ import annotations
@@ -75,9 +76,37 @@ class Arena:
             inference["temperature"] = temperature
         return GenerationSettings.from_config(inference)
 
-    def play(self, records: list[dict], policy, count_tokens) -> list:
-        return run_rollouts(records, self.factory, self.fmt, policy, self.rollout_cfg,
-                            lockstep=True, record_prompts=True, count_tokens=count_tokens)
+    def play(self, records: list[dict], policy, count_tokens) -> tuple[list, list]:
+        """(episodes, per episode the valid-action lists the environment showed at each step)."""
+        seen: list[list[list[str]]] = [[] for _ in records]
+        slot = {id(rec): i for i, rec in enumerate(records)}
+
+        def factory(rec):
+            return _Listing(self.factory(rec), seen[slot[id(rec)]])
+
+        eps = run_rollouts(records, factory, self.fmt, policy, self.rollout_cfg, lockstep=True,
+                           record_prompts=True, count_tokens=count_tokens)
+        return eps, seen
+
+
+class _Listing:
+    """An environment that notes the valid actions it lists (`admissible_commands`) per step."""
+
+    def __init__(self, env, seen: list):
+        self.env, self.seen = env, seen
+
+    def reset(self):
+        obs, info = self.env.reset()
+        self.seen.append(list(info.get("admissible_commands") or []))
+        return obs, info
+
+    def step(self, action):
+        obs, reward, done, info = self.env.step(action)
+        self.seen.append(list(info.get("admissible_commands") or []))
+        return obs, reward, done, info
+
+    def close(self):
+        self.env.close()
 
 
 class Policy:
@@ -106,17 +135,20 @@ class Policy:
 
 
 def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, temperature: float,
-                seed: int) -> list[episodes.Played]:
-    """Each game played `group` times with the current policy, sampled; one Played per episode."""
-    records = [g for g in games for _ in range(group)]
-    eps = arena.play(records, policy(arena.settings(temperature, seed)), policy.count_tokens)
-    return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by)
-            for rec, ep in zip(records, eps)]
+                seed: int, bonus: float = 0.0) -> list[episodes.Played]:
+    """Each game played `group` times with the current policy, sampled; one Played per episode
+    (its return shaped by `bonus` for valid actions, see episodes.shaped_return)."""
+    records = [dict(g) for g in games for _ in range(group)]
+    eps, seen = arena.play(records, policy(arena.settings(temperature, seed)),
+                           policy.count_tokens)
+    return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by, admissible=listed,
+                                  bonus=bonus)
+            for rec, ep, listed in zip(records, eps, seen)]
 
 
 def greedy_success(arena: Arena, policy: Policy, games: list[dict]) -> float:
     """The training games played as the grader plays the held-out ones (greedy), success %."""
-    eps = arena.play(games, policy(arena.settings()), policy.count_tokens)
+    eps, _ = arena.play([dict(g) for g in games], policy(arena.settings()), policy.count_tokens)
     return 100.0 * sum(episodes.episode_return(e, arena.score_by) for e in eps) / max(1, len(eps))
 
 
@@ -238,6 +270,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     n_games = common.env_int("A2C_L3_RL_GAMES", 8)
     group = common.env_int("A2C_L3_RL_GROUP", 8)
     temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
+    bonus = common.env_float("A2C_L3_RL_VALID_BONUS", 0.1)
     max_iters = common.env_int("A2C_L3_RL_MAX_ITERS", 0)
     check_every = max(1, common.env_int("A2C_L3_RL_CHECK_EVERY", 2))
     check_n = common.env_int("A2C_L3_RL_CHECK_GAMES", 0)
@@ -257,17 +290,22 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         games = [records[(cursor + k) % len(records)] for k in range(min(n_games, len(records)))]
         cursor += len(games)
         policy.sync(model)
-        played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it)
+        played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it,
+                             bonus=bonus)
         groups = episodes.informative(episodes.group_by_game(played))
-        rate = 100.0 * sum(p.ret for p in played) / max(1, len(played))
+        rate = 100.0 * sum(p.info["return"] for p in played) / max(1, len(played))
+        valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, sum(len(p.valid)
+                                                                      for p in played))
         rollout_s = time.time() - t0
         stats = update(model, tokenizer, played, groups, optimizer, lr=lr, seed=ctx.seed + it,
                        work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
         record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
+                  "valid_actions": round(valid, 1),
                   "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
                   **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
         history.append(record)
-        log(f"iteration {it}: {len(played)} episodes, sampled success {rate:.1f}%, "
+        log(f"iteration {it}: {len(played)} episodes, sampled success {rate:.1f}%, valid "
+            f"actions {valid:.0f}%, "
             f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
             f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
         if it % check_every == 0 and (stats.get("seconds") or 0) > 0:

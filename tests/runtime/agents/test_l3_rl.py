@@ -139,3 +139,39 @@ def test_grpo_step_moves_the_policy_toward_the_winning_episode(tiny_path, tmp_pa
     after = (logp(win), logp(lose))
     assert stats["sequences"] == 2 and stats["seconds"] > 0
     assert after[0] > before[0] and after[1] < before[1], (before, after)
+
+
+def test_valid_action_shaping_keeps_a_win_far_above_a_valid_loss():
+    ep = Episode(id="g", steps=[Transition("o", "open chest", 0.0, "open chest"),
+                                Transition("o", "dance", 0.0, "dance")])
+    valid = episodes.valid_steps(ep, [["look", "Open chest"], ["look"]])
+    assert valid == [True, False]
+    assert episodes.valid_steps(ep, None) == [False, False]
+    assert episodes.shaped_return(0.0, valid, 0.1) == pytest.approx(0.05)
+    assert episodes.shaped_return(1.0, [True, True], 0.1) == pytest.approx(1.1)
+    assert episodes.shaped_return(0.0, valid, 0.0) == 0.0
+    # the unshaped return is kept: success rates and the winners use it
+    ep.info["prompts"] = _prompts()
+    played = episodes.from_episode("g", ep, admissible=[["open chest"], ["look"]], bonus=0.1)
+    assert played.info["return"] == 0.0 and played.ret == pytest.approx(0.05)
+    assert episodes.winners([played]) == []
+
+
+def test_arena_notes_the_listed_actions_per_step():
+    from a2c.runtime.agents.l3_rl import _Listing
+
+    class Fake:
+        def reset(self):
+            return "room", {"admissible_commands": ["open chest", "look"]}
+
+        def step(self, action):
+            return "ok", 0.0, False, {"admissible_commands": ["take key"]}
+
+        def close(self):
+            pass
+
+    seen: list = []
+    env = _Listing(Fake(), seen)
+    env.reset()
+    env.step("open chest")
+    assert seen == [["open chest", "look"], ["take key"]]
