@@ -285,8 +285,24 @@ def _analyse_python(path: str, source: str) -> FileTraining:
     if any(isinstance(node, ast.Call) and _name_of(node.func) == "GRPOTrainer" and
            any(kw.arg in ONLINE_KWARGS for kw in node.keywords) for node in ast.walk(tree)):
         _mark_online(found)
-    _heuristics(found, source, lines)
+    _heuristics(found, _without_docstrings(tree, source), lines)
     return found
+
+
+def _without_docstrings(tree: ast.AST, source: str) -> str:
+    """The source with its docstrings blanked (lines kept): the word heuristics read what the
+    code does and its comments, not the prose of its documentation (a shipped example script
+    whose usage text mentions rejection sampling is not reward-filtered training)."""
+    lines = source.splitlines(keepends=True)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            first = body[0] if body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+                    isinstance(first.value.value, str) and first.end_lineno:
+                for i in range(first.lineno - 1, first.end_lineno):
+                    lines[i] = "\n"
+    return "".join(lines)
 
 
 def _mark_online(found: FileTraining) -> None:

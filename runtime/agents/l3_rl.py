@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     for sid in submitted:
         common.wait_score(ctx, sid)
     log(f"l3 RL agent done: {it} iterations, {len(submitted)} submissions", event="done")
-    return 0 if submitted else 1
+    return 0 if submitted or warmed else 1
 
 
 if __name__ == "__main__":

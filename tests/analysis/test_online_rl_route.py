@@ -72,3 +72,22 @@ def test_reference_agents_rl_only_code(module, methods, verdict):
     found = _launched_methods(module)
     assert found == methods
     assert compliance("rl-only", found)["verdict"] == verdict
+
+
+def test_docstring_prose_is_not_training():
+    """The workspace's l3/rollout_example.py says in its usage text that sampled rollouts serve
+    "e.g. for rejection sampling / RL": the shipped script trains nothing."""
+    src = ('"""Play games.\n\n    python x.py --temperature 1.0   # e.g. for rejection sampling\n"""\n'
+           "import json\nprint(json.dumps({}))\n")
+    assert analyse_file("l3/rollout_example.py", src).methods == []
+    assert analyse_file("gen.py", "# rejection sampling: keep the best of 8\nx = 1\n").methods \
+        == ["RFT"]
+
+
+def test_shipped_rollout_example_trains_nothing():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    for bundle in ("textquest", "alfworld", "webshop", "deepsearchqa"):
+        path = root / "generated" / bundle / "workspace" / "l3" / "rollout_example.py"
+        if path.is_file():
+            assert analyse_file("l3/rollout_example.py", path.read_text()).methods == [], bundle
