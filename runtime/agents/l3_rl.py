@@ -31,7 +31,7 @@ warm-up in free mode. The simpler variant, reward-filtered fine-tuning on the wi
 own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses rl-only mode).
 
 Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
-A2C_L3_RL_LR (3e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
+A2C_L3_RL_LR (5e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
 A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
 (micro-batch rows, 4), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
 actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     model = AutoModelForCausalLM.from_pretrained(start_dir, dtype=torch.float32)
     policy = Policy(start_dir, arena.cfg.get("options") or {})
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
-    lr = common.env_float("A2C_L3_RL_LR", 3e-5)
+    lr = common.env_float("A2C_L3_RL_LR", 5e-5)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     n_games = common.env_int("A2C_L3_RL_GAMES", 8)
     group = common.env_int("A2C_L3_RL_GROUP", 8)
