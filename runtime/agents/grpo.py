@@ -10,7 +10,8 @@ run as its own command (`python -m a2c.runtime.agents.sft`, one stage, logged by
 which submits it; GRPO starts from that model. `sft-only`: the warm-up only. `rl-only`: GRPO from
 the base model, and nothing supervised is in the code this module runs (the report's compliance
 line checks it). Knobs (environment): A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS (per stage, 20),
-A2C_REF_GRPO_STAGES (0: until the budget ends), A2C_REF_GENERATIONS, A2C_REF_GRPO_LR,
+A2C_REF_GRPO_STAGES (0: until the budget ends), A2C_REF_GENERATIONS, A2C_REF_GRPO_LR (5e-6 after
+the warm-up, 2e-5 from the base model),
 A2C_REF_GRPO_BATCH, A2C_REF_MAX_COMPLETION, A2C_REF_MAX_RECORDS.
 """
 
@@ -50,7 +51,8 @@ def make_reward(fmt: common.AnswerFormat | str):
 
 
 def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: int, tag: str,
-               stop_at: float | None = None, optimizer=None, seed: int | None = None):
+               stop_at: float | None = None, optimizer=None, seed: int | None = None,
+               lr: float | None = None):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     chat = ctx.use_chat and bool(getattr(tokenizer, "chat_template", None))
@@ -65,7 +67,7 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
         output_dir=str(ctx.workspace / "tmp" / tag), max_steps=steps,
         per_device_train_batch_size=batch, num_generations=generations,
         max_completion_length=common.env_int("A2C_REF_MAX_COMPLETION", 32),
-        learning_rate=common.env_float("A2C_REF_GRPO_LR", 5e-6), lr_scheduler_type="constant",
+        learning_rate=lr or common.env_float("A2C_REF_GRPO_LR", 5e-6), lr_scheduler_type="constant",
         temperature=1.0, beta=0.0, logging_steps=1, save_strategy="no", report_to="none",
         use_cpu=True, bf16=False, fp16=False, seed=ctx.seed if seed is None else seed,
         gradient_checkpointing=False, disable_tqdm=True, dataloader_num_workers=0)
@@ -127,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     model, tokenizer = common.load_model(start_dir)
     steps = common.env_int("A2C_REF_GRPO_STEPS", 20)
     stages = common.env_int("A2C_REF_GRPO_STAGES", 0)
-    optimizer = torch.optim.AdamW(model.parameters(),
-                                  lr=common.env_float("A2C_REF_GRPO_LR", 5e-6))
+    # from a warm-up, small steps keep what SFT taught; from the base model (rl-only) the format
+    # itself must be found by sampling, so larger ones
+    lr = common.env_float("A2C_REF_GRPO_LR", 5e-6 if start_dir != ctx.base_model else 2e-5)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     submitted, done_steps, stage, stage_s = [], 0, 0, 0.0
     while len(submitted) < max_subs and (not stages or stage < stages):
         left = ctx.deadline - margin - time.time()
@@ -139,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         # a new seed a stage: the trainer draws another order of the records
         model, ran, rewards = train_grpo(ctx, model, tokenizer, records, steps, f"grpo-{stage}",
                                          stop_at=ctx.deadline - margin, optimizer=optimizer,
-                                         seed=ctx.seed + stage)
+                                         seed=ctx.seed + stage, lr=lr)
         stage_s = time.time() - began
         if ran == 0:
             break
