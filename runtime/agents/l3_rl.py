@@ -231,9 +231,19 @@ def default_update(model, tokenizer, played, groups, optimizer, *, lr, seed, wor
                      micro=common.env_int("A2C_L3_RL_MICRO", 4))
 
 
-def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
+def load_trainable(path: Path):
+    """(float32 model, tokenizer padded on the left, as GRPOTrainer wants) from a folder."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), tokenizer
+
+
+def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
+    import torch
 
     ctx = common.AgentContext.from_env()
     common.set_threads()
@@ -258,11 +268,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         return 0 if warmed else 1
 
     torch.manual_seed(ctx.seed)
-    tokenizer = AutoTokenizer.from_pretrained(start_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(start_dir, dtype=torch.float32)
+    model, tokenizer = load_trainable(start_dir)
     policy = Policy(start_dir, arena.cfg.get("options") or {})
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
     lr = common.env_float("A2C_L3_RL_LR", 5e-5)
