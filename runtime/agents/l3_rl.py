@@ -12,7 +12,9 @@ Loop, while the budget lasts (each iteration):
    with bf16 instructions; the trainer keeps float32 weights);
 2. play `A2C_L3_RL_GAMES` training games `A2C_L3_RL_GROUP` times each, sampled at
    `A2C_L3_RL_TEMPERATURE`, lockstep (one batched generate per step for all live episodes), in
-   exactly the evaluation prompt format;
+   exactly the evaluation prompt format; epsilon-greedy exploration: a share of the steps (0.5,
+   decaying) takes a random one of the listed valid actions instead (sampled, the base model
+   won none of 32 episodes and took no valid action in them: no return to learn from);
 3. GRPO over episode returns (`episodes.py`): games whose episodes all scored alike carry no
    gradient and are dropped; the rest go to TRL's `GRPOTrainer`, whose `rollout_func` hands it the
    recorded episodes packed as multi-turn completions (`env_mask`: loss on the model's tokens only)
@@ -33,7 +35,8 @@ own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses r
 Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
 A2C_L3_RL_LR (5e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
 A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
-(micro-batch rows, 4), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
+(micro-batch rows, 4), A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1: the
+share of steps that take a random listed action instead of the model's), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
 actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
 """
 
@@ -126,21 +129,48 @@ class Policy:
         self.backend.model.load_state_dict(model.state_dict())
         self.backend.reset_prefix_cache()
 
-    def __call__(self, settings):
+    def __call__(self, settings, explore: float = 0.0, rng: random.Random | None = None):
+        """The policy function for `run_rollouts`: the model's outputs (sampled per `settings`);
+        with probability `explore` a step instead takes a random one of the actions the prompt
+        lists as valid (epsilon-greedy exploration: the base model narrates instead of acting
+        and, sampled, almost never wins an episode, so GRPO would see no return to learn from)."""
+        from dataclasses import replace
+        rng = rng or random.Random(settings.seed)
+        self.explored = 0
+
         def policy(prompts):
-            from dataclasses import replace
             self.calls += 1
-            return self.backend.generate(prompts, replace(settings, seed=settings.seed + self.calls))
+            outputs = self.backend.generate(prompts, replace(settings,
+                                                             seed=settings.seed + self.calls))
+            if explore > 0:
+                for i, prompt in enumerate(prompts):
+                    listed = listed_actions(prompt)
+                    if listed and rng.random() < explore:
+                        outputs[i] = rng.choice(listed)
+                        self.explored += 1
+            return outputs
         return policy
 
 
+def listed_actions(prompt: list[dict]) -> list[str]:
+    """The actions the newest message lists (`Valid actions: a, b, c`, as l3/PROMPT_FORMAT.md
+    states the format), or none."""
+    if not prompt:
+        return []
+    for line in str(prompt[-1].get("content", "")).splitlines():
+        if line.startswith("Valid actions:"):
+            return [a.strip() for a in line[len("Valid actions:"):].split(", ") if a.strip()]
+    return []
+
+
 def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, temperature: float,
-                seed: int, bonus: float = 0.0) -> list[episodes.Played]:
-    """Each game played `group` times with the current policy, sampled; one Played per episode
-    (its return shaped by `bonus` for valid actions, see episodes.shaped_return)."""
+                seed: int, bonus: float = 0.0, explore: float = 0.0) -> list[episodes.Played]:
+    """Each game played `group` times with the current policy, sampled (and `explore`: the
+    share of steps taking a random listed action); one Played per episode (its return shaped by
+    `bonus` for valid actions, see episodes.shaped_return)."""
     records = [dict(g) for g in games for _ in range(group)]
-    eps, seen = arena.play(records, policy(arena.settings(temperature, seed)),
-                           policy.count_tokens)
+    eps, seen = arena.play(records, policy(arena.settings(temperature, seed), explore=explore,
+                                           rng=random.Random(seed)), policy.count_tokens)
     return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by, admissible=listed,
                                   bonus=bonus)
             for rec, ep, listed in zip(records, eps, seen)]
@@ -277,6 +307,9 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     group = common.env_int("A2C_L3_RL_GROUP", 8)
     temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
     bonus = common.env_float("A2C_L3_RL_VALID_BONUS", 0.1)
+    explore_start = common.env_float("A2C_L3_RL_EXPLORE", 0.5)
+    explore_decay = common.env_float("A2C_L3_RL_EXPLORE_DECAY", 0.85)
+    explore_min = common.env_float("A2C_L3_RL_EXPLORE_MIN", 0.1)
     max_iters = common.env_int("A2C_L3_RL_MAX_ITERS", 0)
     check_every = max(1, common.env_int("A2C_L3_RL_CHECK_EVERY", 2))
     check_n = common.env_int("A2C_L3_RL_CHECK_GAMES", 0)
@@ -296,8 +329,9 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         games = [records[(cursor + k) % len(records)] for k in range(min(n_games, len(records)))]
         cursor += len(games)
         policy.sync(model)
+        explore = max(explore_min, explore_start * explore_decay ** (it - 1))
         played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it,
-                             bonus=bonus)
+                             bonus=bonus, explore=explore)
         groups = episodes.informative(episodes.group_by_game(played))
         rate = 100.0 * sum(p.info["return"] for p in played) / max(1, len(played))
         valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, sum(len(p.valid)
@@ -306,12 +340,12 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         stats = update(model, tokenizer, played, groups, optimizer, lr=lr, seed=ctx.seed + it,
                        work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
         record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
-                  "valid_actions": round(valid, 1),
+                  "valid_actions": round(valid, 1), "explore": round(explore, 3),
                   "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
                   **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
         history.append(record)
-        log(f"iteration {it}: {len(played)} episodes, sampled success {rate:.1f}%, valid "
-            f"actions {valid:.0f}%, "
+        log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
+            f"{rate:.1f}%, valid actions {valid:.0f}%, "
             f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
             f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
         if it % check_every == 0 and (stats.get("seconds") or 0) > 0:
