@@ -175,3 +175,25 @@ def test_arena_notes_the_listed_actions_per_step():
     env.reset()
     env.step("open chest")
     assert seen == [["open chest", "look"], ["take key"]]
+
+
+def test_exploration_takes_listed_actions_only():
+    import random as _random
+
+    from a2c.runtime.agents.l3_rl import Policy, listed_actions
+    assert listed_actions(_prompts()[0]) == ["open chest", "look"]
+    assert listed_actions([{"role": "user", "content": "no list"}]) == []
+
+    class Backend:
+        def generate(self, prompts, settings):
+            return ["I narrate" for _ in prompts]
+
+    from a2c.runtime.inference import GenerationSettings
+    policy = Policy.__new__(Policy)
+    policy.backend, policy.calls = Backend(), 0
+    prompts = [_prompts()[0]] * 200 + [[{"role": "user", "content": "no list"}]]
+    out = policy(GenerationSettings(), explore=0.5, rng=_random.Random(0))(prompts)
+    explored = [o for o in out[:200] if o != "I narrate"]
+    assert set(explored) <= {"open chest", "look"} and 60 < len(explored) < 140
+    assert out[-1] == "I narrate" and policy.explored == len(explored)
+    assert policy(GenerationSettings())(prompts[:3]) == ["I narrate"] * 3
