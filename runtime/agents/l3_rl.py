@@ -34,7 +34,7 @@ own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses r
 
 Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
 A2C_L3_RL_LR (5e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
-A2C_L3_RL_CHECK_GAMES (0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
+A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
 (micro-batch rows, 4), A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1: the
 share of steps that take a random listed action instead of the model's), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
 actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
@@ -312,11 +312,13 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     explore_min = common.env_float("A2C_L3_RL_EXPLORE_MIN", 0.1)
     max_iters = common.env_int("A2C_L3_RL_MAX_ITERS", 0)
     check_every = max(1, common.env_int("A2C_L3_RL_CHECK_EVERY", 2))
-    check_n = common.env_int("A2C_L3_RL_CHECK_GAMES", 0)
+    check_n = common.env_int("A2C_L3_RL_CHECK_GAMES", 16)
     check_games = records[:check_n] if check_n else records
-    best = greedy_success(arena, policy, check_games)
-    log(f"start policy: greedy success {best:.1f}% on {len(check_games)} training games",
-        event="check", success=best, iteration=0)
+    best = 0.0          # the base model's (the baseline): nothing to measure
+    if warmed:          # the warm-up's, so that only a better RL model is submitted
+        best = greedy_success(arena, policy, check_games)
+        log(f"start policy: greedy success {best:.1f}% on {len(check_games)} training games",
+            event="check", success=best, iteration=0)
     last_submitted_iter, it, cursor, costs = 0, 0, 0, []
     history = []
     while True:

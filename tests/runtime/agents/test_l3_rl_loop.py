@@ -76,7 +76,7 @@ def test_rl_only_submits_when_the_greedy_training_success_improves(workspace, mo
     monkeypatch.setenv("A2C_MODE", "rl-only")
     monkeypatch.setenv("A2C_DEADLINE", str(time.time() + 3600))
     monkeypatch.setenv("A2C_L3_RL_MAX_ITERS", "4")
-    calls, update = _fake(monkeypatch, [0.0, 0.0, 25.0, 25.0, 50.0])
+    calls, update = _fake(monkeypatch, [0.0, 25.0, 25.0, 50.0])
     assert l3_rl.main([], update=update) == 0
     assert calls["warmups"] == 0 and calls["start"] == "base" and calls["updates"] == 4
     # improved at iterations 2 and 4; the last one was submitted, so no extra final submission
