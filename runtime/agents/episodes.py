@@ -168,3 +168,14 @@ def pack(tokenizer, played: Played) -> dict:
             completion += ids
             mask += [0] * len(ids)
     return {"prompt_ids": list(prompt_ids), "completion_ids": completion, "env_mask": mask}
+
+
+def strongest(groups: dict[str, list[Played]], limit: int) -> dict[str, list[Played]]:
+    """At most `limit` groups, those with the largest spread of returns first (a won episode
+    among lost ones before a small shaping difference): the update's cost grows with the
+    number of sequences, and one update must fit the time left."""
+    if limit <= 0 or len(groups) <= limit:
+        return groups
+    spread = sorted(groups, key=lambda g: -(max(p.ret for p in groups[g]) -
+                                            min(p.ret for p in groups[g])))
+    return {g: groups[g] for g in spread[:limit]}

@@ -35,7 +35,8 @@ own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses r
 Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
 A2C_L3_RL_LR (5e-5), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
 A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
-(micro-batch rows, 4), A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1: the
+(micro-batch rows, 4), A2C_L3_RL_MAX_GROUPS (4: informative games an update, the widest
+return spread first; one update of 8 games x 4 episodes took ~10 min at load 4-8), A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1: the
 share of steps that take a random listed action instead of the model's), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
 actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
 """
@@ -307,6 +308,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     group = common.env_int("A2C_L3_RL_GROUP", 8)
     temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
     bonus = common.env_float("A2C_L3_RL_VALID_BONUS", 0.1)
+    max_groups = common.env_int("A2C_L3_RL_MAX_GROUPS", 4)
     explore_start = common.env_float("A2C_L3_RL_EXPLORE", 0.5)
     explore_decay = common.env_float("A2C_L3_RL_EXPLORE_DECAY", 0.85)
     explore_min = common.env_float("A2C_L3_RL_EXPLORE_MIN", 0.1)
@@ -334,7 +336,8 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         explore = max(explore_min, explore_start * explore_decay ** (it - 1))
         played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it,
                              bonus=bonus, explore=explore)
-        groups = episodes.informative(episodes.group_by_game(played))
+        groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
+                                    max_groups)
         rate = 100.0 * sum(p.info["return"] for p in played) / max(1, len(played))
         valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, sum(len(p.valid)
                                                                       for p in played))

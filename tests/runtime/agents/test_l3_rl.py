@@ -197,3 +197,11 @@ def test_exploration_takes_listed_actions_only():
     assert set(explored) <= {"open chest", "look"} and 60 < len(explored) < 140
     assert out[-1] == "I narrate" and policy.explored == len(explored)
     assert policy(GenerationSettings())(prompts[:3]) == ["I narrate"] * 3
+
+
+def test_strongest_groups_keep_the_widest_return_spread():
+    groups = {"a": [_played("a", 1.0), _played("a", 0.0)],
+              "b": [_played("b", 0.05), _played("b", 0.0)],
+              "c": [_played("c", 1.1), _played("c", 0.0)]}
+    assert list(episodes.strongest(groups, 2)) == ["c", "a"]
+    assert episodes.strongest(groups, 0) == groups and episodes.strongest(groups, 5) == groups
