@@ -17,7 +17,8 @@ import pytest
 from a2c.runtime import run as run_mod
 
 # What CI can afford on 2 CPU cores (docs/level3.md, "Reference agent: online RL").
-CI_KNOBS = {"A2C_L3_RL_GAMES": "8", "A2C_L3_RL_GROUP": "8", "A2C_L3_RL_CHECK_EVERY": "2"}
+CI_KNOBS = {"A2C_L3_RL_GAMES": "8", "A2C_L3_RL_GROUP": "4", "A2C_L3_RL_EXPLORE": "0.6",
+            "A2C_L3_RL_CHECK_EVERY": "2"}
 CI_BUDGET = os.environ.get("A2C_L3_RL_TEST_BUDGET", "6m")
 
 
