@@ -141,6 +141,38 @@ def test_grpo_step_moves_the_policy_toward_the_winning_episode(tiny_path, tmp_pa
     assert after[0] > before[0] and after[1] < before[1], (before, after)
 
 
+def test_frozen_lower_layers_do_not_move_and_minibatches_are_optimizer_steps(tiny_path, tmp_path):
+    """freeze_lower: the embeddings and the lowest share of the layers keep their weights
+    through an update; `minibatches` splits the batch into that many optimizer steps."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from a2c.runtime.agents.l3_rl import freeze_lower, grpo_step
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
+    layers = model.model.layers
+    assert freeze_lower(model, 0.0) == 0
+    frozen = freeze_lower(model, 0.5)
+    assert frozen == max(0, min(len(layers) - 1, round(0.5 * len(layers)))) and frozen >= 1
+    snapshot = {n: p.detach().clone() for n, p in model.named_parameters()}
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    groups = {"a": [_played("a", 1.0, ("open chest", "take key")),
+                    _played("a", 0.0, ("look", "look"))],
+              "b": [_played("b", 0.0, ("look", "look")),
+                    _played("b", 1.0, ("open chest", "take key"))]}
+    stats = grpo_step(model, tok, groups, optimizer, lr=3e-3, seed=0, work_dir=tmp_path / "g",
+                      micro=2, minibatches=2)
+    assert stats["optimizer_steps"] == 2 and stats["sequences"] == 4
+    moved = {n for n, p in model.named_parameters() if not torch.equal(p, snapshot[n])}
+    assert not any(n.startswith(f"model.layers.{i}.") for n in moved for i in range(frozen))
+    assert "model.embed_tokens.weight" not in moved
+    assert any(n.startswith(f"model.layers.{len(layers) - 1}.") for n in moved), moved
+
+
 def test_valid_action_shaping_keeps_a_win_far_above_a_valid_loss():
     ep = Episode(id="g", steps=[Transition("o", "open chest", 0.0, "open chest"),
                                 Transition("o", "dance", 0.0, "dance")])
