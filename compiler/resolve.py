@@ -77,6 +77,20 @@ def driver_budget(b: dict) -> dict[str, Any]:
     return out
 
 
+def sandbox_limits(b: dict) -> dict[str, Any]:
+    """{memory_mb, cpus, pids} for those the budget sets (the sandbox's resource limits; absent
+    when unset, so bundles without them keep their digest)."""
+    out: dict[str, Any] = {}
+    if b.get("memory"):
+        size, unit = int(str(b["memory"])[:-1]), str(b["memory"])[-1].lower()
+        out["memory_mb"] = max(1, {"k": size // 1024, "m": size, "g": size * 1024}[unit])
+    if b.get("cpus") is not None:
+        out["cpus"] = float(b["cpus"])
+    if b.get("pids") is not None:
+        out["pids"] = int(b["pids"])
+    return out
+
+
 def resolve(doc) -> dict[str, Any]:
     return {"Task": resolve_task, "Agent": resolve_agent, "Suite": resolve_suite}[doc.kind](doc)
 
@@ -140,6 +154,7 @@ def resolve_task(doc) -> dict[str, Any]:
               "min_interval_s": seconds(b["min_interval"]),
               "eval_timeout_s": seconds(b["eval_timeout"])}
     budget.update(driver_budget(b))
+    budget.update(sandbox_limits(b))
     sc = d.get("scoring") or {}
     scoring = {"policy": sc.get("policy", "best")}
     if sc.get("final"):   # present only when declared: tasks without one keep their spec hash

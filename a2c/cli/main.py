@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "a2c.cli.eval",      # eval
     "a2c.cli.check",     # check
     "a2c.cli.models",    # models
+    "a2c.cli.images",    # images (the docker backend)
     "a2c.cli.data",      # data
     "a2c.cli.analysis",  # verify, report, leaderboard
     "a2c.cli.sweep",     # sweep

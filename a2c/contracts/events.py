@@ -167,6 +167,7 @@ class AgentExited(EventPayload):
     returncode: int | None = None
     reason: str | None = None
     stop: dict[str, Any] | None = optional()
+    cause: str | None = optional()       # why, where the code does not say (out of memory)
 
 
 @dataclass

@@ -149,10 +149,24 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         env_sockets=paths.env_sockets if env_gateways else None,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
-        gpus=int((run.budget or {}).get("gpus") or 0) if run.backend == "docker" else 0)
+        gpus=int((run.budget or {}).get("gpus") or 0) if run.backend == "docker" else 0,
+        **sandbox_limits(run.budget or {}))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
     return spec
+
+
+def sandbox_limits(budget: dict) -> dict:
+    """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields (the
+    docker backend enforces them)."""
+    limits: dict = {}
+    if budget.get("memory_mb"):
+        limits["mem_limit"] = f"{int(budget['memory_mb'])}m"
+    if budget.get("cpus"):
+        limits["cpus"] = float(budget["cpus"])
+    if budget.get("pids"):
+        limits["pids"] = int(budget["pids"])
+    return limits
 
 
 def log_tail(path: Path, secrets: dict | None = None, lines: int = 20,

@@ -311,7 +311,9 @@ class Runner:
             watchdog.cancel()
         if hasattr(proc, "close"):
             proc.close()
-        return {"returncode": proc.returncode, "reason": reason, "stop": stop_report}
+        cause = getattr(proc, "exit_cause", lambda: None)()   # docker: e.g. out of memory
+        return {"returncode": proc.returncode, "reason": reason, "stop": stop_report,
+                "cause": cause}
 
     def _safely_start_gateway(self) -> None:
         try:
@@ -460,13 +462,16 @@ class Runner:
                     f"budget {format_duration(guard.remaining())}")
         info = self.supervise(self.launch_agent(backend), guard)
         run.agent_exit = {k: info[k] for k in ("returncode", "reason")}
-        self.ctx.save()
         data = {"returncode": info["returncode"], "reason": info["reason"]}
+        if info.get("cause"):
+            run.agent_exit["cause"] = data["cause"] = info["cause"]
+        self.ctx.save()
         if info.get("stop"):
             data["stop"] = {k: info["stop"].get(k) for k in ("terminated", "killed",
                                                              "elapsed_s", "survivors")}
         self.event("agent_exited", data)
-        self.report(f"agent exited ({info['reason']}, rc {info['returncode']})")
+        self.report(f"agent exited ({info['reason']}, rc {info['returncode']}"
+                    + (f"; {info['cause']})" if info.get("cause") else ")"))
 
     def go(self, resumed: bool = False) -> dict:
         run = self.run
@@ -476,6 +481,9 @@ class Runner:
             warning = getattr(backend, "warning", lambda: None)()
             if warning:
                 self.report(warning)
+            if hasattr(backend, "prepare_image"):   # docker: built or reused before any budget
+                backend.report = self.report
+                backend.prepare_image(self.paths.bundle, self.paths.agent)
             if self.fresh:
                 self.preflight(backend)     # before anything is spent; nothing left if it fails
             elif self.gateway is not None:

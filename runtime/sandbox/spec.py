@@ -45,6 +45,7 @@ class SandboxSpec:
     gpus: int = 0
     mem_limit: str | None = None
     cpus: float | None = None
+    pids: int | None = None             # processes and threads (docker's pids limit)
     network: str = "none"               # "none" | "bridge" | "host"
 
 

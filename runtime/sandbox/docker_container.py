@@ -1,0 +1,246 @@
+"""The agent's container: its configuration (a pure function), the a2c code it runs, the process.
+
+The container sees what bubblewrap shows (local.py): `/workspace` (read-write), `/data` and
+`/model` (read-only), the grader's socket at `/run/a2c/grader.sock`, a scaffold's driver socket
+and home, the environment gateways' sockets at `/run/a2c/env`, the command log, the agent's
+folder and the hooks (read-only), and the a2c packages an agent imports at /opt/a2c/lib
+(read-only; `stage_agent_library`: the same view as bubblewrap's, never specs, the compiler,
+the templates, the analysis or the grading service's code). Everything else comes from the
+image. Network `none`, the agent's unprivileged uid, no capability, no-new-privileges, a
+read-only root filesystem with a private /tmp, and the task's memory, CPU and pids limits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from a2c.runtime.sandbox import SandboxSpec, view
+from a2c.runtime.sandbox.local import (
+    INSIDE_COMMAND_LOG,
+    INSIDE_DATA,
+    INSIDE_DRIVER_SOCKET,
+    INSIDE_ENV_SOCKETS,
+    INSIDE_HOME,
+    INSIDE_MODEL,
+    INSIDE_SOCKET,
+    INSIDE_WORKSPACE,
+    agent_env,
+)
+from a2c.runtime.sandbox.privileges import AgentIds, agent_ids
+
+INSIDE_LIB = "/opt/a2c/lib"       # the a2c packages an agent imports (PYTHONPATH)
+LIB_DIR = "agent-lib"             # RUN/agent-lib: their staged copy, mounted read-only
+DEFAULT_PIDS = 4096
+HOST_ONLY_ENV = ("PATH", "VIRTUAL_ENV")   # the host's venv means nothing inside the image
+
+
+def container_env(spec: SandboxSpec) -> dict[str, str]:
+    """The local backend's confined environment, less the host's PATH and venv (the image's
+    own PATH holds its Python), plus PYTHONPATH for the mounted a2c packages."""
+    env = {k: v for k, v in agent_env(spec, confined=True).items() if k not in HOST_ONLY_ENV}
+    env["PYTHONPATH"] = INSIDE_LIB
+    return env
+
+
+def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
+                     library: Path | None = None) -> dict:
+    """Keyword arguments for `client.containers.run(**kwargs)` (pure; no engine needed).
+
+    The container runs as the agent's unprivileged uid (`privileges.agent_ids`), never as root:
+    without user-namespace remapping root in a container is root on the host. Swap is capped at
+    the memory limit (no swap), so an agent past it is OOM-killed, not slowed."""
+    ids = ids or agent_ids()
+    volumes = {
+        str(spec.workspace): {"bind": INSIDE_WORKSPACE, "mode": "rw"},
+        str(spec.data_dir): {"bind": INSIDE_DATA, "mode": "ro"},
+        str(spec.model_dir): {"bind": INSIDE_MODEL, "mode": "ro"},
+    }
+    if spec.socket_path:
+        volumes[str(spec.socket_path)] = {"bind": INSIDE_SOCKET, "mode": "rw"}
+    if spec.env_sockets:
+        volumes[str(spec.env_sockets)] = {"bind": INSIDE_ENV_SOCKETS, "mode": "rw"}
+    if spec.driver_socket:   # the container's only way to a driver model (network: none)
+        volumes[str(spec.driver_socket)] = {"bind": INSIDE_DRIVER_SOCKET, "mode": "rw"}
+    if spec.agent_home:
+        volumes[str(spec.agent_home)] = {"bind": INSIDE_HOME, "mode": "rw"}
+    if spec.command_log:
+        volumes[str(spec.command_log)] = {"bind": INSIDE_COMMAND_LOG, "mode": "rw"}
+    for inside, host in sorted(spec.extra_ro.items()):
+        volumes[str(host)] = {"bind": inside, "mode": "ro"}
+    if library is not None:
+        volumes[str(library)] = {"bind": INSIDE_LIB, "mode": "ro"}
+    kwargs = {
+        "image": image,
+        "command": list(spec.command),
+        "detach": True,
+        "working_dir": INSIDE_WORKSPACE,
+        "environment": container_env(spec),
+        "volumes": volumes,
+        "network_mode": spec.network or "none",
+        "labels": {"a2c.sandbox": spec.marker},
+        "init": True,               # PID 1 reaps zombies; when it dies, the namespace dies
+        "read_only": True,          # root filesystem read-only: only the mounts are writable
+        "tmpfs": {"/tmp": "rw,exec,size=8g"},
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "user": f"{ids.uid}:{ids.gid}",
+        "group_add": [],
+        "pids_limit": int(spec.pids or DEFAULT_PIDS),
+        "stop_signal": "SIGTERM",
+        "ipc_mode": "private",
+    }
+    if spec.mem_limit:
+        kwargs["mem_limit"] = spec.mem_limit
+        kwargs["memswap_limit"] = spec.mem_limit
+    if spec.cpus:
+        kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+    if spec.gpus:
+        import docker.types
+        count = -1 if spec.gpus < 0 else int(spec.gpus)
+        kwargs["device_requests"] = [docker.types.DeviceRequest(count=count,
+                                                                capabilities=[["gpu"]])]
+    return kwargs
+
+
+def _library_sources() -> list[tuple[str, Path]]:
+    """(package, host folder) for the packages an agent imports, outermost first."""
+    out = []
+    for name in view.AGENT_PACKAGES:
+        folders = sorted(view.package_dirs(name))
+        if folders:
+            out.append((name, folders[0]))
+    return out
+
+
+def stage_agent_library(dest: Path) -> Path:
+    """DEST/a2c/...: a copy of what bubblewrap's view shows of a2c (view.py), for the container.
+
+    The checkout keeps `a2c/` and `runtime/` apart (a2c.runtime maps to runtime/); a wheel nests
+    them. Either way the copy is one package tree: a2c/ with a2c/runtime/, without the hidden
+    packages (specs, compiler, templates, analysis; the grading service but for its
+    self-contained client.py) and without bytecode caches. World-readable, read-only inside."""
+    hidden = {folder for name in view.HIDDEN_PACKAGES for folder in view.package_dirs(name)}
+    sources = _library_sources()
+    nested = {folder for _, folder in sources}
+    if dest.exists():
+        shutil.rmtree(dest)
+    for name, root in sources:
+        def ignore(folder: str, names: list[str], root: Path = root) -> set[str]:
+            skip = {"__pycache__"}
+            for entry in names:
+                path = Path(folder, entry).resolve()
+                if path in hidden or (path in nested and path != root):
+                    skip.add(entry)
+            return skip
+        shutil.copytree(root, dest.joinpath(*name.split(".")), ignore=ignore,
+                        dirs_exist_ok=True, symlinks=False)
+    for name, files in view.KEPT_FILES.items():   # the grading service: its client only
+        for folder in view.package_dirs(name):
+            target = dest.joinpath(*name.split("."))
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "__init__.py").write_text("")
+            for rel in files:
+                if (folder / rel).is_file():
+                    shutil.copy2(folder / rel, target / rel)
+    for folder, dirs, files in os.walk(dest):
+        os.chmod(folder, 0o755)
+        for entry in files:
+            os.chmod(os.path.join(folder, entry), 0o644)
+    return dest
+
+
+def exit_cause(state: dict, mem_limit: str | None) -> str | None:
+    """Why the container ended, in words, where the exit code alone does not say it."""
+    if state.get("OOMKilled"):
+        return (f"out of memory: the container reached its memory limit ({mem_limit}) and the "
+                "kernel killed the agent" if mem_limit else
+                "out of memory: the kernel killed the agent")
+    code = state.get("ExitCode")
+    if isinstance(code, int) and code > 128:
+        return f"killed by signal {code - 128}"
+    return None
+
+
+class DockerProcess:
+    """The running container, seen as the runtime's sandbox process (poll, wait, stop)."""
+
+    def __init__(self, container, log_path: Path, mem_limit: str | None = None):
+        self.container = container
+        self.pid = None
+        self.cause: str | None = None
+        self._rc: int | None = None
+        self._mem_limit = mem_limit
+        self._log_path = log_path
+        self._pump = threading.Thread(target=self._copy_logs, daemon=True)
+        self._pump.start()
+
+    def _copy_logs(self) -> None:
+        try:
+            with open(self._log_path, "ab", buffering=0) as handle:
+                for chunk in self.container.logs(stream=True, follow=True):
+                    handle.write(chunk)
+        except Exception:  # noqa: BLE001 - the container went away under the stream
+            pass
+
+    @property
+    def returncode(self) -> int | None:
+        return self._rc
+
+    def _ended(self, state: dict) -> int:
+        self._rc = int(state.get("ExitCode", -1))
+        self.cause = exit_cause(state, self._mem_limit)
+        return self._rc
+
+    def poll(self) -> int | None:
+        if self._rc is None:
+            self.container.reload()
+            if self.container.status in ("exited", "dead"):
+                self._ended(self.container.attrs["State"])
+        return self._rc
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        import requests
+        try:
+            self.container.wait(timeout=timeout)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            return None
+        return self.poll()
+
+    def exit_cause(self) -> str | None:
+        return self.cause
+
+    def processes(self) -> list[int]:
+        """Host pids of every process left in the container (none once it stopped)."""
+        try:
+            top = self.container.top(ps_args="-e -o pid")
+        except Exception:  # noqa: BLE001 - not running: nothing in it
+            return []
+        return [int(row[0]) for row in top.get("Processes") or [] if row and row[0].isdigit()]
+
+    def stop(self, grace: float = 3.0) -> dict:
+        """SIGTERM to the container's init, `grace` seconds, then SIGKILL: the pid namespace
+        dies with its init, so every process in it goes, setsid'ed daemons included."""
+        start = time.monotonic()
+        before = self.processes()
+        try:
+            self.container.stop(timeout=max(1, int(round(grace))))
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.wait(timeout=30)
+        survivors = self.processes()
+        return {"terminated": len(before), "killed": 0 if self._rc not in (137,) else len(before),
+                "survivors": survivors, "elapsed_s": round(time.monotonic() - start, 3)}
+
+    def close(self) -> None:
+        """Remove the container once it ended (its log already copied)."""
+        if self._rc is None:
+            return
+        self._pump.join(timeout=5)
+        try:
+            self.container.remove(force=True)
+        except Exception:  # noqa: BLE001 - removed already
+            pass
