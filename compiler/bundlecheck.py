@@ -54,7 +54,12 @@ def check_dockerfile(path: Path) -> list[str]:
                 if word not in KNOWN]
     if not instructions or instructions[0][0] not in ("FROM", "ARG"):
         problems.append(f"{path}: does not start with FROM")
-    froms = [arg for word, arg in instructions if word == "FROM"]
+    # FROM ${A2C_BASE_IMAGE}: the pinned base is that ARG's default (the docker backend passes an
+    # offline base in its place only where the pinned one cannot be pulled)
+    defaults = dict(arg.split("=", 1) for word, arg in instructions
+                    if word == "ARG" and "=" in arg)
+    froms = [re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults.get(m[1] or m[2], m[0]), arg)
+             for word, arg in instructions if word == "FROM"]
     if not froms or not re.search(r"@sha256:[0-9a-f]{64}\b", froms[0]):
         problems.append(f"{path}: base image is not pinned by digest")
     users = [arg for word, arg in instructions if word == "USER"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Make a Docker engine available for the docker backend: install docker.io with apt if dockerd is
-# missing, start it if it is not answering, wait for its socket. Idempotent: a running engine is
+# Make a Docker engine available for the docker backend: install docker.io (and mmdebstrap, which
+# makes the offline base image) with apt if missing, start it if it is not answering, wait for its socket. Idempotent: a running engine is
 # left as it is. Needs root (apt, dockerd); without root, or without apt, it says so and exits 0
 # (the docker tests then skip with one line).
 #
@@ -22,14 +22,15 @@ if [ "$(id -u)" != 0 ]; then
   echo "  docker engine: not running, and starting one needs root (the docker tests will skip)"
   exit 0
 fi
-if ! command -v dockerd >/dev/null 2>&1; then
+# docker.io for the engine; mmdebstrap makes the offline base image (docs/runtime.md)
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "  docker engine: dockerd is not installed and apt-get is missing (the docker tests will skip)"
+    echo "  docker engine: dockerd or mmdebstrap is missing and apt-get is not here (the docker tests will skip)"
     exit 0
   fi
-  echo "  docker engine: installing docker.io (apt-get)"
+  echo "  docker engine: installing docker.io and mmdebstrap (apt-get)"
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io mmdebstrap >/dev/null
 fi
 echo "  docker engine: starting dockerd (log: $LOG)"
 nohup dockerd --storage-driver=overlay2 --bridge=none --iptables=false --ip-masq=false \

@@ -75,32 +75,163 @@ def test_image_is_tagged_by_the_bundle_digest(tmp_path):
 
 
 class _Images:
+    """The engine's images API, in memory: what is present, what was built with which args."""
+
     def __init__(self, present: set[str]):
-        self.present, self.built = present, []
+        self.present, self.built, self.pulls = present, [], []
 
     def get(self, tag):
         if tag not in self.present:
             raise LookupError(tag)
         return tag
 
-    def build(self, path, tag, rm):
-        self.built.append(tag)
+    def pull(self, ref):
+        self.pulls.append(ref)
+        raise RuntimeError("no registry")
+
+    def build(self, tag, **kwargs):
+        self.built.append((tag, kwargs.get("buildargs"), kwargs.get("network_mode")))
         self.present.add(tag)
 
 
-def test_an_image_with_the_digest_tag_is_reused(tmp_path):
+def _backend(present: set[str]) -> DockerBackend:
     backend = object.__new__(DockerBackend)   # no engine: a stand-in client
     backend.client = type("Client", (), {})()
-    backend.client.images = _Images(set())
-    spec = _spec(tmp_path, bundle_root=_bundle(tmp_path))
+    backend.client.images = _Images(present)
+    backend.build, backend.built, backend.report = True, None, lambda _: None
+    return backend
+
+
+def _task_bundle(tmp_path: Path, digest: str = "5b" * 32) -> Path:
+    root = _bundle(tmp_path, digest=digest)
+    manifest = json.loads((root / "bundle.json").read_text())
+    manifest["task"] = {"environment": {"base_image": "python:3.11@sha256:" + "0" * 64,
+                                        "packages": ["torch==2.13.0"]}}
+    (root / "bundle.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_an_image_with_the_digest_tag_is_reused(tmp_path, monkeypatch):
+    from a2c.runtime.sandbox import docker_images
+    made = []
+    monkeypatch.setattr(docker_images, "make_base", lambda client, reqs, report: made.append(
+        reqs) or docker_images.Built("a2c-base:offline", True, 1.0))
+    backend = _backend(set())
+    spec = _spec(tmp_path, bundle_root=_task_bundle(tmp_path))
+    assert backend.build_image(spec) == image_tag(spec) == f"a2c-arith:{'5b' * 32}"
+    backend.built = None
     assert backend.build_image(spec) == image_tag(spec)
-    assert backend.build_image(spec) == image_tag(spec)
-    assert backend.client.images.built == [image_tag(spec)]   # built once, then reused
+    # built once (on the offline base: the pinned one cannot be pulled), then reused
+    assert backend.client.images.built == [(image_tag(spec), {"A2C_BASE_IMAGE": "a2c-base:offline"},
+                                            "host")]
+    assert made == [["torch==2.13.0"]] and len(backend.client.images.pulls) == 1
     # a per-run tag (no manifest) is never taken for a cached build
     no_manifest = _spec(tmp_path, bundle_root=tmp_path / "plain")
     backend.build_image(no_manifest)
     backend.build_image(no_manifest)
-    assert backend.client.images.built.count("a2c-abc:latest") == 2
+    assert [b[0] for b in backend.client.images.built].count("a2c-abc:latest") == 2
+
+
+def test_a_pinned_base_that_is_present_is_used_as_is(tmp_path):
+    root = _task_bundle(tmp_path)
+    backend = _backend({"python:3.11@sha256:" + "0" * 64})
+    backend.build_image(_spec(tmp_path, bundle_root=root))
+    ((_, buildargs, network),) = backend.client.images.built
+    assert buildargs == {} and network == "host"      # the Dockerfile's own ARG default
+
+
+def test_the_agent_layer_is_tagged_by_both_digests(tmp_path):
+    from scripted_agents import make_agent
+    from a2c.runtime.sandbox.docker_images import agent_context, agent_tag
+    import tarfile
+    root = _task_bundle(tmp_path)
+    agent = make_agent(tmp_path, "probe", "echo hi\n")
+    tag = agent_tag(root, agent)
+    digest = json.loads((agent / "agent.json").read_text())["digest"]
+    assert tag == f"a2c-arith-probe:{'5b' * 6}-{digest[:12]}"
+    spec = _spec(tmp_path, bundle_root=root, extra_ro={"/run/a2c/agent": agent})
+    assert image_tag(spec) == tag
+    (agent / "prompt.rendered.md").write_text("per run")       # never baked in
+    names = tarfile.open(fileobj=agent_context(agent, "a2c-arith:x")).getnames()
+    assert sorted(names) == ["Dockerfile", "agent/launch.sh", "agent/prompt.md"]
+
+
+def test_base_tags_are_keyed_by_requirements():
+    from a2c.runtime.sandbox.docker_images import base_tag, install_script
+    assert base_tag(["a==1", "b==2"]) == base_tag(["b==2", "a==1"]) != base_tag(["a==1"])
+    script = install_script(["torch==2.13.0"])
+    assert "python3 -m venv /opt/a2c/python" in script
+    assert "--no-index --find-links /wheels" in script and "torch==2.13.0" in script
+
+
+def test_no_mmdebstrap_says_how_to_get_it(monkeypatch):
+    from a2c.runtime.sandbox import docker_images
+    monkeypatch.setattr(docker_images.shutil, "which", lambda _: None)
+    monkeypatch.setattr(docker_images, "has_image", lambda client, tag: False)
+    with pytest.raises(RunError, match="mmdebstrap is not installed.*apt-get install mmdebstrap"):
+        docker_images.make_rootfs(object(), report=lambda _: None)
+
+
+def test_a_failed_pip_resolution_says_which_requirements(monkeypatch, tmp_path):
+    from a2c.runtime.sandbox import docker_images
+    import subprocess
+    monkeypatch.setenv("A2C_IMAGE_CACHE", str(tmp_path))
+    failed = subprocess.CompletedProcess([], 1, "", "ERROR: No matching distribution found for "
+                                         "a2c-nonexistent-package==0.0.0\n")
+    monkeypatch.setattr(docker_images.subprocess, "run", lambda *a, **k: failed)
+    with pytest.raises(RunError, match="could not get the bundle's requirements.*nonexistent"):
+        docker_images.wheelhouse(["a2c-nonexistent-package==0.0.0"], report=lambda _: None)
+
+
+def test_limits_library_and_environment(tmp_path):
+    kw = container_kwargs(_spec(tmp_path, mem_limit="256m", pids=64), "img",
+                          library=tmp_path / "lib")
+    assert kw["mem_limit"] == kw["memswap_limit"] == "256m" and kw["pids_limit"] == 64
+    assert kw["volumes"][str(tmp_path / "lib")] == {"bind": "/opt/a2c/lib", "mode": "ro"}
+    env = kw["environment"]
+    assert env["PYTHONPATH"] == "/opt/a2c/lib" and "PATH" not in env and "VIRTUAL_ENV" not in env
+    assert env["HOME"] == "/tmp" and env["HF_HUB_OFFLINE"] == "1"
+    assert container_kwargs(_spec(tmp_path), "img")["pids_limit"] == 4096
+
+
+def test_the_staged_library_is_the_agent_view(tmp_path):
+    from a2c.runtime.sandbox.docker_container import stage_agent_library
+    lib = stage_agent_library(tmp_path / "lib")
+    files = {str(p.relative_to(lib)) for p in lib.rglob("*") if p.is_file()}
+    assert "a2c/runtime/agents/sft.py" in files and "a2c/cli/main.py" in files
+    assert "a2c/runtime/grader_service/client.py" in files
+    assert (lib / "a2c/runtime/grader_service/__init__.py").read_text() == ""
+    assert {f for f in files if f.startswith("a2c/runtime/grader_service/")} == {
+        "a2c/runtime/grader_service/client.py", "a2c/runtime/grader_service/__init__.py"}
+    for hidden in ("a2c/compiler", "a2c/specs", "a2c/templates", "a2c/analysis"):
+        assert not (lib / hidden).exists(), hidden
+    assert not any("__pycache__" in f for f in files)
+
+
+def test_exit_cause_names_the_memory_limit():
+    from a2c.runtime.sandbox.docker_container import exit_cause
+    assert "memory limit (256m)" in exit_cause({"OOMKilled": True, "ExitCode": 137}, "256m")
+    assert exit_cause({"OOMKilled": False, "ExitCode": 137}, None) == "killed by signal 9"
+    assert exit_cause({"OOMKilled": False, "ExitCode": 1}, None) is None
+
+
+def test_budget_limits_resolve_and_reach_the_sandbox_spec():
+    from a2c.compiler.resolve import sandbox_limits as resolved
+    from a2c.runtime.run.agent import sandbox_limits
+    budget = resolved({"memory": "2g", "cpus": 1.5, "pids": 256})
+    assert budget == {"memory_mb": 2048, "cpus": 1.5, "pids": 256}
+    assert resolved({}) == {}
+    assert sandbox_limits(budget) == {"mem_limit": "2048m", "cpus": 1.5, "pids": 256}
+
+
+def test_bundle_dockerfile_takes_the_base_as_a_build_argument():
+    from a2c.paths import project_root
+    text = (project_root() / "generated" / "arith" / "Dockerfile").read_text()
+    arg = next(line for line in text.splitlines() if line.startswith("ARG A2C_BASE_IMAGE="))
+    pinned = json.loads((project_root() / "generated" / "arith" / "bundle.json").read_text())[
+        "task"]["environment"]["base_image"]
+    assert arg == f"ARG A2C_BASE_IMAGE={pinned}"
+    assert text.index(arg) < text.index("FROM ${A2C_BASE_IMAGE}")
 
 
 def test_container_runs_as_the_unprivileged_agent_uid(tmp_path):

@@ -1,0 +1,114 @@
+"""The same escape checks in both sandbox backends (slow): a probe agent, run on arith with the
+tiny model, tries to read the held-out data, the grader's token and service config, the run
+record and the project's tree, to write the record, and to reach any network address; it
+must fail at each, while its own split and the grader's socket work. `local` needs bubblewrap,
+`docker` an engine; each skips in one line without."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from a2c.runtime import run as run_mod
+from a2c.runtime.sandbox.local import bwrap_works
+
+PROBE = r"""
+python3 - "$PROBE_RUN" "$PROBE_PROJECT" <<'PY'
+import json, os, socket, subprocess, sys
+run, project = sys.argv[1], sys.argv[2]
+def tryread(p):
+    try:
+        with open(p) as f:
+            return "READ " + f.read()[:20]
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def trywrite(p):
+    try:
+        with open(p, "a") as f:
+            f.write("tampered\n")
+        return "WROTE"
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def connect(host, port):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return "CONNECTED"
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def found(names):
+    hits = []
+    for root, dirs, files in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys", "/dev")]
+        hits += [os.path.join(root, f) for f in files if f in names]
+    return hits
+def imports(module):
+    return subprocess.run([sys.executable, "-c", f"import {module}"],
+                          capture_output=True).returncode == 0
+r = {
+    "uid": os.getuid(),
+    "token": tryread(run + "/grader/token"),
+    "service_json": tryread(run + "/grader/service.json"),
+    "heldout": tryread(run + "/grader/heldout.jsonl"),
+    "run_json": tryread(run + "/run.json"),
+    "events": tryread(run + "/events.jsonl"),
+    "events_write": trywrite(run + "/events.jsonl"),
+    "journal_write": trywrite(run + "/submissions.jsonl"),
+    "model_write": trywrite(os.environ["A2C_BASE_MODEL"] + "/config.json"),
+    "data": tryread(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
+    "secret_files": found({"heldout.jsonl", "token", "service.json", "events.jsonl",
+                           "run.json", "submissions.jsonl", "record.key"}),
+    "project": [p for p in ("specs", "tests", "generated", "compiler", "analysis")
+                if os.path.exists(os.path.join(project, p))],
+    "compiler_importable": imports("a2c.compiler.resolve"),
+    "grader_service_importable": imports("a2c.runtime.grader_service.service"),
+    "engine_socket": [p for p in ("/var/run/docker.sock", "/run/docker.sock")
+                      if os.path.exists(p)],
+    "interfaces": sorted(name for _, name in socket.if_nameindex()),
+    "net": {f"{h}:{p}": connect(h, p) for h, p in
+            (("1.1.1.1", 53), ("8.8.8.8", 443), ("deb.debian.org", 80), ("pypi.org", 443))},
+}
+t = subprocess.run([sys.executable, "a2c_client.py", "time", "--json"], capture_output=True,
+                   text=True)
+r["time"] = json.loads(t.stdout) if t.returncode == 0 else t.stderr
+json.dump(r, open("probe.json", "w"))
+PY
+"""
+
+
+def _backend_ready(request, backend: str) -> None:
+    if backend == "local" and not bwrap_works():
+        pytest.skip("no bubblewrap: the local backend's sandbox cannot be checked here")
+    if backend == "docker":
+        request.getfixturevalue("arith_image")   # skips in one line without an engine
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, backend):
+    from scripted_agents import make_agent
+    from a2c.paths import project_root
+    _backend_ready(request, backend)
+    agent = make_agent(tmp_path, "probe", PROBE)
+    opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="90s",
+                              backend=backend, runs_dir=tmp_path / "runs")
+    ctx = run_mod.prepare(opts, report=lambda _: None)
+    ctx.run["options"]["agent_env"] = {"PROBE_RUN": str(ctx.run_dir),
+                                       "PROBE_PROJECT": str(project_root())}
+    ctx.save()
+    summary = run_mod.execute(ctx, report=print)
+    assert summary["isolation"] == {"local": "bubblewrap", "docker": "docker"}[backend]
+    probe = json.loads((ctx.run_dir / "workspace" / "probe.json").read_text())
+    assert probe["uid"] != 0
+    for key in ("token", "service_json", "heldout", "run_json", "events", "events_write",
+                "journal_write", "model_write"):
+        assert probe[key].startswith("ERR"), (key, probe)
+    assert probe["secret_files"] == [], probe["secret_files"]
+    assert probe["project"] == [] and not probe["compiler_importable"]
+    assert not probe["grader_service_importable"]
+    assert probe["engine_socket"] == []                        # no way to the Docker engine
+    assert probe["interfaces"] == ["lo"], probe["interfaces"]
+    assert all(v.startswith("ERR") for v in probe["net"].values()), probe["net"]
+    assert probe["data"].startswith("READ {")                 # its own split is there
+    assert 0 < probe["time"]["remaining_s"] <= 90, probe["time"]   # and the grader answers
+    assert "tampered" not in (ctx.run_dir / "events.jsonl").read_text()
