@@ -146,7 +146,7 @@ def stage_agent_library(dest: Path) -> Path:
             for rel in files:
                 if (folder / rel).is_file():
                     shutil.copy2(folder / rel, target / rel)
-    for folder, dirs, files in os.walk(dest):
+    for folder, _dirs, files in os.walk(dest):
         os.chmod(folder, 0o755)
         for entry in files:
             os.chmod(os.path.join(folder, entry), 0o644)

@@ -42,9 +42,9 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from a2c.contracts.bundle import MANIFESTS
 from a2c.errors import RunError

@@ -1,5 +1,6 @@
 """End-to-end runs on the built-in arithmetic task with the tiny model and shell "agents":
-the deadline stops a whole process tree, the sandbox hides the grader's files and the record,
+the deadline stops a whole process tree (what the sandbox hides: tests/runtime/sandbox/
+test_escape_both_backends.py, in both backends),
 the record is tamper-evident, and a run survives a SIGKILL of the runtime."""
 
 from __future__ import annotations
@@ -79,59 +80,6 @@ def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap,
     assert verify_events(ctx.run_dir / "events.jsonl").ok
     assert "tree started" in (ctx.run_dir / "logs" / "agent.log").read_text()
     assert (ctx.run_dir / "logs" / "transcript.log").is_file()
-
-
-PROBE = r"""
-python3 - "$PROBE_RUN" <<'PY'
-import json, os, sys, subprocess
-run = sys.argv[1]
-def tryread(p):
-    try:
-        return "READ " + open(p).read()[:20]
-    except Exception as e:
-        return "ERR " + type(e).__name__
-def trywrite(p):
-    try:
-        with open(p, "a") as f:
-            f.write("tampered\n")
-        return "WROTE"
-    except Exception as e:
-        return "ERR " + type(e).__name__
-r = {
-  "token": tryread(run + "/grader/token"),
-  "service_json": tryread(run + "/grader/service.json"),
-  "heldout": tryread(run + "/grader/heldout.jsonl"),
-  "events_write": trywrite(run + "/events.jsonl"),
-  "runjson_write": trywrite(run + "/run.json"),
-  "journal_write": trywrite(run + "/submissions.jsonl"),
-  "data": tryread(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
-  "data_write": trywrite(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
-  "model_write": trywrite(os.environ["A2C_BASE_MODEL"] + "/config.json"),
-}
-t = subprocess.run([sys.executable, "a2c_client.py", "time", "--json"], capture_output=True, text=True)
-r["time"] = json.loads(t.stdout) if t.returncode == 0 else t.stderr
-json.dump(r, open("probe.json", "w"))
-PY
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap not available")
-def test_sandboxed_agent_cannot_reach_heldout_token_or_record(tmp_path, agent_factory):
-    agent = agent_factory("probe", PROBE)
-    ctx = _run(tmp_path, agent, "60s")
-    ctx.run["options"]["agent_env"] = {"PROBE_RUN": str(ctx.run_dir)}
-    ctx.save()
-    summary = run_mod.execute(ctx, report=lambda _: None)
-    assert summary["isolation"] == "bubblewrap"
-    report = json.loads((ctx.run_dir / "workspace" / "probe.json").read_text())
-    for key in ("token", "service_json", "heldout", "events_write", "runjson_write",
-                "journal_write", "data_write", "model_write"):
-        assert report[key].startswith("ERR"), (key, report)
-    assert report["data"].startswith("READ {")
-    assert 0 < report["time"]["remaining_s"] <= 60, report["time"]
-    assert verify_events(ctx.run_dir / "events.jsonl").ok
-    assert "tampered" not in (ctx.run_dir / "run.json").read_text()
 
 
 @pytest.mark.slow

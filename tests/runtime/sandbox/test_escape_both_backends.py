@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from a2c.contracts.events import verify_events
 from a2c.runtime import run as run_mod
 from a2c.runtime.sandbox.local import bwrap_works
 
@@ -53,6 +54,8 @@ r = {
     "run_json": tryread(run + "/run.json"),
     "events": tryread(run + "/events.jsonl"),
     "events_write": trywrite(run + "/events.jsonl"),
+    "run_json_write": trywrite(run + "/run.json"),
+    "data_write": trywrite(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
     "journal_write": trywrite(run + "/submissions.jsonl"),
     "model_write": trywrite(os.environ["A2C_BASE_MODEL"] + "/config.json"),
     "data": tryread(os.environ["A2C_DATA_DIR"] + "/train.jsonl"),
@@ -87,6 +90,7 @@ def _backend_ready(request, backend: str) -> None:
 @pytest.mark.parametrize("backend", ["local", "docker"])
 def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, backend):
     from scripted_agents import make_agent
+
     from a2c.paths import project_root
     _backend_ready(request, backend)
     agent = make_agent(tmp_path, "probe", PROBE)
@@ -101,7 +105,7 @@ def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, b
     probe = json.loads((ctx.run_dir / "workspace" / "probe.json").read_text())
     assert probe["uid"] != 0
     for key in ("token", "service_json", "heldout", "run_json", "events", "events_write",
-                "journal_write", "model_write"):
+                "run_json_write", "journal_write", "data_write", "model_write"):
         assert probe[key].startswith("ERR"), (key, probe)
     assert probe["secret_files"] == [], probe["secret_files"]
     assert probe["project"] == [] and not probe["compiler_importable"]
@@ -112,3 +116,5 @@ def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, b
     assert probe["data"].startswith("READ {")                 # its own split is there
     assert 0 < probe["time"]["remaining_s"] <= 90, probe["time"]   # and the grader answers
     assert "tampered" not in (ctx.run_dir / "events.jsonl").read_text()
+    assert "tampered" not in (ctx.run_dir / "run.json").read_text()
+    assert verify_events(ctx.run_dir / "events.jsonl").ok

@@ -141,9 +141,11 @@ def test_a_pinned_base_that_is_present_is_used_as_is(tmp_path):
 
 
 def test_the_agent_layer_is_tagged_by_both_digests(tmp_path):
-    from scripted_agents import make_agent
-    from a2c.runtime.sandbox.docker_images import agent_context, agent_tag
     import tarfile
+
+    from scripted_agents import make_agent
+
+    from a2c.runtime.sandbox.docker_images import agent_context, agent_tag
     root = _task_bundle(tmp_path)
     agent = make_agent(tmp_path, "probe", "echo hi\n")
     tag = agent_tag(root, agent)
@@ -173,8 +175,9 @@ def test_no_mmdebstrap_says_how_to_get_it(monkeypatch):
 
 
 def test_a_failed_pip_resolution_says_which_requirements(monkeypatch, tmp_path):
-    from a2c.runtime.sandbox import docker_images
     import subprocess
+
+    from a2c.runtime.sandbox import docker_images
     monkeypatch.setenv("A2C_IMAGE_CACHE", str(tmp_path))
     failed = subprocess.CompletedProcess([], 1, "", "ERROR: No matching distribution found for "
                                          "a2c-nonexistent-package==0.0.0\n")
