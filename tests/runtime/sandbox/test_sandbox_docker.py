@@ -243,3 +243,12 @@ def test_container_runs_as_the_unprivileged_agent_uid(tmp_path):
     kw = container_kwargs(_spec(tmp_path), "img", AgentIds(65534, 65534))
     assert kw["user"] == "65534:65534" and kw["cap_drop"] == ["ALL"]
     assert "no-new-privileges" in kw["security_opt"]
+
+
+def test_images_command_without_an_engine_is_one_line(monkeypatch, capsys):
+    from a2c.cli import main
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    for argv in (["images", "list"], ["images", "base", "arith"]):
+        assert main(argv) != 0
+        err = capsys.readouterr().err.strip()
+        assert "no Docker engine is reachable" in err and "\n" not in err, err
