@@ -32,3 +32,22 @@ def make_agent(root: Path, agent_id: str, script: str, pass_env: list[str] | Non
                 "digest": bundle_digest(spec_hash, files)}
     (folder / "agent.json").write_text(json.dumps(manifest, indent=2))
     return folder
+
+
+# Python for probe agents (run inside a sandbox): try to read or append to a path, say what
+# happened ("READ <start>" / "WROTE", else "ERR <exception type>").
+PROBE_IO = r"""
+def tryread(p):
+    try:
+        with open(p) as f:
+            return "READ " + f.read()[:20]
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def trywrite(p):
+    try:
+        with open(p, "a") as f:
+            f.write("tampered\n")
+        return "WROTE"
+    except Exception as e:
+        return "ERR " + type(e).__name__
+"""

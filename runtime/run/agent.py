@@ -150,13 +150,13 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
         gpus=int((run.budget or {}).get("gpus") or 0) if run.backend == "docker" else 0,
-        **sandbox_limits(run.budget or {}))
+        **spec_limits(run.budget or {}))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
     return spec
 
 
-def sandbox_limits(budget: dict) -> dict:
+def spec_limits(budget: dict) -> dict:
     """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields (the
     docker backend enforces them)."""
     limits: dict = {}

@@ -9,28 +9,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted_agents import PROBE_IO, make_agent
 
 from a2c.contracts.events import verify_events
 from a2c.runtime import run as run_mod
 from a2c.runtime.sandbox.local import bwrap_works
 
-PROBE = r"""
+_PROBE = r"""
 python3 - "$PROBE_RUN" "$PROBE_PROJECT" <<'PY'
 import json, os, socket, subprocess, sys
 run, project = sys.argv[1], sys.argv[2]
-def tryread(p):
-    try:
-        with open(p) as f:
-            return "READ " + f.read()[:20]
-    except Exception as e:
-        return "ERR " + type(e).__name__
-def trywrite(p):
-    try:
-        with open(p, "a") as f:
-            f.write("tampered\n")
-        return "WROTE"
-    except Exception as e:
-        return "ERR " + type(e).__name__
+%PROBE_IO%
 def connect(host, port):
     try:
         socket.create_connection((host, port), timeout=2).close()
@@ -79,6 +68,9 @@ PY
 """
 
 
+PROBE = _PROBE.replace("%PROBE_IO%", PROBE_IO.strip())
+
+
 def _backend_ready(request, backend: str) -> None:
     if backend == "local" and not bwrap_works():
         pytest.skip("no bubblewrap: the local backend's sandbox cannot be checked here")
@@ -89,8 +81,6 @@ def _backend_ready(request, backend: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "docker"])
 def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, backend):
-    from scripted_agents import make_agent
-
     from a2c.paths import project_root
     _backend_ready(request, backend)
     agent = make_agent(tmp_path, "probe", PROBE)

@@ -220,11 +220,11 @@ def test_exit_cause_names_the_memory_limit():
 
 def test_budget_limits_resolve_and_reach_the_sandbox_spec():
     from a2c.compiler.resolve import sandbox_limits as resolved
-    from a2c.runtime.run.agent import sandbox_limits
+    from a2c.runtime.run.agent import spec_limits
     budget = resolved({"memory": "2g", "cpus": 1.5, "pids": 256})
     assert budget == {"memory_mb": 2048, "cpus": 1.5, "pids": 256}
     assert resolved({}) == {}
-    assert sandbox_limits(budget) == {"mem_limit": "2048m", "cpus": 1.5, "pids": 256}
+    assert spec_limits(budget) == {"mem_limit": "2048m", "cpus": 1.5, "pids": 256}
 
 
 def test_bundle_dockerfile_takes_the_base_as_a_build_argument():

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted_agents import PROBE_IO
 
 from a2c.runtime.sandbox import SandboxSpec, get_backend
 from a2c.runtime.sandbox.local import LocalBackend, build_bwrap_argv, bwrap_works
@@ -102,18 +103,7 @@ PROBE = r"""
 import json, os, sys
 run = sys.argv[1]
 report = {}
-def tryread(p):
-    try:
-        return open(p).read()[:40]
-    except Exception as e:
-        return "ERR " + type(e).__name__
-def trywrite(p):
-    try:
-        with open(p, "a") as f:
-            f.write("tampered\n")
-        return "WROTE"
-    except Exception as e:
-        return "ERR " + type(e).__name__
+%PROBE_IO%
 report["token"] = tryread(run + "/grader/token")
 report["heldout"] = tryread(run + "/grader/heldout.jsonl")
 report["events_write"] = trywrite(run + "/events.jsonl")
@@ -125,7 +115,7 @@ report["env_token_file"] = [k for k in os.environ if "A2C" in k]
 report["workspace_write"] = trywrite("/workspace/ok.txt")
 report["net"] = sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys/class/net") else "no sys"
 open("/workspace/probe.json", "w").write(json.dumps(report))
-"""
+""".replace("%PROBE_IO%", PROBE_IO.strip())
 
 
 @pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap not available")
@@ -143,7 +133,7 @@ def test_agent_in_bwrap_cannot_read_heldout_or_token_nor_write_record(tmp_path):
     assert report["heldout"].startswith("ERR"), report
     assert report["events_write"].startswith("ERR"), report
     assert (run / "events.jsonl").read_text() == ""
-    assert report["data_read"].startswith('{"id"')
+    assert report["data_read"].startswith('READ {"id"')
     assert report["data_write"].startswith("ERR") and report["model_write"].startswith("ERR")
     assert report["workspace_write"] == "WROTE"
     assert (run / "grader" / "token").read_text() == "secret-token"
