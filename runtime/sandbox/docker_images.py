@@ -31,6 +31,8 @@ daemon runs without a bridge), so package installs reach the registries the host
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -41,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +82,32 @@ def image_cache() -> Path:
     path = Path(env) if env else Path.home() / ".cache" / "a2c" / "images"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def build_lock():
+    """One image build at a time on this machine (a file lock in the image cache): two runs,
+    trials of a sweep or CI's early `a2c images build` beside the tests, asking for the same
+    missing image wait for the first build and then find it present, instead of building it twice
+    side by side. Re-entrant within a process (ensure_run_image calls ensure_task_image)."""
+    if getattr(_held, "depth", 0):
+        _held.depth += 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
+    with open(image_cache() / "build.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def mirror() -> str:
@@ -229,6 +258,11 @@ def install_script(reqs: list[str]) -> str:
 
 def make_base(client, reqs: list[str], report: Report = print) -> Built:
     """`a2c-base:bookworm-py311-<key>`: the offline stand-in for the pinned python base."""
+    with build_lock():
+        return _make_base(client, reqs, report)
+
+
+def _make_base(client, reqs: list[str], report: Report) -> Built:
     tag, start = base_tag(reqs), time.monotonic()
     if has_image(client, tag):
         return Built(tag, False, time.monotonic() - start, "present")
@@ -305,6 +339,11 @@ def _build(client, tag: str, what: str, **kwargs) -> None:
 def ensure_task_image(client, bundle_root: Path, report: Report = print,
                       tag: str | None = None) -> Built:
     """The task bundle's image, built from its Dockerfile once per bundle digest."""
+    with build_lock():
+        return _ensure_task_image(client, bundle_root, report, tag)
+
+
+def _ensure_task_image(client, bundle_root: Path, report: Report, tag: str | None) -> Built:
     start = time.monotonic()
     tag = tag or task_tag(bundle_root)
     if tag is None:
@@ -350,6 +389,12 @@ def ensure_run_image(client, bundle_root: Path, agent_root: Path | None,
                      report: Report = print) -> Built:
     """The image a run's container starts from: the task image plus the agent layer, tagged by
     both digests; built once, reused by every run of the same task and agent bundles."""
+    with build_lock():
+        return _ensure_run_image(client, bundle_root, agent_root, report)
+
+
+def _ensure_run_image(client, bundle_root: Path, agent_root: Path | None,
+                      report: Report) -> Built:
     start = time.monotonic()
     task = ensure_task_image(client, bundle_root, report)
     tag = agent_tag(bundle_root, agent_root)

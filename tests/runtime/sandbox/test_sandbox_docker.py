@@ -252,3 +252,29 @@ def test_images_command_without_an_engine_is_one_line(monkeypatch, capsys):
         assert main(argv) != 0
         err = capsys.readouterr().err.strip()
         assert "no Docker engine is reachable" in err and "\n" not in err, err
+
+
+def test_one_image_build_at_a_time_and_reentrant(tmp_path, monkeypatch):
+    """A second builder waits for the first (then finds the image present); the lock is
+    re-entrant within a process, so ensure_run_image -> ensure_task_image cannot deadlock."""
+    import subprocess
+    import sys
+    import time
+
+    from a2c.runtime.sandbox.docker_images import build_lock
+    monkeypatch.setenv("A2C_IMAGE_CACHE", str(tmp_path))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time\nfrom a2c.runtime.sandbox.docker_images import "
+         "build_lock\nwith build_lock():\n    print('held', flush=True)\n    time.sleep(1.5)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        with build_lock():
+            waited = time.monotonic() - start
+            with build_lock():          # re-entrant
+                pass
+        assert waited > 0.8, waited
+    finally:
+        holder.wait(timeout=10)
+    assert (tmp_path / "build.lock").exists()
