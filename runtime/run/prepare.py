@@ -29,7 +29,12 @@ from a2c.runtime.run.resolve import (
     resolve_agent_bundle,
     resolve_task_bundle,
 )
-from a2c.runtime.run.scaffold import key_env_names, refuse_provider_keys, uses_gateway
+from a2c.runtime.run.scaffold import (
+    install_steps,
+    key_env_names,
+    refuse_provider_keys,
+    uses_gateway,
+)
 
 
 def grader_cfg(bundle: Path, task: dict) -> dict:
@@ -120,6 +125,11 @@ def check_options(opts: RunOptions) -> None:
 
 
 def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
+    if opts.backend == "docker" and install_steps(agent):
+        # the agent layer copies the agent bundle's files; it does not run npm/pip installs yet
+        raise RunError(f"agent {agent['id']}: the docker backend does not install a scaffold's "
+                       f"packages ({', '.join(s['shell'] for s in install_steps(agent))}) into "
+                       "its image yet; run it with --backend local")
     if opts.mode not in task.get("modes", MODES):
         raise RunError(f"task {task['id']} does not offer mode {opts.mode!r} "
                        f"(it offers {', '.join(task.get('modes', []))})")

@@ -278,3 +278,25 @@ def test_one_image_build_at_a_time_and_reentrant(tmp_path, monkeypatch):
     finally:
         holder.wait(timeout=10)
     assert (tmp_path / "build.lock").exists()
+
+
+def test_docker_backend_refuses_a_scaffold_whose_packages_it_cannot_install():
+    """The agent layer copies an agent bundle's files; a scaffold that needs npm/pip packages is
+    refused before anything is written, with the packages named and the way out."""
+    import json
+
+    from a2c.errors import RunError
+    from a2c.paths import project_root
+    from a2c.runtime.run import RunOptions
+    from a2c.runtime.run.prepare import _check_task_and_agent
+    gen = project_root() / "generated"
+    task = json.loads((gen / "arith" / "bundle.json").read_text())["task"]
+    agent = json.loads((gen / "agents" / "claude-code" / "agent.json").read_text())["agent"]
+    opts = RunOptions(bundle="arith", agent="claude-code", backend="docker",
+                      driver="scripted:sft-recipe")
+    with pytest.raises(RunError, match=r"claude-code: the docker backend does not install .*"
+                                       r"@anthropic-ai/claude-code@2\.1\.332.*--backend local"):
+        _check_task_and_agent(opts, task, agent)
+    reference = json.loads((gen / "agents" / "ref-sft" / "agent.json").read_text())["agent"]
+    _check_task_and_agent(RunOptions(bundle="arith", agent="ref-sft", backend="docker"),
+                          task, reference)
