@@ -70,30 +70,15 @@ def shaped_return(ret: float, valid: list[bool], bonus: float) -> float:
     return ret + bonus * sum(valid) / len(valid)
 
 
-def progress(episode, score_by: str = "success") -> float:
-    """The share of the game's own score the episode earned (TextWorld's points for the quest's
-    sub-goals, normalised by its max score: `Episode.reward`), when the return is success; 0
-    when the episode failed or the return already is that reward."""
-    if episode.failure or score_by != "success":
-        return 0.0
-    return max(0.0, min(1.0, float(episode.reward or 0.0)))
-
-
 def from_episode(game: str, episode, score_by: str = "success",
-                 admissible: list[list[str]] | None = None, bonus: float = 0.0,
-                 progress_bonus: float = 0.0) -> Played:
-    """`progress_bonus` x the game's score share is added to the return: the environment's own
-    partial credit for the quest's sub-goals. Unlike the valid-action bonus it cannot be earned by
-    a constant harmless action (a 12-iteration run learned to answer `inventory` at every step:
-    always valid, never winning)."""
+                 admissible: list[list[str]] | None = None, bonus: float = 0.0) -> Played:
     prompts = list(episode.info.get("prompts") or [])
     outputs = [step.output for step in episode.steps][:len(prompts)]
     valid = valid_steps(episode, admissible)
     ret = episode_return(episode, score_by)
-    shaped = shaped_return(ret, valid, bonus) + progress_bonus * progress(episode, score_by)
     return Played(game=game, prompts=prompts[:len(outputs)], outputs=outputs,
-                  ret=shaped, won=bool(episode.won),
-                  info={"return": ret, "progress": progress(episode, score_by)}, valid=valid)
+                  ret=shaped_return(ret, valid, bonus), won=bool(episode.won),
+                  info={"return": ret}, valid=valid)
 
 
 def advantages(returns: list[float], eps: float = 1e-4) -> list[float]:

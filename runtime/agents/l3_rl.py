@@ -41,8 +41,7 @@ rollouts PPO-style, but at lr 1e-4 the second step's ratio exploded, loss 3458, 
 A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
 (micro-batch rows, 4), A2C_L3_RL_MAX_GROUPS (4: informative games an update, the widest
 return spread first; one update of 8 games x 4 episodes took ~10 min at load 4-8), A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1: the
-share of steps that take a random listed action instead of the model's), A2C_L3_RL_PROGRESS_BONUS (0.5: return bonus x the share of the game's own score the
-episode earned, its points for the quest's sub-goals), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
+share of steps that take a random listed action instead of the model's), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
 actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
 """
 
@@ -170,8 +169,7 @@ def listed_actions(prompt: list[dict]) -> list[str]:
 
 
 def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, temperature: float,
-                seed: int, bonus: float = 0.0, explore: float = 0.0,
-                progress_bonus: float = 0.0) -> list[episodes.Played]:
+                seed: int, bonus: float = 0.0, explore: float = 0.0) -> list[episodes.Played]:
     """Each game played `group` times with the current policy, sampled (and `explore`: the
     share of steps taking a random listed action); one Played per episode (its return shaped by
     `bonus` for valid actions, see episodes.shaped_return)."""
@@ -179,7 +177,7 @@ def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, tem
     eps, seen = arena.play(records, policy(arena.settings(temperature, seed), explore=explore,
                                            rng=random.Random(seed)), policy.count_tokens)
     return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by, admissible=listed,
-                                  bonus=bonus, progress_bonus=progress_bonus)
+                                  bonus=bonus)
             for rec, ep, listed in zip(records, eps, seen)]
 
 
@@ -340,7 +338,6 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     group = common.env_int("A2C_L3_RL_GROUP", 8)
     temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
     bonus = common.env_float("A2C_L3_RL_VALID_BONUS", 0.1)
-    progress_bonus = common.env_float("A2C_L3_RL_PROGRESS_BONUS", 0.5)
     max_groups = common.env_int("A2C_L3_RL_MAX_GROUPS", 4)
     explore_start = common.env_float("A2C_L3_RL_EXPLORE", 0.5)
     explore_decay = common.env_float("A2C_L3_RL_EXPLORE_DECAY", 0.85)
@@ -368,24 +365,22 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         policy.sync(model)
         explore = max(explore_min, explore_start * explore_decay ** (it - 1))
         played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it,
-                             bonus=bonus, explore=explore, progress_bonus=progress_bonus)
+                             bonus=bonus, explore=explore)
         groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
                                     max_groups)
         rate = 100.0 * sum(p.info["return"] for p in played) / max(1, len(played))
-        earned = 100.0 * sum(p.info.get("progress", 0.0) for p in played) / max(1, len(played))
         valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, sum(len(p.valid)
                                                                       for p in played))
         rollout_s = time.time() - t0
         stats = update(model, tokenizer, played, groups, optimizer, lr=lr, seed=ctx.seed + it,
                        work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
         record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
-                  "score_share": round(earned, 1),
                   "valid_actions": round(valid, 1), "explore": round(explore, 3),
                   "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
                   **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
         history.append(record)
         log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
-            f"{rate:.1f}%, game score {earned:.0f}%, valid actions {valid:.0f}%, "
+            f"{rate:.1f}%, valid actions {valid:.0f}%, "
             f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
             f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
         if it % check_every == 0 and (stats.get("seconds") or 0) > 0:

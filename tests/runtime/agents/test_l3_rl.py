@@ -189,25 +189,6 @@ def test_valid_action_shaping_keeps_a_win_far_above_a_valid_loss():
     assert episodes.winners([played]) == []
 
 
-def test_progress_shaping_pays_the_games_own_sub_goals_not_a_harmless_action():
-    """The game's score share (its points for sub-goals) is added to a success return: half the
-    quest done beats an always-valid constant action; a failed episode earns no progress."""
-    half = Episode(id="g", steps=[Transition("o", "take key", 1.0, "take key"),
-                                  Transition("o", "look", 0.0, "look")], reward=0.5)
-    half.info["prompts"] = _prompts()
-    idle = Episode(id="g", steps=[Transition("o", "inventory", 0.0, "inventory"),
-                                  Transition("o", "inventory", 0.0, "inventory")], reward=0.0)
-    idle.info["prompts"] = _prompts()
-    listed = [["take key", "inventory", "look"], ["look", "inventory"]]
-    p_half = episodes.from_episode("g", half, admissible=listed, bonus=0.1, progress_bonus=0.5)
-    p_idle = episodes.from_episode("g", idle, admissible=listed, bonus=0.1, progress_bonus=0.5)
-    assert p_half.ret == pytest.approx(0.1 + 0.25) and p_idle.ret == pytest.approx(0.1)
-    assert p_half.info == {"return": 0.0, "progress": 0.5} and p_half.ret > p_idle.ret
-    assert episodes.progress(half, "reward") == 0.0        # the return is that reward already
-    half.failure = "bad_action: x"
-    assert episodes.progress(half) == 0.0
-
-
 def test_arena_notes_the_listed_actions_per_step():
     from a2c.runtime.agents.l3_rl import _Listing
 

@@ -44,8 +44,7 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0):
         def sync(self, model):
             pass
 
-    def play_groups(arena, policy, games, group, temperature, seed, bonus=0.0, explore=0.0,
-                    progress_bonus=0.0):
+    def play_groups(arena, policy, games, group, temperature, seed, bonus=0.0, explore=0.0):
         time.sleep(iteration_s)
         return [episodes.Played(str(g["id"]), [[{"role": "user", "content": g["id"]}]], ["x"],
                                 float(k == 0), won=k == 0, info={"return": float(k == 0)},
