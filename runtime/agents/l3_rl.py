@@ -34,15 +34,22 @@ route —, then runs RL from that model. `sft-only`: the warm-up only. `A2C_L3_R
 warm-up in free mode. The simpler variant, reward-filtered fine-tuning on the winning episodes'
 own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses rl-only mode).
 
-Knobs (environment): A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8), A2C_L3_RL_TEMPERATURE (1.0),
-A2C_L3_RL_LR (1e-4), A2C_L3_RL_MINIBATCHES (1: optimizer steps an update; more reuse the
-rollouts PPO-style, but at lr 1e-4 the second step's ratio exploded, loss 3458, in a probe), A2C_L3_RL_FREEZE
-(0.5: the share of decoder layers frozen from the bottom, with the embeddings), A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
-A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1), A2C_L3_RL_MICRO
-(micro-batch rows, 4), A2C_L3_RL_MAX_GROUPS (4: informative games an update, the widest
-return spread first; one update of 8 games x 4 episodes took ~10 min at load 4-8), A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1: the
-share of steps that take a random listed action instead of the model's), A2C_L3_RL_VALID_BONUS (0.1: return bonus x the share of the episode's
-actions that the environment listed as valid; 0 turns the shaping off); the warm-up takes ref-l3-sft's A2C_L3_STEPS etc.
+Knobs (environment):
+- A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8): games an iteration, episodes a game;
+- A2C_L3_RL_TEMPERATURE (1.0); A2C_L3_RL_LR (1e-4);
+- A2C_L3_RL_FREEZE (0.5): the share of decoder layers frozen from the bottom, with the
+  embeddings;
+- A2C_L3_RL_MINIBATCHES (1): optimizer steps an update (more reuse the rollouts PPO-style; at lr
+  1e-4 the second step's ratio exploded in a probe, loss 3458);
+- A2C_L3_RL_MICRO (4): micro-batch rows; A2C_L3_RL_MAX_GROUPS (4): informative games an update,
+  the widest return spread first (one update of 8 games x 4 episodes took ~10 min at load 4-8);
+- A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1): the share of steps that take
+  a random listed action instead of the model's;
+- A2C_L3_RL_VALID_BONUS (0.1): return bonus x the share of the episode's actions the environment
+  listed as valid (0: no shaping);
+- A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
+  A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1); the warm-up takes
+  ref-l3-sft's A2C_L3_STEPS etc.
 """
 
 from __future__ import annotations
