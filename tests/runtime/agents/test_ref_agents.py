@@ -86,7 +86,7 @@ def run_mod_journal(run_dir):
 @pytest.mark.slow
 def test_sft_reference_agent_beats_baseline_by_20_points(tmp_path):
     """The demo: SmolLM2-135M-Instruct + TRL SFT on arith, scored by the grader."""
-    ctx, summary = _reference_run(tmp_path, "ref-sft", "7m")
+    ctx, summary = _reference_run(tmp_path, "ref-sft", "5m")
     assert summary["status"] == "finished"
     assert summary["submissions"] == 2 and summary["valid_submissions"] == 2
     assert summary["best_score"] >= summary["baseline_score"] + 20, summary
