@@ -14,10 +14,14 @@ import os
 import shutil
 import subprocess
 import tempfile
-import tomllib
 from pathlib import Path
 
 import nox
+
+try:
+    import tomllib
+except ModuleNotFoundError:     # Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent
 VENV_BIN = ROOT / ".venv" / "bin"

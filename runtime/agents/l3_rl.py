@@ -35,18 +35,23 @@ warm-up in free mode. The simpler variant, reward-filtered fine-tuning on the wi
 own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses rl-only mode).
 
 Knobs (environment):
-- A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (8): games an iteration, episodes a game;
+- A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (4): games an iteration, episodes a game (32 episodes,
+  ~50 s of rollouts on 2 cores);
 - A2C_L3_RL_TEMPERATURE (1.0); A2C_L3_RL_LR (1e-4);
 - A2C_L3_RL_FREEZE (0.5): the share of decoder layers frozen from the bottom, with the
   embeddings;
 - A2C_L3_RL_MINIBATCHES (1): optimizer steps an update (more reuse the rollouts PPO-style; at lr
   1e-4 the second step's ratio exploded in a probe, loss 3458);
-- A2C_L3_RL_MICRO (4): micro-batch rows; A2C_L3_RL_MAX_GROUPS (4): informative games an update,
-  the widest return spread first (one update of 8 games x 4 episodes took ~10 min at load 4-8);
+- A2C_L3_RL_MICRO (4): micro-batch rows; A2C_L3_RL_MAX_GROUPS (8): informative games an update,
+  the widest return spread first (all 8 games x 4 episodes: ~90 s at load ~2; 4 of them ~45 s,
+  but with half the signal the measured run learned far less in the same budget);
 - A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1): the share of steps that take
   a random listed action instead of the model's;
 - A2C_L3_RL_VALID_BONUS (0.1): return bonus x the share of the episode's actions the environment
-  listed as valid (0: no shaping);
+  listed as valid (0: no shaping); A2C_L3_RL_VALID_UNTIL (0.8): the bonus ends for good once the
+  model's own actions (explored steps not counted) are valid this often in an iteration — the
+  format is learned, and a bonus kept beyond that was measured to pull the policy onto one
+  always-valid action (`inventory` at every step) instead of the quest's;
 - A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
   A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1); the warm-up takes
   ref-l3-sft's A2C_L3_STEPS etc.
@@ -186,6 +191,13 @@ def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, tem
     return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by, admissible=listed,
                                   bonus=bonus)
             for rec, ep, listed in zip(records, eps, seen)]
+
+
+def own_valid_share(played: list[episodes.Played], explored: int) -> float:
+    """The share of the model's own actions that were valid: explored steps (a random listed
+    action, always valid) are taken out of both counts."""
+    steps = sum(len(p.valid) for p in played) - explored
+    return max(0, sum(sum(p.valid) for p in played) - explored) / steps if steps > 0 else 0.0
 
 
 def greedy_success(arena: Arena, policy: Policy, games: list[dict]) -> float:
@@ -342,10 +354,11 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     log(f"policy: {frozen} lower layers and the embeddings frozen, lr {lr:g}", event="note")
     n_games = common.env_int("A2C_L3_RL_GAMES", 8)
-    group = common.env_int("A2C_L3_RL_GROUP", 8)
+    group = common.env_int("A2C_L3_RL_GROUP", 4)
     temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
     bonus = common.env_float("A2C_L3_RL_VALID_BONUS", 0.1)
-    max_groups = common.env_int("A2C_L3_RL_MAX_GROUPS", 4)
+    valid_until = common.env_float("A2C_L3_RL_VALID_UNTIL", 0.8)
+    max_groups = common.env_int("A2C_L3_RL_MAX_GROUPS", 8)
     explore_start = common.env_float("A2C_L3_RL_EXPLORE", 0.5)
     explore_decay = common.env_float("A2C_L3_RL_EXPLORE_DECAY", 0.85)
     explore_min = common.env_float("A2C_L3_RL_EXPLORE_MIN", 0.1)
@@ -376,18 +389,24 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
                                     max_groups)
         rate = 100.0 * sum(p.info["return"] for p in played) / max(1, len(played))
-        valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, sum(len(p.valid)
-                                                                      for p in played))
+        steps = sum(len(p.valid) for p in played)
+        valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, steps)
+        own_valid = own_valid_share(played, policy.explored)
+        if bonus > 0 and own_valid >= valid_until:
+            log(f"iteration {it}: the model's own actions are valid {100 * own_valid:.0f}% of "
+                f"the time; the valid-action bonus ends", event="note")
+            bonus = 0.0
         rollout_s = time.time() - t0
         stats = update(model, tokenizer, played, groups, optimizer, lr=lr, seed=ctx.seed + it,
                        work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
         record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
-                  "valid_actions": round(valid, 1), "explore": round(explore, 3),
+                  "valid_actions": round(valid, 1), "own_valid_actions": round(100 * own_valid, 1),
+                  "explore": round(explore, 3),
                   "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
                   **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
         history.append(record)
         log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
-            f"{rate:.1f}%, valid actions {valid:.0f}%, "
+            f"{rate:.1f}%, valid actions {valid:.0f}% (the model's own {100 * own_valid:.0f}%), "
             f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
             f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
         if it % check_every == 0 and (stats.get("seconds") or 0) > 0:

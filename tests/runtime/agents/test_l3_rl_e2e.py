@@ -1,14 +1,18 @@
-"""End to end: `a2c run textquest --agent ref-l3-rl --mode rl-only` with SmolLM2 on the CPU.
+"""End to end: `a2c run textquest-short --agent ref-l3-rl --mode rl-only` with SmolLM2 on the CPU.
 
 The agent plays the training games with its own policy, GRPO-updates it from those episodes (no
-supervised step anywhere) and submits; the grading service plays the submitted model on the
+supervised step anywhere) and submits; the grading service plays the submitted model on the 32
 held-out games. This test proves the route through the bundle's own tools inside the sandbox and
 the budget: at least one GRPO update from informative episode groups, a valid submission scored
 on the held-out games, the report's route "GRPO (online rollouts)" with no warm-up and an rl-only
-compliance line that says `complies`. A held-out *gain* needs more updates than CI's 2 cores give
-in a few minutes (docs/level3.md, "Reference agent: online RL": ~3 minutes an iteration); set
-A2C_L3_RL_TEST_GAIN=1 (and a longer A2C_L3_RL_TEST_BUDGET) to assert one whose interval excludes
-zero. Slow (CI: --runslow).
+compliance line that says `complies`.
+
+A held-out *gain* needs more iterations than CI can give this test on 2 cores: on
+textquest-short, 12-minute runs with the agent's defaults (about 150 s an iteration) reached
+0 -> 31.2 (95% CI 15.6-46.9) in one of three (docs/level3.md, "Reference agent: online RL").
+A2C_L3_RL_TEST_GAIN=1 asserts one whose interval excludes zero, with the agent's defaults and
+A2C_L3_RL_TEST_BUDGET (default then 20m); A2C_L3_RL_TEST_TASK=textquest runs it on the two-step
+quests. Slow (CI: --runslow, about 6 minutes).
 """
 
 from __future__ import annotations
@@ -20,22 +24,25 @@ import pytest
 
 from a2c.runtime import run as run_mod
 
-# What CI can afford on 2 CPU cores (docs/level3.md, "Reference agent: online RL").
-CI_KNOBS = {"A2C_L3_RL_GAMES": "4", "A2C_L3_RL_GROUP": "4", "A2C_L3_RL_MAX_GROUPS": "2",
-            "A2C_L3_RL_EXPLORE": "0.6", "A2C_L3_RL_CHECK_EVERY": "2"}
-CI_BUDGET = os.environ.get("A2C_L3_RL_TEST_BUDGET", "5m")
 ASSERT_GAIN = os.environ.get("A2C_L3_RL_TEST_GAIN") == "1"
+TASK = os.environ.get("A2C_L3_RL_TEST_TASK", "textquest-short")
+BUDGET = os.environ.get("A2C_L3_RL_TEST_BUDGET", "20m" if ASSERT_GAIN else "5m")
+# What CI can afford for the route alone: 4 games x 4 episodes an iteration, 2 of them in the
+# update (~60-100 s an iteration); with ASSERT_GAIN the agent's own defaults.
+CI_KNOBS = {} if ASSERT_GAIN else {"A2C_L3_RL_GAMES": "4", "A2C_L3_RL_MAX_GROUPS": "2",
+                                   "A2C_L3_RL_CHECK_EVERY": "2"}
 
 
 @pytest.mark.slow
-def test_textquest_ref_l3_rl_rl_only_learns_from_its_own_episodes(tmp_path):
+@pytest.mark.timeout(2400)
+def test_ref_l3_rl_rl_only_learns_from_its_own_episodes(tmp_path):
     from a2c.analysis.report import build_report
     from a2c.analysis.training_methods import ONLINE_GRPO
 
-    opts = run_mod.RunOptions(bundle="textquest", agent="ref-l3-rl", mode="rl-only",
-                              budget=CI_BUDGET, runs_dir=tmp_path / "runs",
+    opts = run_mod.RunOptions(bundle=TASK, agent="ref-l3-rl", mode="rl-only", budget=BUDGET,
+                              runs_dir=tmp_path / "runs",
                               agent_env={**CI_KNOBS, **{k: v for k, v in os.environ.items()
-                                                        if k.startswith("A2C_L3_RL_")}})
+                                         if k.startswith("A2C_L3_RL_") and "_TEST_" not in k}})
     ctx = run_mod.prepare(opts, report=lambda _: None)
     summary = run_mod.execute(ctx, report=lambda _: None)
     run_dir = ctx.run_dir
@@ -61,6 +68,6 @@ def test_textquest_ref_l3_rl_rl_only_learns_from_its_own_episodes(tmp_path):
     assert route["methods"] == [ONLINE_GRPO], route["methods"]
     assert route["compliance"]["verdict"] == "complies", route["compliance"]
     assert "GRPO from online rollouts, no warm-up" in route["compliance"]["detail"]
-    print(f"\ntextquest rl-only: baseline {baseline['score']:.1f}, best {best['score']:.1f} "
+    print(f"\n{TASK} rl-only: baseline {baseline['score']:.1f}, best {best['score']:.1f} "
           f"CI {best['ci95']}, agent {summary.get('agent_s', '?')} s; "
           f"{route['compliance']['detail']}")

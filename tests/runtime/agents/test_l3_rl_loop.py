@@ -33,10 +33,13 @@ def workspace(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0):
-    calls = {"submits": [], "updates": 0, "warmups": 0, "start": None}
+def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
+          valid_steps: tuple[bool, ...] = (True, True)):
+    calls = {"submits": [], "updates": 0, "warmups": 0, "start": None, "bonuses": []}
 
     class FakePolicy:
+        explored = 0          # steps that took a random listed action instead of the model's
+
         def __init__(self, model_dir, options):
             calls["start"] = Path(model_dir).name
             self.backend = type("B", (), {"close": lambda self: None})()
@@ -46,9 +49,14 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0):
 
     def play_groups(arena, policy, games, group, temperature, seed, bonus=0.0, explore=0.0):
         time.sleep(iteration_s)
-        return [episodes.Played(str(g["id"]), [[{"role": "user", "content": g["id"]}]], ["x"],
-                                float(k == 0), won=k == 0, info={"return": float(k == 0)},
-                                valid=[True]) for g in games for k in range(group)]
+        calls["bonuses"].append(bonus)
+        played = [episodes.Played(str(g["id"]), [[{"role": "user", "content": g["id"]}]],
+                                  ["x", "y"], float(k == 0), won=k == 0,
+                                  info={"return": float(k == 0)}, valid=list(valid_steps))
+                  for g in games for k in range(group)]
+        # the exploration took the first step of every episode
+        policy.explored = len(played)
+        return played
 
     def update(model, tokenizer, played, groups, optimizer, **kwargs):
         calls["updates"] += 1
@@ -106,3 +114,28 @@ def test_free_mode_starts_from_the_warm_up(workspace, monkeypatch):
     assert l3_rl.main([], update=update) == 0
     assert calls["warmups"] == 1 and calls["start"] == "l3-sft"
     assert "after the warm-up" in calls["submits"][0][1]
+
+
+def test_own_valid_share_leaves_the_explored_steps_out():
+    played = [episodes.Played("g", [], [], 0.0, valid=[True, False]),
+              episodes.Played("g", [], [], 0.0, valid=[True, True])]
+    # 4 steps, 2 of them explored (valid by construction): the model's own 2 steps, 1 valid
+    assert l3_rl.own_valid_share(played, explored=2) == 0.5
+    assert l3_rl.own_valid_share(played, explored=0) == 0.75
+    assert l3_rl.own_valid_share(played, explored=4) == 0.0      # no step of its own
+
+
+@pytest.mark.parametrize("valid_steps, bonus_ends", [((True, True), True),
+                                                     ((True, False), False)])
+def test_the_valid_bonus_ends_once_the_models_own_actions_are_valid(
+        workspace, monkeypatch, valid_steps, bonus_ends):
+    monkeypatch.setenv("A2C_MODE", "rl-only")
+    monkeypatch.setenv("A2C_DEADLINE", str(time.time() + 3600))
+    monkeypatch.setenv("A2C_L3_RL_MAX_ITERS", "3")
+    monkeypatch.setenv("A2C_L3_RL_VALID_BONUS", "0.1")
+    calls, update = _fake(monkeypatch, [0.0] * 3, valid_steps=valid_steps)
+    assert l3_rl.main([], update=update) == 0
+    # every episode's second step is the model's own: valid (100 % >= 80 %) or not (0 %)
+    assert calls["bonuses"] == ([0.1, 0.0, 0.0] if bonus_ends else [0.1, 0.1, 0.1])
+    history = json.loads((workspace / "tmp" / "l3-rl-history.json").read_text())
+    assert [h["own_valid_actions"] for h in history] == [100.0 if bonus_ends else 0.0] * 3
