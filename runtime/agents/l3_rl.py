@@ -38,7 +38,7 @@ Knobs (environment):
 - A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (4): games an iteration, episodes a game (32 episodes,
   ~50 s of rollouts on 2 cores);
 - A2C_L3_RL_TEMPERATURE (1.0); A2C_L3_RL_LR (2e-4: on textquest-short's 12-minute runs 1e-4
-  gained in one of two seeds, 2e-4 in both);
+  gained in one of two seeds, 2e-4 in three of three);
 - A2C_L3_RL_FREEZE (0.5): the share of decoder layers frozen from the bottom, with the
   embeddings;
 - A2C_L3_RL_MINIBATCHES (1): optimizer steps an update (more reuse the rollouts PPO-style; at lr
