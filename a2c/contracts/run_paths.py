@@ -11,6 +11,7 @@
       logs/        agent.log, commands.log, transcript.<ext>, grader.log
       bundle/      the task bundle the run used
       env-sockets/ the environment gateways' sockets (mounted at /run/a2c/env in the sandbox)
+      agent-tmp/   the agent's /tmp (bound at /tmp in the sandbox)
 
 Nothing else in the runtime spells these names: the run, the grader service and the baseline all
 take their paths from here. Light on purpose (the grader service imports it).
@@ -254,6 +255,13 @@ class RunPaths:
         """RUN/agent-home: the scaffold's HOME (configuration, caches, native session logs),
         writable by the agent, bound at /run/a2c/home; outside the workspace snapshots."""
         return self.root / "agent-home"
+
+    @property
+    def agent_tmp(self) -> Path:
+        """RUN/agent-tmp: the agent's /tmp (mode 0700, owned by the agent's uid), a host folder
+        rather than a tmpfs so the recorder can keep scripts the agent ran from /tmp; outside
+        the workspace snapshots."""
+        return self.root / "agent-tmp"
 
     @property
     def trajectory(self) -> Path:

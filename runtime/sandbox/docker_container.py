@@ -98,11 +98,10 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
         kwargs["memswap_limit"] = spec.mem_limit
     if spec.cpus:
         kwargs["nano_cpus"] = int(spec.cpus * 1e9)
-    if spec.gpus:
+    if spec.gpu_ids:
         import docker.types
-        count = -1 if spec.gpus < 0 else int(spec.gpus)
-        kwargs["device_requests"] = [docker.types.DeviceRequest(count=count,
-                                                                capabilities=[["gpu"]])]
+        kwargs["device_requests"] = [docker.types.DeviceRequest(
+            device_ids=list(spec.gpu_ids), capabilities=[["gpu"]])]
     return kwargs
 
 

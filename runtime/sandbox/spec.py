@@ -39,10 +39,11 @@ class SandboxSpec:
     env_sockets: Path | None = None     # environment gateways' sockets (rw), at /run/a2c/env
     driver_socket: Path | None = None   # the driver gateway's socket, at /run/a2c/driver.sock
     agent_home: Path | None = None      # the scaffold's HOME (rw), at /run/a2c/home
+    agent_tmp: Path | None = None       # the agent's /tmp (rw, RUN/agent-tmp); None: a tmpfs
+    gpu_ids: tuple[str, ...] = ()       # host GPU indices the agent gets ("1",): both backends
     # docker only
     bundle_root: Path | None = None     # build context (the bundle's Dockerfile)
     image: str | None = None
-    gpus: int = 0
     mem_limit: str | None = None
     cpus: float | None = None
     pids: int | None = None             # processes and threads (docker's pids limit)

@@ -21,7 +21,7 @@ def _spec(tmp_path: Path, **kw) -> SandboxSpec:
 
 
 def test_container_kwargs_mounts_limits_network(tmp_path):
-    kw = container_kwargs(_spec(tmp_path, gpus=2, mem_limit="16g", cpus=4), "img:1")
+    kw = container_kwargs(_spec(tmp_path, gpu_ids=("0", "2"), mem_limit="16g", cpus=4), "img:1")
     assert kw["image"] == "img:1"
     vols = kw["volumes"]
     assert vols[str(tmp_path / "w")] == {"bind": "/workspace", "mode": "rw"}
@@ -31,7 +31,7 @@ def test_container_kwargs_mounts_limits_network(tmp_path):
     assert kw["network_mode"] == "none"
     assert kw["mem_limit"] == "16g" and kw["nano_cpus"] == 4_000_000_000
     (req,) = kw["device_requests"]
-    assert req["Count"] == 2 and req["Capabilities"] == [["gpu"]]
+    assert req["DeviceIDs"] == ["0", "2"] and req["Capabilities"] == [["gpu"]]
     env = kw["environment"]
     assert env["A2C_GRADER_URL"] == "unix:/run/a2c/grader.sock"
     assert env["A2C_DATA_DIR"] == "/data" and env["A2C_TOKEN"] == "t"
