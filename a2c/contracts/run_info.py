@@ -75,6 +75,9 @@ class RunInfo:
     transcript: Any = UNSET           # str | None, at the end
     driver_usage: Any = UNSET         # dict: the gateway's totals (calls, tokens, cost)
     agent_log_tail: Any = UNSET       # list[str]: the agent log's last lines, on failure
+    # the local backend's resource limits as its cgroup holds them, when the agent starts:
+    # {memory|cpus|pids: {asked, enforced, why}, cgroup: v1|v2|none} (runtime/sandbox/cgroups.py)
+    limits: Any = UNSET               # dict
     # with a final split (scoring.final), at the end: the counted submission's and the base
     # model's score on the final items, and the selection gap (gain on feedback - gain on final)
     final_split_score: Any = UNSET    # float | None

@@ -157,8 +157,9 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
 
 
 def spec_limits(budget: dict) -> dict:
-    """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields (the
-    docker backend enforces them)."""
+    """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields, for
+    every backend: docker's engine enforces them, the local backend a cgroup per run
+    (sandbox/cgroups.py)."""
     limits: dict = {}
     if budget.get("memory_mb"):
         limits["mem_limit"] = f"{int(budget['memory_mb'])}m"

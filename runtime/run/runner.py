@@ -460,7 +460,12 @@ class Runner:
                                      "isolation": backend.isolation, "resumed": resumed})
         self.report(f"launching agent {run.agent} ({backend.isolation} sandbox), "
                     f"budget {format_duration(guard.remaining())}")
-        info = self.supervise(self.launch_agent(backend), guard)
+        proc = self.launch_agent(backend)
+        if getattr(proc, "limits", None):   # the local backend's cgroup: what it enforces
+            run["limits"] = proc.limits
+            if proc.limits_warning:
+                self.report(proc.limits_warning)
+        info = self.supervise(proc, guard)
         run.agent_exit = {k: info[k] for k in ("returncode", "reason")}
         data = {"returncode": info["returncode"], "reason": info["reason"]}
         if info.get("cause"):

@@ -6,8 +6,10 @@ imports read-only (view.py: no specs, compiler, templates, analysis, grading ser
 package data holding held-out items), `/data` and `/model` read-only, `/workspace` read-write,
 the grader's socket at `/run/a2c/grader.sock`, its own /tmp, /proc and /dev. Every namespace is
 unshared (no network but its own loopback), it dies with the runtime, and it runs in a new
-session. The held-out data, the grader's directory (token, config) and the run record are not
-mounted, so they do not exist inside. The agent never runs as root (privileges.py): a root
+session. The task's memory, CPU and process limits hold for its whole tree through a cgroup of
+the run's own (cgroups.py; a limit the host cannot enforce is said and recorded). The held-out
+data, the grader's directory (token, config) and the run record are not mounted, so they do not
+exist inside. The agent never runs as root (privileges.py): a root
 runtime makes it an unprivileged uid with no capabilities. Without bubblewrap the agent runs
 unconfined, with a loud warning and `isolation: none`, and never as root unless
 `A2C_UNSAFE_ROOT_AGENT=1` says so for debugging.
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.runtime.sandbox import SandboxSpec, view
+from a2c.runtime.sandbox.cgroups import AgentCgroup
 from a2c.runtime.sandbox.privileges import (
     UNSAFE_ROOT_VAR,
     AgentIds,
@@ -198,7 +201,12 @@ def agent_env(spec: SandboxSpec, confined: bool) -> dict[str, str]:
 
 
 class LocalProcess:
-    def __init__(self, popen: subprocess.Popen, marker: str, log_handle):
+    def __init__(self, popen: subprocess.Popen, marker: str, log_handle,
+                 cgroup: AgentCgroup | None = None):
+        self.cgroup = cgroup    # the run's resource limits (cgroups.py); run.json's `limits`
+        self.limits = cgroup.record() if cgroup else {}
+        self.limits_warning = cgroup.warning() if cgroup else None
+        self._cause: str | None = None
         self.popen = popen
         self.pid = popen.pid
         self.pgid = popen.pid  # start_new_session: the leader's pid is the group id
@@ -231,6 +239,15 @@ class LocalProcess:
     def close(self) -> None:
         if self._log and not self._log.closed:
             self._log.close()
+        if self.cgroup is not None and self.cgroup.active:   # what is left inside dies with it
+            self._cause = self.cgroup.exit_cause()
+            self.cgroup.close()
+
+    def exit_cause(self) -> str | None:
+        """Why the agent ended where its exit code does not say (the cgroup's OOM kill)."""
+        if self._cause is None and self.cgroup is not None and self.cgroup.active:
+            return self.cgroup.exit_cause()
+        return self._cause
 
 
 def _inside(root: Path, paths) -> list[Path]:
@@ -306,11 +323,14 @@ class LocalBackend:
             spec.command_log.touch(exist_ok=True)
         self._grant(spec)
         log = open(spec.log_path, "ab", buffering=0)
+        cgroup = AgentCgroup.create(spec.marker, spec.mem_limit, spec.cpus, spec.pids)
         try:
             popen = subprocess.Popen(self.command_line(spec), cwd=spec.workspace, env=env,
                                      stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as exc:
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=cgroup.enter if cgroup.active else None)
+        except (OSError, subprocess.SubprocessError) as exc:
             log.close()
+            cgroup.close()
             raise RunError(f"could not start the agent: {exc}") from exc
-        return LocalProcess(popen, spec.marker, log)
+        return LocalProcess(popen, spec.marker, log, cgroup)
