@@ -30,7 +30,7 @@ from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.paths import SPECS_DIR, config_dir, project_root
 
-from .prices import price_for
+from .prices import pinned_models, price_for
 from .wires import WIRES
 
 SCHEMA_FILE = Path(__file__).with_name("drivers.schema.json")
@@ -263,7 +263,8 @@ def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
         key = "a2c-drv-" + secrets.token_urlsafe(32)
         write_bytes_atomic(paths.driver_key, key.encode() + b"\n", mode=0o600)
     price = price_for(resolved["model"])
-    config = {"version": CONFIG_VERSION, "driver": driver, **resolved,
+    models = pinned_models(resolved["model"], resolved["allow_models"])
+    config = {"version": CONFIG_VERSION, "driver": driver, **resolved, "models": models,
               "budget": _budget(budget), "price": price,
               "socket": str(paths.driver_socket)}
     write_json_atomic(paths.driver_config, config, mode=0o600)

@@ -26,12 +26,13 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.timefmt import iso_utc
 
+from .admission import Reservation
 from .prices import cost_usd
 from .wires import Usage
 
 COUNTERS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
             "tokens", "cost_usd", "errors", "refused", "unpriced_calls", "usage_missing_calls")
-LIMITS = (("tokens", "driver_tokens"), ("cost_usd", "driver_cost_usd"), ("calls", "driver_calls"))
+LIMIT_KEY = {"tokens": "driver_tokens", "cost_usd": "driver_cost_usd", "calls": "driver_calls"}
 
 
 def sha256(data: bytes) -> str:
@@ -71,31 +72,83 @@ class Ledger:
         self.paths.driver_blobs.mkdir(parents=True, exist_ok=True)
         self.events = events or EventLog(self.paths.events)
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._inflight = 0
+        self._reserved_tokens = 0
+        self._reserved_cost = 0.0
         self._queue: queue.Queue = queue.Queue()
         self._writer = threading.Thread(target=self._write_loop, name="ledger-writer",
                                         daemon=True)
         self._writer.start()
 
     # ------------------------------------------------------------------ budget
-    def admit(self) -> tuple[str, float, float] | None:
-        """Reserve a generation call, or say which limit is spent: (limit, budget, used).
-        The limit names are the event's: tokens | cost_usd | calls."""
-        with self._lock:
-            t = self.totals
-            for limit, key in LIMITS:
-                cap = self.budget.get(key)
-                if cap is None:
-                    continue
-                used = t[limit] + (self._inflight if limit == "calls" else 0)
-                if used >= cap:
-                    return limit, cap, t[limit]
-            self._inflight += 1
-            return None
+    def admit(self, input_tokens: int, output_cap: int, candidates: int = 1,
+              wait_s: float = 0.0) -> Reservation | tuple[str, float, float]:
+        """Reserve a generation call's worst case, or say which limit is spent: (limit,
+        budget, used), the limit names being the event's (tokens | cost_usd | calls).
 
-    def release(self) -> None:
-        with self._lock:
-            self._inflight -= 1
+        The reservation's output cap is lowered to what the token and cost budgets have left
+        after the metered totals and every reservation in flight, so calls admitted together
+        cannot pass a budget by more than the error of the input estimate. When only calls in
+        flight stand in the way, admission waits (up to `wait_s`) for them to settle."""
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while True:
+                found = self._grant(input_tokens, output_cap, candidates)
+                if isinstance(found, Reservation):
+                    self._inflight += 1
+                    self._reserved_tokens += found.tokens
+                    self._reserved_cost += found.cost_usd
+                    return found
+                limit, settled_room = found
+                left = deadline - time.monotonic()
+                if not settled_room or self._inflight == 0 or left <= 0:
+                    return limit, self.budget[LIMIT_KEY[limit]], self.totals[limit]
+                self._cond.wait(left)
+
+    def _grant(self, input_tokens: int, output_cap: int, candidates: int):
+        """Under the lock: a Reservation, or (the limit in the way, whether it would leave
+        room once the calls in flight settle)."""
+        t, b = self.totals, self.budget
+        if b.get("driver_calls") is not None and t["calls"] + self._inflight >= \
+                b["driver_calls"]:
+            return "calls", False
+        wanted = out = output_cap * candidates
+        if b.get("driver_tokens") is not None:
+            settled = b["driver_tokens"] - t["tokens"] - input_tokens
+            out = min(out, settled - self._reserved_tokens)
+            if out < candidates:
+                return "tokens", settled >= candidates
+        in_price, out_price = self._unit_prices()
+        if b.get("driver_cost_usd") is not None and out_price:
+            settled = b["driver_cost_usd"] - t["cost_usd"] - input_tokens * in_price
+            out = min(out, int((settled - self._reserved_cost) / out_price))
+            if out < candidates:
+                return "cost_usd", settled >= candidates * out_price
+        cap = out // candidates if out < wanted else output_cap
+        cost = input_tokens * in_price + cap * candidates * out_price
+        return Reservation(input_tokens, cap, candidates, cost)
+
+    def _unit_prices(self) -> tuple[float, float]:
+        """USD per token: the dearest input rate (a cache write may cost more than input) and
+        the output rate; (0, 0) for an unpriced model."""
+        p = self.price or {}
+        ins = [float(p[k]) for k in ("input", "cache_write", "cache_read") if k in p]
+        return (max(ins, default=0.0) / 1e6, float(p.get("output", 0)) / 1e6)
+
+    def release(self, res: Reservation | None) -> None:
+        """Drop a call's reservation (once; `record` does it with the metered usage)."""
+        with self._cond:
+            self._release(res)
+
+    def _release(self, res: Reservation | None) -> None:
+        if res is None or res.released:
+            return
+        res.released = True
+        self._inflight -= 1
+        self._reserved_tokens -= res.tokens
+        self._reserved_cost -= res.cost_usd
+        self._cond.notify_all()
 
     def exhausted(self, limit: str, cap: float, used: float) -> None:
         """The first refusal for a spent budget: one `driver_budget_exhausted` event."""
@@ -113,8 +166,10 @@ class Ledger:
     def record(self, *, wire: str | None, path: str, model: str | None, stream: bool,
                status: int, usage: Usage | None, latency_ms: float | None, duration_ms: float,
                request: bytes, response: bytes, error: str | None, generation: bool,
-               forwarded: bool) -> dict[str, Any]:
-        """Count one call (in memory, now) and queue its event, blobs and totals."""
+               forwarded: bool, reservation: Reservation | None = None,
+               charged: bool = False) -> dict[str, Any]:
+        """Count one call (in memory, now), replace its reservation by it, and queue its event,
+        blobs and totals. `charged`: the usage is the reservation, the provider reported none."""
         u = usage or Usage()
         cost = cost_usd(self.price, u.input_tokens, u.output_tokens, u.cache_read_tokens,
                         u.cache_write_tokens) if forwarded else 0.0
@@ -123,15 +178,17 @@ class Ledger:
             t = self.totals
             seq = t["seq"]
             t["seq"] = seq + 1
+            self._release(reservation)
+            missing = generation and forwarded and (charged or not u.seen and status < 400)
             if generation and forwarded:
                 t["calls"] += 1
-                if not u.seen and status < 400:
+                if missing:
                     t["usage_missing_calls"] += 1
                 if self.price is None and u.seen:
                     t["unpriced_calls"] += 1
             if status >= 400 or error not in (None, "client_gone"):
                 t["errors"] += 1            # refused or failed (a broken stream included)
-            if not forwarded:
+            if not forwarded and status >= 400:
                 t["refused"] += 1
             for k in ("input_tokens", "output_tokens", "cache_read_tokens",
                       "cache_write_tokens"):
@@ -158,8 +215,7 @@ class Ledger:
                            latency_ms=None if latency_ms is None else round(latency_ms, 3),
                            duration_ms=round(duration_ms, 3), request_sha256=req_sha,
                            response_sha256=resp_sha, error=error,
-                           usage_missing=True if generation and forwarded and not u.seen
-                           and status < 400 else None)
+                           usage_missing=True if missing else None)
         self._queue.put(("call", event, snapshot, ((req_sha, request), (resp_sha, response))))
         return snapshot
 

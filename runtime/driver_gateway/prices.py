@@ -26,15 +26,44 @@ def load_prices(path: str | None = None) -> dict[str, Any]:
             "checked": data.get("checked")}
 
 
+def entry_name(model: str, table: dict[str, Any] | None = None) -> str | None:
+    """The entry a model id names exactly: the entry itself, an alias or a declared snapshot
+    (never by prefix)."""
+    table = table or load_prices()
+    models = table["models"]
+    name = table["aliases"].get(model, model)
+    if name in models:
+        return name
+    return next((k for k, e in models.items() if model in (e.get("snapshots") or [])), None)
+
+
+def pinned_models(model: str, allow: list[str] | tuple = (),
+                  table: dict[str, Any] | None = None) -> list[str]:
+    """Every model id a run pinned to `model` may name: it, and for it and each of `allow`
+    the entry it names with that entry's aliases and declared snapshots. An explicit list,
+    written into gateway.json: a digit suffix or a prefix never widens it."""
+    table = table or load_prices()
+    out: list[str] = []
+    for m in (model, *allow):
+        family = [m]
+        name = entry_name(m, table)
+        if name:
+            family += [name, *(table["models"][name].get("snapshots") or []),
+                       *(a for a, t in table["aliases"].items() if t == name)]
+        out += [f for f in family if f not in out]
+    return out
+
+
 def price_for(model: str | None, table: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The table entry for `model` (exact, alias, then the longest known prefix; a vendor
-    prefix such as `anthropic/` or `models/` is dropped first), with `model` set to the key."""
+    """The table entry for `model` (exact, alias, snapshot, then the longest known prefix; a
+    vendor prefix such as `anthropic/` or `models/` is dropped first), with `model` set to the
+    key."""
     if not model:
         return None
     table = table or load_prices()
-    models, aliases = table["models"], table["aliases"]
+    models = table["models"]
     name = model.rsplit("/", 1)[-1]
-    name = aliases.get(name, name)
+    name = entry_name(name, table) or name
     if name not in models:
         best = max((k for k in models if name.startswith(k + "-") or name.startswith(k + "@")),
                    key=len, default=None)

@@ -3,16 +3,16 @@ agent's model calls to the configured upstream, and meters, limits and records e
 
     python -m a2c.runtime.driver_gateway RUN_DIR     # reads RUN/driver/gateway.json
 
-Per request: the per-run key is checked (any of the four header styles, or `?key=`), the wire
-is read from the path, a generation call's model is checked against the pinned one and the
-budget is checked; then the request goes upstream with the provider's key (from this process's
-environment) in place of the run key, and the answer comes back chunk by chunk as it arrives
-(an SSE stream is never buffered whole) while `UsageMeter` reads the usage fields out of the
-passing bytes. Everything the gateway answers itself (refusals, upstream failures) is a body in
-the wire's own error format, and everything is recorded by the `Ledger`.
-
-The upstream is reached with http.client (HTTPS for https:// URLs), over a small pool of
-keep-alive connections so a call to a remote provider does not pay a TLS handshake each time.
+Per request: the per-run key is checked (any of the four header styles, or `?key=`); the
+request target must be one route of the allow-list (routes.check_target: generation, token
+counting, and model lists the gateway answers itself); the model named must be one of the run's
+pinned ids; a generation call is admitted by the ledger, which reserves its worst case
+(admission) and lowers its output cap to what the budget has left. Then the request goes
+upstream with the provider's key in place of the run key and only the allowed headers, and the
+answer comes back chunk by chunk as it arrives (an SSE stream is never buffered whole) while
+`UsageMeter` reads the usage fields out of the passing bytes. Everything the gateway answers
+itself (refusals, upstream failures) is a body in the wire's own error format, and everything
+is recorded by the `Ledger`; nothing refused ever reaches the upstream.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import socketserver
 import sys
 import threading
@@ -35,69 +34,18 @@ from typing import Any
 from a2c.contracts.run_paths import RunPaths
 from a2c.fsutil import write_json_atomic
 
+from . import admission
+from .admission import Reservation
 from .config import read_config, read_key
 from .ledger import Ledger
-from .wires import (
-    BUDGET_STATUS,
-    Route,
-    UsageMeter,
-    error_body,
-    normalize,
-    request_model,
-    request_streams,
-    route,
-)
+from .routes import Refused, Target, check_target, guess_wire
+from .upstream import Upstream
+from .wires import BUDGET_STATUS, UsageMeter, error_body, request_streams
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
-AUTH_HEADERS = {"x-api-key", "authorization", "x-goog-api-key", "api-key"}
-WIRE_AUTH = {"anthropic": "x-api-key", "openai-chat": "bearer", "openai-responses": "bearer",
-             "gemini": "x-goog-api-key"}
 READ_CHUNK = 65536
-
-
-class Upstream:
-    """The upstream base URL and a pool of idle keep-alive connections to it."""
-
-    def __init__(self, base_url: str, timeout: float, connect_timeout: float):
-        url = urllib.parse.urlsplit(base_url)
-        self.https = url.scheme == "https"
-        self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or (443 if self.https else 80)
-        self.prefix = url.path.rstrip("/")
-        self.base_url = base_url
-        self.timeout, self.connect_timeout = timeout, connect_timeout
-        self._idle: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
-
-    def path_for(self, path: str) -> str:
-        """base path + request path, a shared first segment not doubled (a base URL ending in
-        /v1 and a request for /v1/chat/completions give /v1/chat/completions)."""
-        if not self.prefix:
-            return path
-        last = self.prefix.rsplit("/", 1)[-1]
-        first = path.lstrip("/").split("/", 1)[0]
-        prefix = self.prefix[: -len(last) - 1] if last == first else self.prefix
-        return prefix + path
-
-    def connect(self) -> tuple[http.client.HTTPConnection, bool]:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
-        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        conn = cls(self.host, self.port, timeout=self.connect_timeout)
-        conn.connect()
-        conn.sock.settimeout(self.timeout)
-        if not self.https:
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn, False
-
-    def give_back(self, conn: http.client.HTTPConnection) -> None:
-        with self._lock:
-            if len(self._idle) < 16:
-                self._idle.append(conn)
-                return
-        conn.close()
+MAX_BODY = 64 * 1024 * 1024
 
 
 class GatewayState:
@@ -117,19 +65,36 @@ class GatewayState:
             raise SystemExit(f"${key_env} is not set in the gateway's environment")
         self.auth_style = up.get("auth")
         self.model = self.config["model"]
-        self.allowed = {self.model, *self.config.get("allow_models", [])}
+        self.allowed = list(dict.fromkeys(self.config.get("models") or
+                                          [self.model, *self.config.get("allow_models", [])]))
         self.wires = set(self.config["wires"])
+        self.default_wire = self.config.get("agent_wire") or sorted(self.wires)[0]
         self.ledger = Ledger(run_dir, self.config)
+        budget = self.config.get("budget") or {}
+        # a token or cost budget needs every forwarded call to carry an output cap
+        self.bounded = any(budget.get(k) is not None for k in ("driver_tokens",
+                                                                 "driver_cost_usd"))
 
-    def model_ok(self, model: str | None) -> bool:
-        if model is None:
-            return True
+    def model_ok(self, model: str) -> bool:
+        """Exactly one of the run's pinned ids (gateway.json `models`): never by prefix."""
         name = model[len("models/"):] if model.startswith("models/") else model
-        if name in self.allowed:
-            return True
-        # a dated snapshot of the pinned model (claude-sonnet-4-5-20250929, gpt-5-2025-08-07)
-        return any(name.startswith(m + "-") and name[len(m) + 1:].replace("-", "").isdigit()
-                   for m in self.allowed)
+        return name in self.allowed
+
+
+def model_list(models: list[str], one: str | None = None) -> dict[str, Any]:
+    """The run's pinned models as a model list (or one model's card), in a shape the OpenAI,
+    Anthropic and Gemini clients each read their own fields from."""
+    def card(m):
+        return {"id": m, "object": "model", "type": "model", "display_name": m,
+                "created": 0, "created_at": "2025-01-01T00:00:00Z", "owned_by": "a2c",
+                "name": f"models/{m}", "displayName": m,
+                "supportedGenerationMethods": ["generateContent", "streamGenerateContent",
+                                               "countTokens"]}
+    if one is not None:
+        return card(one)
+    return {"object": "list", "data": [card(m) for m in models], "has_more": False,
+            "first_id": models[0], "last_id": models[-1],
+            "models": [card(m) for m in models]}
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -152,6 +117,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
+    # Every method reaches _handle, so whatever the agent sends is refused in the wire's shape
+    # and recorded; only the allow-listed (method, path) pairs are forwarded.
     def do_GET(self):  # noqa: N802
         self._handle()
 
@@ -162,6 +129,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def do_PUT(self):  # noqa: N802
+        self._handle()
+
+    def do_PATCH(self):  # noqa: N802
+        self._handle()
+
+    def do_OPTIONS(self):  # noqa: N802
+        self._handle()
+
+    def do_HEAD(self):  # noqa: N802
+        self.close_connection = True      # the refusal's body is not framed for HEAD
         self._handle()
 
     # ------------------------------------------------------------------ helpers
@@ -180,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _presented_keys(self, query: dict) -> list[str]:
+    def _presented_keys(self, query_keys: list[str]) -> list[str]:
         """Every key the request carries (a client may send more than one header style)."""
         h = self.headers
         keys: list[str] = []
@@ -189,8 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         for auth in h.get_all("Authorization") or []:
             if auth.lower().startswith("bearer ") and auth[7:].strip():
                 keys.append(auth[7:].strip())
-        keys += [k for k in query.get("key", []) if k]
-        return keys
+        return keys + [k for k in query_keys if k]
 
     def _send(self, status: int, body: bytes, headers: dict) -> None:
         self.send_response(status)
@@ -205,16 +181,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         st: GatewayState = self.server.state
         t0 = time.perf_counter()
-        self.path = normalize(self.path)
-        split = urllib.parse.urlsplit(self.path)
-        query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
         body = self._read_body()
-        rt = route(self.path)
-        presented = self._presented_keys(query)
+        raw_path, _, raw_query = self.path.partition("?")
+        query_keys = [v for k, v in urllib.parse.parse_qsl(raw_query, keep_blank_values=True)
+                      if k == "key"]
+        presented = self._presented_keys(query_keys)
         authed = any(hmac.compare_digest(k.encode(), st.key.encode()) for k in presented)
-        clean_path = _strip_key(split)
 
-        if split.path == "/a2c/health" and self.command == "GET":
+        if raw_path == "/a2c/health" and self.command == "GET":
             if not authed:
                 b, h = error_body(None, 401, "auth", "a2c driver gateway: missing or wrong "
                                   "gateway key")
@@ -223,109 +197,98 @@ class _Handler(BaseHTTPRequestHandler):
                     "wires": sorted(st.wires)}
             return self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"})
 
-        def refuse(status: int, kind: str, message: str, *, model=None, stream=False,
-                   generation=rt.generation):
-            b, h = error_body(rt.wire, status, kind, message)
+        target = check_target(self.command, self.path)
+        if isinstance(target, Target):
+            rt, path = target.route, target.path
+        else:
+            rt, path = None, target.path
+        wire = rt.wire if rt else guess_wire(path, st.default_wire)
+
+        def refuse(status: int, kind: str, message: str, *, model=None, stream=False):
+            b, h = error_body(wire, status, kind, message)
             self._send(status, b, h)
-            st.ledger.record(wire=rt.wire, path=clean_path, model=model, stream=stream,
+            st.ledger.record(wire=wire, path=path, model=model, stream=stream,
                              status=status, usage=None, latency_ms=None,
                              duration_ms=(time.perf_counter() - t0) * 1000, request=body,
-                             response=b, error=kind, generation=generation, forwarded=False)
+                             response=b, error=kind, generation=bool(rt and rt.generation),
+                             forwarded=False)
 
         if not authed:
             what = "a wrong gateway key" if presented else "no gateway key"
             return refuse(401, "auth", f"a2c driver gateway: the request carried {what}; "
                           "use the run's key from $A2C_DRIVER_KEY")
-        if rt.wire is None:
-            return refuse(404, "not_served", f"a2c driver gateway: no wire format serves "
-                          f"{self.command} {split.path}")
+        if isinstance(target, Refused):
+            return refuse(target.status, target.kind, target.message)
+        assert rt is not None
         if rt.wire not in st.wires:
             return refuse(404, "not_served", f"a2c driver gateway: this run's driver "
                           f"{st.config['driver']} does not serve the {rt.wire} wire "
                           f"(it serves {', '.join(sorted(st.wires))})")
-        parsed: Any = None
-        if body:
-            try:
-                parsed = json.loads(body)
-            except ValueError:
-                parsed = None
-        model = request_model(rt, parsed)
-        stream = request_streams(rt, parsed, split.query)
-        forward_body = body
+        if rt.kind == "models":
+            if rt.path_model is not None and not st.model_ok(rt.path_model):
+                return refuse(404, "not_served", f"a2c driver gateway: no model "
+                              f"{rt.path_model!r} in this run (it may name "
+                              f"{', '.join(st.allowed)})")
+            data = json.dumps(model_list(st.allowed, rt.path_model)).encode()
+            self._send(200, data, {"Content-Type": "application/json"})
+            st.ledger.record(wire=wire, path=path, model=rt.path_model, stream=False,
+                             status=200, usage=None, latency_ms=None,
+                             duration_ms=(time.perf_counter() - t0) * 1000, request=body,
+                             response=data, error=None, generation=False, forwarded=False)
+            return None
+        try:
+            parsed: Any = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return refuse(400, "bad_request", "a2c driver gateway: the request body is not a "
+                          "JSON object")
+        model = rt.path_model or parsed.get("model")
+        stream = request_streams(rt, parsed, "")
+        if not isinstance(model, str) or not st.model_ok(model):
+            return refuse(400, "model", f"a2c driver gateway: this run's driver model is "
+                          f"{st.model} (it may name {', '.join(st.allowed)}); the request "
+                          f"named {model!r}", model=model if isinstance(model, str) else None,
+                          stream=stream)
+        res: Reservation | None = None
+        forward = body
         if rt.generation:
-            if not isinstance(parsed, dict):
-                return refuse(400, "bad_request", "a2c driver gateway: the request body is "
-                              "not a JSON object", stream=stream)
-            if not st.model_ok(model):
-                return refuse(400, "model", f"a2c driver gateway: this run's driver model is "
-                              f"{st.model}; the request named {model!r}", model=model,
-                              stream=stream)
-            spent = st.ledger.admit()
-            if spent is not None:
-                limit, cap, used = spent
+            requested, candidates = admission.output_cap(rt.wire, parsed)
+            got = st.ledger.admit(admission.input_estimate(body),
+                                  requested or admission.DEFAULT_OUTPUT_CAP, candidates,
+                                  wait_s=st.upstream.timeout)
+            if not isinstance(got, Reservation):
+                limit, cap, used = got
                 st.ledger.exhausted(limit, cap, used)
                 return refuse(BUDGET_STATUS[rt.wire], "budget",
                               f"a2c driver gateway: the run's driver {limit} budget is spent "
-                              f"({used:g} of {cap:g}); no further model calls in this run",
+                              f"({used:g} of {cap:g}, with the calls in flight and this "
+                              "call's input); no further model calls in this run",
                               model=model, stream=stream)
-            if rt.wire == "openai-chat" and stream and "stream_options" not in parsed:
-                parsed["stream_options"] = {"include_usage": True}
-                forward_body = json.dumps(parsed).encode()
+            res = got
+            new = admission.forward_body(rt.wire, parsed, stream, res.output_cap, requested,
+                                         st.bounded)
+            if new is not None:
+                forward = admission.encode(new)
         try:
-            self._forward(st, rt, clean_path, body, forward_body, model, stream, t0)
+            self._forward(st, rt, path, body, forward, model, stream, t0, res)
         finally:
-            if rt.generation:
-                st.ledger.release()
+            st.ledger.release(res)
 
-    def _upstream_headers(self, st: GatewayState, rt: Route, length: int) -> dict[str, str]:
-        out = {k: v for k, v in self.headers.items()
-               if k.lower() not in HOP and k.lower() not in AUTH_HEADERS
-               and k.lower() != "accept-encoding"}
-        out["Host"] = st.upstream.host if st.upstream.port in (80, 443) else \
-            f"{st.upstream.host}:{st.upstream.port}"
-        out["Accept-Encoding"] = "identity"
-        out["Content-Length"] = str(length)
-        if st.provider_key:
-            style = st.auth_style or WIRE_AUTH.get(rt.wire, "bearer")
-            if style == "x-api-key":
-                out["x-api-key"] = st.provider_key
-            elif style == "x-goog-api-key":
-                out["x-goog-api-key"] = st.provider_key
-            else:
-                out["Authorization"] = f"Bearer {st.provider_key}"
-        return out
-
-    def _forward(self, st: GatewayState, rt: Route, path: str, body: bytes, forward_body: bytes,
-                 model: str | None, stream: bool, t0: float) -> None:
+    def _forward(self, st: GatewayState, rt, path: str, body: bytes, forward: bytes,
+                 model: str, stream: bool, t0: float, res: Reservation | None) -> None:
         up = st.upstream
-        headers = self._upstream_headers(st, rt, len(forward_body))
-        target = up.path_for(path)
-        resp = conn = None
+        headers = up.headers(self.headers.items(), rt.wire, st.auth_style, st.provider_key,
+                             len(forward))
+        fail = (st, rt, path, body, model, stream, t0, res)
         try:
-            for attempt in (0, 1):
-                conn, reused = up.connect()
-                try:
-                    conn.request(self.command, target, body=forward_body if body or
-                                 self.command in ("POST", "PUT") else None, headers=headers)
-                    resp = conn.getresponse()
-                    break
-                except (http.client.RemoteDisconnected, BrokenPipeError,
-                        ConnectionResetError) as exc:
-                    conn.close()
-                    if not reused or attempt:     # a fresh connection failed: give up
-                        raise exc
+            resp, conn = up.send("POST", path, forward, headers)
         except TimeoutError:
-            if conn:
-                conn.close()
-            return self._failed(st, rt, path, body, model, stream, t0, 504, "timeout",
-                                f"a2c driver gateway: the upstream {up.base_url} did not answer "
-                                f"within {up.timeout:g} s")
+            return self._failed(*fail, 504, "timeout", f"a2c driver gateway: the upstream "
+                                f"{up.base_url} did not answer within {up.timeout:g} s")
         except (OSError, http.client.HTTPException) as exc:
-            if conn:
-                conn.close()
-            return self._failed(st, rt, path, body, model, stream, t0, 502, "upstream",
-                                f"a2c driver gateway: the upstream {up.base_url} is unreachable "
-                                f"({type(exc).__name__}: {exc})")
+            return self._failed(*fail, 502, "upstream", f"a2c driver gateway: the upstream "
+                                f"{up.base_url} is unreachable ({type(exc).__name__}: {exc})")
         latency = (time.perf_counter() - t0) * 1000
         # SSE is parsed event by event; a JSON answer (also Gemini's streamed JSON array
         # without alt=sse) whole at its end.
@@ -349,42 +312,33 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
             self.end_headers()
             self.wfile.flush()
-            while True:
-                try:
-                    chunk = resp.read1(READ_CHUNK)
-                except TimeoutError:
-                    error = "timeout"
-                    break
-                except (OSError, http.client.HTTPException):
-                    error = "upstream_broken"
-                    break
-                if not chunk:
-                    break
-                sent.append(chunk)
-                meter.feed(chunk)
-                if chunked_out:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                else:
-                    self.wfile.write(chunk)
-                self.wfile.flush()
-            if error is not None:
-                # No terminating chunk: the client sees an incomplete answer, not a short one.
-                self.close_connection = True
-            elif chunked_out:
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+            error = self._relay(resp, meter, sent, chunked_out)
         except (BrokenPipeError, ConnectionResetError, OSError):
             error = error or "client_gone"
             self.close_connection = True
             if error == "client_gone":
                 # The provider bills what it generates: read the rest for its usage fields.
-                self._drain(resp, meter, sent)
+                if not self._drain(resp, meter):
+                    error = "client_gone_upstream_broken"
         finally:
             if error is None and not resp.will_close and resp.isclosed():
                 up.give_back(conn)
             else:
                 conn.close()
-        usage = meter.finish()
+        usage, charged = meter.finish(), False
+        if res is not None and resp.status < 400 and (
+                not usage.seen or error not in (None, "client_gone")):
+            # No usage, or a stream cut short: the provider may have billed up to the cap.
+            worst = res.charged()
+            if usage.seen:
+                worst.input_tokens = usage.input_tokens
+                worst.cache_read_tokens = usage.cache_read_tokens
+                worst.cache_write_tokens = usage.cache_write_tokens
+                worst.output_tokens = max(usage.output_tokens, worst.output_tokens)
+            worst.model = usage.model
+            usage, charged = worst, True
+        if error == "client_gone_upstream_broken":
+            error = "client_gone"
         status = resp.status
         if error is None and status >= 400:
             error = "upstream_status"
@@ -392,35 +346,60 @@ class _Handler(BaseHTTPRequestHandler):
                          usage=usage, latency_ms=latency,
                          duration_ms=(time.perf_counter() - t0) * 1000, request=body,
                          response=b"".join(sent), error=error, generation=rt.generation,
-                         forwarded=True)
+                         forwarded=True, reservation=res, charged=charged)
+
+    def _relay(self, resp, meter: UsageMeter, sent: list[bytes], chunked_out: bool) -> str | None:
+        """Pass the answer on chunk by chunk; the upstream's failure, or None."""
+        error = None
+        while True:
+            try:
+                chunk = resp.read1(READ_CHUNK)
+            except TimeoutError:
+                error = "timeout"
+                break
+            except (OSError, http.client.HTTPException):
+                error = "upstream_broken"
+                break
+            if not chunk:
+                break
+            sent.append(chunk)
+            meter.feed(chunk)
+            if chunked_out:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            else:
+                self.wfile.write(chunk)
+            self.wfile.flush()
+        if error is not None:
+            # No terminating chunk: the client sees an incomplete answer, not a short one.
+            self.close_connection = True
+        elif chunked_out:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        return error
 
     @staticmethod
-    def _drain(resp, meter: UsageMeter, sent: list[bytes]) -> None:
+    def _drain(resp, meter: UsageMeter) -> bool:
         try:
             while chunk := resp.read1(READ_CHUNK):
                 meter.feed(chunk)
+            return True
         except (OSError, http.client.HTTPException):
-            pass
+            return False
 
-    def _failed(self, st, rt, path, body, model, stream, t0, status, kind, message) -> None:
+    def _failed(self, st, rt, path, body, model, stream, t0, res, status, kind, message) -> None:
         b, h = error_body(rt.wire, status, kind, message)
         try:
             self._send(status, b, h)
         except OSError:
             self.close_connection = True
+        # An upstream that never answered in time may still have generated: charge the
+        # reservation; an unreachable one generated nothing.
+        charged = res is not None and kind == "timeout"
         st.ledger.record(wire=rt.wire, path=path, model=model, stream=stream, status=status,
-                         usage=None, latency_ms=None,
+                         usage=res.charged() if charged else None, latency_ms=None,
                          duration_ms=(time.perf_counter() - t0) * 1000, request=body,
-                         response=b, error=kind, generation=rt.generation, forwarded=True)
-
-
-def _strip_key(split: urllib.parse.SplitResult) -> str:
-    """The request path without a `key=` query parameter (never forwarded nor recorded)."""
-    if not split.query:
-        return split.path
-    pairs = [(k, v) for k, v in urllib.parse.parse_qsl(split.query, keep_blank_values=True)
-             if k != "key"]
-    return split.path + ("?" + urllib.parse.urlencode(pairs) if pairs else "")
+                         response=b, error=kind, generation=rt.generation, forwarded=True,
+                         reservation=res, charged=charged)
 
 
 def serve(run_dir: Path) -> int:

@@ -124,11 +124,13 @@ def json_answer(wire: str, model: str) -> dict:
 
 
 class FakeProvider:
-    """Loopback HTTP server speaking the four wires. `x-fake-mode` selects a failure (500,
-    slow); `hold` (an Event) pauses a stream after its first event until set."""
+    """Loopback HTTP server speaking the four wires. `mode` selects a failure for the next
+    request (500, slow, break; the gateway forwards no test header, so it is set here and used
+    once); `hold` (an Event) pauses a stream after its first event until set."""
 
     def __init__(self, port: int = 0):
         self.requests: list[dict] = []
+        self.mode: str | None = None
         self.hold: threading.Event | None = None
         self.slow_s = 3.0
         fake = self
@@ -156,7 +158,7 @@ class FakeProvider:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "headers": dict(self.headers),
                                       "body": body})
-                mode = self.headers.get("x-fake-mode")
+                mode, fake.mode = fake.mode, None
                 if mode == "500":
                     return self._json(500, {"error": {"message": "boom", "type": "server_error"}})
                 if mode == "slow":

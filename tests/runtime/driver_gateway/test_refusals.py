@@ -76,14 +76,20 @@ BUDGET_SHAPE = {"anthropic": (400, "invalid_request_error"),
 
 
 def _budget(limit, wire):
-    """A budget one call does not spend and two do (tokens), two calls (calls), or less than
-    one call's cost (cost): (budget, calls allowed)."""
-    from a2c.runtime.driver_gateway.prices import cost_usd, price_for
+    """A budget of two calls (calls), or one call's input estimate plus 4 output tokens
+    (tokens, cost): the first call is admitted with its output cap lowered to 4, and what it
+    metered leaves too little for the next one's input: (budget, calls allowed)."""
+    from gateway_fakes import request_body
+
+    from a2c.runtime.driver_gateway.admission import input_estimate
+    from a2c.runtime.driver_gateway.prices import price_for
     if limit == "calls":
         return {"driver_calls": 2}, 2
+    est = input_estimate(json.dumps(request_body(wire, False)).encode())
     if limit == "tokens":
-        return {"driver_tokens": sum(EXPECTED[wire]) + 1}, 2
-    return {"driver_cost_usd": cost_usd(price_for(MODEL), *EXPECTED[wire]) / 2}, 1
+        return {"driver_tokens": est + 4}, 1
+    p = price_for(MODEL)
+    return {"driver_cost_usd": (est * p["cache_write"] + 4 * p["output"]) / 1e6}, 1
 
 
 @pytest.mark.parametrize("limit", ["calls", "tokens", "cost_usd"])
@@ -105,7 +111,8 @@ def test_budget_exhaustion(gateway_factory, fake, wire, limit):
     assert t["calls"] == allowed and t["exhausted"]["limit"] == limit
     exhausted = _events(gw, "driver_budget_exhausted")
     assert len(exhausted) == 1 and exhausted[0]["limit"] == limit
-    assert exhausted[0]["used"] >= exhausted[0]["budget"] or limit == "calls"
+    if limit != "calls":      # the first call's output cap was lowered to what was left
+        assert fake.requests[0]["body"].get("max_tokens", 4) == 4
     errors = [c.get("error") for c in _events(gw, "driver_call")]
     assert errors == [None] * allowed + ["budget", "budget"]
     assert verify_events(gw.paths.events).ok
@@ -126,7 +133,8 @@ def test_budget_survives_a_restart(gateway_factory, fake):
 
 def test_upstream_500_is_passed_and_recorded(gateway_factory, fake):
     gw = gateway_factory(fake.url)
-    status, _, body = gw.call("openai-chat", headers={"x-fake-mode": "500"})
+    fake.mode = "500"
+    status, _, body = gw.call("openai-chat")
     assert status == 500 and json.loads(body)["error"]["message"] == "boom"
     assert gw.call("openai-chat")[0] == 200
     t = gw.totals(2)
@@ -138,14 +146,26 @@ def test_upstream_timeout_is_504_in_the_wire_shape(gateway_factory, fake):
     gw = gateway_factory(fake.url, timeout_s=0.5)
     fake.slow_s = 0.9
     for wire in WIRES:
-        status, _, body = gw.call(wire, headers={"x-fake-mode": "slow"})
+        fake.mode = "slow"
+        status, _, body = gw.call(wire)
         assert status == 504
         assert _shape(wire, body, "timeout") in ("timeout_error", "timeout", "DEADLINE_EXCEEDED")
         assert gw.call(wire)[0] == 200                 # the next call works
     t = gw.totals(8)
     assert t["errors"] == 4 and t["calls"] == 8
-    assert t["tokens"] == sum(sum(EXPECTED[w]) for w in WIRES)
-    assert [c.get("error") for c in _events(gw, "driver_call")] == ["timeout", None] * 4
+    # a call the upstream never answered in time may have been generated: it is charged its
+    # reservation (input estimate + output cap), flagged usage_missing
+    from gateway_fakes import request_body
+
+    from a2c.runtime.driver_gateway.admission import DEFAULT_OUTPUT_CAP, input_estimate
+    charged = sum(input_estimate(json.dumps(request_body(w, False)).encode()) +
+                  (request_body(w, False).get("max_tokens") or DEFAULT_OUTPUT_CAP)
+                  for w in WIRES)
+    assert t["tokens"] == sum(sum(EXPECTED[w]) for w in WIRES) + charged
+    assert t["usage_missing_calls"] == 4
+    calls = _events(gw, "driver_call")
+    assert [c.get("error") for c in calls] == ["timeout", None] * 4
+    assert [c.get("usage_missing") for c in calls] == [True, None] * 4
 
 
 def test_upstream_refused_then_back(gateway_factory):
@@ -202,7 +222,8 @@ def test_upstream_breaking_off_a_stream(gateway_factory, fake):
     from gateway_fakes import UnixHTTP
     gw = gateway_factory(fake.url)
     conn = UnixHTTP(gw.paths.driver_socket)
-    conn.request("POST", "/v1/messages", headers={"x-api-key": gw.key, "x-fake-mode": "break"},
+    fake.mode = "break"
+    conn.request("POST", "/v1/messages", headers={"x-api-key": gw.key},
                  body=json.dumps({"model": MODEL, "stream": True, "messages": []}))
     resp = conn.getresponse()
     assert resp.status == 200

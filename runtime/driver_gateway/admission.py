@@ -1,0 +1,121 @@
+"""A generation call's worst case, and the body the gateway forwards for it.
+
+Admission (issue 23) reserves what a call could cost before it goes upstream: the input (an
+estimate from the request's size, `input_estimate`) plus its output cap (`max_tokens` or the
+wire's equivalent, times the number of candidates asked for). The ledger lowers the cap to what
+the budget has left; `forward_body` writes that cap into the request, so the provider cannot
+generate past it, and turns on the usage report of an OpenAI Chat stream (the other three wires
+report usage in-stream by themselves). When a call ends, the ledger replaces the reservation by
+the metered usage; a call whose usage never arrived is charged its reservation (`charged`).
+
+DEFAULT_OUTPUT_CAP is the cap of a request that names none (OpenAI and Gemini default to the
+model's maximum); it is written into the forwarded body only when a token or cost budget
+needs a bound.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .wires import Usage
+
+DEFAULT_OUTPUT_CAP = 32768
+BYTES_PER_TOKEN = 4
+ANTHROPIC_MIN_THINKING = 1024
+
+
+def input_estimate(body: bytes) -> int:
+    """Input tokens a request may be billed: its size at ~4 bytes a token (JSON text). An
+    estimate for the reservation only; what is charged is the provider's own count."""
+    return len(body) // BYTES_PER_TOKEN + 1
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def output_cap(wire: str, body: dict) -> tuple[int | None, int]:
+    """(the request's own output cap or None, the number of candidates it asks for)."""
+    if wire == "anthropic":
+        return _int(body.get("max_tokens")), 1
+    if wire == "openai-chat":
+        caps = [c for c in (_int(body.get("max_completion_tokens")),
+                            _int(body.get("max_tokens"))) if c]
+        return (min(caps) if caps else None), _int(body.get("n")) or 1
+    if wire == "openai-responses":
+        return _int(body.get("max_output_tokens")), 1
+    config = body.get("generationConfig")
+    config = config if isinstance(config, dict) else {}
+    return _int(config.get("maxOutputTokens")), _int(config.get("candidateCount")) or 1
+
+
+def _set_cap(wire: str, body: dict, cap: int) -> None:
+    if wire == "anthropic":
+        body["max_tokens"] = cap
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and _int(thinking.get("budget_tokens")) and \
+                thinking["budget_tokens"] >= cap:
+            # the thinking budget must stay below max_tokens (and at least 1024)
+            if cap - 1 >= ANTHROPIC_MIN_THINKING:
+                thinking["budget_tokens"] = cap - 1
+            else:
+                body.pop("thinking")
+    elif wire == "openai-chat":
+        named = [k for k in ("max_completion_tokens", "max_tokens") if k in body]
+        for k in named or ["max_completion_tokens"]:
+            body[k] = cap
+    elif wire == "openai-responses":
+        body["max_output_tokens"] = cap
+    else:
+        config = body.get("generationConfig")
+        if not isinstance(config, dict):
+            config = body["generationConfig"] = {}
+        config["maxOutputTokens"] = cap
+
+
+@dataclass
+class Reservation:
+    """What the ledger holds for one admitted call until it ends."""
+
+    input_tokens: int          # the estimate
+    output_cap: int            # per candidate, as forwarded
+    candidates: int = 1
+    cost_usd: float = 0.0      # reserved against a cost budget
+    released: bool = False
+
+    @property
+    def output_tokens(self) -> int:
+        return self.output_cap * self.candidates
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def charged(self) -> Usage:
+        """The usage charged when the provider reported none: the whole reservation."""
+        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+
+
+def forward_body(wire: str, body: dict, stream: bool, cap: int, requested: int | None,
+                 bounded: bool) -> dict | None:
+    """The body to forward (None: forward the agent's bytes unchanged). `cap` is the output
+    cap the ledger granted; it is written when lower than the request's own, or when the
+    request names none and a budget needs the bound (`bounded`)."""
+    changed = False
+    if wire == "openai-chat" and stream:
+        opts = body.get("stream_options")
+        if not isinstance(opts, dict) or opts.get("include_usage") is not True:
+            body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
+                                      "include_usage": True}
+            changed = True
+    if (requested is not None and cap < requested) or (requested is None and bounded):
+        _set_cap(wire, body, cap)
+        changed = True
+    return body if changed else None
+
+
+def encode(body: dict) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

@@ -1,0 +1,136 @@
+"""What of an agent's request may go upstream: the request target and the headers.
+
+The gateway forwards only what it meters (issue 23). A request target is checked before anything
+else: it must be a plain origin-form path with nothing a server might read differently from us
+(`..` or `.` segments, empty segments, any %-encoding, backslashes, control characters), then
+match one route of a2c.wire_formats exactly, with its method, and carry only the query parameters
+its wire needs. The path and query forwarded upstream are rebuilt from what matched, never copied.
+
+Headers work the same way: an allow-list (`FORWARD_HEADERS`) goes upstream; everything else the
+agent sends (Authorization and the other key headers, OpenAI-Organization/-Project, X-Forwarded-*,
+Host, proxy and SDK telemetry headers) is dropped. `anthropic-beta` is kept value by value
+against `ANTHROPIC_BETAS`: Claude Code sends betas its request bodies rely on (interleaved
+thinking, context management, fine-grained tool streaming), while others open features the
+gateway does not meter (files, batches, MCP connectors, code execution, web fetch) or price
+(the 1M context window, billed at a higher rate above 200k tokens).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from dataclasses import dataclass
+
+from a2c.wire_formats import NO_ROUTE, QUERY_KEYS, Route, normalize, route
+
+_SAFE_PATH = re.compile(r"^(/[A-Za-z0-9_.:-]+)+$")
+_SAFE_QUERY = re.compile(r"^[A-Za-z0-9_.=&-]*$")
+
+FORWARD_HEADERS = frozenset({"content-type", "accept", "anthropic-version", "anthropic-beta",
+                             "user-agent"})
+"""Agent headers that go upstream (the provider key header is set by the gateway itself)."""
+
+ANTHROPIC_BETAS = frozenset({
+    "claude-code-20250219",
+    "interleaved-thinking-2025-05-14",
+    "fine-grained-tool-streaming-2025-05-14",
+    "token-efficient-tools-2025-02-19",
+    "prompt-caching-2024-07-31",
+    "context-management-2025-06-27",
+    "output-128k-2025-02-19",
+    "effort-2025-11-24",
+    "structured-outputs-2025-11-13",
+})
+"""anthropic-beta values passed upstream; any other value is dropped from the header."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A request target that passed: its route, the path to forward (version prefix added,
+    `key=` removed) and the run key if the query carried one."""
+
+    route: Route
+    path: str
+    query_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Refused:
+    status: int
+    kind: str          # not_served | bad_request (error_body kinds)
+    message: str
+    path: str          # what to record (without any key)
+
+
+def _recorded(raw_path: str) -> str:
+    """The raw path for the record: no query (it may hold a key), bounded length."""
+    return raw_path.split("?", 1)[0][:300]
+
+
+def check_target(method: str, target: str) -> Target | Refused:
+    """The route of a request target, or why it is refused (nothing refused goes upstream)."""
+    raw_path, _, query = target.partition("?")
+    where = _recorded(target)
+    if not _SAFE_PATH.match(raw_path) or any(
+            set(seg) == {"."} for seg in raw_path.split("/")[1:]):
+        return Refused(400, "bad_request", f"a2c driver gateway: the request path {where!r} "
+                       "is not a plain path (dot segments, empty segments, %-encoding and "
+                       "backslashes are refused)", where)
+    path = normalize(raw_path)
+    rt = route(path)
+    if rt is NO_ROUTE or rt.method != method:
+        return Refused(404, "not_served", f"a2c driver gateway: {method} {path} is not "
+                       "served (only generation and token counting reach the provider)", path)
+    if not _SAFE_QUERY.match(query):
+        return Refused(400, "bad_request", "a2c driver gateway: the query string is not plain "
+                       "name=value pairs", path)
+    allowed = QUERY_KEYS.get(rt.wire or "", {})
+    kept: list[tuple[str, str]] = []
+    key: str | None = None
+    seen: set[str] = set()
+    for part in filter(None, query.split("&")):
+        name, _, value = part.partition("=")
+        if name in seen:
+            return Refused(400, "bad_request", f"a2c driver gateway: query parameter {name!r} "
+                           "is given twice", path)
+        seen.add(name)
+        if name == "key":
+            key = value
+        elif name in allowed and value in allowed[name]:
+            kept.append((name, value))
+        else:
+            return Refused(400, "bad_request", f"a2c driver gateway: query parameter {name!r} "
+                           f"is not accepted on {path}", path)
+    forward = path + ("?" + urllib.parse.urlencode(kept) if kept else "")
+    return Target(rt, forward, key)
+
+
+def guess_wire(path: str, default: str | None) -> str | None:
+    """The wire whose error shape answers a refused path: by its look, else the run's own."""
+    if path.startswith(("/v1/messages", "/messages")):
+        return "anthropic"
+    if path.startswith(("/v1beta", "/v1alpha")) or ":" in path:
+        return "gemini"
+    if path.startswith(("/v1/responses", "/responses")):
+        return "openai-responses"
+    if path.startswith(("/v1/chat", "/chat")):
+        return "openai-chat"
+    return default
+
+
+def forward_headers(items) -> dict[str, str]:
+    """The agent's headers that may go upstream, `anthropic-beta` reduced to allowed values."""
+    out: dict[str, str] = {}
+    for name, value in items:
+        low = name.lower()
+        if low not in FORWARD_HEADERS:
+            continue
+        if low == "anthropic-beta":
+            betas = [b.strip() for b in value.split(",")]
+            value = ",".join(b for b in betas if b in ANTHROPIC_BETAS)
+            if not value:
+                continue
+            if low in out:
+                value = out[low] + "," + value
+        out[low] = value
+    return out
