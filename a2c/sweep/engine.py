@@ -40,11 +40,27 @@ def import_ray():
 
 def connect(address: str | None, num_cpus: float | None = None,
             num_gpus: int | None = None) -> Any:
-    """A local Ray instance on loopback (the default), or the cluster at `address`."""
+    """A local Ray instance on loopback (the default), or the cluster at `address`.
+
+    The local instance listens on 127.0.0.1 only (tests/sweep/test_ray_loopback.py reads what
+    its processes listen on). `_node_ip_address="127.0.0.1"` alone does not do it: Ray turns a
+    loopback address into the machine's reachable one and its GCS, raylet and workers listen on
+    every interface. Ray's local-only mode (the one it uses on macOS and Windows,
+    `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`) keeps the loopback address; Ray reads it when imported
+    (set first, and its processes inherit it) and checks it when it picks the address (set on
+    the imported constant too, for a Ray imported before this call)."""
+    if not address:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     ray = import_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if ray.is_initialized():
         return ray
+    if not address:
+        try:
+            from ray._private import ray_constants
+            ray_constants.ENABLE_RAY_CLUSTER = False
+        except ImportError:   # pragma: no cover - another Ray layout: the variable alone
+            pass
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING",
                               "log_to_driver": False}
     if address:
