@@ -1,11 +1,17 @@
 """Each real agent CLI installed here, end to end: `a2c run arith --agent <id> --driver
-scripted:sft-recipe` in the bubblewrap sandbox as an unprivileged user. The scripted driver plays
-the model; the real CLI parses its replies, runs the tools, and the recipe trains, submits and
-waits for the score. Checked: a scored submission above the baseline, every call through the
+scripted:sft-recipe --model tiny` in the bubblewrap sandbox as an unprivileged user. The scripted
+driver plays the model; the real CLI parses its replies, runs the tools, and the recipe trains,
+submits and waits for the score. Checked: a valid scored submission, every call through the
 gateway (driver_call events) with totals equal to the script's logged usage, the transcript and
 the native session log captured, a verified record, a trajectory that validates.
 
-Slow (about two minutes per scaffold: one short SFT of SmolLM2-135M on 2 cores); CI runs it.
+The base model here is the built-in tiny one: what this test proves is the scaffold, the sandbox
+and the gateway, and a tiny model's SFT takes seconds where SmolLM2's takes minutes. That the
+same recipe through the same CLIs raises SmolLM2-135M's score above the baseline is proven in
+the container backend (tests/agents/test_scaffolds_docker_e2e.py), where the whole path (image,
+gateway relay, limits) is longer.
+
+Slow (well under a minute per scaffold); CI runs it.
 A scaffold whose command is not installed where the sandbox looks is skipped, with the install
 line. `A2C_SAVE_AGENT_FIXTURES=1` refreshes tests/fixtures/agents/<id>/ from the runs.
 """
@@ -26,6 +32,7 @@ from a2c.contracts.events import read_events, verify_events
 from a2c.paths import project_root
 
 BUDGET = "10m"
+MODEL = "tiny"        # the plumbing, not the gain (see the docstring)
 DRIVER = os.environ.get("A2C_E2E_DRIVER", "scripted:sft-recipe")   # or scripted:/path/to.yaml
 # The recipe's SFT, kept short for CI: steps and batch of specs/drivers/sft-recipe.yaml's
 # train_sft.py (it reads these from the environment the scaffold passes to its tools).
@@ -83,7 +90,7 @@ def test_scaffold_runs_the_sft_recipe_end_to_end(agent_id, tmp_path):
     if not installed(agent_id):
         from a2c.runtime.run.scaffold import install_hint
         pytest.skip(f"{agent_id} is not installed here: {install_hint(agent_spec(agent_id))}")
-    opts = run_mod.RunOptions(bundle="arith", agent=agent_id, budget=BUDGET,
+    opts = run_mod.RunOptions(bundle="arith", agent=agent_id, budget=BUDGET, model=MODEL,
                               runs_dir=tmp_path / "runs", driver=DRIVER,
                               agent_env=dict(TRAIN_ENV))
     ctx = run_mod.prepare(opts, report=lambda _: None)
@@ -99,9 +106,10 @@ def test_scaffold_runs_the_sft_recipe_end_to_end(agent_id, tmp_path):
     assert written.is_file(), log_tail
     assert written.stat().st_uid != 0
 
-    # Scored above the baseline.
+    # Trained, submitted and scored (the tiny model's score is no gain; see the docstring).
     assert run["valid_submissions"] >= 1, log_tail
-    assert run["best_score"] is not None and run["best_score"] > run["baseline_score"], run
+    assert run["best_score"] is not None and run["baseline_score"] is not None, run
+    assert (ctx.paths.workspace / "train.status").read_text().startswith("TRAINING_DONE")
 
     # Every model call went through the gateway, and its count is the script's.
     events = read_events(run_dir / "events.jsonl")
