@@ -52,6 +52,14 @@ def register(subparsers) -> None:
                                       "TASK-AGENT-TIME-XXXX; a sweep names it by the trial id)")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="continue a run after a crash of the runtime or the grader")
+    run.add_argument("--gpus", metavar="IDS",
+                     help="the agent's GPUs: host device indices (0,1 = /dev/nvidia0 and "
+                          "/dev/nvidia1) or none; default: the task's budget.gpus, chosen among "
+                          "the free devices")
+    run.add_argument("--grader-gpus", metavar="IDS",
+                     help="the grader's GPUs for its evaluations (never the agent's): indices "
+                          "or none; default: one free device the agent does not have, when the "
+                          "agent has GPUs")
     run.add_argument("--no-bwrap", action="store_true",
                      help="local backend without bubblewrap (isolation: none; for debugging)")
     run.set_defaults(handler=handle_run)
@@ -191,7 +199,8 @@ def handle_run(args: argparse.Namespace) -> int:
     if args.resume:
         if args.bundle or args.agent:
             raise RunError("--resume takes only the run directory")
-        result = run_mod.resume(Path(args.resume), report=progress)
+        result = run_mod.resume(Path(args.resume), report=progress, gpus=args.gpus,
+                                grader_gpus=args.grader_gpus)
     else:
         if not args.bundle or not args.agent:
             raise RunError("usage: a2c run BUNDLE_OR_SPEC --agent ID (or a2c run --resume RUN_DIR)")
@@ -201,6 +210,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   driver=args.driver,
                                   driver_tokens=args.driver_tokens,
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
+                                  gpus=args.gpus, grader_gpus=args.grader_gpus,
                                   use_bwrap=False if args.no_bwrap else None)
         ctx = prepare_from_refs(opts, progress)
         result = run_mod.execute(ctx, report=progress)

@@ -2,11 +2,12 @@
 
 Each trial is one Ray task that runs `python -m a2c.cli run ...` (or `run --resume`) in a
 subprocess on the node Ray picked, inside the first bundle of the trial's placement group (the
-agent's CPUs and GPUs; Ray sets CUDA_VISIBLE_DEVICES to them). The second bundle is the grader's
+agent's CPUs and GPUs): the GPU ids Ray assigned to the task (`ray.get_gpu_ids()`) reach the
+agent's sandbox as `--gpus` (`none` for a CPU trial). The second bundle is the grader's
 evaluation device: reserved for the trial (no other task can take it), its GPU ids learnt from a
-small actor placed in it and handed to the run as A2C_EVAL_CUDA_VISIBLE_DEVICES, which the grader
-service's evaluator uses instead of the agent's devices. Both bundles are STRICT_PACK: a run is one
-process tree on one machine. Ray does the queueing and the placement; this module only keeps
+small actor placed in it and handed to the run as `--grader-gpus`, so evaluations run there and
+never on the agent's devices. A resumed trial gets its new placement's ids the same way. Both
+bundles are STRICT_PACK: a run is one process tree on one machine. Ray does the queueing and the placement; this module only keeps
 `max_concurrent` trials submitted and reads each run directory when its task returns.
 """
 
@@ -26,7 +27,6 @@ from .plan import Node, TrialPlan
 from .state import DONE, FRESH, RESUME, Verifier, move_aside, outcome, read_state
 
 INSTALL_HINT = "a2c sweep runs on Ray, which is not installed: pip install 'a2c[sweep]'"
-EVAL_DEVICES_VAR = "A2C_EVAL_CUDA_VISIBLE_DEVICES"
 LOG_DIR = ".sweep"
 
 
@@ -84,8 +84,7 @@ def _trial_task(ray):
                 cwd: str | None = None, command: list[str] | None = None) -> dict:
         import subprocess
         env = dict(os.environ)
-        if eval_devices is not None:
-            env[EVAL_DEVICES_VAR] = ",".join(str(int(d)) for d in eval_devices)
+        argv = [*argv, *device_flags(ray.get_gpu_ids(), eval_devices)]
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         start = time.time()
         with open(log_path, "ab") as log:
@@ -96,6 +95,13 @@ def _trial_task(ray):
                                   cwd=cwd if cwd and os.path.isdir(cwd) else None)
         return {"returncode": proc.returncode, "started": start, "ended": time.time()}
     return run_a2c
+
+
+def device_flags(agent_ids: list, grader_ids: list | None) -> list[str]:
+    """`--gpus` and `--grader-gpus` for the ids Ray assigned (`none` where it assigned none)."""
+    def ids(values) -> str:
+        return ",".join(str(v) for v in values) or "none"
+    return ["--gpus", ids(agent_ids), "--grader-gpus", ids(grader_ids or [])]
 
 
 def _grader_device(ray):

@@ -26,7 +26,6 @@ from a2c.contracts.service_config import EVALUATOR_MODULE
 from a2c.fsutil import read_tail
 
 PASS_VAR = "A2C_EVAL_PASS_ENV"
-EVAL_DEVICES_VAR = "A2C_EVAL_CUDA_VISIBLE_DEVICES"   # the grader's own devices (a2c sweep)
 EVAL_ENV_NAMES = frozenset({
     "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH",
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
@@ -73,10 +72,8 @@ def evaluator_env(home: Path, environ: dict[str, str] | None = None) -> dict[str
                 "HOME": str(home), "TMPDIR": environ.get("TMPDIR", "/tmp"),
                 "PYTHONUNBUFFERED": "1"})
     env.setdefault("LANG", "C.UTF-8")
-    if environ.get(EVAL_DEVICES_VAR) is not None:
-        # `a2c sweep` reserves the grader's own GPUs (a second placement-group bundle) and names
-        # them here: evaluations run there, never on the agent's training GPUs.
-        env["CUDA_VISIBLE_DEVICES"] = environ[EVAL_DEVICES_VAR]
+    # CUDA_VISIBLE_DEVICES (allowlisted) names the grader's own GPUs: the runtime starts the
+    # service with it set (runtime/run/devices.py, `a2c run --grader-gpus`)
     return env
 
 

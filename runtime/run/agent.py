@@ -149,6 +149,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         env_sockets=paths.env_sockets if env_gateways else None,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
+        agent_tmp=paths.agent_tmp,
         gpu_ids=tuple(str(g) for g in (run.get("gpus") or {}).get("agent") or ()),
         **spec_limits(run.budget or {}))
     if not confined:

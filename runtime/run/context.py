@@ -36,6 +36,9 @@ class RunOptions:
     driver_calls: int | None = None
     agent_env: dict[str, str] = field(default_factory=dict)   # extra variables for the agent
     use_bwrap: bool | None = None    # local backend: None = where available
+    # GPUs (runtime/run/devices.py): host indices "0,1" or "none"; None = the task's budget.gpus
+    gpus: str | None = None
+    grader_gpus: str | None = None   # the grader's own; None = one free device not the agent's
     snapshot_every_s: float = SNAPSHOT_EVERY_S
     run_id: str | None = None
 

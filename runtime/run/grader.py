@@ -16,10 +16,16 @@ SERVICE_MODULE = "a2c.runtime.grader_service"
 class GraderProcess:
     """The grader service for this run (`a2c.runtime.grader_service.start_grader_service`)."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, run: RunInfo | None = None):
         self.run_dir = run_dir
         self.paths = RunPaths(run_dir)
         self.handle = None
+        self.run = run
+
+    def env(self) -> dict[str, str] | None:
+        """The service's environment: CUDA_VISIBLE_DEVICES names the grader's own GPUs."""
+        from a2c.runtime.run.devices import grader_env
+        return grader_env(self.run) if self.run is not None else None
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> None:
         from a2c.runtime.grader_service import start_grader_service
@@ -27,7 +33,7 @@ class GraderProcess:
         if sock and Path(sock).exists():
             Path(sock).unlink()
         self.handle = start_grader_service(self.run_dir, timeout_s=timeout,
-                                           log_path=self.paths.grader_log)
+                                           log_path=self.paths.grader_log, env=self.env())
         self.paths.service_pid.write_text(str(self.handle.pid))
 
     def alive(self) -> bool:

@@ -225,10 +225,19 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     if run_dir.parent in record_key_file().resolve().parents:
         raise RunError(f"the record key {record_key_file()} is inside the runs folder "
                        f"{run_dir.parent}; keep it in the operator's configuration")
+    from a2c.runtime.run import devices   # before anything is written: a missing GPU is one line
+    gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, budget_cfg.get("gpus") or 0)
+    devices.register(run_dir, lease)
     try:
-        return _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
-                      report)
+        ctx = _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
+                     report)
+        ctx.run["gpus"] = gpus
+        ctx.save()
+        report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
+               f"grader {','.join(gpus['grader']) or 'none (CPU)'}")
+        return ctx
     except BaseException:
+        devices.release(run_dir)
         remove_run_dir(run_dir)   # nothing half-made
         raise
 

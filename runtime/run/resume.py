@@ -15,7 +15,8 @@ from a2c.runtime.run.runner import ENDED, Runner
 from a2c.runtime.run.scoring import journal_state
 
 
-def resume(run_dir: str | Path, report: Reporter = print) -> dict:
+def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = None,
+           grader_gpus: str | None = None) -> dict:
     """The grader restarts on the same journal (it re-queues unscored submissions), the event chain
     continues with `run_resumed`, the agent is relaunched only if budget remains (the deadline
     does not move), and the run is finalised.
@@ -36,6 +37,15 @@ def resume(run_dir: str | Path, report: Reporter = print) -> dict:
         raise RunError(f"{paths.events}:{check.bad_line}: {check.reason}; "
                        "the record was altered, refusing to resume")
     kill_stale(run_dir, run)
+    if gpus is not None or grader_gpus is not None:   # a sweep's new placement: Ray's ids now
+        from a2c.runtime.run import devices
+        record = run.get("gpus") or {}
+        assigned, lease = devices.assign(
+            gpus if gpus is not None else ",".join(record.get("agent") or []) or "none",
+            grader_gpus if grader_gpus is not None else
+            ",".join(record.get("grader") or []) or "none", 0)
+        devices.register(run_dir, lease)
+        run["gpus"] = assigned
     ctx = RunContext(run_dir, run)
     started = any(e["type"] == "run_started" for e in read_events(paths.events)) \
         if paths.events.exists() else False

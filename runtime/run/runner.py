@@ -78,7 +78,7 @@ class Runner:
         self.paths = ctx.paths
         self.run = ctx.run
         self.report = report
-        self.service = GraderProcess(self.run_dir)
+        self.service = GraderProcess(self.run_dir, ctx.run)
         self.env_services = None      # the task's environment.services (runtime/sidecars/)
         self.env_gateways: dict = {}  # the agent's gateways to them (runtime/sidecars/gateway.py)
         self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
@@ -243,7 +243,9 @@ class Runner:
             return
         self.report("scoring the base model (baseline; cached per task, model and grader)")
         from a2c.runtime.grader_service.baseline import compute_baseline_for_run
-        summary = compute_baseline_for_run(self.run_dir)
+        from a2c.runtime.run.devices import grader_devices
+        with grader_devices(self.run):   # on the grader's GPUs, never the agent's
+            summary = compute_baseline_for_run(self.run_dir)
         self.run.baseline_score = summary.get("score")
         if not summary.get("valid"):
             self.report(f"baseline evaluation FAILED (not scored as 0): {summary.get('error')}")
@@ -479,6 +481,11 @@ class Runner:
                     + (f"; {info['cause']})" if info.get("cause") else ")"))
 
     def go(self, resumed: bool = False) -> dict:
+        from a2c.runtime.run.devices import held
+        with held(self.run_dir, self.run):   # the run's GPUs locked until it ends
+            return self._go(resumed)
+
+    def _go(self, resumed: bool) -> dict:
         run = self.run
         try:
             backend = self.backend()

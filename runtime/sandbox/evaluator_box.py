@@ -16,8 +16,10 @@ over the host's /proc, the nested bubblewrap looks up its child by a namespace-l
 host's /proc ("open /proc/10/ns/ns failed" whenever no host process has that number; it passed
 only by the luck of the host's pid layout). The generated code still gets its own pid namespace
 from that nested bubblewrap, and the box runs as its own uid with no capability but
-CAP_DAC_READ_SEARCH, so it can neither signal nor trace the host's processes. GPU device nodes
-and /sys are bound when present.
+CAP_DAC_READ_SEARCH, so it can neither signal nor trace the host's processes. Only the grader's
+GPUs are bound (the nodes its CUDA_VISIBLE_DEVICES names, which the runtime sets to the run's
+grader devices; every GPU when it is unset), with the driver's control nodes and /sys
+read-only.
 
 Graders that reach outside (the LLM judge's endpoint, level-3 environments' servers and data) run
 unboxed, with the minimal environment only.
@@ -25,7 +27,6 @@ unboxed, with the minimal environment only.
 
 from __future__ import annotations
 
-import glob
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ DEFAULT_EVAL_ID = 65533
 BOXED_KINDS = frozenset({"exact_match", "humaneval"})
 HIDDEN_NAMES = ("token", "service.json")      # next to the held-out file, never for the evaluator
 CAP = "dac_read_search"
+_ENV = object()   # box_argv's `visible` default: this process's CUDA_VISIBLE_DEVICES
 _works: dict[str, bool] = {}
 
 
@@ -80,9 +82,21 @@ def _python_dirs() -> list[str]:
     return view.python_binds(SYSTEM_DIRS)
 
 
+def gpu_nodes(visible: str | None) -> list[str]:
+    """The grader's GPU nodes (those CUDA_VISIBLE_DEVICES names; every one when it is unset),
+    with the driver's control nodes."""
+    from a2c.runtime.sandbox import gpus
+    nodes = gpus.nodes_for_visible(visible)
+    if not nodes:
+        return []
+    return nodes + gpus.control_nodes() + (["/dev/dri"] if Path("/dev/dri").exists() else [])
+
+
 def box_argv(command: list[str], *, model: Path, grader_cfg: Path, heldout: Path,
-             box_dir: Path, ids: AgentIds, python_dirs: list[str] | None = None) -> list[str]:
-    """The bubblewrap + setpriv prefix and `command` (pure apart from globbing /dev)."""
+             box_dir: Path, ids: AgentIds, python_dirs: list[str] | None = None,
+             visible: str | None | object = _ENV) -> list[str]:
+    """The bubblewrap + setpriv prefix and `command` (pure apart from listing /dev). `visible`:
+    the grader's CUDA_VISIBLE_DEVICES (default: this process's), whose nodes alone are bound."""
     bwrap = bwrap_path() or "bwrap"
     argv = [bwrap]
     for directory in SYSTEM_DIRS:
@@ -94,10 +108,10 @@ def box_argv(command: list[str], *, model: Path, grader_cfg: Path, heldout: Path
     # /proc read-write: a nested bubblewrap writes its own uid_map (files of other users and
     # /proc/sys stay closed to an unprivileged uid)
     argv += ["--dev", "/dev", "--bind", "/proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
-    gpus = sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if Path("/dev/dri").exists() else [])
-    for node in gpus:
+    nodes = gpu_nodes(os.environ.get("CUDA_VISIBLE_DEVICES") if visible is _ENV else visible)
+    for node in nodes:
         argv += ["--dev-bind", node, node]
-    if gpus and Path("/sys").is_dir():
+    if nodes and Path("/sys").is_dir():
         argv += ["--ro-bind", "/sys", "/sys"]
     python_dirs = _python_dirs() if python_dirs is None else python_dirs
     system = tuple(Path(d) for d in (*SYSTEM_DIRS, "/dev", "/proc"))

@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 
 from a2c.errors import RunError
-from a2c.runtime.sandbox import SandboxSpec, view
+from a2c.runtime.sandbox import SandboxSpec, gpus, view
 from a2c.runtime.sandbox.cgroups import AgentCgroup
 from a2c.runtime.sandbox.privileges import (
     UNSAFE_ROOT_VAR,
@@ -34,6 +34,8 @@ from a2c.runtime.sandbox.privileges import (
     drop_argv,
     grant_agent,
     is_root,
+    nested_userns_argv,
+    nested_userns_works,
     refuse_root_without_sandbox,
     setpriv_path,
 )
@@ -48,6 +50,7 @@ INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/sidecars
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 INSIDE_DRIVER_SOCKET = "/run/a2c/driver.sock"   # the driver gateway (runtime/driver_gateway)
 INSIDE_HOME = "/run/a2c/home"                   # a scaffold's HOME (RUN/agent-home)
+INSIDE_VENV = "/run/a2c/venv"   # a symlink to the venv: PATH and VIRTUAL_ENV name no host path
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
 # every namespace but the user namespace (the root case; see privileges.py)
 NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -97,12 +100,15 @@ def parent_dirs(destinations: list[str]) -> list[str]:
 
 def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
                      python_dirs: list[str] | None = None,
-                     ids: AgentIds | None = None, setpriv: str = "setpriv") -> list[str]:
+                     ids: AgentIds | None = None, setpriv: str = "setpriv",
+                     lock_userns: bool = False) -> list[str]:
     """The full bubblewrap command line for `spec` (pure: no side effects).
 
     With `ids` (the runtime is root) the sandbox has no user namespace and its first program,
-    setpriv, becomes `ids` with every capability dropped; without, bubblewrap runs unprivileged
-    in a user namespace with every capability dropped.
+    setpriv, becomes `ids` with every capability dropped, then (`lock_userns`) an unprivileged
+    bubblewrap takes user namespaces away from it (privileges.nested_userns_argv); without
+    `ids`, bubblewrap runs unprivileged in a user namespace with every capability dropped and
+    no further user namespace (`--disable-userns`).
     """
     argv = [bwrap]
     for directory in SYSTEM_DIRS:
@@ -113,7 +119,12 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
             argv += ["--ro-bind", directory, directory]
     # The fresh /tmp, /proc and /dev come before the binds below: a bind placed earlier under
     # /tmp (a virtual environment or a checkout in /tmp) would be hidden by the tmpfs.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    if spec.agent_tmp:   # RUN/agent-tmp (0700, the agent's): the recorder sees what it ran
+        argv += ["--bind", str(spec.agent_tmp), "/tmp"]
+    else:
+        argv += ["--perms", "1777", "--tmpfs", "/tmp"]
+    argv += gpus.bwrap_args(spec.gpu_ids)   # only the run's GPUs' nodes
     python_dirs = python_dirs if python_dirs is not None else python_binds()
     argv += parent_dirs(python_dirs)
     for directory in python_dirs:
@@ -130,7 +141,7 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
     argv += ["--ro-bind", str(spec.data_dir), INSIDE_DATA,
              "--ro-bind", str(spec.model_dir), INSIDE_MODEL,
              "--bind", str(spec.workspace), INSIDE_WORKSPACE,
-             "--dir", INSIDE_RUN]
+             "--dir", INSIDE_RUN, "--symlink", sys.prefix, INSIDE_VENV]
     if spec.socket_path:
         argv += ["--bind", str(spec.socket_path), INSIDE_SOCKET]
     if spec.env_sockets:
@@ -147,19 +158,33 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
         argv += [*NAMESPACES, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
                  "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     else:
-        argv += ["--unshare-all", "--cap-drop", "ALL"]
+        argv += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     argv += ["--die-with-parent", "--new-session", "--chdir", INSIDE_WORKSPACE, "--"]
     if ids is not None:
         argv += drop_argv(ids, setpriv)
+        if lock_userns:
+            argv += nested_userns_argv(bwrap)
     return argv + list(spec.command)
+
+
+def args_fd(argv: list[str]) -> int:
+    """A memory file holding bubblewrap's options NUL-separated, for its `--args FD`: the
+    sandbox's pid 1 (bubblewrap's own init) then shows `bwrap --args N -- COMMAND` as its
+    command line (COMMAND names inside paths only: setpriv, the agent's launcher), not the host
+    paths of the run, the venv and the cache that its options name."""
+    fd = os.memfd_create("a2c-bwrap-args", 0)   # not close-on-exec: bubblewrap inherits it
+    os.write(fd, b"".join(a.encode() + b"\0" for a in argv))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def agent_env(spec: SandboxSpec, confined: bool) -> dict[str, str]:
     """The agent's environment: a clean base, the runtime's A2C_* values and the path variables."""
+    venv, tmp = sys.prefix, "/tmp"
     if confined:
         workspace, data, model = INSIDE_WORKSPACE, INSIDE_DATA, INSIDE_MODEL
         socket, command_log, home = INSIDE_SOCKET, INSIDE_COMMAND_LOG, "/tmp"
-        driver_socket = INSIDE_DRIVER_SOCKET
+        driver_socket, venv = INSIDE_DRIVER_SOCKET, INSIDE_VENV
         if spec.agent_home:
             home = INSIDE_HOME
     else:
@@ -168,17 +193,19 @@ def agent_env(spec: SandboxSpec, confined: bool) -> dict[str, str]:
         driver_socket = str(spec.driver_socket)
         home = str(spec.agent_home or spec.workspace / ".home")
         Path(home).mkdir(parents=True, exist_ok=True)
-    venv_bin = str(Path(sys.executable).parent)
+        tmp = str(spec.agent_tmp) if spec.agent_tmp else tmp
+    venv_bin = f"{venv}/bin" if Path(sys.executable).parent == Path(sys.prefix) / "bin" \
+        else str(Path(sys.executable).parent)
     env = {
         "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
         "HOME": home,
         "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "TMPDIR": "/tmp",
+        "TMPDIR": tmp,
         "PYTHONUNBUFFERED": "1",
         "HF_HUB_OFFLINE": "1",
         "HF_HOME": f"{home}/.hf",
         "TOKENIZERS_PARALLELISM": "false",
-        "VIRTUAL_ENV": sys.prefix,
+        "VIRTUAL_ENV": venv,
     }
     for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TERM"):
         if key in os.environ:
@@ -197,6 +224,8 @@ def agent_env(spec: SandboxSpec, confined: bool) -> dict[str, str]:
         env["A2C_DRIVER_SOCKET"] = driver_socket
     if spec.agent_home:
         env["A2C_AGENT_HOME"] = home
+    if spec.gpu_ids:   # by UUID where the driver names them (gpus.visible_devices)
+        env["CUDA_VISIBLE_DEVICES"] = gpus.visible_devices(spec.gpu_ids)
     return env
 
 
@@ -260,7 +289,8 @@ def grants(spec: SandboxSpec) -> dict:
     """What the agent's uid gets on the host (privileges.grant_agent), for every backend: the
     workspace and its home (chowned), the command log, the grader's and the driver gateway's
     sockets, the environment gateways' folder, and group read on the run's read-only trees."""
-    return {"writable_trees": [spec.workspace, *([spec.agent_home] if spec.agent_home else [])],
+    return {"writable_trees": [spec.workspace, *[p for p in (spec.agent_home, spec.agent_tmp)
+                                                 if p]],
             "writable_files": [spec.command_log] if spec.command_log else [],
             "sockets": [p for p in (spec.socket_path, spec.driver_socket) if p],
             "socket_dirs": [spec.env_sockets] if spec.env_sockets else [],
@@ -284,11 +314,13 @@ class LocalBackend:
         self.isolation = "bubblewrap" if self.bwrap else "none"
         self.ids: AgentIds | None = None
         self.setpriv = "setpriv"
+        self.lock_userns = False
         if not self.bwrap:
             refuse_root_without_sandbox()
         elif is_root():
             self.ids = agent_ids()
             self.setpriv = setpriv_path()
+            self.lock_userns = nested_userns_works(self.bwrap, self.setpriv, self.ids)
 
     def warning(self) -> str | None:
         if self.bwrap:
@@ -305,7 +337,8 @@ class LocalBackend:
     def command_line(self, spec: SandboxSpec) -> list[str]:
         if not self.bwrap:
             return list(spec.command)
-        return build_bwrap_argv(spec, self.bwrap, ids=self.ids, setpriv=self.setpriv)
+        return build_bwrap_argv(spec, self.bwrap, ids=self.ids, setpriv=self.setpriv,
+                                lock_userns=self.lock_userns)
 
     def _grant(self, spec: SandboxSpec) -> None:
         if self.ids is None:
@@ -321,16 +354,28 @@ class LocalBackend:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         if spec.command_log:
             spec.command_log.touch(exist_ok=True)
+        if spec.agent_tmp:
+            spec.agent_tmp.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(spec.agent_tmp, 0o700)
         self._grant(spec)
         log = open(spec.log_path, "ab", buffering=0)
         cgroup = AgentCgroup.create(spec.marker, spec.mem_limit, spec.cpus, spec.pids)
+        argv, fds = self.command_line(spec), ()
+        if self.bwrap:   # the options through a memfd: no host path in any cmdline inside
+            cut = argv.index("--")   # bubblewrap takes the command itself from its argv
+            fds = (args_fd(argv[1:cut]),)
+            argv = [argv[0], "--args", str(fds[0]), *argv[cut:]]
         try:
-            popen = subprocess.Popen(self.command_line(spec), cwd=spec.workspace, env=env,
+            popen = subprocess.Popen(argv, cwd=spec.workspace, env=env,
                                      stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=cgroup.enter if cgroup.active else None)
+                                     preexec_fn=cgroup.enter if cgroup.active else None,
+                                     pass_fds=fds)
         except (OSError, subprocess.SubprocessError) as exc:
             log.close()
             cgroup.close()
             raise RunError(f"could not start the agent: {exc}") from exc
+        finally:
+            for fd in fds:
+                os.close(fd)
         return LocalProcess(popen, spec.marker, log, cgroup)

@@ -122,6 +122,35 @@ def drop_argv(ids: AgentIds, setpriv: str) -> list[str]:
             "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
 
 
+def nested_userns_argv(bwrap: str) -> list[str]:
+    """The agent's command prefix, run after setpriv, that takes user namespaces away from it:
+    an unprivileged bubblewrap makes one user namespace that maps the agent's uid to itself
+    (uid 65534 inside is 65534 on the host, unlike a user namespace made by root, where it would
+    be root outside), drops every capability, and caps further nesting
+    (`--disable-userns`): `unshare -Ur` and a nested `bwrap --unshare-user` fail inside. Its
+    view is the outer sandbox's own (`--bind / /`, recursive: read-only binds stay read-only)."""
+    return [bwrap, "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+            "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--die-with-parent", "--"]
+
+
+_NESTED: dict[tuple, bool] = {}
+
+
+def nested_userns_works(bwrap: str, setpriv: str, ids: AgentIds) -> bool:
+    """Whether the agent's uid may make the one user namespace above here (hosts that forbid
+    unprivileged user namespaces refuse it; the agent could not make one there either)."""
+    key = (bwrap, setpriv, ids)
+    if key not in _NESTED:
+        import subprocess
+        argv = [*drop_argv(ids, setpriv), bwrap, "--unshare-user", "--disable-userns",
+                "--ro-bind", "/", "/", "true"]
+        try:
+            _NESTED[key] = subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _NESTED[key] = False
+    return _NESTED[key]
+
+
 def _chown_tree(root: Path, ids: AgentIds) -> None:
     os.chown(root, ids.uid, ids.gid, follow_symlinks=False)
     for folder, dirs, files in os.walk(root):

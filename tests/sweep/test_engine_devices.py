@@ -1,7 +1,7 @@
 """The engine on a local Ray that declares 2 GPUs (logical: no GPU is needed to check the
 bookkeeping): a trial's agent and grader get *different* GPUs, a trial holding both leaves no room
-for a second at the same time, and the grader service's evaluator uses the grader's. A stand-in
-command plays `a2c run` (it records its environment and writes an ended run.json), so this
+for a second at the same time, and `a2c run` gets them as --gpus and --grader-gpus. A stand-in
+command plays `a2c run` (it records its arguments and writes an ended run.json), so this
 checks Ray's placement, not a training run. Slow: it starts Ray."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ os.makedirs(run_dir)
 start = time.time()
 time.sleep(1.5)
 json.dump({"status": "finished", "best_score": 1.0, "start": start, "end": time.time(),
-           "agent_gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
-           "eval_gpus": os.environ.get("A2C_EVAL_CUDA_VISIBLE_DEVICES")},
+           "agent_gpus": argv[argv.index("--gpus") + 1],
+           "eval_gpus": argv[argv.index("--grader-gpus") + 1]},
           open(os.path.join(run_dir, "run.json"), "w"))
 """
 

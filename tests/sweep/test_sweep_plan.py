@@ -149,8 +149,11 @@ def test_the_sweep_package_imports_only_the_contracts():
 
 def test_the_evaluator_takes_the_graders_devices(tmp_path):
     from a2c.runtime.grader_service.evaluator import evaluator_env
-    env = evaluator_env(tmp_path / "home", {"CUDA_VISIBLE_DEVICES": "0",
-                                            "A2C_EVAL_CUDA_VISIBLE_DEVICES": "1"})
-    assert env["CUDA_VISIBLE_DEVICES"] == "1"
-    assert evaluator_env(tmp_path / "h2", {"CUDA_VISIBLE_DEVICES": "0"})["CUDA_VISIBLE_DEVICES"] \
-        == "0"
+    assert evaluator_env(tmp_path / "h2", {"CUDA_VISIBLE_DEVICES": "1"})["CUDA_VISIBLE_DEVICES"] \
+        == "1"
+
+
+def test_ray_ids_become_run_flags():
+    from a2c.sweep.engine import device_flags
+    assert device_flags([0], [1]) == ["--gpus", "0", "--grader-gpus", "1"]
+    assert device_flags([], None) == ["--gpus", "none", "--grader-gpus", "none"]
