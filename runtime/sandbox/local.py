@@ -315,6 +315,7 @@ class LocalBackend:
         self.ids: AgentIds | None = None
         self.setpriv = "setpriv"
         self.lock_userns = False
+        self.args_via_fd = True   # bubblewrap's options through --args FD (the bench compares)
         if not self.bwrap:
             refuse_root_without_sandbox()
         elif is_root():
@@ -361,7 +362,7 @@ class LocalBackend:
         log = open(spec.log_path, "ab", buffering=0)
         cgroup = AgentCgroup.create(spec.marker, spec.mem_limit, spec.cpus, spec.pids)
         argv, fds = self.command_line(spec), ()
-        if self.bwrap:   # the options through a memfd: no host path in any cmdline inside
+        if self.bwrap and self.args_via_fd:   # a memfd: no host path in any cmdline inside
             cut = argv.index("--")   # bubblewrap takes the command itself from its argv
             fds = (args_fd(argv[1:cut]),)
             argv = [argv[0], "--args", str(fds[0]), *argv[cut:]]
