@@ -9,6 +9,15 @@ Measures on this machine, for the arith task's base model (SmolLM2-135M-Instruct
     model (1e-3 relative noise on one layer group) against the model: config and tokenizer
     compared, every tensor read through a memory map and compared;
 and prints the check's time and its ratio to the evaluation. `--json FILE` also writes them.
+
+    .venv/bin/python benchmarks/bench_provenance.py --calibrate [--json FILE]
+
+calibrates the `not_derived` threshold (provenance.py `NOT_DERIVED_REL_CHANGE`): real short
+fine-tunes of the model with the reference agents' own training code (runtime/agents/sft.py
+`train_sft`, grpo.py `train_grpo`: their defaults and more aggressive learning rates) on the arith
+agent split, each saved with save_pretrained and checked; then the attacks (random
+initialisation, the embedding matrix replaced, the embedding scaled, one layer replaced). Prints
+each one's largest per-group relative change and the verdict.
 """
 
 from __future__ import annotations
@@ -44,12 +53,129 @@ def nudged_copy(model: Path, out: Path) -> Path:
     return out
 
 
+# (name, route, learning rate, steps): the reference agents' defaults (SFT 5e-5 x 2 stages of 25
+# steps, rl-only GRPO 2e-5 x 20 steps) and higher learning rates an agent might choose.
+FINE_TUNES = (("sft-ref", "sft", 5e-5, 50), ("sft-lr2e-4", "sft", 2e-4, 30),
+              ("sft-lr1e-3", "sft", 1e-3, 20), ("grpo-ref", "grpo", 2e-5, 20),
+              ("grpo-lr2e-4", "grpo", 2e-4, 10))
+
+
+def _agent_ctx(model: Path, work: Path):
+    from a2c.runtime.agents.common import AgentContext
+    work.mkdir(parents=True, exist_ok=True)
+    return AgentContext(workspace=work, output_dir=work / "output", data_dir=work,
+                        base_model=model, mode="free", seed=0, deadline=time.time() + 1e6,
+                        meta={})
+
+
+def fine_tune(model: Path, out: Path, route: str, lr: float, steps: int, records: list[dict]
+              ) -> Path:
+    """A real fine-tune with the reference agents' code, saved as they save it."""
+    from a2c.runtime.agents import common, grpo, sft
+
+    ctx = _agent_ctx(model, out.parent / f"{out.name}-work")
+    net, tokenizer = common.load_model(model)
+    if route == "sft":
+        net, _, _ = sft.train_sft(ctx, net, tokenizer, records, steps, 8, lr, 0, out.name)
+    else:
+        net, _, _ = grpo.train_grpo(ctx, net, tokenizer, records, steps, out.name, lr=lr)
+    return common.save_model(net, tokenizer, out)
+
+
+def attacks(model: Path, tmp: Path) -> dict[str, Path]:
+    """The red team's routes: a random initialisation, the embedding matrix replaced by random
+    values of the same scale, the embedding scaled by 2, one layer replaced."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    def variant(name, change):
+        out = tmp / name
+        shutil.copytree(model, out)
+        gen = torch.Generator().manual_seed(0)
+        for path in sorted(out.glob("*.safetensors")):
+            tensors = load_file(path)
+            save_file({k: change(k, v, gen).contiguous() for k, v in tensors.items()}, path,
+                      metadata={"format": "pt"})
+        return out
+
+    last = max(int(n.split(".layers.")[1].split(".")[0])
+               for path in model.glob("*.safetensors") for n in load_file(path)
+               if ".layers." in n)
+
+    def rand_like(v, gen):
+        return (v.float().std() * torch.randn(v.shape, generator=gen)).to(v.dtype)
+
+    return {
+        "random-init": variant("random-init", lambda k, v, g: rand_like(v, g) if v.dim() > 1
+                               else v),
+        "random-embedding": variant("random-embedding", lambda k, v, g: rand_like(v, g)
+                                    if "embed" in k else v),
+        "embedding-x2": variant("embedding-x2", lambda k, v, g: 2 * v if "embed" in k else v),
+        "last-layer-replaced": variant("last-layer-replaced", lambda k, v, g: rand_like(v, g)
+                                       if f".layers.{last}." in k and v.dim() > 1 else v),
+    }
+
+
+def calibrate(model: Path, out_json: str | None) -> int:
+    from a2c.runtime.grader_service.provenance import NOT_DERIVED_REL_CHANGE, check_provenance
+    sys.path.insert(0, str(ROOT))
+    from a2c.contracts.bundle import Bundle
+    from a2c.runtime.data import load_split
+
+    bundle_dir = ROOT / "generated" / "arith"
+    records = load_split(Bundle.load(bundle_dir).task, "agent", bundle_dir)
+    tmp = Path(tempfile.mkdtemp(prefix="a2c-calib-"))
+    rows = []
+    try:
+        subjects = [(name, "fine-tune", lambda n=name, r=route, lr=lr, st=steps:
+                     fine_tune(model, tmp / n, r, lr, st, records))
+                    for name, route, lr, steps in FINE_TUNES]
+        subjects += [(name, "attack", lambda p=path: p)
+                     for name, path in attacks(model, tmp).items()]
+        for name, kind, make in subjects:
+            started = time.perf_counter()
+            folder = make()
+            made = time.perf_counter() - started
+            prov = check_provenance(folder, model)
+            w = prov["weights"]
+            row = {"name": name, "kind": kind, "not_derived": prov["not_derived"],
+                   "max_relative_change": w.get("max_relative_change"),
+                   "max_group": w.get("max_group"),
+                   "median_relative_change": w.get("median_relative_change"),
+                   "relative_change": w.get("relative_change"), "made_s": round(made, 1)}
+            rows.append(row)
+            print(f"{name:22s} {kind:9s} max {row['max_relative_change']:.4g} "
+                  f"({row['max_group']}) median {row['median_relative_change']:.4g} "
+                  f"not_derived={row['not_derived']}  [{made:.0f} s]", flush=True)
+            if kind == "fine-tune":
+                shutil.rmtree(folder, ignore_errors=True)
+        tunes = [r for r in rows if r["kind"] == "fine-tune"]
+        figures = {"model": model.name, "threshold": NOT_DERIVED_REL_CHANGE,
+                   "max_fine_tune_change": max(r["max_relative_change"] for r in tunes),
+                   "false_positives": sum(bool(r["not_derived"]) for r in tunes),
+                   "fine_tunes": len(tunes),
+                   "attacks_flagged": sum(bool(r["not_derived"]) for r in rows
+                                          if r["kind"] == "attack"),
+                   "attacks": sum(r["kind"] == "attack" for r in rows), "rows": rows}
+        print(f"largest fine-tune change {figures['max_fine_tune_change']:.4g}; false "
+              f"positives {figures['false_positives']} of {len(tunes)}; attacks flagged "
+              f"{figures['attacks_flagged']} of {figures['attacks']}")
+        if out_json:
+            Path(out_json).write_text(json.dumps(figures, indent=2) + "\n")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None)
+    parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    if args.calibrate:
+        return calibrate(resolve_model(args.model or "smollm2"), args.json)
 
     from a2c.runtime.grader_service.evaluator import run_evaluation
     from a2c.runtime.grader_service.provenance import check_provenance
@@ -79,7 +205,7 @@ def main() -> int:
         figures = {"evaluation_s": round(outcome.elapsed_s, 3), "provenance_s": round(check, 3),
                    "ratio": round(check / outcome.elapsed_s, 4),
                    "not_derived": prov["not_derived"],
-                   "median_relative_change": prov["weights"].get("median_relative_change"),
+                   "max_relative_change": prov["weights"].get("max_relative_change"),
                    "changed_fraction": prov["weights"].get("changed_fraction"),
                    "items": len(records)}
         print(f"model {model.name}: one evaluation ({len(records)} items) "

@@ -28,6 +28,7 @@ class SubmissionError(str, Enum):
     NOT_REGULAR_FILE = "not_regular_file"    # a symlink, FIFO, device or socket in the folder
     SPARSE_FILE = "sparse_file"              # a file with far fewer blocks than its size
     SUBMISSION_TOO_LARGE = "submission_too_large"  # over max_submission_bytes / _files
+    PICKLE_WEIGHTS = "pickle_weights"        # a pickle-format file (.bin, .pt, .pth, .ckpt, .pkl)
     # Invalid submissions (journal `scored` entries with valid = false).
     # The grader evaluates its own copy (made at submit), so these three no longer arise; they
     # stay for journals written before it did.
@@ -51,7 +52,7 @@ REFUSAL_STATUS: dict[SubmissionError, int] = {
     SubmissionError.TOO_SOON: 409, SubmissionError.SUBMISSION_LIMIT: 429,
     SubmissionError.DEADLINE_PASSED: 410, SubmissionError.UNAVAILABLE: 503,
     SubmissionError.NOT_REGULAR_FILE: 400, SubmissionError.SPARSE_FILE: 400,
-    SubmissionError.SUBMISSION_TOO_LARGE: 413,
+    SubmissionError.SUBMISSION_TOO_LARGE: 413, SubmissionError.PICKLE_WEIGHTS: 400,
 }
 REFUSALS = tuple(REFUSAL_STATUS)
 INVALID_SUBMISSION = tuple(c for c in SubmissionError if c not in REFUSAL_STATUS)

@@ -11,6 +11,11 @@ folder); so is a sparse file (`sparse_file`: a 20 GiB hole costs nothing to writ
 hash), and a submission over `max_submission_bytes` / `max_submission_files`
 (`submission_too_large`). Sizes are checked from `fstat` before any byte is read.
 
+Weights are taken as safetensors only: a file in a pickle format (`PICKLE_SUFFIXES`:
+`pytorch_model.bin`, `*.pt`, `*.pth`, `*.ckpt`, `*.pkl`, any `*.bin`) is refused by its name
+before it is opened (`pickle_weights`). Loading a pickle runs code in the grader, and weights the
+provenance check cannot read (provenance.py reads safetensors) would be scored unchecked.
+
 One pass reads every byte once: it writes the copy, computes each file's sha256 (the folder hash,
 the same rule as `a2c.canonical.sha256_tree`, so identical folders hash alike) and the tensors'
 hashes of safetensors files (`weights.py`: copy detection).
@@ -35,6 +40,7 @@ from a2c.runtime.grader_service.weights import CHUNK, TensorStream, add_weights,
 SPARSE_MIN = 1 << 20     # files under this size are never called sparse
 SPARSE_RATIO = 8         # allocated bytes under size / 8: sparse
 MAX_DEPTH = 32
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -93,6 +99,11 @@ def copy_submission(src: Path, output_dir: Path, dest: Path, *, shown: str, limi
             _walk(top, "", dest, state, 0)
             folder_hash = sha256_json(sorted(state.entries, key=lambda e: e[0].split("/")))
         elif stat.S_ISREG(st.st_mode):
+            try:
+                _refuse_pickle(state, parts[-1] if parts else src.name)
+            except Refusal:
+                os.close(top)
+                raise
             _copy_fd(top, parts[-1] if parts else src.name, st, dest, state, single=True)
             folder_hash = state.entries[0][1]
         else:
@@ -129,6 +140,15 @@ def _symlink_refusal(state: _State, rel: str) -> Refusal:
                    "regular files only (copy the file instead of linking it)", state.limit)
 
 
+def _refuse_pickle(state: _State, rel: str) -> None:
+    if rel.lower().endswith(PICKLE_SUFFIXES):
+        raise _refuse("pickle_weights", f"{rel} in {state.shown!r} is a pickle-format file; the "
+                      "grader takes weights as safetensors only. Save with "
+                      "`model.save_pretrained(folder, safe_serialization=True)` and submit a "
+                      "folder without .bin/.pt/.pth/.ckpt/.pkl files (a Trainer checkpoint's "
+                      "training_args.bin, optimizer.pt and rng_state.pth included)", state.limit)
+
+
 def _count(state: _State) -> None:
     state.count += 1
     if state.count > state.max_files:
@@ -159,6 +179,7 @@ def _walk(dfd: int, prefix: str, dest: Path, state: _State, depth: int) -> None:
             finally:
                 os.close(sub)
         elif entry.is_file(follow_symlinks=False):
+            _refuse_pickle(state, rel)
             try:
                 fd = os.open(entry.name, _FILE_FLAGS, dir_fd=dfd)
             except OSError as exc:
