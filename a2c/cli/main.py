@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "a2c.cli.analysis",  # verify, report, leaderboard
     "a2c.cli.sweep",     # sweep
     "a2c.cli.view",      # view
+    "a2c.cli.doctor",    # doctor
 )
 
 

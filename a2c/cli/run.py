@@ -212,6 +212,10 @@ def handle_run(args: argparse.Namespace) -> int:
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   gpus=args.gpus, grader_gpus=args.grader_gpus,
                                   use_bwrap=False if args.no_bwrap else None)
+        from a2c.cli.doctor import preflight   # `a2c doctor`'s checks this run needs
+        from a2c.runtime.preflight import run_checks
+        preflight(run_checks(args.backend, False if args.no_bwrap else None), progress,
+                  fatal=("docker engine",))
         ctx = prepare_from_refs(opts, progress)
         result = run_mod.execute(ctx, report=progress)
     write_trajectory(result, progress)

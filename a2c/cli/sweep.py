@@ -200,8 +200,10 @@ def handle_sweep(args: argparse.Namespace) -> int:
         raise A2CError("--max-concurrent must be at least 1")
     if args.assume_cluster and not args.dry_run:
         raise A2CError("--assume-cluster plans only: use it with --dry-run")
-    if not args.dry_run:
-        engine.import_ray()            # the one-line install hint before anything is written
+    if not args.dry_run:               # `a2c doctor`'s Ray row, before anything is written
+        from a2c.cli.doctor import preflight
+        from a2c.runtime.preflight import sweep_checks
+        preflight(sweep_checks(), print, fatal=("Ray",))
     suite, digest, source = _load_suite(args.suite)
     runs_dir = Path(args.runs_dir or Path("runs") / suite["id"]).resolve()
     tasks, agents = _bundles(suite, source, None if args.dry_run
