@@ -128,8 +128,8 @@ def test_without_ray_the_sweep_says_how_to_install_it(run_cli_sweep, monkeypatch
     code, _, err = run_cli_sweep("sweep", "builtin", "--runs-dir", tmp_path / "runs")
     assert code != 0
     assert err.strip().splitlines() == [
-        "a2c sweep: error: a2c sweep runs on Ray, which is not installed: "
-        "pip install 'a2c[sweep]'"]
+        "a2c sweep: error: pre-flight: Ray: not installed: a2c sweep cannot run "
+        "(fix: pip install 'a2c[sweep]')"]
     assert not (tmp_path / "runs").exists()
 
 
