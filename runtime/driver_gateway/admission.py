@@ -26,10 +26,14 @@ BYTES_PER_TOKEN = 4
 ANTHROPIC_MIN_THINKING = 1024
 
 
+ADDED_FIELDS_TOKENS = 16
+
+
 def input_estimate(body: bytes) -> int:
-    """Input tokens a request may be billed: its size at ~4 bytes a token (JSON text). An
-    estimate for the reservation only; what is charged is the provider's own count."""
-    return len(body) // BYTES_PER_TOKEN + 1
+    """Input tokens a request may be billed: its size at ~4 bytes a token (JSON text), plus
+    room for the fields the gateway may add (an output cap, stream_options). An estimate for
+    the reservation only; what is charged is the provider's own count."""
+    return len(body) // BYTES_PER_TOKEN + ADDED_FIELDS_TOKENS
 
 
 def _int(value: Any) -> int | None:

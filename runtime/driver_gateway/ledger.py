@@ -122,7 +122,8 @@ class Ledger:
         in_price, out_price = self._unit_prices()
         if b.get("driver_cost_usd") is not None and out_price:
             settled = b["driver_cost_usd"] - t["cost_usd"] - input_tokens * in_price
-            out = min(out, int((settled - self._reserved_cost) / out_price))
+            # (+1e-6: a whole token's worth of dollars must not round down to one less)
+            out = min(out, int((settled - self._reserved_cost) / out_price + 1e-6))
             if out < candidates:
                 return "cost_usd", settled >= candidates * out_price
         cap = out // candidates if out < wanted else output_cap

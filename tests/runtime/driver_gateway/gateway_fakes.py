@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from a2c.contracts.run_paths import RunPaths
-from a2c.runtime.driver_gateway import DriverGatewayProcess, read_key, read_totals
+from a2c.runtime.driver_gateway import DriverGatewayProcess, prepare_gateway, read_key, read_totals
 
 PROVIDER_KEY = "sk-provider-SECRET-7f3a9c"
 MODEL = "claude-sonnet-4-5"
@@ -266,3 +266,16 @@ def write_drivers(tmp_path: Path, base_url: str, **extra) -> Path:
     return path
 
 
+
+
+def start_gateway(tmp_path: Path, base_url: str, monkeypatch, budget=None, name="run",
+                  wire=None, driver=f"fake/{MODEL}", **extra) -> Gateway:
+    monkeypatch.setenv("A2C_DRIVERS_FILE", str(write_drivers(tmp_path, base_url, **extra)))
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    (run_dir / "logs").mkdir()
+    agent = {"driver": {"default": MODEL, **({"wire": wire} if wire else {})}}
+    prepare_gateway(RunPaths(run_dir), driver, agent, budget or {})
+    proc = DriverGatewayProcess(run_dir)
+    proc.start()
+    return Gateway(run_dir, proc)

@@ -1,0 +1,384 @@
+"""A hostile agent against the driver gateway (issue 23, "nothing to forge, nothing to overspend"):
+each test repeats a route the red team found and must fail it.
+
+The upstream is a fake provider on loopback that records every request reaching it and bills
+the worst case: its usage reports the input at ~4 bytes a token and the output at the full
+`max_tokens` (or the wire's equivalent) the forwarded request allows."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime" / "driver_gateway"))
+
+from gateway_fakes import PROVIDER_KEY, UnixHTTP, start_gateway  # noqa: E402
+
+from a2c.contracts.events import read_events, verify_events  # noqa: E402
+from a2c.runtime.driver_gateway.admission import input_estimate  # noqa: E402
+from a2c.runtime.driver_gateway.prices import cost_usd, price_for  # noqa: E402
+
+SONNET = "claude-sonnet-4-5"
+
+
+class BillingProvider:
+    """Records every request (any method); answers generation calls billing the worst case.
+    `usage=False` answers streams without any usage field."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.usage = True
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _any(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                fake.requests.append({"method": self.command, "path": self.path,
+                                      "headers": {k.lower(): v for k, v in self.headers.items()},
+                                      "body": body})
+                if not isinstance(body, dict):
+                    return self._send(200, b'{"ok": true}', "application/json")
+                self._answer(body, len(raw) // 4)
+
+            do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _any
+
+            def _send(self, status, data, ctype):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _answer(self, body, input_tokens):
+                path = self.path.split("?")[0]
+                gen = body.get("generationConfig") or {}
+                out = (body.get("max_tokens") or body.get("max_completion_tokens") or
+                       body.get("max_output_tokens") or gen.get("maxOutputTokens") or 99999)
+                stream = body.get("stream") is True or "streamGenerateContent" in path
+                if path.endswith("/messages"):
+                    usage = {"input_tokens": input_tokens, "output_tokens": out}
+                    obj = {"type": "message", "model": body["model"], "content": [],
+                           "usage": usage}
+                    events = [{"type": "message_start", "message": {
+                        "model": body["model"], "usage": {"input_tokens": input_tokens,
+                                                          "output_tokens": 1}}},
+                              {"type": "message_delta", "usage": {"output_tokens": out}},
+                              {"type": "message_stop"}]
+                    if not fake.usage:
+                        events = [{"type": "message_stop"}]
+                elif path.endswith("/chat/completions"):
+                    usage = {"prompt_tokens": input_tokens, "completion_tokens": out}
+                    obj = {"object": "chat.completion", "model": body["model"], "choices": [],
+                           "usage": usage}
+                    events = [{"object": "chat.completion.chunk", "choices": []}]
+                    if fake.usage and (body.get("stream_options") or {}).get("include_usage"):
+                        events.append({"object": "chat.completion.chunk", "choices": [],
+                                       "usage": usage})
+                else:
+                    usage = {"promptTokenCount": input_tokens, "candidatesTokenCount": out}
+                    obj = {"candidates": [], "usageMetadata": usage}
+                    events = [obj] if fake.usage else [{"candidates": []}]
+                if not stream:
+                    return self._send(200, json.dumps(obj).encode(), "application/json")
+                data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+                self._send(200, data, "text/event-stream")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def upstream():
+    f = BillingProvider()
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def gateway(monkeypatch, tmp_path, upstream):
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", PROVIDER_KEY)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    made = []
+
+    def make(model=SONNET, **kw):
+        gw = start_gateway(tmp_path, upstream.url, monkeypatch, name=f"run{len(made)}",
+                           driver=f"fake/{model}", **kw)
+        made.append(gw)
+        return gw
+
+    yield make
+    for gw in made:
+        gw.conn.close()
+        gw.proc.stop()
+
+
+def _raw(gw, method, path, body=None, headers=None):
+    """One request on a fresh connection: (status, the JSON body, or the raw bytes of a
+    stream)."""
+    conn = UnixHTTP(gw.paths.driver_socket)
+    data = None if body is None else json.dumps(body).encode()
+    conn.request(method, path, body=data, headers={"x-api-key": gw.key,
+                                                   "Content-Type": "application/json",
+                                                   **(headers or {})})
+    resp = conn.getresponse()
+    out = resp.read()
+    conn.close()
+    if resp.getheader("Content-Type", "").startswith("text/event-stream"):
+        return resp.status, out
+    return resp.status, json.loads(out) if out else None
+
+
+def _calls(gw):
+    return [e["data"] for e in read_events(gw.paths.events) if e["type"] == "driver_call"]
+
+
+MSG = {"model": SONNET, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+GEM = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+UNMETERED = [
+    ("POST", "/v1/messages/batches", {"requests": [{"custom_id": "a", "params": MSG}]}),
+    ("GET", "/v1/messages/batches", None),
+    ("POST", f"/v1beta/models/{SONNET}:batchGenerateContent", GEM),
+    ("POST", f"/v1beta/models/{SONNET}:embedContent", GEM),
+    ("DELETE", "/v1/models/x", None),
+    ("DELETE", f"/v1/models/{SONNET}", None),
+    ("POST", "/v1/files", {}),
+    ("POST", "/v1/../v1/files", {}),
+    ("POST", "/v1/messages/../files", MSG),
+    ("POST", "/v1/%2e%2e/v1/files", {}),
+    ("POST", "/v1/messages/%2e%2e/batches", MSG),
+    ("POST", "/v1/messages%2Fbatches", MSG),
+    ("POST", "/v1/messages%252Fbatches", MSG),
+    ("POST", "/v1/%6dessages", MSG),
+    ("POST", "/v1/./messages", MSG),
+    ("POST", "/v1//messages", MSG),
+    ("POST", "/v1/messages/", MSG),
+    ("POST", "/v1\\messages", MSG),
+    ("POST", "/v1beta/models/..:generateContent", GEM),
+    ("POST", f"/v1beta/models/{SONNET}%3AgenerateContent", GEM),
+    ("POST", "/v1/messages?beta=true&extra=1", MSG),
+    ("POST", "/v1/messages?beta=false", MSG),
+    ("POST", "/v1/chat/completions?api-version=1", MSG),
+    ("PUT", "/v1/messages", MSG),
+    ("GET", "/v1/messages", None),
+    ("POST", "/v1/fine_tuning/jobs", {}),
+    ("POST", "/v1/responses/compact", {"model": SONNET}),
+    ("GET", "/v1/responses/resp_123", None),
+    ("POST", "http://evil.example/v1/messages", MSG),
+]
+
+
+def test_unmetered_routes_never_reach_the_upstream(gateway, upstream):
+    """Batches, file and model APIs, traversal and encoded paths: refused in the wire's shape
+    and recorded, before and after the budget is spent; only the one metered call goes up."""
+    gw = gateway(budget={"driver_calls": 1})
+    for round_ in ("before", "after"):
+        for method, path, body in UNMETERED:
+            status, answer = _raw(gw, method, path, body)
+            assert status in (400, 404), (round_, method, path, status)
+            assert "error" in answer, (method, path)
+            if path.startswith("/v1/messages"):        # the Anthropic client's own shape
+                assert answer["type"] == "error", path
+        if round_ == "before":
+            assert _raw(gw, "POST", "/v1/messages?beta=true", MSG)[0] == 200
+            assert _raw(gw, "POST", "/v1/messages", MSG)[0] == 400      # the budget is spent
+    assert [(r["method"], r["path"]) for r in upstream.requests] == \
+        [("POST", "/v1/messages?beta=true")]
+    gw.totals(2 * len(UNMETERED) + 2)
+    calls = _calls(gw)
+    refused = [c for c in calls if c.get("error") in ("not_served", "bad_request")]
+    assert len(refused) == 2 * len(UNMETERED)
+    assert all("%" not in c["path"] or c["error"] == "bad_request" for c in refused)
+    assert verify_events(gw.paths.events).ok
+
+
+def test_model_lists_are_answered_by_the_gateway(gateway, upstream):
+    gw = gateway(allow_models=["claude-haiku-4-5"])
+    status, answer = _raw(gw, "GET", "/v1/models")
+    ids = [m["id"] for m in answer["data"]]
+    assert status == 200 and ids[0] == SONNET and "claude-haiku-4-5" in ids
+    assert "claude-sonnet-4-5-20250929" in ids and "claude-opus-4-5" not in ids
+    assert _raw(gw, "GET", f"/v1beta/models/{SONNET}")[0] == 200
+    assert _raw(gw, "GET", "/v1/models/claude-opus-4-1")[0] == 404
+    assert upstream.requests == []
+
+
+FORBIDDEN = {"OpenAI-Organization": "org-evil", "OpenAI-Project": "proj-evil",
+             "X-Forwarded-Host": "evil.example", "X-Forwarded-For": "1.2.3.4",
+             "Forwarded": "host=evil.example", "X-Real-IP": "1.2.3.4",
+             "Authorization": "Bearer sk-agent-own-key", "Cookie": "session=1",
+             "Proxy-Authorization": "Basic eA==", "X-HTTP-Method-Override": "DELETE",
+             "anthropic-dangerous-direct-browser-access": "true",
+             "x-goog-user-project": "evil", "Helicone-Auth": "x", "OpenAI-Beta": "assistants=v2"}
+
+
+@pytest.mark.parametrize("auth_header", ["x-api-key", "authorization"])
+def test_forbidden_headers_never_reach_the_upstream(gateway, upstream, auth_header):
+    gw = gateway()
+    headers = {**FORBIDDEN, "anthropic-version": "2023-06-01",
+               "anthropic-beta": "files-api-2025-04-14, interleaved-thinking-2025-05-14,"
+                                 "mcp-client-2025-04-04,context-1m-2025-08-07",
+               "User-Agent": "claude-cli/2"}
+    if auth_header == "authorization":          # the run key as a bearer, no x-api-key
+        headers["Authorization"] = f"Bearer {gw.key}"
+    conn = UnixHTTP(gw.paths.driver_socket)
+    sent = {**headers, **({"x-api-key": gw.key} if auth_header == "x-api-key" else {})}
+    conn.request("POST", "/v1/messages", body=json.dumps(MSG), headers=sent)
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    resp.read()
+    conn.close()
+    got = upstream.requests[-1]["headers"]
+    assert set(got) <= {"content-type", "accept", "anthropic-version", "anthropic-beta",
+                        "user-agent", "host", "accept-encoding", "content-length", "x-api-key"}
+    assert got["x-api-key"] == PROVIDER_KEY
+    assert got["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+    assert got["host"] == upstream.url.removeprefix("http://")
+    assert gw.key not in json.dumps(got)
+
+
+def _parallel(gw, wire, n=10, max_tokens=6000, stream=False):
+    body = ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+             "generationConfig": {"maxOutputTokens": max_tokens}} if wire == "gemini" else
+            {"model": SONNET, "max_tokens": max_tokens, "stream": stream,
+             "messages": [{"role": "user", "content": "hi"}]})
+    path = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions",
+            "gemini": f"/v1beta/models/{SONNET}:generateContent"}[wire]
+    barrier = threading.Barrier(n)
+
+    def one(_):
+        barrier.wait()
+        return _raw(gw, "POST", path, body)[0]
+
+    with ThreadPoolExecutor(n) as pool:
+        statuses = list(pool.map(one, range(n)))
+    return statuses, input_estimate(json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai-chat", "gemini"])
+def test_parallel_calls_cannot_overspend_a_token_budget(gateway, upstream, wire):
+    """10 calls at once, each allowed 6000 output tokens, against 10,000 tokens: the red team
+    saw all admitted and 60,000 metered; now the total stays within the budget plus one call."""
+    gw = gateway(budget={"driver_tokens": 10_000})
+    statuses, est = _parallel(gw, wire)
+    assert statuses.count(200) >= 1 and set(statuses) <= {200, 400, 429}
+    t = gw.totals(10)
+    assert t["tokens"] <= 10_000 + est + 6000
+    assert t["tokens"] <= 10_000 + 10            # in fact within it: the caps were lowered
+    assert len(upstream.requests) == statuses.count(200) < 10
+    assert t["exhausted"]["limit"] == "tokens"
+
+
+def test_parallel_calls_cannot_overspend_a_cost_budget(gateway, upstream):
+    """The same with $0.05: each call could cost $0.09 of output alone."""
+    gw = gateway(budget={"driver_cost_usd": 0.05})
+    statuses, est = _parallel(gw, "anthropic", stream=True)
+    p = price_for(SONNET)
+    one_call = cost_usd(p, est, 6000)
+    t = gw.totals(10)
+    assert 200 in statuses
+    assert t["cost_usd"] <= 0.05 + one_call
+    assert t["cost_usd"] <= 0.05 + 1e-6
+    forwarded = [r["body"]["max_tokens"] for r in upstream.requests]
+    assert forwarded and all(m < 6000 for m in forwarded)    # lowered to what was left
+
+
+def test_streamed_chat_without_usage_is_metered(gateway, upstream):
+    gw = gateway()
+    body = {"model": SONNET, "stream": True, "max_tokens": 50,
+            "stream_options": {"include_usage": False},
+            "messages": [{"role": "user", "content": "hi"}]}
+    conn = UnixHTTP(gw.paths.driver_socket)
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
+                 headers={"Authorization": f"Bearer {gw.key}"})
+    resp = conn.getresponse()
+    status = resp.status
+    resp.read()
+    conn.close()
+    assert status == 200
+    assert upstream.requests[-1]["body"]["stream_options"] == {"include_usage": True}
+    t = gw.totals(1)
+    assert t["output_tokens"] == 50 and t["input_tokens"] > 0
+    assert t["usage_missing_calls"] == 0
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai-chat", "gemini"])
+def test_a_stream_without_usage_is_charged_its_cap(gateway, upstream, wire):
+    upstream.usage = False
+    gw = gateway()
+    body = ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+             "generationConfig": {"maxOutputTokens": 700}} if wire == "gemini" else
+            {"model": SONNET, "stream": True, "max_tokens": 700,
+             "messages": [{"role": "user", "content": "hi"}]})
+    path = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions",
+            "gemini": f"/v1beta/models/{SONNET}:streamGenerateContent?alt=sse"}[wire]
+    assert _raw(gw, "POST", path, body)[0] == 200
+    t = gw.totals(1)
+    est = input_estimate(json.dumps(body).encode())
+    assert t["output_tokens"] == 700 and t["input_tokens"] == est
+    assert t["usage_missing_calls"] == 1
+    assert t["cost_usd"] == pytest.approx(cost_usd(price_for(SONNET), est, 700))
+    assert _calls(gw)[0]["usage_missing"] is True
+
+
+def test_a_request_without_a_cap_gets_one_under_a_budget(gateway, upstream):
+    gw = gateway(budget={"driver_tokens": 5000})
+    body = {"model": SONNET, "messages": [{"role": "user", "content": "hi"}]}
+    assert _raw(gw, "POST", "/v1/chat/completions", body)[0] == 200
+    sent = upstream.requests[-1]["body"]
+    assert 0 < sent["max_completion_tokens"] < 5000
+    assert gw.totals(1)["tokens"] <= 5000
+
+
+PINNED = "claude-opus-4"
+
+
+@pytest.mark.parametrize("model,ok", [
+    ("claude-opus-4", True), ("claude-opus-4-0", True),
+    ("claude-opus-4-20250514", True),            # declared in prices.yaml
+    ("claude-opus-4-1", False), ("claude-opus-4-1-20250805", False),
+    ("claude-opus-4-20991231", False),           # dated, but not declared
+    ("claude-opus-4-5", False), ("claude-opus-4-0-1", False), ("claude-opus-4 ", False),
+    ("models/claude-opus-4-1", False)])
+def test_pinning_is_an_explicit_list(gateway, upstream, model, ok):
+    gw = gateway(model=PINNED)
+    msg = {**MSG, "model": model}
+    status, answer = _raw(gw, "POST", "/v1/messages", msg)
+    assert status == (200 if ok else 400), answer
+    if not ok:
+        assert answer["error"]["type"] == "invalid_request_error"
+        assert PINNED in answer["error"]["message"]
+    status, _ = _raw(gw, "POST", "/v1/messages/count_tokens", msg)
+    assert status == (200 if ok else 400)
+    assert len(upstream.requests) == (2 if ok else 0)
+
+
+def test_gemini_path_model_is_pinned(gateway, upstream):
+    gw = gateway(model="gemini-2.5-pro")
+    ok = _raw(gw, "POST", "/v1beta/models/gemini-2.5-pro:generateContent", GEM)
+    assert ok[0] == 200
+    for other in ("gemini-2.5-pro-exp", "gemini-2.5-flash", "gemini-2.5-pro-001"):
+        status, answer = _raw(gw, "POST", f"/v1beta/models/{other}:generateContent", GEM)
+        assert status == 400 and answer["error"]["status"] == "INVALID_ARGUMENT"
+    assert len(upstream.requests) == 1
