@@ -1,11 +1,15 @@
-"""Values of keys passed to the agent (`launch.pass_env`) kept out of the run's record.
+"""Secret values kept out of the run's record: keys passed to the agent (`launch.pass_env`), the
+per-run grader token (A2C_TOKEN) and the driver gateway key (A2C_DRIVER_KEY).
 
-The rule: a passed variable is a secret when its value has at least 8 characters, or when its
-name looks like one (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH) and the value has at least 4.
-Its value is replaced by `[redacted:NAME]` in logs/agent.log, logs/commands.log and the transcript
-copy at the end of the run, and in every code snapshot (runtime/snapshots.py reads the values from
+The rule for passed keys: a passed variable is a secret when its value has at least 8 characters,
+or when its name looks like one (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH) and the value has
+at least 4. The runner adds the grader token and the gateway key, whatever their names. Each value
+is replaced by `[redacted:NAME]` in logs/agent.log, logs/commands.log and the transcript copy at
+the end of the run, in every code snapshot (runtime/snapshots.py reads the values from
 `snapshots.git/a2c-redact.json`, 0600, which the runner writes before the agent starts and removes
-once the final snapshot is taken).
+once the final snapshot is taken), and in the files the run keeps of the agent's own folders
+(`redact_tree`: the workspace, its HOME and /tmp), so a token the agent wrote into a 0644 file
+does not outlive the run in its record.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +26,7 @@ MIN_LEN = 8
 MIN_LEN_NAMED = 4
 REDACT_FILE = "a2c-redact.json"
 CHUNK = 1 << 20
+TREE_MAX_FILE = 256 << 20   # `redact_tree` leaves larger files (checkpoints) alone
 
 
 def passed_secrets(agent: dict, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -68,7 +74,6 @@ def redact_file(path: str | Path, secrets: Mapping[str, str]) -> int:
     found = 0
     tmp = path.with_name(f".{path.name}.redact.tmp")
     try:
-        import stat
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return -1
         with open(fd, "rb", closefd=False) as src, open(tmp, "wb") as dst:
@@ -113,3 +118,32 @@ def read_redact_file(repo_dir: Path) -> dict[str, str]:
 
 def remove_redact_file(repo_dir: Path) -> None:
     (Path(repo_dir) / REDACT_FILE).unlink(missing_ok=True)
+
+
+def redact_tree(root: str | Path, secrets: Mapping[str, str],
+                max_bytes: int = TREE_MAX_FILE) -> tuple[int, list[str]]:
+    """Redact every regular file under `root` (the agent's folders, once it has stopped): no
+    symlink followed, files over `max_bytes` left alone. Returns (values replaced, files
+    changed, relative to root)."""
+    root = Path(root)
+    if not _pairs(secrets) or not root.is_dir() or root.is_symlink():
+        return 0, []
+    total, changed = 0, []
+    for dirpath, _dirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            path = Path(dirpath) / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or \
+                    name.endswith(".redact.tmp"):
+                continue
+            try:
+                found = redact_file(path, secrets)
+            except OSError:
+                continue
+            if found > 0:
+                total += found
+                changed.append(path.relative_to(root).as_posix())
+    return total, changed

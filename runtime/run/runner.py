@@ -14,7 +14,13 @@ from a2c.contracts.service_config import update_service_config
 from a2c.durations import format_duration
 from a2c.errors import A2CError
 from a2c.runtime.budget import BudgetGuard
-from a2c.runtime.redact import passed_secrets, redact_file, remove_redact_file, write_redact_file
+from a2c.runtime.redact import (
+    passed_secrets,
+    redact_file,
+    redact_tree,
+    remove_redact_file,
+    write_redact_file,
+)
 from a2c.runtime.run.agent import (
     CONFINED,
     copy_transcript,
@@ -90,6 +96,8 @@ class Runner:
         self.fresh = False      # a run just prepared: a failed pre-flight leaves nothing of it
         if self.gateway is not None and self.paths.driver_key.is_file():
             self.secrets["A2C_DRIVER_KEY"] = read_key(self.paths)   # never in the record
+        if self.paths.token.is_file():   # the per-run grader token: never in the record either
+            self.secrets["A2C_TOKEN"] = self.paths.token.read_text(encoding="utf-8").strip()
 
     # ---------------------------------------------------------------- helpers
     def event(self, type_: str, data: dict | None = None) -> dict:
@@ -422,14 +430,20 @@ class Runner:
                         f"{'n/a' if gap is None else f'{gap:+.1f}'}")
 
     def redact_logs(self) -> None:
-        """Passed secrets out of logs/agent.log and logs/commands.log (runtime/redact.py); the
-        values the snapshots used are removed with them."""
+        """Secrets (passed keys, the grader token, the gateway key) out of logs/agent.log,
+        logs/commands.log and the agent's folders the run keeps (runtime/redact.py); the values
+        the snapshots used are removed with them."""
         for path in (self.paths.agent_log, self.paths.commands_log):
             try:
                 if redact_file(path, self.secrets) > 0:
                     self.report(f"redacted passed secret values from {path.name}")
             except OSError as exc:
                 self.report(f"note: could not redact {path.name}: {exc}")
+        for folder in (self.paths.workspace, self.paths.agent_home,
+                       getattr(self.paths, "agent_tmp", None)):
+            if folder is not None and (found := redact_tree(folder, self.secrets))[0]:
+                self.report(f"redacted secret values from {len(found[1])} file(s) of "
+                            f"{folder.name}/: {', '.join(found[1][:5])}")
         remove_redact_file(self.paths.snapshots)
 
     def summary(self) -> dict:
