@@ -4,9 +4,11 @@ With bubblewrap the agent sees a minimal filesystem: the system read-only (/usr,
 /bin, /sbin, /etc), the Python interpreter, the virtual environment and the a2c packages an agent
 imports read-only (view.py: no specs, compiler, templates, analysis, grading service, nor
 package data holding held-out items), `/data` and `/model` read-only, `/workspace` read-write,
-the grader's socket at `/run/a2c/grader.sock`, its own /tmp, /proc and /dev. Every namespace is
-unshared (no network but its own loopback), it dies with the runtime, and it runs in a new
-session. The task's memory, CPU and process limits hold for its whole tree through a cgroup of
+the grader's socket at `/run/a2c/grader.sock`, its own /proc and /dev, /tmp = RUN/agent-tmp
+(kept for the recorder), and the run's GPUs' device nodes only (gpus.py). Every namespace is
+unshared (no network but its own loopback), no user namespace can be made inside, it dies with
+the runtime, and it runs in a new session. bubblewrap's options go through `--args FD` and the
+environment names /run/a2c/venv, so no cmdline or environment inside shows a host path. The task's memory, CPU and process limits hold for its whole tree through a cgroup of
 the run's own (cgroups.py; a limit the host cannot enforce is said and recorded). The held-out
 data, the grader's directory (token, config) and the run record are not mounted, so they do not
 exist inside. The agent never runs as root (privileges.py): a root

@@ -6,7 +6,9 @@ IPC and UTS namespaces (no user namespace: a uid 0 mapped into one would still b
 host), and the first program inside is `setpriv`, which becomes the agent's unprivileged host
 uid/gid with no supplementary groups, clears every capability set (bounding, inheritable,
 ambient; permitted and effective go with the uid change) and execs the agent's command. bwrap
-sets no_new_privs, so no setuid binary gives anything back. An escape from the namespaces is an
+sets no_new_privs, so no setuid binary gives anything back. Then an unprivileged bubblewrap, run
+as that uid, makes one user namespace mapping the uid to itself with nesting disabled
+(`nested_userns_argv`): the agent cannot make a user namespace of its own. An escape from the namespaces is an
 unprivileged process: it cannot read the run directory (0700 root), the grader's token or the
 operator's files.
 
