@@ -7,7 +7,8 @@ folder and the hooks (read-only), and the a2c packages an agent imports at /opt/
 (read-only; `stage_agent_library`: the same view as bubblewrap's, never specs, the compiler,
 the templates, the analysis or the grading service's code). Everything else comes from the
 image. Network `none`, the agent's unprivileged uid, no capability, no-new-privileges, a
-read-only root filesystem with a private /tmp, and the task's memory, CPU and pids limits.
+read-only root filesystem with the run's own /tmp (RUN/agent-tmp, else a private tmpfs), the
+agent's GPUs only (`gpu_requests`), and the task's memory, CPU and pids limits.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
         volumes[str(host)] = {"bind": inside, "mode": "ro"}
     if library is not None:
         volumes[str(library)] = {"bind": INSIDE_LIB, "mode": "ro"}
+    if spec.agent_tmp:   # the run's own /tmp (RUN/agent-tmp): the recorder sees scripts run there
+        volumes[str(spec.agent_tmp)] = {"bind": "/tmp", "mode": "rw"}
     kwargs = {
         "image": image,
         "command": list(spec.command),
@@ -84,7 +87,7 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
         "labels": {"a2c.sandbox": spec.marker},
         "init": True,               # PID 1 reaps zombies; when it dies, the namespace dies
         "read_only": True,          # root filesystem read-only: only the mounts are writable
-        "tmpfs": {"/tmp": "rw,exec,size=8g"},
+        "tmpfs": {} if spec.agent_tmp else {"/tmp": "rw,exec,size=8g"},
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "user": f"{ids.uid}:{ids.gid}",
@@ -99,10 +102,16 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
     if spec.cpus:
         kwargs["nano_cpus"] = int(spec.cpus * 1e9)
     if spec.gpu_ids:
-        import docker.types
-        kwargs["device_requests"] = [docker.types.DeviceRequest(
-            device_ids=list(spec.gpu_ids), capabilities=[["gpu"]])]
+        kwargs["device_requests"] = gpu_requests(spec.gpu_ids)
     return kwargs
+
+
+def gpu_requests(gpu_ids) -> list:
+    """The agent's GPUs, by host index, through the NVIDIA container runtime: exactly the ids
+    the run gave the agent (never the grader's, which runs on the host with its own ids)."""
+    import docker.types
+    return [docker.types.DeviceRequest(driver="nvidia", device_ids=[str(i) for i in gpu_ids],
+                                       capabilities=[["gpu"]])]
 
 
 def _library_sources() -> list[tuple[str, Path]]:

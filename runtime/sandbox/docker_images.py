@@ -4,6 +4,7 @@
     a2c-base:bookworm-py311-<key>    + a Python venv holding the bundle's pinned requirements
     a2c-<task>:<task digest>         the bundle's own Dockerfile, built on the pinned base
     a2c-<task>-<agent>:<t12>-<a12>   + the agent bundle's files at /opt/a2c/agent (what runs)
+                                     and a scaffold's packages (a2c-tools:<key>, docker_scaffolds)
 
 The bundle's Dockerfile starts `ARG A2C_BASE_IMAGE=<pinned ref>` / `FROM ${A2C_BASE_IMAGE}`. Where
 the pinned base is present or can be pulled it is used as is. Where it cannot (no registry is
@@ -52,6 +53,7 @@ from pathlib import Path
 from a2c.contracts.bundle import MANIFESTS
 from a2c.errors import RunError
 from a2c.runtime.sandbox.docker_engine import engine_error
+from a2c.runtime.sandbox.docker_scaffolds import ensure_tools, layer_has_tools, layer_lines
 
 Report = Callable[[str], None]
 
@@ -361,12 +363,13 @@ def _ensure_task_image(client, bundle_root: Path, report: Report, tag: str | Non
     return Built(tag, True, time.monotonic() - start, "built", steps)
 
 
-def agent_context(agent_root: Path, task_image: str) -> io.BytesIO:
+def agent_context(agent_root: Path, task_image: str, tools: str | None = None) -> io.BytesIO:
     """A build context (tar) for the agent layer: the agent bundle's own files (its manifest's
-    list, not the run's rendered prompt) at /opt/a2c/agent, read-only, labelled by digest."""
+    list, not the run's rendered prompt) at /opt/a2c/agent, read-only, labelled by digest; a
+    scaffold's packages copied from its tools image (docker_scaffolds.py)."""
     found = manifest(agent_root, "Agent")
     files = sorted(found.get("files") or {})
-    lines = [f"FROM {task_image}", "USER root"]
+    lines = [f"FROM {task_image}", "USER root", *layer_lines(tools)]
     if files:
         lines.append(f"COPY agent/ {AGENT_DIR}/")
     lines += [f"LABEL a2c.agent={json.dumps(str(found.get('id')))} "
@@ -400,13 +403,17 @@ def _ensure_run_image(client, bundle_root: Path, agent_root: Path | None,
     tag = agent_tag(bundle_root, agent_root)
     if tag is None:
         return Built(task.tag, task.built, time.monotonic() - start, task.how, task.steps)
-    if has_image(client, tag):
+    tools, tools_s = ensure_tools(client, manifest(agent_root, "Agent").get("agent") or {},
+                                  report)
+    if has_image(client, tag) and layer_has_tools(client, tag, tools):
         return Built(tag, task.built, time.monotonic() - start,
                      "present" if not task.built else task.how, task.steps)
     mark = time.monotonic()
-    _build(client, tag, "the agent layer", fileobj=agent_context(agent_root, task.tag),
+    _build(client, tag, "the agent layer", fileobj=agent_context(agent_root, task.tag, tools),
            custom_context=True)
     steps = {**task.steps, "agent_layer_s": round(time.monotonic() - mark, 1)}
+    if tools:
+        steps["tools_s"] = round(tools_s, 1)
     return Built(tag, True, time.monotonic() - start, "built", steps)
 
 

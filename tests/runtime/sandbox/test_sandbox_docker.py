@@ -32,6 +32,7 @@ def test_container_kwargs_mounts_limits_network(tmp_path):
     assert kw["mem_limit"] == "16g" and kw["nano_cpus"] == 4_000_000_000
     (req,) = kw["device_requests"]
     assert req["DeviceIDs"] == ["0", "2"] and req["Capabilities"] == [["gpu"]]
+    assert req["Driver"] == "nvidia"
     env = kw["environment"]
     assert env["A2C_GRADER_URL"] == "unix:/run/a2c/grader.sock"
     assert env["A2C_DATA_DIR"] == "/data" and env["A2C_TOKEN"] == "t"
@@ -280,9 +281,10 @@ def test_one_image_build_at_a_time_and_reentrant(tmp_path, monkeypatch):
     assert (tmp_path / "build.lock").exists()
 
 
-def test_docker_backend_refuses_a_scaffold_whose_packages_it_cannot_install():
-    """The agent layer copies an agent bundle's files; a scaffold that needs npm/pip packages is
-    refused before anything is written, with the packages named and the way out."""
+def test_docker_backend_takes_npm_and_pip_scaffolds_and_refuses_install_commands():
+    """The agent layer installs a scaffold's npm/pip packages (docker_scaffolds.py); an agent
+    whose install is a command (OpenHands' `uv tool install ... --python 3.12`) is refused
+    before anything is written, with the command named and the way out."""
     import json
 
     from a2c.errors import RunError
@@ -291,12 +293,15 @@ def test_docker_backend_refuses_a_scaffold_whose_packages_it_cannot_install():
     from a2c.runtime.run.prepare import _check_task_and_agent
     gen = project_root() / "generated"
     task = json.loads((gen / "arith" / "bundle.json").read_text())["task"]
-    agent = json.loads((gen / "agents" / "claude-code" / "agent.json").read_text())["agent"]
-    opts = RunOptions(bundle="arith", agent="claude-code", backend="docker",
+
+    def agent(name):
+        return json.loads((gen / "agents" / name / "agent.json").read_text())["agent"]
+    for name in ("claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "ref-sft"):
+        _check_task_and_agent(RunOptions(bundle="arith", agent=name, backend="docker",
+                                         driver="scripted:sft-recipe"), task, agent(name))
+    opts = RunOptions(bundle="arith", agent="openhands", backend="docker",
                       driver="scripted:sft-recipe")
-    with pytest.raises(RunError, match=r"claude-code: the docker backend does not install .*"
-                                       r"@anthropic-ai/claude-code@2\.1\.332.*--backend local"):
-        _check_task_and_agent(opts, task, agent)
-    reference = json.loads((gen / "agents" / "ref-sft" / "agent.json").read_text())["agent"]
-    _check_task_and_agent(RunOptions(bundle="arith", agent="ref-sft", backend="docker"),
-                          task, reference)
+    with pytest.raises(RunError, match=r"openhands: the docker backend does not run install "
+                                       r"commands \(.*uv tool install openhands==1\.16\.0.*"
+                                       r"--backend local"):
+        _check_task_and_agent(opts, task, agent("openhands"))

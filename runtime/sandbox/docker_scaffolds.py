@@ -1,0 +1,209 @@
+"""A scaffold's packages for the docker backend: `a2c-tools:<key>`, copied into the agent layer.
+
+An LLM scaffold (specs/agents/*.yaml, `install:`) is an npm CLI or a pip package. The local
+backend runs the host's install (`a2c agents install`); a container sees only its image, so the
+agent layer carries the scaffold itself, at /opt/a2c/tools:
+
+    bin/          node and the scaffold's commands (links), first on the image's PATH
+    npm/          `npm install --prefix` of the spec's pinned npm packages and of node itself
+    venvs/<id>/   a virtual environment per pip scaffold (Debian's python3, as in the base)
+
+Node comes from npm's `node-linux-<arch>` package (the official binaries, pinned below): Debian
+bookworm's nodejs is 18, and Claude Code's pinned release asks for node 22 or newer. The npm
+install runs on the host with the host's npm and registry configuration (as the base's wheels
+are resolved with the host's pip); the pip scaffold's wheels are resolved by the host's pip and
+installed `--no-index` in a container with network `none`. That container, started from the
+offline Debian root filesystem (so a venv's python is /usr/bin/python3, which every offline base
+has), is committed as `a2c-tools:<key>`, keyed by the install lines, the node release and the
+recipe: built once, and each agent layer copies it (`COPY --from`) without reinstalling.
+
+Install `commands:` (OpenHands' `uv tool install ... --python 3.12`) are not run here: they
+fetch an interpreter at install time; `unsupported` names them for the refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from a2c.errors import RunError
+from a2c.runtime.sandbox.docker_engine import engine_error
+
+TOOLS_DIR = "/opt/a2c/tools"
+TOOLS_REPOSITORY = "a2c-tools"
+NODE_VERSION = "22.23.5"        # npm's node-linux-<arch>: the official node binaries
+TOOLS_RECIPE = 1                # bump when what a tools image holds changes
+TOOLS_LABEL = "a2c.tools"       # on an agent layer: the tools image it copied
+
+
+def node_package() -> str:
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower())
+    if arch is None:
+        raise RunError(f"docker backend: no node build for this machine ({platform.machine()})")
+    return f"node-linux-{arch}@{NODE_VERSION}"
+
+
+def installs(agent: dict) -> dict[str, list[str]]:
+    """The agent spec's pinned npm and pip packages, and its install commands."""
+    install = agent.get("install") if isinstance(agent.get("install"), dict) else {}
+    commands = [c.get("run") if isinstance(c, dict) else c for c in install.get("commands") or []]
+    return {"npm": sorted(str(p) for p in install.get("npm") or []),
+            "pip": sorted(str(p) for p in install.get("pip") or []),
+            "commands": [str(c) for c in commands if c]}
+
+
+def unsupported(agent: dict) -> list[str]:
+    """Install lines the docker backend cannot put into an image (empty: it can run the agent)."""
+    return installs(agent)["commands"]
+
+
+def tools_tag(agent: dict, rootfs: str) -> str | None:
+    """`a2c-tools:<key>` for the agent's packages, or None when it installs none."""
+    found = installs(agent)
+    if not (found["npm"] or found["pip"]):
+        return None
+    from a2c.runtime.sandbox.docker_images import _key
+    key = _key(TOOLS_RECIPE, rootfs, node_package() if found["npm"] else None,
+               found["npm"], found["pip"])
+    return f"{TOOLS_REPOSITORY}:{key}"
+
+
+def npm_tree(packages: list[str], dest: Path, report) -> None:
+    """DEST/npm: node and PACKAGES installed by the host's npm; DEST/bin: links to their commands."""
+    npm = shutil.which("npm")
+    if not npm:
+        raise RunError("docker backend: the scaffold's npm packages are installed with the host's "
+                       "npm, which is not here (install nodejs and npm)")
+    prefix = dest / "npm"
+    prefix.mkdir(parents=True)
+    wanted = [node_package(), *packages]
+    report(f"scaffold tools: npm install {' '.join(wanted)}")
+    proc = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                           "--loglevel=error", *wanted],
+                          capture_output=True, text=True, timeout=1800, cwd=str(prefix))
+    if proc.returncode != 0:
+        last = [line for line in (proc.stderr or proc.stdout).splitlines() if line.strip()]
+        raise RunError(f"docker backend: npm install {' '.join(packages)} failed: "
+                       f"{last[-1][:300] if last else 'no output'}")
+    bin_dir = dest / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for spec in wanted:
+        name = spec.rsplit("@", 1)[0]
+        meta = json.loads((prefix / "node_modules" / name / "package.json").read_text())
+        bins = meta.get("bin") or {}
+        if isinstance(bins, str):
+            bins = {name.rsplit("/", 1)[-1]: bins}
+        for command, rel in bins.items():
+            link = bin_dir / command
+            link.unlink(missing_ok=True)
+            link.symlink_to(Path("..", "npm", "node_modules", name, rel))
+
+
+def pip_script(agent_id: str, packages: list[str]) -> str:
+    """Shell run in the tools container: the scaffold's venv, offline, and links to its commands."""
+    venv = f"{TOOLS_DIR}/venvs/{agent_id}"
+    pkgs = " ".join(f"'{p}'" for p in packages)
+    return (f"python3 -m venv {venv} && ls {venv}/bin > /tmp/before && "
+            f"{venv}/bin/python -m pip install --no-index --find-links /wheels --no-cache-dir "
+            f"--disable-pip-version-check --quiet {pkgs} && "
+            f"for n in $(ls {venv}/bin | grep -vxFf /tmp/before); do case $n in "
+            f"python*|pip*|activate*|Activate*) ;; *) ln -sf ../venvs/{agent_id}/bin/$n "
+            f"{TOOLS_DIR}/bin/$n ;; esac; done")
+
+
+def ensure_tools(client, agent: dict, report=print) -> tuple[str | None, float]:
+    """The agent's tools image, built once (under the image build lock); (tag, seconds)."""
+    from a2c.runtime.sandbox.docker_images import build_lock, has_image, make_rootfs, rootfs_tag
+    start = time.monotonic()
+    tag = tools_tag(agent, rootfs_tag())
+    if tag is None or has_image(client, tag):
+        return tag, time.monotonic() - start
+    bad = unsupported(agent)
+    if bad:
+        raise RunError(f"agent {agent.get('id')}: the docker backend does not run install "
+                       f"commands ({'; '.join(bad)}); use --backend local")
+    with build_lock():
+        if has_image(client, tag):
+            return tag, time.monotonic() - start
+        rootfs = make_rootfs(client, report).tag
+        _build_tools(client, agent, tag, rootfs, report)
+    seconds = time.monotonic() - start
+    report(f"scaffold tools image {tag} built ({seconds:.1f} s)")
+    return tag, seconds
+
+
+def _build_tools(client, agent: dict, tag: str, rootfs: str, report) -> None:
+    from a2c.runtime.sandbox.docker_images import _split, image_cache, wheelhouse
+    found = installs(agent)
+    work = image_cache() / f"tools-{tag.rpartition(':')[2]}"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "bin").mkdir(parents=True)
+    try:
+        if found["npm"]:
+            npm_tree(found["npm"], work, report)
+        wheels = wheelhouse(found["pip"], report)
+        steps = [f"mkdir -p {TOOLS_DIR}", f"cp -a /src/. {TOOLS_DIR}/"]
+        if found["pip"]:
+            steps.append(pip_script(str(agent.get("id")), found["pip"]))
+        steps.append(f"chmod -R a+rX,go-w {TOOLS_DIR}")
+        _commit(client, rootfs, " && ".join(steps), tag,
+                {str(work): {"bind": "/src", "mode": "ro"},
+                 str(wheels): {"bind": "/wheels", "mode": "ro"}}, agent, _split)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _commit(client, rootfs: str, script: str, tag: str, volumes: dict, agent: dict,
+            split) -> None:
+    container = None
+    try:
+        container = client.containers.run(rootfs, ["sh", "-c", script], detach=True,
+                                          user="0:0", network_mode="none", volumes=volumes)
+        rc = int(container.wait().get("StatusCode", -1))
+        if rc != 0:
+            tail = container.logs(tail=5).decode("utf-8", "replace").strip().splitlines()
+            raise RunError(f"docker backend: installing {agent.get('id')}'s packages failed "
+                           f"(exit {rc}): {tail[-1][:300] if tail else 'no output'}")
+        repository, version = split(tag)
+        label = json.dumps(installs(agent) | {"node": NODE_VERSION}, sort_keys=True)
+        container.commit(repository=repository, tag=version,
+                         changes=[f"LABEL {TOOLS_LABEL}={json.dumps(label)}"])
+    except RunError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the engine's own reason, one line
+        raise RunError(f"docker backend: the scaffold tools image: {engine_error(exc)}") from exc
+    finally:
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except Exception:  # noqa: BLE001 - a leftover stopped container is harmless
+                pass
+
+
+def layer_lines(tools: str | None) -> list[str]:
+    """The agent layer's Dockerfile lines that bring the tools in (none without tools)."""
+    if not tools:
+        return []
+    return [f"COPY --from={tools} {TOOLS_DIR} {TOOLS_DIR}",
+            f"ENV PATH={TOOLS_DIR}/bin:$PATH",
+            f"LABEL {TOOLS_LABEL}={json.dumps(tools)}"]
+
+
+def layer_has_tools(client, tag: str, tools: str | None) -> bool:
+    """Whether the agent layer TAG was built with TOOLS (an older layer without them is rebuilt)."""
+    if not tools:
+        return True
+    try:
+        labels = client.images.get(tag).labels or {}
+    except Exception:  # noqa: BLE001 - not there: not built with them
+        return False
+    return labels.get(TOOLS_LABEL) == tools
+
+
+__all__ = ["TOOLS_DIR", "ensure_tools", "installs", "layer_has_tools", "layer_lines",
+           "node_package", "tools_tag", "unsupported"]
