@@ -30,7 +30,6 @@ from a2c.runtime.run.resolve import (
     resolve_task_bundle,
 )
 from a2c.runtime.run.scaffold import (
-    install_steps,
     key_env_names,
     refuse_provider_keys,
     uses_gateway,
@@ -125,11 +124,13 @@ def check_options(opts: RunOptions) -> None:
 
 
 def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
-    if opts.backend == "docker" and install_steps(agent):
-        # the agent layer copies the agent bundle's files; it does not run npm/pip installs yet
-        raise RunError(f"agent {agent['id']}: the docker backend does not install a scaffold's "
-                       f"packages ({', '.join(s['shell'] for s in install_steps(agent))}) into "
-                       "its image yet; run it with --backend local")
+    if opts.backend == "docker":
+        # the agent layer installs npm/pip packages (docker_scaffolds.py), not install commands
+        from a2c.runtime.sandbox.docker_scaffolds import unsupported
+        if unsupported(agent):
+            raise RunError(f"agent {agent['id']}: the docker backend does not run install "
+                           f"commands ({'; '.join(unsupported(agent))}) in its image; run it "
+                           "with --backend local")
     if opts.mode not in task.get("modes", MODES):
         raise RunError(f"task {task['id']} does not offer mode {opts.mode!r} "
                        f"(it offers {', '.join(task.get('modes', []))})")
