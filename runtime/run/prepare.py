@@ -226,7 +226,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     if run_dir.parent in record_key_file().resolve().parents:
         raise RunError(f"the record key {record_key_file()} is inside the runs folder "
                        f"{run_dir.parent}; keep it in the operator's configuration")
-    from a2c.runtime.run import devices   # before anything is written: a missing GPU is one line
+    from a2c.runtime.run import devices  # before anything is written: a missing GPU is one line
     gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, budget_cfg.get("gpus") or 0)
     devices.register(run_dir, lease)
     try:
