@@ -31,70 +31,18 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.run_paths import RunPaths
 from a2c.fsutil import write_json_atomic
 
 from . import admission
 from .admission import Reservation
-from .config import read_config, read_key
-from .ledger import Ledger
 from .routes import Refused, Target, check_target, guess_wire
-from .upstream import Upstream
+from .state import GatewayState, model_list
 from .wires import BUDGET_STATUS, UsageMeter, error_body, request_streams
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
 READ_CHUNK = 65536
 MAX_BODY = 64 * 1024 * 1024
-
-
-class GatewayState:
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
-        self.paths = RunPaths(run_dir)
-        self.config = read_config(run_dir)
-        self.key = read_key(run_dir)
-        up = self.config["upstream"]
-        if not up.get("base_url"):
-            raise SystemExit(f"{self.paths.driver_config}: upstream.base_url is not set")
-        self.upstream = Upstream(up["base_url"], float(up.get("timeout_s") or 600),
-                                 float(up.get("connect_timeout_s") or 10))
-        key_env = up.get("key_env")
-        self.provider_key = os.environ.get(key_env) if key_env else None
-        if key_env and not self.provider_key:
-            raise SystemExit(f"${key_env} is not set in the gateway's environment")
-        self.auth_style = up.get("auth")
-        self.model = self.config["model"]
-        self.allowed = list(dict.fromkeys(self.config.get("models") or
-                                          [self.model, *self.config.get("allow_models", [])]))
-        self.wires = set(self.config["wires"])
-        self.default_wire = self.config.get("agent_wire") or sorted(self.wires)[0]
-        self.ledger = Ledger(run_dir, self.config)
-        budget = self.config.get("budget") or {}
-        # a token or cost budget needs every forwarded call to carry an output cap
-        self.bounded = any(budget.get(k) is not None for k in ("driver_tokens",
-                                                                 "driver_cost_usd"))
-
-    def model_ok(self, model: str) -> bool:
-        """Exactly one of the run's pinned ids (gateway.json `models`): never by prefix."""
-        name = model[len("models/"):] if model.startswith("models/") else model
-        return name in self.allowed
-
-
-def model_list(models: list[str], one: str | None = None) -> dict[str, Any]:
-    """The run's pinned models as a model list (or one model's card), in a shape the OpenAI,
-    Anthropic and Gemini clients each read their own fields from."""
-    def card(m):
-        return {"id": m, "object": "model", "type": "model", "display_name": m,
-                "created": 0, "created_at": "2025-01-01T00:00:00Z", "owned_by": "a2c",
-                "name": f"models/{m}", "displayName": m,
-                "supportedGenerationMethods": ["generateContent", "streamGenerateContent",
-                                               "countTokens"]}
-    if one is not None:
-        return card(one)
-    return {"object": "list", "data": [card(m) for m in models], "has_more": False,
-            "first_id": models[0], "last_id": models[-1],
-            "models": [card(m) for m in models]}
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -119,27 +67,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # Every method reaches _handle, so whatever the agent sends is refused in the wire's shape
     # and recorded; only the allow-listed (method, path) pairs are forwarded.
-    def do_GET(self):  # noqa: N802
+    def _any_method(self):
+        if self.command == "HEAD":
+            self.close_connection = True      # the refusal's body is not framed for HEAD
         self._handle()
 
-    def do_POST(self):  # noqa: N802
-        self._handle()
-
-    def do_DELETE(self):  # noqa: N802
-        self._handle()
-
-    def do_PUT(self):  # noqa: N802
-        self._handle()
-
-    def do_PATCH(self):  # noqa: N802
-        self._handle()
-
-    def do_OPTIONS(self):  # noqa: N802
-        self._handle()
-
-    def do_HEAD(self):  # noqa: N802
-        self.close_connection = True      # the refusal's body is not framed for HEAD
-        self._handle()
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _any_method
 
     # ------------------------------------------------------------------ helpers
     def _read_body(self) -> bytes:
@@ -229,13 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return refuse(404, "not_served", f"a2c driver gateway: no model "
                               f"{rt.path_model!r} in this run (it may name "
                               f"{', '.join(st.allowed)})")
-            data = json.dumps(model_list(st.allowed, rt.path_model)).encode()
-            self._send(200, data, {"Content-Type": "application/json"})
-            st.ledger.record(wire=wire, path=path, model=rt.path_model, stream=False,
-                             status=200, usage=None, latency_ms=None,
-                             duration_ms=(time.perf_counter() - t0) * 1000, request=body,
-                             response=data, error=None, generation=False, forwarded=False)
-            return None
+            return self._models(st, rt, path, body, t0)
         try:
             parsed: Any = json.loads(body) if body else None
         except ValueError:
@@ -253,27 +180,40 @@ class _Handler(BaseHTTPRequestHandler):
         res: Reservation | None = None
         forward = body
         if rt.generation:
-            requested, candidates = admission.output_cap(rt.wire, parsed)
-            got = st.ledger.admit(admission.input_estimate(body),
-                                  requested or admission.DEFAULT_OUTPUT_CAP, candidates,
-                                  wait_s=st.upstream.timeout)
-            if not isinstance(got, Reservation):
-                limit, cap, used = got
-                st.ledger.exhausted(limit, cap, used)
-                return refuse(BUDGET_STATUS[rt.wire], "budget",
-                              f"a2c driver gateway: the run's driver {limit} budget is spent "
-                              f"({used:g} of {cap:g}, with the calls in flight and this "
-                              "call's input); no further model calls in this run",
-                              model=model, stream=stream)
-            res = got
-            new = admission.forward_body(rt.wire, parsed, stream, res.output_cap, requested,
-                                         st.bounded)
-            if new is not None:
-                forward = admission.encode(new)
+            got = self._admit(st, rt, parsed, body, stream)
+            if not isinstance(got, tuple):
+                return refuse(BUDGET_STATUS[rt.wire], "budget", got, model=model, stream=stream)
+            res, forward = got
         try:
             self._forward(st, rt, path, body, forward, model, stream, t0, res)
         finally:
             st.ledger.release(res)
+
+    def _models(self, st: GatewayState, rt, path: str, body: bytes, t0: float) -> None:
+        """A model list (or card) of the run's pinned ids, answered here, never forwarded."""
+        data = json.dumps(model_list(st.allowed, rt.path_model)).encode()
+        self._send(200, data, {"Content-Type": "application/json"})
+        st.ledger.record(wire=rt.wire, path=path, model=rt.path_model, stream=False,
+                         status=200, usage=None, latency_ms=None,
+                         duration_ms=(time.perf_counter() - t0) * 1000, request=body,
+                         response=data, error=None, generation=False, forwarded=False)
+
+    @staticmethod
+    def _admit(st: GatewayState, rt, parsed: dict, body: bytes, stream: bool):
+        """(the reservation, the body to forward), or the message of a budget refusal."""
+        requested, candidates = admission.output_cap(rt.wire, parsed)
+        got = st.ledger.admit(admission.input_estimate(body),
+                              requested or admission.DEFAULT_OUTPUT_CAP, candidates,
+                              wait_s=st.upstream.timeout)
+        if not isinstance(got, Reservation):
+            limit, cap, used = got
+            st.ledger.exhausted(limit, cap, used)
+            return (f"a2c driver gateway: the run's driver {limit} budget is spent ({used:g} "
+                    f"of {cap:g}, with the calls in flight and this call's input); no further "
+                    "model calls in this run")
+        new = admission.forward_body(rt.wire, parsed, stream, got.output_cap, requested,
+                                     st.bounded)
+        return got, (body if new is None else admission.encode(new))
 
     def _forward(self, st: GatewayState, rt, path: str, body: bytes, forward: bytes,
                  model: str, stream: bool, t0: float, res: Reservation | None) -> None:

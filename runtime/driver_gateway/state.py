@@ -1,0 +1,64 @@
+"""A running gateway's fixed state (read once from gateway.json) and the model list it answers
+itself: the run's pinned model ids are the whole list, so a scaffold that lists models before
+its first call sees exactly what it may name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.run_paths import RunPaths
+
+from .config import read_config, read_key
+from .ledger import Ledger
+from .upstream import Upstream
+
+
+class GatewayState:
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.paths = RunPaths(run_dir)
+        self.config = read_config(run_dir)
+        self.key = read_key(run_dir)
+        up = self.config["upstream"]
+        if not up.get("base_url"):
+            raise SystemExit(f"{self.paths.driver_config}: upstream.base_url is not set")
+        self.upstream = Upstream(up["base_url"], float(up.get("timeout_s") or 600),
+                                 float(up.get("connect_timeout_s") or 10))
+        key_env = up.get("key_env")
+        self.provider_key = os.environ.get(key_env) if key_env else None
+        if key_env and not self.provider_key:
+            raise SystemExit(f"${key_env} is not set in the gateway's environment")
+        self.auth_style = up.get("auth")
+        self.model = self.config["model"]
+        self.allowed = list(dict.fromkeys(self.config.get("models") or
+                                          [self.model, *self.config.get("allow_models", [])]))
+        self.wires = set(self.config["wires"])
+        self.default_wire = self.config.get("agent_wire") or sorted(self.wires)[0]
+        self.ledger = Ledger(run_dir, self.config)
+        budget = self.config.get("budget") or {}
+        # a token or cost budget needs every forwarded call to carry an output cap
+        self.bounded = any(budget.get(k) is not None for k in ("driver_tokens",
+                                                                 "driver_cost_usd"))
+
+    def model_ok(self, model: str) -> bool:
+        """Exactly one of the run's pinned ids (gateway.json `models`): never by prefix."""
+        name = model[len("models/"):] if model.startswith("models/") else model
+        return name in self.allowed
+
+
+def model_list(models: list[str], one: str | None = None) -> dict[str, Any]:
+    """The run's pinned models as a model list (or one model's card), in a shape the OpenAI,
+    Anthropic and Gemini clients each read their own fields from."""
+    def card(m):
+        return {"id": m, "object": "model", "type": "model", "display_name": m,
+                "created": 0, "created_at": "2025-01-01T00:00:00Z", "owned_by": "a2c",
+                "name": f"models/{m}", "displayName": m,
+                "supportedGenerationMethods": ["generateContent", "streamGenerateContent",
+                                               "countTokens"]}
+    if one is not None:
+        return card(one)
+    return {"object": "list", "data": [card(m) for m in models], "has_more": False,
+            "first_id": models[0], "last_id": models[-1],
+            "models": [card(m) for m in models]}
