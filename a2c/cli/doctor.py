@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from a2c.errors import RunError
-
 STYLE = {"ok": "green", "warn": "yellow", "missing": "bold red"}
 
 
@@ -58,9 +56,11 @@ def handle_doctor(args: argparse.Namespace) -> int:
 
 def preflight(rows: list, report, fatal: tuple[str, ...] = ()) -> None:
     """A pre-flight's rows that are not ok, one `pre-flight:` line each through `report`; a
-    missing row named in `fatal` stops the command (RunError) with its fix."""
+    missing row named in `fatal` stops the command with its fix (exit 2, as a scaffold's
+    failed pre-flight)."""
+    from a2c.runtime.run.scaffold import PreflightError
     for row in rows:
         if row.status == "missing" and row.name in fatal:
-            raise RunError(f"pre-flight: {row.line()}")
+            raise PreflightError(f"pre-flight: {row.line()}")
         if not row.ok:
             report(f"pre-flight: {row.line()}")

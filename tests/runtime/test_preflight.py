@@ -217,7 +217,7 @@ def test_without_ray_the_sweep_stops_with_the_install_command(monkeypatch, capsy
                         "pip install 'a2c[sweep]'")
     rc = main(["sweep", "no-such-suite"])
     err = capsys.readouterr().err
-    assert rc != 0
+    assert rc == 2
     assert "pre-flight: Ray: not installed" in err and "pip install 'a2c[sweep]'" in err
 
 
@@ -228,7 +228,7 @@ def test_run_preflight_stops_a_docker_run_without_an_engine(monkeypatch, capsys,
     rc = main(["run", "arith", "--agent", "ref-sft", "--backend", "docker",
                "--runs-dir", str(tmp_path / "runs")])
     err = capsys.readouterr().err
-    assert rc != 0 and "pre-flight: docker engine" in err
+    assert rc == 2 and "pre-flight: docker engine" in err
     assert "(fix: bash scripts/docker_engine.sh)" in err
     assert not (tmp_path / "runs").exists()
 
