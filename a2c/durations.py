@@ -20,7 +20,10 @@ SCHEMA_PATTERN = r"^(?=\d)(\d+(\.\d+)?d)?(\d+(\.\d+)?h)?(\d+(\.\d+)?m)?(\d+(\.\d
 
 
 class DurationError(A2CError, ValueError):
-    """A duration that cannot be read, or one that must be positive and is not."""
+    """A duration that cannot be read, or one that must be positive and is not: bad input, so
+    exit status 2 like every other input error (a spec's, a bad flag's), wherever it is read."""
+
+    exit_code = 2
 
 
 def parse_duration(value: str | int | float, *, allow_zero: bool = False) -> int | float:

@@ -411,7 +411,7 @@ def _gold_texts(doc, split: str, rel: str, column: str):
         return
     id_column = doc.data["data"]["fields"].get("id", "id")
     for n, row in enumerate(rows):
-        if isinstance(row, dict) and row.get(column) is not None:
+        if isinstance(row, dict) and row.get(column) not in (None, ""):   # datacheck: empty
             yield str(row.get(id_column, f"{split}-{n}")), str(row[column])
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2c.compiler import checks, resolve
+from a2c.compiler import checks, datacheck, resolve
 from a2c.compiler.schema import KINDS, problems_for, suggest
 from a2c.compiler.yamlsrc import Source, dotted, parse
 from a2c.errors import SpecError
@@ -118,7 +118,7 @@ def validate_document(doc: Document) -> list[str]:
     problems = problems_for(KINDS[doc.kind], doc.data, doc.source)
     if problems:
         return problems
-    return checks.check(doc)
+    return checks.check(doc) + datacheck.problems(doc)
 
 
 def load_document(path: str | Path, expect_kind: str | None = None) -> Document:

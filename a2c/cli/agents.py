@@ -104,15 +104,15 @@ def handle_list(args: argparse.Namespace) -> int:
         print(json.dumps({"agents": rows}, indent=2))
         return 0
     from rich.console import Console
-    from rich.table import Table
-    table = Table(title="agents (generated/agents)")
-    for column in ("id", "type", "driver", "command", "install"):
-        table.add_column(column)
+
+    from a2c.cli.tables import listing
+    cells = []
     for row in rows:
         found = "" if not row["command"] else (" (found)" if row["found"] else " (not found)")
-        table.add_row(row["id"], str(row["type"]), row["driver"] or "—",
-                      (row["command"] or "—") + found, "\n".join(row["install"]) or "—")
-    Console(highlight=False).print(table)
+        cells.append([row["id"], str(row["type"]), row["driver"] or "—",
+                      (row["command"] or "—") + found, "\n".join(row["install"]) or "—"])
+    Console(highlight=False).print(listing("agents (generated/agents)", [
+        "id", "type", "driver", "command", "install"], cells, ids=("id", "driver")))
     return 0
 
 

@@ -421,8 +421,10 @@ def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,
 
 def run(args: argparse.Namespace) -> int:
     from a2c.contracts.service_config import read_grader_json
+    from a2c.durations import parse_duration
     from a2c.errors import SpecError
 
+    parse_duration(args.budget)        # a bad --budget is refused now (exit 2), not at point (5)
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="a2c-check-"))
     report = Report()

@@ -7,6 +7,7 @@ no traceback). Heavy libraries are never imported here.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,8 +20,12 @@ def register(subparsers) -> None:
                               description="Validate specs (files or ids). Prints every problem "
                                           "as file:line:col: field.path: what is wrong; exit 2 "
                                           "when any spec is invalid.")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="spec files or ids (default: all "
-                                                            "specs under specs/)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="spec files or ids, or driver "
+                                                            "scripts (default: all specs under "
+                                                            "specs/)")
+    p.add_argument("--all", action="store_true", help="every spec under specs/ and every "
+                                                      "driver script under specs/drivers/ "
+                                                      "(the default without PATH)")
     p.set_defaults(handler=cmd_validate)
 
     p = subparsers.add_parser("build", help="compile specs into bundles under generated/",
@@ -76,11 +81,63 @@ def _paths(args) -> list:
     return paths
 
 
+DRIVER_SCRIPT_KIND = "DriverScript"
+_DRIVER_KIND_LINE = re.compile(rf"^kind:\s*['\"]?{DRIVER_SCRIPT_KIND}['\"]?\s*(#.*)?$", re.M)
+
+
+def _is_driver_script(path) -> bool:
+    """A scripted driver's recipe (specs/drivers/*.yaml, `kind: DriverScript`): not a spec the
+    compiler builds, but a file `a2c validate` checks against its own schema."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return False
+        head = path.read_bytes()[:65536].decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return False
+    return path.parent.name == "drivers" or bool(_DRIVER_KIND_LINE.search(head))
+
+
+def _driver_scripts() -> list[Path]:
+    from a2c.compiler.load import specs_root
+    folder = specs_root() / "drivers"
+    return sorted(p for p in folder.glob("*.y*ml") if p.is_file()) if folder.is_dir() else []
+
+
+def _check_driver_script(path: Path) -> tuple[str | None, list[str]]:
+    """(its id, []) or (None, every problem) — checked by the same reader a run uses
+    (a2c.runtime.scripted_driver.script, against compiler/schemas/driver-script.schema.json)."""
+    from a2c.runtime.scripted_driver.script import ScriptError, load
+    try:
+        return load(path).id, []
+    except ScriptError as exc:
+        return None, [line for line in str(exc).splitlines() if line.strip()]
+
+
 def cmd_validate(args) -> int:
     from a2c.compiler.build import load_all
-    docs = load_all(_paths(args))
+    everything = args.all or not args.paths
+    paths = _paths(args)
+    scripts = _driver_scripts() if everything else []
+    if not everything:
+        scripts = [Path(p) for p in paths if _is_driver_script(p)]
+        paths = [p for p in paths if not _is_driver_script(p)]
+    problems, checked = [], []
+    for script in scripts:
+        script_id, found = _check_driver_script(script)
+        problems.extend(found)
+        if script_id is not None:
+            checked.append((script_id, script))
+    try:
+        docs = load_all(paths) if paths else []
+    except SpecError as exc:
+        raise SpecError([*exc.problems, *problems]) from None
+    if problems:
+        raise SpecError(problems)
     for doc in docs:
         print(f"ok  {doc.kind.lower():5}  {doc.data['id']:<16} {doc.path}")
+    for script_id, script in checked:
+        print(f"ok  {'driver':5}  {script_id:<16} {script}")
     return 0
 
 
@@ -143,22 +200,16 @@ def cmd_list(args) -> int:
         print(json.dumps({"tasks": rows_t, "agents": rows_a}, indent=2, sort_keys=True))
     else:
         from rich.console import Console
-        from rich.table import Table
+
+        from a2c.cli.tables import listing
         console = Console()
-        t = Table(title="Tasks")
-        for col in ("id", "level", "grader", "base model", "budget", "title"):
-            t.add_column(col)
-        for r in rows_t:
-            t.add_row(r["id"], str(r["level"]), r["grader"], str(r["base_model"]),
-                      f"{r['wall_clock']}, {r['gpus']} GPU, {r['max_submissions']} subm.",
-                      r["title"])
-        console.print(t)
-        a = Table(title="Agents")
-        for col in ("id", "type", "default driver", "transcript", "title"):
-            a.add_column(col)
-        for r in rows_a:
-            a.add_row(r["id"], r["type"], str(r["driver"] or "-"), r["transcript"], r["title"])
-        console.print(a)
+        console.print(listing("Tasks", ["id", "level", "grader", "base model", "budget", "title"], [
+            [r["id"], str(r["level"]), r["grader"], str(r["base_model"]),
+             f"{r['wall_clock']}, {r['gpus']} GPU, {r['max_submissions']} subm.", r["title"]]
+            for r in rows_t], ids=("id", "grader")))
+        console.print(listing("Agents", ["id", "type", "default driver", "transcript", "title"], [
+            [r["id"], r["type"], str(r["driver"] or "-"), r["transcript"], r["title"]]
+            for r in rows_a], ids=("id",)))
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
