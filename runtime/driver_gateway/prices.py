@@ -50,8 +50,8 @@ def pinned_models(model: str, allow: list[str] | tuple = (),
         if name:
             family += [name, *(table["models"][name].get("snapshots") or []),
                        *(a for a, t in table["aliases"].items() if t == name)]
-        out += [f for f in family if f not in out]
-    return out
+        out += family
+    return list(dict.fromkeys(out))
 
 
 def price_for(model: str | None, table: dict[str, Any] | None = None) -> dict[str, Any] | None:

@@ -34,8 +34,10 @@ def test_driver_cost_budget_stops_the_scaffold(agent_id, tmp_path):
     calls = [e["data"] for e in events if e["type"] == "driver_call"]
     served = [c for c in calls if c["status"] == 200]
     refused = [c for c in calls if c["status"] != 200]
-    assert served and refused, calls
-    assert sum(c["cost_usd"] for c in served) >= COST
+    # Admission reserves a call's worst case (input estimate + output cap): the first call may
+    # already be refused on its input alone, and what was served stays within the budget
+    # (the scripted driver's usage aside: it reports its script's numbers whatever the cap).
+    assert refused, calls
     assert all(c["cost_usd"] == 0 and c["output_tokens"] == 0 for c in refused)
     assert {c["wire"] for c in calls} == {agent_spec(agent_id)["driver"]["wire"]}
     assert run["baseline_score"] is not None
