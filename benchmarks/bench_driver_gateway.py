@@ -4,7 +4,8 @@ socket) -> upstream, against the same client calling the same loopback upstream 
 Both paths run side by side in one process, interleaved call by call (so machine load hits both
 alike), for an Anthropic Messages call answered as JSON and as an SSE stream of a few events.
 Every call is fully metered and recorded by the gateway (events.jsonl, blobs, totals.json), as in
-a run. Prints per path the median and p90 of the whole call (request sent -> last byte read), the
+a run, and admitted against token and cost budgets (a worst-case reservation, then the metered
+usage in its place), with the route, header and model allow-lists checked. Prints per path the median and p90 of the whole call (request sent -> last byte read), the
 added latency (gateway median - direct median) and the ratio. Target: added median < 5 ms.
 
 Usage: python benchmarks/bench_driver_gateway.py [CALLS]      (default 300 per path and mode)
@@ -127,7 +128,10 @@ def main(calls: int = 300) -> int:
         run = tmp / "run"
         (run / "logs").mkdir(parents=True)
         paths = RunPaths(run)
-        prepare_gateway(paths, f"bench/{MODEL}", {"driver": {"wire": "anthropic"}}, {})
+        # token and cost budgets far above what the bench spends: every call goes through
+        # admission (a worst-case reservation under the ledger's lock) as in a budgeted run
+        prepare_gateway(paths, f"bench/{MODEL}", {"driver": {"wire": "anthropic"}},
+                        {"driver_tokens": 10**10, "driver_cost_usd": 10**6})
         gw = DriverGatewayProcess(run)
         gw.start()
         key = paths.driver_key.read_text().strip()
