@@ -15,6 +15,7 @@ from typing import Any
 from a2c.timefmt import iso_utc, parse_time
 
 from . import compliance
+from .executed import Executed, executed_code, outside_files
 from .launched import launched_training
 from .record import RunRecord
 from .snapshots import MAX_TEXT_BYTES, SnapshotRepo, diff_trees
@@ -101,6 +102,16 @@ def _shipped_workspace(folder: Path) -> dict[str, str]:
     return shipped
 
 
+def _executed(record: RunRecord, repo: SnapshotRepo) -> Executed:
+    """What the command log shows the agent ran outside its workspace (executed.py), against
+    the files every snapshot kept from outside."""
+    commits = [s["commit"] for s in record.snapshots]
+    head = repo.resolve("refs/heads/main")
+    if head and head not in commits:
+        commits.append(head)
+    return executed_code(record.root, outside_files(repo, commits))
+
+
 def _no_snapshot(sub_id: str) -> dict[str, Any]:
     return {"id": sub_id, "snapshot": None, "methods": [], "attribution": "none",
             "files": [], "adapters": [], "hyperparameters": {}, "evidence": [],
@@ -122,6 +133,9 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
     shipped = _shipped_workspace(record.root / "bundle" / "workspace")
     launched = launched_training(record)
     try:
+        executed = _executed(record, repo)
+        run_gaps: list[str] = []
+        section["executed"] = {"command_log": executed.log_present, "runs": executed.runs[:50]}
         snapshots = record.snapshots
         prev_files: dict[str, str] = {}
         prev_commit: str | None = None
@@ -153,19 +167,25 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
             codes = [c for path, blob in sorted(files.items()) if is_code(path)
                      for c in [cache.file(path, blob)] if c is not None]
             chosen, how = _attribute(codes, changed, sub["model_path"])
+            received = parse_time(sub["received_at"])
             if how == "output_path":
                 chosen = _upstream(chosen, codes)
             elif how == "none":
-                received = parse_time(sub["received_at"])
                 chosen = [c for stamp, c in launched
                           if stamp is None or received is None or stamp <= received]
                 how = "launched" if chosen else "none"
+            # code run from outside the workspace (or inline) before it was submitted counts
+            # whatever the workspace shows: the route is what ran, not what was left
+            chosen += [c for c in executed.code_until(received)
+                       if c.trains and c.path not in {k.path for k in chosen}]
+            gaps = executed.gaps_until(received)
             methods = sorted({m for c in chosen for m in c.methods})
             adapters = sorted({a for c in chosen for a in c.adapters})
-            verdict = compliance.compliance(mode, methods) if sub["valid"] or methods else \
-                {"verdict": "n/a", "detail": "invalid submission", "offending": []}
+            verdict = compliance.compliance(mode, methods, gaps) if sub["valid"] or methods \
+                else {"verdict": "n/a", "detail": "invalid submission", "offending": []}
             if sub["valid"] and not sub["base_copy"]:
                 verdicts.append(verdict)
+                run_gaps += [g for g in gaps if g not in run_gaps]
             all_methods.update(methods)
             all_adapters.update(adapters)
             section["per_submission"].append({
@@ -192,7 +212,8 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
         section["methods"] = sorted(all_methods)
         section["adapters"] = sorted(all_adapters)
         section["hyperparameters"] = _merge_hps(section["per_submission"])
-        section["compliance"] = compliance.overall(mode, verdicts, sorted(all_methods))
+        section["compliance"] = compliance.overall(mode, verdicts, sorted(all_methods),
+                                                   run_gaps)
     finally:
         repo.close()
     return section, timeline

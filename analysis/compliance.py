@@ -4,6 +4,11 @@ Each detected method (``training_methods``) belongs to a family; a mode allows s
 (``sft-only``: supervised and reward models; ``rl-only``: RL, preference optimisation and reward
 models; ``free``: everything). `compliance` judges one submission's methods, `overall` the run.
 Verdicts: complies | violates | unknown | n/a (the report.json schema names them).
+
+"Complies" needs complete evidence: with a gap in what the agent ran (`analysis/executed.py`: no
+command log, code executed from outside the workspace that the record does not hold, inline code
+that cannot be analysed) a route that would comply is "unknown", its detail "cannot be
+established: ..." naming the gaps. A route shown to violate still violates.
 """
 
 from __future__ import annotations
@@ -49,9 +54,28 @@ def _named(methods: list[str]) -> str:
     return f" (route: {name})" if name and ONLINE in methods else ""
 
 
-def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
+CANNOT = "cannot be established"
+
+
+def _unestablished(verdict: dict[str, Any], gaps: list[str] | None) -> dict[str, Any]:
+    """A verdict short of `violates` with gaps in the evidence: cannot be established."""
+    if not gaps or verdict["verdict"] not in ("complies", "unknown"):
+        return verdict
+    shown = "; ".join(gaps[:3]) + (f"; and {len(gaps) - 3} more" if len(gaps) > 3 else "")
+    return {"verdict": "unknown", "offending": [], "gaps": list(gaps[:20]),
+            "detail": f"{CANNOT}: {shown}"}
+
+
+def compliance(mode: str | None, methods: list[str], gaps: list[str] | None = None
+               ) -> dict[str, Any]:
     """Do one submission's training methods obey the run's mode? verdict: complies | violates |
-    unknown | n/a. The detail names the route (`route_name`) where it is online RL."""
+    unknown | n/a. The detail names the route (`route_name`) where it is online RL. `gaps`: what
+    the agent ran that the record cannot show (a would-be `complies` becomes "cannot be
+    established")."""
+    return _unestablished(_judge(mode, methods), gaps)
+
+
+def _judge(mode: str | None, methods: list[str]) -> dict[str, Any]:
     mode = (mode or FREE).lower()
     if mode not in MODE_ALLOWED:
         return {"verdict": "n/a", "offending": [],
@@ -71,10 +95,16 @@ def compliance(mode: str | None, methods: list[str]) -> dict[str, Any]:
             "detail": f"{', '.join(methods)} allowed under {mode}{_named(methods)}"}
 
 
-def overall(mode: str | None, verdicts: list[dict[str, Any]], methods: list[str]
-            ) -> dict[str, Any]:
-    """The run's verdict from its valid submissions' verdicts (and all methods it used)."""
-    base = compliance(mode, methods)
+def overall(mode: str | None, verdicts: list[dict[str, Any]], methods: list[str],
+            gaps: list[str] | None = None) -> dict[str, Any]:
+    """The run's verdict from its valid submissions' verdicts (and all methods it used); `gaps`
+    as for `compliance`."""
+    return _unestablished(_overall(mode, verdicts, methods), gaps)
+
+
+def _overall(mode: str | None, verdicts: list[dict[str, Any]], methods: list[str]
+             ) -> dict[str, Any]:
+    base = _judge(mode, methods)
     if base["verdict"] == "n/a":
         return base
     if any(v["verdict"] == "violates" for v in verdicts):

@@ -11,6 +11,13 @@ opens no FIFO or device, within a file-count and time budget (past either the sn
 and the reason recorded), and the values of passed secrets are redacted from what was read; git
 then commits a private staging copy of exactly those bytes, never the live workspace.
 
+Code the agent keeps outside the workspace is kept too (`outside`: the agent's /tmp and HOME,
+RUN/agent-tmp and RUN/agent-home; a2c/contracts/outside.py): their files, by the same rules plus
+text only (a file with a NUL byte in its first 8 KiB is binary), go under `.a2c-outside/<name>/`
+in the same tree, so a script run from /tmp is in the record next to the workspace it left. The
+workspace's own top-level `.a2c-outside` is never taken (excluded), so that prefix always means
+"from outside".
+
 Several processes may snapshot the same workspace (the grader service at each submission, the
 runtime periodically); an exclusive `flock` on a lock file in the repository serialises them. A
 snapshot of an unchanged workspace makes no commit and returns the previous one.
@@ -28,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.outside import OUTSIDE_PREFIX
 from a2c.fsutil import file_lock
 from a2c.runtime.redact import read_redact_file, redact_bytes
 
@@ -43,7 +51,8 @@ EXCLUDED_DIRS = (
     "hf_cache", ".huggingface", ".triton", "site-packages",
 )
 # Top-level folders of the workspace never snapshotted (output/ holds the checkpoints).
-EXCLUDED_TOP = ("output",)
+EXCLUDED_TOP = ("output", OUTSIDE_PREFIX)
+TEXT_PROBE = 8192           # outside files: a NUL byte in this many first bytes means binary
 # File name patterns never snapshotted: weights, data, archives, binaries.
 EXCLUDED_FILES = (
     "*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.ckpt", "*.onnx", "*.h5", "*.msgpack",
@@ -79,9 +88,11 @@ class Snapshotter:
                  excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS,
                  excluded_top: tuple[str, ...] = EXCLUDED_TOP,
                  max_files: int = MAX_FILES, time_budget_s: float = TIME_BUDGET_S,
-                 secrets: dict[str, str] | None = None):
+                 secrets: dict[str, str] | None = None,
+                 outside: dict[str, str | Path] | None = None):
         self.repo_dir = Path(repo_dir).resolve()
         self.workspace = Path(workspace).resolve()
+        self.outside = {name: Path(p) for name, p in (outside or {}).items()}
         self.max_file_bytes = max_file_bytes
         self.excluded_files = excluded_files
         self.excluded_dirs = set(excluded_dirs)
@@ -141,46 +152,66 @@ class Snapshotter:
         return sorted(entries), sum(len(v[1]) for v in entries.values()), excluded
 
     def collect(self) -> tuple[dict[str, tuple[str, bytes]], int, str | None]:
-        """{rel: (kind "file"|"link", content)} read from the workspace with an fd-relative walk
-        that follows no symlink and opens no FIFO or device, redacted; the rule-excluded count;
-        and why the snapshot is skipped (past `max_files` or `time_budget_s`), else None."""
+        """{rel: (kind "file"|"exec"|"link", content)} read from the workspace (and the outside
+        folders, under OUTSIDE_PREFIX) with an fd-relative walk that follows no symlink and opens
+        no FIFO or device, redacted; the rule-excluded count; and why the snapshot is skipped
+        (past `max_files` or `time_budget_s`), else None."""
         entries: dict[str, tuple[str, bytes]] = {}
-        excluded = 0
         deadline = time.monotonic() + self.time_budget_s
+        excluded, skipped = self._walk(self.workspace, "", entries, deadline, text_only=False)
+        if skipped:
+            return entries, excluded, skipped
+        for name, root in sorted(self.outside.items()):
+            if not root.is_dir():
+                continue
+            more, skipped = self._walk(root, f"{OUTSIDE_PREFIX}/{name}/", entries, deadline,
+                                       text_only=True)
+            excluded += more
+            if skipped:
+                return entries, excluded, skipped
+        return entries, excluded, None
+
+    def _walk(self, root: Path, prefix: str, entries: dict[str, tuple[str, bytes]],
+              deadline: float, text_only: bool) -> tuple[int, str | None]:
+        excluded = 0
         try:
-            top = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError as exc:
-            return {}, 0, f"workspace not readable as a folder: {exc}"
+            if prefix:
+                return 0, None   # an outside folder that is gone: nothing to keep
+            return 0, f"workspace not readable as a folder: {exc}"
         try:
             walk = os.fwalk(".", dir_fd=top, follow_symlinks=False)
             for dirpath, dirnames, filenames, dfd in walk:
                 rel_dir = os.path.normpath(dirpath)
                 keep = []
                 for d in dirnames:
-                    if d in self.excluded_dirs or (rel_dir == "." and d in self.excluded_top):
+                    if d in self.excluded_dirs or (rel_dir == "." and not prefix
+                                                   and d in self.excluded_top):
                         excluded += 1
                         continue
                     keep.append(d)
                 dirnames[:] = sorted(keep)
                 for name in filenames:
-                    rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                    rel = prefix + (name if rel_dir == "." else f"{rel_dir}/{name}")
                     if self._excluded_name(name) or "\n" in rel:
                         excluded += 1
                         continue
                     if len(entries) >= self.max_files:
-                        return entries, excluded, (f"more than {self.max_files} files to "
-                                                   "snapshot")
+                        return excluded, f"more than {self.max_files} files to snapshot"
                     if time.monotonic() > deadline:
-                        return entries, excluded, (f"reading the workspace took over "
-                                                   f"{self.time_budget_s:g}s")
+                        return excluded, (f"reading the workspace took over "
+                                          f"{self.time_budget_s:g}s")
                     entry = self._read_entry(name, dfd)
-                    if entry == "excluded":
+                    if entry == "excluded" or (text_only and entry is not None and
+                                               entry[0] != "link" and
+                                               b"\0" in entry[1][:TEXT_PROBE]):
                         excluded += 1
                     elif entry is not None:
                         entries[rel] = entry
         finally:
             os.close(top)
-        return entries, excluded, None
+        return excluded, None
 
     def _read_entry(self, name: str, dfd: int):
         try:

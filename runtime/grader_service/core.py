@@ -73,10 +73,12 @@ class GradingService:
         self.slot = ProcessSlot()
         self.snapshotter = None
         if cfg.snapshots and cfg.workspace is not None and Path(cfg.workspace).is_dir():
+            from a2c.contracts.outside import outside_roots
             from a2c.runtime.snapshots import Snapshotter
 
             self.snapshotter = Snapshotter(self.paths.snapshots, cfg.workspace,
-                                           event_log=self.events)
+                                           event_log=self.events,
+                                           outside=outside_roots(self.paths))
         self._grader_cfg_path: Path | None = None
         self.base = BaseReference(cfg.base_model)
         self._baseline: dict[str, Any] | None = None

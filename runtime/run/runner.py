@@ -349,9 +349,11 @@ class Runner:
 
     def snapshot(self, reason: str) -> None:
         try:
+            from a2c.contracts.outside import outside_roots
             from a2c.runtime.snapshots import Snapshotter
             info = Snapshotter(self.paths.snapshots, self.paths.workspace,
-                               event_log=self.ctx.events).snapshot(reason)
+                               event_log=self.ctx.events,
+                               outside=outside_roots(self.paths)).snapshot(reason)
             if info.get("skipped"):
                 self.report(f"snapshot ({reason}) skipped: {info['skipped']}")
         except Exception as exc:  # noqa: BLE001 - a snapshot failure never stops a run
