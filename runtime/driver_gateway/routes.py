@@ -11,8 +11,9 @@ agent sends (Authorization and the other key headers, OpenAI-Organization/-Proje
 Host, proxy and SDK telemetry headers) is dropped. `anthropic-beta` is kept value by value
 against `ANTHROPIC_BETAS`: Claude Code sends betas its request bodies rely on (interleaved
 thinking, context management, fine-grained tool streaming), while others open features the
-gateway does not meter (files, batches, MCP connectors, code execution, web fetch) or price
-(the 1M context window, billed at a higher rate above 200k tokens).
+gateway does not meter (files, batches, MCP connectors, code execution, web fetch, the advisor
+tool's second model), does not price (the 1M context window and the 1-hour cache, billed at
+higher rates) or that belong to another credential (oauth).
 """
 
 from __future__ import annotations
@@ -31,15 +32,20 @@ FORWARD_HEADERS = frozenset({"content-type", "accept", "anthropic-version", "ant
 """Agent headers that go upstream (the provider key header is set by the gateway itself)."""
 
 ANTHROPIC_BETAS = frozenset({
+    # what Claude Code sends with an API key (2.x), each metered as tokens and priced as such
     "claude-code-20250219",
     "interleaved-thinking-2025-05-14",
     "fine-grained-tool-streaming-2025-05-14",
     "token-efficient-tools-2025-02-19",
     "prompt-caching-2024-07-31",
+    "prompt-caching-scope-2026-01-05",
     "context-management-2025-06-27",
+    "mid-conversation-system-2026-04-07",
+    "thinking-token-count-2026-05-13",
     "output-128k-2025-02-19",
     "effort-2025-11-24",
     "structured-outputs-2025-11-13",
+    "advanced-tool-use-2025-11-20",
 })
 """anthropic-beta values passed upstream; any other value is dropped from the header."""
 
