@@ -110,3 +110,76 @@ def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, b
     assert "tampered" not in (ctx.run_dir / "events.jsonl").read_text()
     assert "tampered" not in (ctx.run_dir / "run.json").read_text()
     assert verify_events(ctx.run_dir / "events.jsonl").ok
+
+
+# What the agent can see of its own processes and do to its system: every process's argv and
+# environment (the host checks them for host paths: nothing of the run is passed in here), a
+# user namespace (`unshare -Ur`), a write to the system folders, a GPU node.
+_SYSTEM_PROBE = r"""
+python3 - <<'PY'
+import glob, json, os, shutil, subprocess
+def tryread(path):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except Exception as e:
+        return "ERR " + type(e).__name__
+def trywrite(path):
+    try:
+        with open(path, "w") as fh:
+            fh.write("tampered")
+        return "WROTE"
+    except Exception as e:
+        return "ERR " + type(e).__name__
+procs = {}
+for folder in glob.glob("/proc/[0-9]*"):
+    procs[folder] = {"cmdline": tryread(folder + "/cmdline"), "environ": tryread(folder + "/environ")}
+unshare = shutil.which("unshare")
+userns = subprocess.run([unshare, "-Ur", "true"], capture_output=True, text=True) if unshare else None
+r = {
+    "procs": procs,
+    "pid1": procs.get("/proc/1", {}).get("cmdline", ""),
+    "unshare": unshare,
+    "userns_rc": userns.returncode if userns else None,
+    "userns_err": userns.stderr.strip() if userns else None,
+    "system_write": {p: trywrite(p) for p in ("/usr/a2c-probe", "/etc/a2c-probe",
+                                             "/bin/a2c-probe", "/a2c-probe")},
+    "gpu_nodes": glob.glob("/dev/nvidia*"),
+}
+json.dump(r, open("system-probe.json", "w"))
+PY
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_no_user_namespace_no_system_write_no_host_path_in_any_process(tmp_path, request,
+                                                                       backend):
+    """Issue 23 in both backends: `unshare -Ur true` fails (docker: the default seccomp
+    profile refuses CLONE_NEWUSER without CAP_SYS_ADMIN; local: bubblewrap's --disable-userns),
+    the system folders are read-only, no GPU node is there that the run did not give. In the
+    container, no process's argv or environment names a host path of the run, the project or
+    a2c's venv (PID 1 is docker-init running the launcher; bubblewrap's own PID 1 keeps its
+    argv, which docs/runtime.md states for the local backend)."""
+    import sys
+
+    from a2c.paths import project_root
+    _backend_ready(request, backend)
+    agent = make_agent(tmp_path, "sysprobe", _SYSTEM_PROBE)
+    opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="60s",
+                              backend=backend, runs_dir=tmp_path / "runs")
+    ctx = run_mod.prepare(opts, report=lambda _: None)
+    run_mod.execute(ctx, report=print)
+    probe = json.loads((ctx.run_dir / "workspace" / "system-probe.json").read_text())
+    assert probe["unshare"], "unshare is not in the sandbox: the check would prove nothing"
+    assert probe["userns_rc"] != 0, probe
+    assert all(v.startswith("ERR") for v in probe["system_write"].values()), \
+        probe["system_write"]
+    assert probe["gpu_nodes"] == []                         # the run asked for no GPU
+    if backend != "docker":
+        return
+    assert "docker-init" in probe["pid1"] and "/run/a2c/agent/launch.sh" in probe["pid1"]
+    host = {str(ctx.run_dir), str(tmp_path), str(project_root()), sys.prefix}
+    leaks = {(proc, part, path) for proc, seen in probe["procs"].items()
+             for part, text in seen.items() for path in host if path in text}
+    assert leaks == set(), sorted(leaks)[:5]
