@@ -32,7 +32,10 @@ FORWARD_HEADERS = frozenset({"content-type", "accept", "anthropic-version", "ant
 """Agent headers that go upstream (the provider key header is set by the gateway itself)."""
 
 ANTHROPIC_BETAS = frozenset({
-    # what Claude Code sends with an API key (2.x), each metered as tokens and priced as such
+    # Claude Code 2.1.332 (the pinned version) with an API key sends the first, second, and the
+    # context-management, thinking-token-count and advanced-tool-use values (captured against a
+    # recording upstream); the others are earlier Claude Code and SDK values. Each is metered
+    # as tokens and priced as such.
     "claude-code-20250219",
     "interleaved-thinking-2025-05-14",
     "fine-grained-tool-streaming-2025-05-14",
