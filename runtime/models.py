@@ -18,9 +18,11 @@ Heavy libraries are imported inside functions so `import a2c.runtime.models` sta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,48 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 class ModelError(A2CError):
     """A base model cannot be found, built or loaded."""
+
+
+@contextlib.contextmanager
+def quiet_progress(stream=None) -> Iterator[None]:
+    """No progress bars while a model is converted or loaded, unless `stream` (stderr) is a
+    terminal: in a log, a pipe or CI a bar is hundreds of carriage-return lines. Covers the
+    libraries' own switches (transformers, huggingface_hub) and the GGUF converter, which calls
+    `tqdm.auto.tqdm` directly; the previous settings come back afterwards."""
+    stream = sys.stderr if stream is None else stream
+    if getattr(stream, "isatty", lambda: False)():
+        yield
+        return
+    with contextlib.ExitStack() as undo:
+        try:
+            from transformers.utils import logging as tf_logging
+        except ImportError:
+            tf_logging = None
+        if tf_logging is not None and tf_logging.is_progress_bar_enabled():
+            tf_logging.disable_progress_bar()
+            undo.callback(tf_logging.enable_progress_bar)
+        try:
+            from huggingface_hub.utils import (
+                are_progress_bars_disabled,
+                disable_progress_bars,
+                enable_progress_bars,
+            )
+        except ImportError:
+            pass
+        else:
+            if not are_progress_bars_disabled():
+                disable_progress_bars()
+                undo.callback(enable_progress_bars)
+        gguf_utils = sys.modules.get("transformers.modeling_gguf_pytorch_utils")
+        if gguf_utils is None and tf_logging is not None:
+            with contextlib.suppress(ImportError):
+                import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        if gguf_utils is not None and hasattr(gguf_utils, "tqdm"):
+            import functools
+            original = gguf_utils.tqdm
+            gguf_utils.tqdm = functools.partial(original, disable=True)
+            undo.callback(setattr, gguf_utils, "tqdm", original)
+        yield
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,7 +140,7 @@ def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
     with file_lock(target.parent / f".{target.name}.lock"):
         if not force and is_prepared(name, seed):   # another process built it while we waited
             return target
-        with staged_dir(target) as tmp:
+        with staged_dir(target) as tmp, quiet_progress():
             spec.build(tmp, seed)
             meta = {"name": name, "version": spec.version, "seed": seed if spec.seeded else None}
             (tmp / COMPLETE_MARKER).write_text(json.dumps(meta, sort_keys=True) + "\n")
@@ -150,8 +194,9 @@ def load_check(path: str | Path) -> None:
     path = check_model_dir(path)
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        AutoTokenizer.from_pretrained(path)
-        AutoModelForCausalLM.from_pretrained(path)
+        with quiet_progress():
+            AutoTokenizer.from_pretrained(path)
+            AutoModelForCausalLM.from_pretrained(path)
     except Exception as exc:  # noqa: BLE001 - any loader failure is the user's model's problem
         raise ModelError(f"cannot load model from {path}: {type(exc).__name__}: {exc}") from None
 
