@@ -192,6 +192,9 @@ class _Reader:
         if tokens is None:
             return
         for seg in _segments(tokens):
+            if seg[0] == "cd" and len(seg) > 1:   # `cd /tmp && python -m x` on one line
+                cwd = self.resolve(seg[1], cwd)
+                continue
             self.segment(stamp, cwd, seg, command, heredoc, line_no, depth)
 
     def segment(self, stamp, cwd, seg: list[str], command: str, heredoc, line_no: int,
