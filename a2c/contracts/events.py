@@ -117,6 +117,18 @@ class SubmissionScored(EventPayload):
     """A scored (or invalid) submission. `code` (a2c.contracts.submission_errors) says why it is
     invalid; `copy_of_base` whether its weights are the untouched base model's; `not_derived`
     whether the provenance check found it is not derived from the base (another model's weights,
+@dataclass
+class SubmissionPruned(EventPayload):
+    """The grader removed its copy of a scored submission that can no longer count (neither the
+    best nor the last valid one, nor the original of either); the journal keeps its hash
+    (runtime/grader_service/pruning.py)."""
+
+    TYPE: ClassVar[str] = "submission_pruned"
+    id: int | str = 0
+    weights_hash: str | None = None
+    bytes: int | None = None
+
+
     a re-initialised model; the details are in results/<n>.json `provenance`)."""
 
     TYPE: ClassVar[str] = "submission_scored"
@@ -264,7 +276,7 @@ class FinalScored(EventPayload):
 
 EVENT_TYPES: dict[str, type[EventPayload]] = {cls.TYPE: cls for cls in (
     RunStarted, RunResumed, BaselineScored, AgentStarted, SubmissionReceived, SubmissionScored,
-    Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed,
+    SubmissionPruned, Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed,
     DriverCall, DriverBudgetExhausted, FinalScored)}
 
 

@@ -7,7 +7,8 @@ received-but-unscored ones are queued again (in id order), ids continue after th
 
 What is scored is what was hashed: at submit the folder is copied into `grader/submissions/<n>/`
 (intake.py: regular files only, limits, one submission at a time), hashed from that copy and
-later evaluated from it; the agent's folder is never read again.
+later evaluated from it; the agent's folder is never read again. Once scored, a copy that can no
+longer count (neither the best nor the last valid one) is removed (pruning.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.contracts.events import EventLog, SubmissionReceived, SubmissionScored, utc_now
+from a2c.contracts.events import (
+    EventLog,
+    SubmissionPruned,
+    SubmissionReceived,
+    SubmissionScored,
+    utc_now,
+)
 from a2c.contracts.journal import Journal, JournalReceived, JournalScored
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
@@ -40,6 +47,7 @@ from a2c.runtime.grader_service.evaluator import ProcessSlot, run_evaluation
 from a2c.runtime.grader_service.intake import _remove, copy_submission
 from a2c.runtime.grader_service.limits import check_limits, current_limits
 from a2c.runtime.grader_service.model_path import resolve_model_path
+from a2c.runtime.grader_service.pruning import prunable, tree_bytes
 from a2c.runtime.grader_service.weights import weights_fingerprint
 from a2c.runtime.inference.chat_template import SOURCE_KEY
 
@@ -400,10 +408,25 @@ class GradingService:
             code=scored.code, duplicate_of=scored.duplicate_of, copy_of_base=scored.copy_of_base,
             elapsed_s=scored.elapsed_s, backend=scored.backend, not_derived=not_derived))
         if not summary["valid"] or summary["duplicate_of"] is not None:
-            _remove(self.copy_path(sid))   # never evaluated again; a valid scored copy stays
+            _remove(self.copy_path(sid))   # never evaluated again
+        self._prune()   # valid copies that can no longer count (pruning.py)
         log(f"submission {sid}: {sub['status']} score={entry['score']} "
             f"{'dup of ' + str(entry['duplicate_of']) if entry['duplicate_of'] else ''}"
             f"{entry['error'] or ''}")
+
+    def _prune(self) -> None:
+        """Remove the copies no policy can count any more; each one a `submission_pruned` event
+        (the journal keeps its hash)."""
+        with self.lock:
+            doomed = prunable(self.subs, self.copy_path)
+        for sid in doomed:
+            copy = self.copy_path(sid)
+            size = tree_bytes(copy)
+            _remove(copy)
+            self.events.emit(SubmissionPruned(id=sid, weights_hash=self.subs[sid]["weights_hash"],
+                                              bytes=size))
+            log(f"submission {sid}: the grader's copy removed ({size} bytes); it can no longer "
+                "count (neither the best nor the last valid submission)")
 
     # ------------------------------------------------------------------ shutdown
     def stop(self, kill_running: bool = False) -> None:

@@ -16,6 +16,11 @@ Weights are taken as safetensors only: a file in a pickle format (`PICKLE_SUFFIX
 before it is opened (`pickle_weights`). Loading a pickle runs code in the grader, and weights the
 provenance check cannot read (provenance.py reads safetensors) would be scored unchecked.
 
+Where the file system shares blocks (btrfs, XFS: FICLONE, `cp --reflink` semantics) the copy is
+a copy-on-write clone, a snapshot of the file that the agent's later writes never reach, and the
+hashes are read from the clone; elsewhere it is a byte copy. A hard link is never used: it would
+share the inode, and an agent rewriting its file would rewrite the grader's.
+
 One pass reads every byte once: it writes the copy, computes each file's sha256 (the folder hash,
 the same rule as `a2c.canonical.sha256_tree`, so identical folders hash alike) and the tensors'
 hashes of safetensors files (`weights.py`: copy detection).
@@ -24,6 +29,7 @@ hashes of safetensors files (`weights.py`: copy detection).
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import os
 import shutil
@@ -40,6 +46,8 @@ from a2c.runtime.grader_service.weights import CHUNK, TensorStream, add_weights,
 SPARSE_MIN = 1 << 20     # files under this size are never called sparse
 SPARSE_RATIO = 8         # allocated bytes under size / 8: sparse
 MAX_DEPTH = 32
+FICLONE = 0x40049409     # ioctl(dst, FICLONE, src): linux/fs.h
+CLONE_ENABLED = True     # tests turn it off to exercise the byte copy on a reflink file system
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -213,7 +221,10 @@ def _copy_fd(fd: int, rel: str, st: os.stat_result, dest: Path, state: _State,
         stream = TensorStream() if rel.endswith(".safetensors") else None
         view = memoryview(state.buf)
         with open(dest, "xb") as out:
-            while True:
+            cloned = _clone(fd, out.fileno())   # copy-on-write: hash the clone instead
+            if cloned:
+                _hash_clone(dest, state, digest, stream)
+            while not cloned:
                 n = os.readv(fd, [state.buf])
                 if n <= 0:
                     break
@@ -232,6 +243,36 @@ def _copy_fd(fd: int, rel: str, st: os.stat_result, dest: Path, state: _State,
             add_weights(state.tensors, state.others, rel, sha, stream)
     finally:
         os.close(fd)
+
+
+def _clone(src_fd: int, dst_fd: int) -> bool:
+    """Share the file's blocks copy-on-write (FICLONE: btrfs, XFS, bcachefs, ...): the clone is a
+    snapshot of the file at this instant, so a later write by the agent never reaches it, and a
+    kept submission costs no extra disk. False where the file system cannot (ext4, tmpfs,
+    another device): the caller copies the bytes."""
+    if not CLONE_ENABLED:
+        return False
+    try:
+        fcntl.ioctl(dst_fd, FICLONE, src_fd)
+        return True
+    except OSError:
+        return False
+
+
+def _hash_clone(dest: Path, state: _State, digest, stream: TensorStream | None) -> None:
+    """Read the clone once (it is the grader's own file now) for the hashes and the limits."""
+    view = memoryview(state.buf)
+    with open(dest, "rb", buffering=0) as handle:
+        while True:
+            n = handle.readinto(state.buf)
+            if not n:
+                break
+            state.bytes += n
+            if state.bytes > state.max_bytes:   # it grew between fstat and the clone
+                raise _too_large(state)
+            digest.update(view[:n])
+            if stream is not None:
+                stream.feed(view[:n])
 
 
 def _too_large(state: _State) -> Refusal:
