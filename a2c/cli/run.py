@@ -130,6 +130,11 @@ class Progress:
         tail = result.get("agent_log_tail")
         if tail and result.get("status") != "finished":
             from rich.markup import escape
+            reason = result.get("reason")
+            if reason:   # the last thing the agent said, one line (the tail is in run.json)
+                self.console.print(f"[bold]{escape(result['status'])}[/bold]: {escape(reason)} "
+                                   "(the log: logs/agent.log)", highlight=False, soft_wrap=True)
+                return
             self.console.print(f"[bold]{escape(result['status'])}[/bold]: the last lines of "
                                "logs/agent.log:")
             for line in tail:

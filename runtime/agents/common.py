@@ -246,10 +246,45 @@ def client(ctx: AgentContext, *args: str, timeout: float = 600) -> tuple[int, di
     return proc.returncode, _parse(proc.stdout or proc.stderr)
 
 
+HYPERPARAMETERS_FILE = "hyperparameters.json"
+_SUBMITTED: list[Path] = []     # this process's submitted model folders, oldest first
+
+
+def record_hyperparameters(ctx: AgentContext, **values) -> Path:
+    """Write the values the last training actually used (`$A2C_WORKSPACE/hyperparameters.json`;
+    `steps` is what ran, `max_steps` what was planned) before submitting, so the submission's
+    code snapshot carries them and the report shows these rather than what the source says."""
+    path = ctx.workspace / HYPERPARAMETERS_FILE
+    path.write_text(json.dumps(values, sort_keys=True) + "\n", encoding="utf-8")
+    log("hyperparameters: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())),
+        event="hyperparameters", values=values)
+    return path
+
+
 def submit(ctx: AgentContext, model_dir: Path, note: str = "") -> str | None:
+    """Submit `model_dir`; once the grader has acknowledged it (it has its own copy then), the
+    folders this agent submitted before are removed, so the agent's output holds one model."""
     rc, reply = client(ctx, "submit", str(model_dir), "--note", note)
     log(f"submit {model_dir.name}: rc={rc} {reply}", event="submit", rc=rc, reply=reply)
-    return str(reply["id"]) if rc == 0 and reply.get("id") is not None else None
+    if rc != 0 or reply.get("id") is None:
+        return None
+    release_submitted(keep=model_dir)
+    return str(reply["id"])
+
+
+def release_submitted(keep: Path | None = None) -> None:
+    """Remove the earlier submitted folders but `keep` (the grader copied each at submit)."""
+    import shutil
+    for folder in [f for f in _SUBMITTED if keep is None or f.resolve() != keep.resolve()]:
+        shutil.rmtree(folder, ignore_errors=True)
+        _SUBMITTED.remove(folder)
+    if keep is not None and keep not in _SUBMITTED:
+        _SUBMITTED.append(keep)
+
+
+def remember_submitted(folder: Path) -> None:
+    """A folder submitted by another process (the SFT warm-up's): removed at the next submit."""
+    _SUBMITTED.append(Path(folder))
 
 
 def wait_score(ctx: AgentContext, submission_id: str, timeout: float | None = None) -> dict:

@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if warmed else 1
         if warmed:
             start_dir, max_subs = warmed, max_subs - 1
+            common.remember_submitted(warmed)   # removed once GRPO submits (the grader has it)
     else:
         log("mode rl-only: no SFT warm-up")
     model, tokenizer = common.load_model(start_dir)
@@ -149,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
             break
         done_steps += ran
         out = common.save_model(model, tokenizer, ctx.output_dir / f"grpo-{stage}")
+        common.record_hyperparameters(ctx, method="GRPO", stage=stage, steps=done_steps,
+                                      max_steps=steps * stage, learning_rate=lr,
+                                      stopped_by_clock=ran < steps)
         tail = sum(rewards[-5:]) / max(1, len(rewards[-5:]))
         after = " after the SFT warm-up" if start_dir != ctx.base_model else ""
         sub = common.submit(ctx, out, note=f"GRPO stage {stage}: {done_steps} steps{after}, "

@@ -76,8 +76,10 @@ bf16_ok = common.bf16_ok
 
 def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
           batch: int = 4, lr: float = 5e-5, seed: int = 0, max_length: int = 640,
-          work_dir: str | Path | None = None) -> Path:
-    """TRL SFT (loss on the completions only); returns the saved model folder."""
+          work_dir: str | Path | None = None, stop_at: float | None = None,
+          stats: dict | None = None) -> Path:
+    """TRL SFT (loss on the completions only); returns the saved model folder. Training stops
+    before the clock passes `stop_at` (unix seconds); `stats` gets the steps that ran."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -95,10 +97,13 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
                      warmup_steps=0, logging_steps=10, save_strategy="no", report_to="none",
                      use_cpu=not torch.cuda.is_available(), bf16=bf16_ok(), fp16=False, seed=seed, max_length=max_length,
                      completion_only_loss=True, disable_tqdm=True, dataloader_num_workers=0)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok,
+                         callbacks=[common.time_limit_callback(stop_at)] if stop_at else None)
     started = time.time()
     result = trainer.train()
-    log(f"{steps} SFT steps on {len(rows)} expert steps in {time.time() - started:.0f}s, "
+    if stats is not None:
+        stats["steps"] = trainer.state.global_step
+    log(f"{trainer.state.global_step} SFT steps on {len(rows)} expert steps in {time.time() - started:.0f}s, "
         f"loss {result.training_loss:.3f}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -123,12 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     tok = AutoTokenizer.from_pretrained(ctx.base_model)
     rows = collect_expert(records, env_cfg, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
-    out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft",
-                steps=int(os.environ.get("A2C_L3_STEPS", 20)),
-                batch=int(os.environ.get("A2C_L3_BATCH", 4)),
-                lr=float(os.environ.get("A2C_L3_LR", 1e-4)), seed=ctx.seed,
-                max_length=int(os.environ.get("A2C_L3_MAX_LENGTH", 640)),
-                work_dir=ctx.workspace / "tmp" / "l3-sft")
+    steps, batch = int(os.environ.get("A2C_L3_STEPS", 20)), int(os.environ.get("A2C_L3_BATCH", 4))
+    lr, stats = float(os.environ.get("A2C_L3_LR", 1e-4)), {}
+    margin = common.submit_margin(ctx, ctx.remaining())
+    out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
+                lr=lr, seed=ctx.seed, max_length=int(os.environ.get("A2C_L3_MAX_LENGTH", 640)),
+                work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
+                stats=stats)
+    common.record_hyperparameters(ctx, method="SFT", steps=stats.get("steps"), max_steps=steps,
+                                  batch_size=batch, learning_rate=lr,
+                                  stopped_by_clock=(stats.get("steps") or 0) < steps)
     sid = common.submit(ctx, out, note="l3 SFT on expert trajectories")
     if sid:
         reply = common.wait_score(ctx, sid)

@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         model, _, done = train_sft(ctx, model, tokenizer, records, steps, batch, lr,
                                    ctx.seed + stage, f"sft-stage{stage}", stop_at=stop_at)
         out = common.save_model(model, tokenizer, ctx.output_dir / f"sft-stage{stage}")
+        common.record_hyperparameters(ctx, method="SFT", stage=stage, steps=done,
+                                      max_steps=steps, batch_size=batch, learning_rate=lr,
+                                      stopped_by_clock=done < steps)
         sub = common.submit(ctx, out, note=f"SFT stage {stage}: {done} steps, batch {batch}, "
                                            f"lr {lr}")
         if sub is not None:

@@ -33,6 +33,7 @@ from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, Ru
 from a2c.runtime.run.driver import DriverGateway, read_key, usage_summary
 from a2c.runtime.run.grader import GraderProcess
 from a2c.runtime.run.prepare import grader_cfg, remove_run_dir
+from a2c.runtime.run.reason import reason_line
 from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.scaffold import (
     PreflightError,
@@ -457,6 +458,10 @@ class Runner:
             out["driver_usage"] = usage_summary(self.run.get("driver_usage"))
         if self.run.get("agent_log_tail") is not None and out["status"] != "finished":
             out["agent_log_tail"] = self.run.get("agent_log_tail")
+            # one line (the last thing the agent said), never raw stream-json
+            out["reason"] = reason_line(log_tail(self.paths.agent_log, self.secrets, 200,
+                                                 width=100_000)) \
+                or reason_line(out["agent_log_tail"])
         return out
 
     def _guard(self) -> BudgetGuard:
