@@ -150,21 +150,22 @@ FIXTURE_DATA = {
 FIXTURE_DATA.update({f"{k}-strict": v for k, v in list(FIXTURE_DATA.items())})  # same data
 
 
-def task_bundles():
+def task_bundles(generated: Path = GENERATED):
+    """Every level-1 and level-2 task bundle under `generated` (shipped or authored)."""
     out = []
-    for manifest in sorted(GENERATED.glob("*/bundle.json")):
+    for manifest in sorted(Path(generated).glob("*/bundle.json")):
         data = json.loads(manifest.read_text())
         if data.get("kind") == "Task" and data["task"].get("level") in (1, 2):
             out.append(manifest.parent.name)
     return out
 
 
-def usable_bundle(task_id, tmp_path):
+def usable_bundle(task_id, tmp_path, generated: Path = GENERATED):
     """The real bundle when its data is here, else the same bundle over fixture files."""
     from a2c.contracts.bundle import Bundle
     from a2c.runtime.data import DataError, load_split
 
-    bundle = Bundle.load(GENERATED / task_id)
+    bundle = Bundle.load(Path(generated) / task_id)
     try:
         records = load_split(bundle.task, "heldout", bundle.root)
         return bundle.root, records, "real"
@@ -177,14 +178,41 @@ def usable_bundle(task_id, tmp_path):
     return root, load_split(bundle.task, "heldout", root), "fixture"
 
 
+def wrong_answer(gold: str) -> str:
+    """An answer that looks right and is not: the number plus one, or the word with its first
+    letter changed (its case kept), so that it still matches the task's pattern."""
+    from decimal import Decimal, InvalidOperation
+    try:
+        return str(Decimal(gold.replace(",", "")) + 1)
+    except (InvalidOperation, ValueError):
+        pass
+    first = gold[:1] or "x"
+    swap = {"q": "z", "Q": "Z"}.get(first, "Q" if first.isupper() else "q")
+    return swap + gold[1:]
+
+
+def answer_format_of(task) -> str:
+    """The task's declared answer format (`grader.params.answer_format`, which the compiler
+    fills in from the pattern when the spec leaves it out): how every test must write an answer
+    to this task, never a format assumed from the arithmetic task."""
+    from a2c.answer_format import derive
+
+    params = task["grader"].get("params") or {}
+    fmt = params.get("answer_format") or derive(str(params.get("pattern") or ""))
+    assert fmt, f"{task['id']}: no answer format"
+    return fmt
+
+
 def perfect_and_corrupted(task, records):
     kind = task["grader"]["kind"]
     if kind == "exact_match":
+        from a2c.answer_format import render
         from a2c.runtime.graders import get_grader
 
         g = get_grader(task["grader"])
-        gold = {r["id"]: f"Let me think.\n#### {g.gold_answer(r)}" for r in records}
-        bad = {r["id"]: "#### 987654321" for r in records}
+        fmt = answer_format_of(task)
+        gold = {r["id"]: render(fmt, g.gold_answer(r)) for r in records}
+        bad = {r["id"]: render(fmt, wrong_answer(g.gold_answer(r))) for r in records}
     elif kind == "humaneval":
         gold = {r["id"]: r["answer"] for r in records}
         bad = {r["id"]: "    pass\n" for r in records}

@@ -34,7 +34,58 @@ def test_there_are_bundles_to_evaluate():
 
 @pytest.mark.parametrize("task_id", task_bundles())
 def test_eval_predictions_on_every_l1_l2_bundle(task_id, tmp_path, capsys, fake_judge):
-    root, records, source = usable_bundle(task_id, tmp_path)
+    gold_scores_100_and_wrong_0(task_id, tmp_path, capsys)
+
+
+# An authored task as a new user writes one (README, "Authoring a task"): its own answer format,
+# not the arithmetic task's `#### N`. The sweep above must hold for it too once it is built.
+UNITCONV = """\
+apiVersion: a2c/v1
+kind: Task
+id: unitconv
+title: Unit conversion
+level: 1
+description: "Convert each length to metres; reply 'Metres: <N>'."
+base_model: {builtin: tiny}
+data:
+  source:
+    files: {train: data/train.jsonl, test: data/test.jsonl}
+  agent: {split: train}
+  heldout: {split: test}
+  fields: {id: id, prompt: question, answer: metres}
+grader:
+  kind: exact_match
+  params: {pattern: 'Metres:\\s*(-?[\\d.]+)', fallback: none, normalize: number}
+  inference: {max_new_tokens: 16, temperature: 0}
+budget: {wall_clock: 10m, gpus: 0, max_submissions: 5, min_interval: 0s, eval_timeout: 10m}
+scoring: {policy: best}
+"""
+
+
+def test_the_sweep_holds_for_an_authored_task_with_its_own_answer_format(tmp_path, capsys):
+    from a2c.compiler.build import build_specs
+
+    tasks = tmp_path / "specs" / "tasks"
+    (tasks / "data").mkdir(parents=True)
+    (tasks / "unitconv.yaml").write_text(UNITCONV)
+    for split, km in (("train", range(1, 9)), ("test", range(11, 17))):
+        (tasks / "data" / f"{split}.jsonl").write_text("".join(
+            json.dumps({"id": f"{split}-{k}", "question": f"{k} km in metres?",
+                        "metres": str(k * 1000)}) + "\n" for k in km))
+    generated = tmp_path / "generated"
+    build_specs([tasks / "unitconv.yaml"], generated)
+    assert task_bundles(generated) == ["unitconv"]
+    task = json.loads((generated / "unitconv" / "bundle.json").read_text())["task"]
+    assert task["grader"]["params"]["answer_format"] == "Metres: {answer}"
+    gold = gold_scores_100_and_wrong_0("unitconv", tmp_path / "work", capsys, generated)
+    assert set(gold.values()) == {f"Metres: {k * 1000}" for k in range(11, 17)}
+
+
+def gold_scores_100_and_wrong_0(task_id, tmp_path, capsys, generated=GENERATED) -> dict:
+    """The sweep's check of one bundle: gold answers in the task's own answer format score 100,
+    wrong ones in the same format 0, through `a2c eval --predictions`."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    root, records, source = usable_bundle(task_id, tmp_path, generated)
     task = json.loads((root / "bundle.json").read_text())["task"]
     gold, bad = perfect_and_corrupted(task, records)
     out = tmp_path / "items.jsonl"
@@ -52,6 +103,7 @@ def test_eval_predictions_on_every_l1_l2_bundle(task_id, tmp_path, capsys, fake_
     rc, stdout, _ = run_eval(capsys, root, "--predictions", write_preds(tmp_path / "b.jsonl", bad),
                              "--json")
     assert rc == 0 and json.loads(stdout)["score"] == 0.0
+    return gold
 
 
 @pytest.fixture
