@@ -4,7 +4,7 @@ An LLM scaffold (specs/agents/*.yaml, `install:`) is an npm CLI or a pip package
 backend runs the host's install (`a2c agents install`); a container sees only its image, so the
 agent layer carries the scaffold itself, at /opt/a2c/tools:
 
-    bin/          node and the scaffold's commands (links), first on the image's PATH
+    bin/          node and the scaffold's own commands (links), last on the image's PATH
     npm/          `npm install --prefix` of the spec's pinned npm packages and of node itself
     venvs/<id>/   a virtual environment per pip scaffold (Debian's python3, as in the base)
 
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import platform
+import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -36,7 +38,7 @@ from a2c.runtime.sandbox.docker_engine import engine_error
 TOOLS_DIR = "/opt/a2c/tools"
 TOOLS_REPOSITORY = "a2c-tools"
 NODE_VERSION = "22.23.5"        # npm's node-linux-<arch>: the official node binaries
-TOOLS_RECIPE = 1                # bump when what a tools image holds changes
+TOOLS_RECIPE = 2                # bump when what a tools image holds changes
 TOOLS_LABEL = "a2c.tools"       # on an agent layer: the tools image it copied
 
 
@@ -104,16 +106,28 @@ def npm_tree(packages: list[str], dest: Path, report) -> None:
             link.symlink_to(Path("..", "npm", "node_modules", name, rel))
 
 
+# Run by the venv's python: links in bin/ to the console scripts of the named distributions
+# only (not those of their dependencies: litellm's, hf's, tqdm's stay inside the venv).
+LINK_SCRIPTS = """
+import importlib.metadata as md, os, sys
+venv, names = sys.argv[1], sys.argv[2:]
+for name in names:
+    for ep in md.distribution(name).entry_points.select(group="console_scripts"):
+        link = os.path.join("{tools}/bin", ep.name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.relpath(os.path.join(venv, "bin", ep.name), "{tools}/bin"), link)
+""".replace("{tools}", TOOLS_DIR)
+
+
 def pip_script(agent_id: str, packages: list[str]) -> str:
     """Shell run in the tools container: the scaffold's venv, offline, and links to its commands."""
     venv = f"{TOOLS_DIR}/venvs/{agent_id}"
-    pkgs = " ".join(f"'{p}'" for p in packages)
-    return (f"python3 -m venv {venv} && ls {venv}/bin > /tmp/before && "
+    pkgs = " ".join(shlex.quote(p) for p in packages)
+    names = " ".join(shlex.quote(re.split(r"[=<>!~\[; ]", p, maxsplit=1)[0]) for p in packages)
+    return (f"python3 -m venv {venv} && "
             f"{venv}/bin/python -m pip install --no-index --find-links /wheels --no-cache-dir "
             f"--disable-pip-version-check --quiet {pkgs} && "
-            f"for n in $(ls {venv}/bin | grep -vxFf /tmp/before); do case $n in "
-            f"python*|pip*|activate*|Activate*) ;; *) ln -sf ../venvs/{agent_id}/bin/$n "
-            f"{TOOLS_DIR}/bin/$n ;; esac; done")
+            f"{venv}/bin/python -c {shlex.quote(LINK_SCRIPTS)} {venv} {names}")
 
 
 def ensure_tools(client, agent: dict, report=print) -> tuple[str | None, float]:
@@ -190,7 +204,7 @@ def layer_lines(tools: str | None) -> list[str]:
     if not tools:
         return []
     return [f"COPY --from={tools} {TOOLS_DIR} {TOOLS_DIR}",
-            f"ENV PATH={TOOLS_DIR}/bin:$PATH",
+            f"ENV PATH=$PATH:{TOOLS_DIR}/bin",     # last: the task's own commands come first
             f"LABEL {TOOLS_LABEL}={json.dumps(tools)}"]
 
 

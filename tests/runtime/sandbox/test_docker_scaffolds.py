@@ -66,7 +66,7 @@ def test_the_agent_layer_copies_the_tools_onto_path(tmp_path):
     tar = tarfile.open(fileobj=agent_context(agent, "a2c-arith:x", "a2c-tools:abc"))
     dockerfile = tar.extractfile("Dockerfile").read().decode()
     assert "COPY --from=a2c-tools:abc /opt/a2c/tools /opt/a2c/tools" in dockerfile
-    assert "ENV PATH=/opt/a2c/tools/bin:$PATH" in dockerfile
+    assert "ENV PATH=$PATH:/opt/a2c/tools/bin" in dockerfile
     assert 'LABEL a2c.tools="a2c-tools:abc"' in dockerfile
     plain = tarfile.open(fileobj=agent_context(agent, "a2c-arith:x"))
     assert "a2c-tools" not in plain.extractfile("Dockerfile").read().decode()
@@ -90,8 +90,21 @@ def test_an_agent_layer_without_its_tools_is_not_reused():
 def test_pip_scaffolds_install_offline_in_their_own_venv():
     script = ds.pip_script("mini-swe-agent", ["mini-swe-agent==2.4.6"])
     assert "python3 -m venv /opt/a2c/tools/venvs/mini-swe-agent" in script
-    assert "--no-index --find-links /wheels" in script and "'mini-swe-agent==2.4.6'" in script
-    assert "ln -sf ../venvs/mini-swe-agent/bin/$n /opt/a2c/tools/bin/$n" in script
+    assert "--no-index --find-links /wheels" in script and " mini-swe-agent==2.4.6 " in script
+    assert script.endswith("/opt/a2c/tools/venvs/mini-swe-agent mini-swe-agent")
+    assert 'group="console_scripts"' in script     # its own commands, not its dependencies'
+
+
+def test_only_the_scaffolds_own_console_scripts_are_linked(tmp_path, monkeypatch):
+    """LINK_SCRIPTS, run here against an installed distribution (pytest: py.test, pytest)."""
+    import subprocess
+    import sys
+    bin_dir = tmp_path / "tools" / "bin"
+    bin_dir.mkdir(parents=True)
+    code = ds.LINK_SCRIPTS.replace(ds.TOOLS_DIR, str(tmp_path / "tools"))
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "venv"), "pytest"], check=True)
+    assert sorted(p.name for p in bin_dir.iterdir()) == ["py.test", "pytest"]
+    assert str((bin_dir / "pytest").readlink()) == "../../venv/bin/pytest"
 
 
 def test_without_npm_the_tools_build_says_so(monkeypatch, tmp_path):
