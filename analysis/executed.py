@@ -45,6 +45,7 @@ _WRAPPERS = {"env", "nohup", "time", "nice", "exec", "sudo", "stdbuf", "setsid",
 _LAUNCHERS = {"torchrun", "deepspeed"}
 _OPERATORS = {";", "&&", "||", "|", "&", "(", ")", "|&", ";;"}
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
+_VARIABLE = re.compile(r"\$\{?(HOME|TMPDIR|PWD|A2C_WORKSPACE|A2C_OUTPUT_DIR)\}?")
 _DYNAMIC = re.compile(r"\bexec\s*\(|\beval\s*\(|\bcompile\s*\(|base64|b64decode|\bcodecs\b|"
                       r"marshal|zlib|__import__|\brunpy\b|importlib|\bsubprocess\b|os\.system|"
                       r"urllib|requests\.get")
@@ -117,8 +118,7 @@ class _Reader:
     def resolve(self, arg: str, cwd: str | None) -> str:
         if arg.startswith("~/"):
             arg = posixpath.join(AGENT_VIEW["home"], arg[2:])
-        elif arg.startswith("$HOME/") or arg.startswith("${HOME}/"):
-            arg = posixpath.join(AGENT_VIEW["home"], arg.split("/", 1)[1])
+        arg = _VARIABLE.sub(lambda m: _known(m, cwd), arg)
         if not arg.startswith("/"):
             arg = posixpath.join(cwd or WORKSPACE_VIEW, arg)
         return posixpath.normpath(arg)
@@ -229,6 +229,10 @@ class _Reader:
             script = next((a for a in args if not a.startswith("-")), None)
             if script:
                 self.file(stamp, script, cwd, base)
+        elif prog.startswith("$"):   # `"$py" script.py`: an interpreter the log cannot name
+            script = next((a for a in args if not a.startswith("-")), "")
+            if script.endswith((".py", ".sh")) and "$" not in self.resolve(script, cwd):
+                self.file(stamp, script, cwd, f"{prog} (a variable)")
         elif "/" in prog:
             self.file(stamp, prog, cwd, "executed")
 
@@ -258,6 +262,13 @@ class _Reader:
                 return self.inline(stamp, body, line_no, "python heredoc")
         self.found.gaps.append((stamp, f"python read its program from stdin (commands.log:"
                                        f"{line_no}); its text is not in the record"))
+
+
+def _known(match: re.Match, cwd: str | None) -> str:
+    """The value of a variable every agent has, as it sees it."""
+    return {"HOME": AGENT_VIEW["home"], "TMPDIR": AGENT_VIEW["tmp"], "PWD": cwd or WORKSPACE_VIEW,
+            "A2C_WORKSPACE": WORKSPACE_VIEW,
+            "A2C_OUTPUT_DIR": f"{WORKSPACE_VIEW}/output"}[match.group(1)]
 
 
 def _heredoc_body(command: str, heredoc: re.Match) -> str:

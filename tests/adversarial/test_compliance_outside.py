@@ -214,3 +214,18 @@ def test_rl_only_agent_running_sft_from_tmp_is_not_reported_compliant(tmp_path):
     comp = build_report(run_dir)["route"]["compliance"]
     assert comp["verdict"] != "complies", comp
     assert comp["verdict"] == "violates" and comp["offending"] == ["SFT"], comp
+
+
+def test_variables_the_log_leaves_unexpanded(tmp_path):
+    """The hook logs commands as written: `"$py" /tmp/x.py` still runs /tmp/x.py; the
+    workspace's own `./submit` (`exec "$py" "$here/a2c_client.py" submit`) is no gap."""
+    root = tmp_path / "run"
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "commands.log").write_text(
+        f"{iso_utc(T0)}\t/workspace\texec \"$py\" \"$here/a2c_client.py\" submit output/m\n"
+        f"{iso_utc(T0)}\t/workspace\t\"$py\" /tmp/x.py\n"
+        f"{iso_utc(T0)}\t/workspace\tpython $HOME/run.py\n"
+        f"{iso_utc(T0)}\t/workspace\tpython \"$A2C_WORKSPACE/train.py\"\n")
+    found = executed_code(root, {})
+    assert [r["path"] for r in found.runs] == ["/tmp/x.py", "/run/a2c/home/run.py"]
+    assert len(found.gaps) == 2
