@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from a2c.contracts.events import verify_events
 from a2c.runtime import run as run_mod
 from a2c.runtime.sandbox.cgroups import CGROUP_ROOT, AgentCgroup, detect
 from a2c.runtime.sandbox.proctree import collect
@@ -117,6 +118,7 @@ def test_memory_hog_is_killed_as_oom_while_the_grader_keeps_answering(tmp_path):
     assert "1024m" in run["agent_exit"]["cause"]
     assert summary["status"] == "agent_failed", summary
     assert len(latencies) >= 3 and max(latencies) < 1.0, latencies
+    assert verify_events(ctx.run_dir / "events.jsonl").ok
     _gone(ctx)
 
 
