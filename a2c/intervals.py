@@ -25,6 +25,7 @@ from typing import Any
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
+INTERVAL_SEED = 0     # the seed of an improvement's interval, in `a2c check` and the report alike
 CONFIDENCE = 0.95
 MIN_BOOTSTRAP = 10
 
@@ -152,3 +153,33 @@ def difference_interval(a: Sequence[float], b: Sequence[float], seed: int = DEFA
     if not (math.isfinite(lo) and math.isfinite(hi)):
         lo = hi = diff
     return {**out, "difference": diff, "ci95": [lo, hi], "outside_noise": bool(lo > 0 or hi < 0)}
+
+
+def item_scores(result: dict[str, Any] | None) -> dict[str, float]:
+    """{item id: item score in [0, 1]} of a results file (items without an id or a score are
+    left out; `correct` counts as 1 or 0 where there is no `score`)."""
+    out: dict[str, float] = {}
+    for item in (result or {}).get("items") or []:
+        if not isinstance(item, dict) or item.get("id") is None:
+            continue
+        score = item.get("score")
+        if score is None and item.get("correct") is not None:
+            score = 1.0 if item["correct"] else 0.0
+        if isinstance(score, (int, float)):
+            out[str(item["id"])] = float(score)
+    return out
+
+
+def paired_improvement(best: dict[str, Any] | None, baseline: dict[str, Any] | None,
+                       seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
+    """best − baseline (two results files) over their common items: `paired_interval` plus
+    `items_only_in_one`; None when either has no per-item scores. The one computation of an
+    improvement's interval: `a2c check` prints it and the report records it, so one run gives
+    one interval."""
+    a, b = item_scores(best), item_scores(baseline)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    out = paired_interval([a[i] for i in common], [b[i] for i in common], seed=seed)
+    out["items_only_in_one"] = len(set(a) ^ set(b))
+    return out

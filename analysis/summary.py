@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from a2c.modes import FREE
-from a2c.timefmt import iso_utc
+from a2c.timefmt import iso_utc, parse_time
 
 from .record import RunRecord
 from .values import finite
@@ -44,7 +44,40 @@ def run_header(record: RunRecord) -> dict[str, Any]:
         "agent_time_s": None if record.clock_start is None or record.agent_ended_at is None
         else round(record.agent_ended_at - record.clock_start, 3),
         "versions": versions if isinstance(versions, dict) else {},
+        **agent_stretches(record),
     }
+
+
+def agent_stretches(record: RunRecord) -> dict[str, Any]:
+    """`interruptions` (each resume: when the runtime stopped, when it resumed, the seconds lost,
+    whether the agent was relaunched) and `agent_active_s` (the seconds the agent actually ran,
+    the sum of its agent_started → agent_exited stretches). A resume never moves the deadline,
+    so the budget clock (`agent_time_s`) runs on through an interruption; these say by how much."""
+    events = record.events
+    out: list[dict[str, Any]] = []
+    active, start, prev_ts = 0.0, None, None
+    for event in events:
+        ts = parse_time(event.get("ts"))
+        kind, data = event.get("type"), event.get("data") or {}
+        if kind == "agent_started":
+            start = ts
+            if data.get("resumed") and out:
+                out[-1]["agent_relaunched"] = True
+        elif kind == "agent_exited" and start is not None and ts is not None:
+            active, start = active + ts - start, None
+        elif kind == "run_resumed":
+            if start is not None and prev_ts is not None:   # the agent died with the runtime
+                active, start = active + prev_ts - start, None
+            out.append({"resume": data.get("resume"), "stopped_at": iso_utc(prev_ts),
+                        "resumed_at": iso_utc(ts), "t_s": record.rel_time(prev_ts),
+                        "lost_s": None if ts is None or prev_ts is None
+                        else round(ts - prev_ts, 3), "agent_relaunched": False})
+        if ts is not None:
+            prev_ts = ts
+    if start is not None and record.agent_ended_at is not None:
+        active += max(0.0, record.agent_ended_at - start)
+    ran = record.events_of("agent_started")
+    return {"interruptions": out, "agent_active_s": round(active, 3) if ran else None}
 
 
 def base_model_name(value: Any) -> Any:

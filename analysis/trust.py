@@ -23,44 +23,15 @@ from __future__ import annotations
 from typing import Any
 
 from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
+    INTERVAL_SEED,
     difference_interval,
     improvement_interval,
+    item_scores,
+    paired_improvement,
     paired_interval,
 )
 
 from .record import RunRecord, sid
-
-INTERVAL_SEED = 0
-
-
-def item_scores(result: dict[str, Any] | None) -> dict[str, float]:
-    """{item id: item score in [0, 1]} of a results file (items without an id or a score are
-    left out)."""
-    out: dict[str, float] = {}
-    for item in (result or {}).get("items") or []:
-        if not isinstance(item, dict) or item.get("id") is None:
-            continue
-        score = item.get("score")
-        if score is None and item.get("correct") is not None:
-            score = 1.0 if item["correct"] else 0.0
-        if isinstance(score, (int, float)) and not isinstance(score, bool):
-            out[str(item["id"])] = float(score)
-        elif isinstance(score, bool):
-            out[str(item["id"])] = float(score)
-    return out
-
-
-def paired_improvement(best: dict[str, Any] | None, baseline: dict[str, Any] | None,
-                       seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
-    """best − baseline over their common items (see the module doc); None when either has no
-    per-item scores."""
-    a, b = item_scores(best), item_scores(baseline)
-    common = sorted(set(a) & set(b))
-    if not common:
-        return None
-    out = paired_interval([a[i] for i in common], [b[i] for i in common], seed=seed)
-    out["items_only_in_one"] = len(set(a) ^ set(b))
-    return out
 
 
 def statement(interval: dict[str, Any] | None) -> str:

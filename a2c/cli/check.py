@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
 import tempfile
 import time
@@ -350,36 +349,43 @@ def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: di
     return summary
 
 
-def paired_gain(base_items: list[dict], items: list[dict], resamples: int = 2000,
-                seed: int = 0) -> tuple[float, float, float]:
-    """(gain, low, high) in points: the mean per-item score difference over the held-out items
-    both results scored, with a percentile bootstrap over those items (paired: the same item
-    resampled in both), so a gain on 100 items is not read as more than it is."""
-    base = {str(i["id"]): float(i.get("score") or 0.0) for i in base_items}
-    diffs = [100.0 * (float(i.get("score") or 0.0) - base[str(i["id"])])
-             for i in items if str(i["id"]) in base]
-    if not diffs:
-        return 0.0, 0.0, 0.0
-    rng = random.Random(seed)
-    n = len(diffs)
-    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
-    return sum(diffs) / n, means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+PROGRESS_WORDS = ("submission ", "baseline score", "agent exited", "agent started",
+                  "deadline", "final split")
+
+
+def progress_line(report: Report, started: float, message: str) -> None:
+    """The run's own lines about submissions and scores, as they come, so a ten-minute agent
+    point shows it is alive (the rest of the runtime's chatter stays out)."""
+    text = str(message).strip()
+    if any(word in text for word in PROGRESS_WORDS):
+        report.note(f"  {time.monotonic() - started:5.0f}s  {text.splitlines()[0][:200]}")
 
 
 def _best_result(run_dir: Path) -> dict | None:
+    """The best valid submission's results file, as the report picks it: the highest score,
+    the earliest submission on a tie, copies of the base model left out."""
     from a2c.contracts.run_paths import RunPaths
     best = None
-    for path in sorted(RunPaths(run_dir).results.glob("*.json")):
-        if path.stem == "baseline":
-            continue
+    paths = [p for p in RunPaths(run_dir).results.glob("*.json") if p.stem.isdigit()]
+    for path in sorted(paths, key=lambda p: int(p.stem)):
         try:
             result = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if result.get("valid", True) and result.get("score") is not None and \
-                (best is None or result["score"] > best["score"]):
+        if result.get("valid", True) and result.get("score") is not None \
+                and not result.get("copy_of_base") \
+                and (best is None or result["score"] > best["score"]):
             best = {**result, "submission": path.stem}
     return best
+
+
+def _run_baseline(run_dir: Path, baseline: dict) -> dict:
+    """The run's own results/baseline.json (what the report pairs against), else the check's."""
+    from a2c.contracts.run_paths import RunPaths
+    try:
+        return json.loads(RunPaths(run_dir).baseline_result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return baseline.get("result") or {}
 
 
 def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,
@@ -391,7 +397,9 @@ def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,
                               runs_dir=args.runs_dir, seed=args.seed, backend="local")
     started = time.monotonic()
     ctx = prepare_from_refs(opts, lambda message: None)
-    result = run_mod.execute(ctx, report=lambda message: None)
+    report.note(f"running {args.agent} for {args.budget} (a line per submission and score)")
+    result = run_mod.execute(ctx, report=lambda message: progress_line(report, started,
+                                                                        message))
     run_dir = Path(result["run_dir"])
     best = _best_result(run_dir)
     elapsed = time.monotonic() - started
@@ -400,13 +408,15 @@ def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,
         report.fail("(5) agent:", f"{args.agent} made no valid submission in {args.budget} "
                     f"({result.get('status')}); read {run_dir}/logs/agent.log ({where})")
         return
-    base_items = ((baseline.get("result") or {}).get("items")) or []
-    gain, lo, hi = paired_gain(base_items, best.get("items") or [])
+    from a2c.intervals import paired_improvement  # the report's interval, the same call
+    paired = paired_improvement(best, _run_baseline(run_dir, baseline)) or {}
+    lo, hi = paired.get("ci95") or (0.0, 0.0)
     base = baseline["score"]
     line = (f"{args.agent} in {args.budget}: baseline {base:.1f} -> best {best['score']:.1f} "
             f"(submission {best['submission']} of {result.get('submissions')}), gain "
-            f"{best['score'] - base:+.1f} points (paired 95% CI {lo:+.1f} to {hi:+.1f}), "
-            f"{elapsed:.0f}s; {where}")
+            f"{best['score'] - base:+.1f} points (paired 95% CI {lo:+.1f} to {hi:+.1f}, "
+            f"{paired.get('method', 'BCa')} bootstrap, seed {paired.get('seed', 0)}, as `a2c "
+            f"report` gives it), {elapsed:.0f}s; {where}")
     if best["score"] > base:
         report.ok("(5) agent:", line)
         if lo <= 0:

@@ -142,12 +142,19 @@ class Progress:
 
 
 def driver_line(driver: str | None, usage: dict | None) -> str:
-    """`scripted:sft-recipe: 6 calls, 12,345 tokens (10,000 in, 2,345 out), $0.0123`."""
+    """`scripted:sft-recipe (scripted driver): 6 call(s), 166,050 tokens (10,000 in, 2,050 out,
+    154,000 cache read), $0.0123`: the token total counts every kind, as the report does."""
     if not usage:
         return f"{driver or '—'}: no calls"
-    text = (f"{driver or '—'}: {usage['calls']} call(s), {usage['tokens']:,} tokens "
-            f"({usage['input_tokens']:,} in, {usage['output_tokens']:,} out), "
-            f"${usage['cost_usd']:.4f}")
+    cached = [f"{usage[k]:,} {label}" for k, label in (("cache_read_tokens", "cache read"),
+                                                       ("cache_write_tokens", "cache write"))
+              if usage.get(k)]
+    name = driver or "—"
+    if name.startswith("scripted"):
+        name += " (scripted driver)"
+    parts = [f"{usage['input_tokens']:,} in", f"{usage['output_tokens']:,} out", *cached]
+    text = (f"{name}: {usage['calls']} call(s), {usage['tokens']:,} tokens "
+            f"({', '.join(parts)}), ${usage['cost_usd']:.4f}")
     if usage.get("errors"):
         text += f", {usage['errors']} error(s)"
     spent = usage.get("exhausted")

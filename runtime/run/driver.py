@@ -55,14 +55,18 @@ def read_wire(paths: RunPaths) -> str:
 
 
 def usage_summary(totals: dict | None) -> dict[str, Any] | None:
-    """The summary's driver line: calls, tokens (input + output), cost, errors, exhausted."""
+    """The summary's driver line: calls, tokens, cost, errors, exhausted. `tokens` counts all
+    four kinds (input, output, cache read, cache write), as the gateway, the report and the
+    leaderboard do: one total everywhere, its cached part shown beside it."""
     if not isinstance(totals, dict):
         return None
-    tokens = int(totals.get("input_tokens") or 0) + int(totals.get("output_tokens") or 0)
+    kinds = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    tokens = sum(int(totals.get(k) or 0) for k in kinds)
     return {"calls": int(totals.get("calls") or 0), "tokens": tokens,
             "input_tokens": int(totals.get("input_tokens") or 0),
             "output_tokens": int(totals.get("output_tokens") or 0),
             "cache_read_tokens": int(totals.get("cache_read_tokens") or 0),
+            "cache_write_tokens": int(totals.get("cache_write_tokens") or 0),
             "cost_usd": float(totals.get("cost_usd") or 0.0),
             "errors": int(totals.get("errors") or 0),
             "exhausted": totals.get("exhausted")}

@@ -93,12 +93,14 @@ def test_driver_section_markdown_and_html(written):
     _, paths = written
     md = paths["md"].read_text()
     assert "## Driver model" in md and "claude-sonnet-4-5 (6 calls)" in md
-    assert "| Driver model | scripted — answered by claude-sonnet-4-5 (6 calls) |" in md
+    # a scripted driver is named as such: no model ran, the calls are priced as one
+    assert ("| Driver model | scripted (scripted driver, priced as claude-sonnet-4-5; 6 calls) |"
+            in md)
     assert "1. `ls -la` (step #" in md and "**submit**" in md
     assert "**cost_usd**: 0.021 of 0.02" in md
     html = paths["html"].read_text()
     assert '<h2 id="driver">Driver model</h2>' in html and "budget exhausted" in html
-    assert "answered by <b>claude-sonnet-4-5</b> (6 calls)" in html
+    assert "scripted (scripted driver, priced as <b>claude-sonnet-4-5</b>; 6 calls)" in html
     assert html.count('<div class="step agent"') == 6
     assert '<div class="step system" id="step-1">' in html
     assert '<details class="long">' in html           # the long system prompt is collapsed

@@ -3,13 +3,14 @@ test_check_slow.py). Each refusal is one line that says what to fix."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from task_authoring import code_words, record, write_task
 
 from a2c.cli import main
-from a2c.cli.check import _corrupt, paired_gain
+from a2c.cli.check import _corrupt
 
 
 @pytest.fixture
@@ -135,11 +136,29 @@ def test_corrupt_changes_every_answer():
     assert _corrupt("") == "x"
 
 
-def test_paired_gain_is_the_mean_difference_with_an_interval():
-    base = [{"id": str(i), "score": 0.0} for i in range(100)]
-    after = [{"id": str(i), "score": 1.0 if i < 40 else 0.0} for i in range(100)]
-    gain, lo, hi = paired_gain(base, after)
-    assert gain == pytest.approx(40.0)
-    assert 25.0 < lo < 40.0 < hi < 55.0
-    assert paired_gain(base, base) == (0.0, 0.0, 0.0)
-    assert paired_gain(base, after) == paired_gain(base, after)   # seeded
+def test_check_and_report_give_one_interval_for_one_run(tmp_path, capsys):
+    # issue 25: `check` printed +28..+48 and `report` +29..+49 for one run (its own percentile
+    # bootstrap, 2,000 resamples, another pick of the best); both now call paired_improvement
+    from a2c.analysis.trust import paired_improvement as report_interval
+    from a2c.cli.check import Report, _best_result, progress_line
+    from a2c.intervals import paired_improvement
+
+    base = {"score": 0.0, "items": [{"id": str(i), "score": 0.0} for i in range(100)]}
+    after = {"score": 40.0, "valid": True,
+             "items": [{"id": str(i), "score": 1.0 if i < 40 else 0.0} for i in range(100)]}
+    results = tmp_path / "results"
+    results.mkdir()
+    for name, data in (("baseline", base), ("2", after), ("10", {**after, "score": 40.0}),
+                       ("3", {**after, "score": 90.0, "copy_of_base": True})):
+        (results / f"{name}.json").write_text(json.dumps(data))
+    best = _best_result(tmp_path)
+    assert best["submission"] == "2"            # earliest on a tie (10 sorts before 2 as text)
+    assert report_interval is paired_improvement
+    paired = paired_improvement(best, base)
+    lo, hi = paired["ci95"]
+    assert paired["difference"] == pytest.approx(40.0) and 25.0 < lo < 40.0 < hi < 55.0
+    assert paired == paired_improvement(best, base)      # seeded
+    progress_line(Report(), 0.0, "submission 1 scored 67.0")
+    progress_line(Report(), 0.0, "snapshot (periodic) skipped: busy")
+    out = capsys.readouterr().out
+    assert "submission 1 scored 67.0" in out and "snapshot" not in out

@@ -38,9 +38,17 @@ def test_summary_prints_the_driver_line_and_the_log_tail(capsys, monkeypatch):
               "agent_log_tail": ["Error: something broke", "exit 1"]}
     Progress().summary(result)
     out = capsys.readouterr().out
-    assert "scripted:sft-recipe: 3 call(s), 1,500 tokens (1,200 in, 300 out), $0.0081" in out
+    assert ("scripted:sft-recipe (scripted driver): 3 call(s), 1,500 tokens (1,200 in, 300 "
+            "out), $0.0081") in out
     assert "agent_failed" in out and "Error: something broke" in out and "exit 1" in out
+    # one reason line (the last thing the agent said) instead of the raw tail
+    Progress().summary({**result, "reason": "Out of time at step 15."})
+    out = capsys.readouterr().out
+    assert "agent_failed: Out of time at step 15." in out and "exit 1" not in out
     assert driver_line("x", None) == "x: no calls"
+    cached = {"calls": 2, "tokens": 166050, "input_tokens": 10000, "output_tokens": 2050,
+              "cache_read_tokens": 154000, "cost_usd": 0.01}
+    assert "166,050 tokens (10,000 in, 2,050 out, 154,000 cache read)" in driver_line("x", cached)
     spent = {"calls": 1, "tokens": 2, "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.5,
              "exhausted": {"limit": "driver_cost_usd", "budget": 0.4, "used": 0.5}}
     assert driver_line("x", spent).endswith("; driver budget spent (driver_cost_usd)")

@@ -1,0 +1,61 @@
+"""Issue 25: the record tells one story. An interrupted and resumed run's report names the
+interruption and the time lost, and the time the agent actually ran; a budget left unset reads
+"unlimited", never Python's `None`."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from a2c.analysis.report import build_report
+from a2c.analysis.report_pages import render_html, render_markdown
+from a2c.analysis.summary import agent_stretches
+from a2c.timefmt import iso_utc
+
+T0 = 1_800_000_000.0
+
+
+def _record(events):
+    evs = [{"ts": iso_utc(T0 + t), "type": kind, "data": data} for t, kind, data in events]
+    exits = [e for e in evs if e["type"] == "agent_exited"]
+    return SimpleNamespace(
+        events=evs, rel_time=lambda ts: None if ts is None else round(ts - T0, 3),
+        agent_ended_at=T0 + 1000 if not exits else T0 + [t for t, k, _ in events
+                                                         if k == "agent_exited"][-1],
+        events_of=lambda kind: [e for e in evs if e["type"] == kind])
+
+
+def test_an_interruption_and_the_time_lost():
+    record = _record([
+        (0, "run_started", {}), (10, "agent_started", {"resumed": False}),
+        (100, "submission_received", {"id": 1}),
+        (300, "snapshot", {}),                                 # the runtime dies after this
+        (500, "run_resumed", {"resume": 1}), (510, "agent_started", {"resumed": True}),
+        (700, "agent_exited", {"returncode": 0}), (720, "run_finished", {})])
+    out = agent_stretches(record)
+    assert out["agent_active_s"] == (300 - 10) + (700 - 510)
+    [gap] = out["interruptions"]
+    assert gap["resume"] == 1 and gap["t_s"] == 300 and gap["lost_s"] == 200
+    assert gap["agent_relaunched"] is True
+
+
+def test_no_interruption_and_no_agent():
+    plain = _record([(0, "run_started", {}), (10, "agent_started", {}),
+                     (400, "agent_exited", {}), (410, "run_finished", {})])
+    assert agent_stretches(plain) == {"interruptions": [], "agent_active_s": 390}
+    none = _record([(0, "run_started", {}), (5, "run_finished", {})])
+    assert agent_stretches(none)["agent_active_s"] is None
+
+
+def test_report_pages_say_unlimited_and_name_the_interruption(fixture_run):
+    report = build_report(fixture_run)
+    assert report["run"]["interruptions"] == []
+    report["run"]["budget"] = {**report["run"]["budget"], "max_submissions": None}
+    report["run"]["interruptions"] = [{"resume": 1, "stopped_at": "2027-01-15T08:00:00Z",
+                                       "resumed_at": "2027-01-15T08:03:20Z", "t_s": 300.0,
+                                       "lost_s": 200.0, "agent_relaunched": True}]
+    report["run"]["agent_active_s"] = 480.0
+    md, html = render_markdown(report), render_html(report)
+    for page in (md, html):
+        assert "max_submissions=unlimited" in page and "max_submissions=None" not in page
+        assert "resume #1: stopped at" in page and "agent relaunched" in page
+        assert "of which it ran" in page
