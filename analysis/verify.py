@@ -4,9 +4,11 @@ Checks, in order (every problem is collected; the first one is what the CLI name
 
 1. ``events.jsonl``: the hash chain (``a2c.contracts.events.verify_events``) and that every line is
    exactly the canonical JSON the event log writes (so even a whitespace-only edit is caught);
-   and that every event's mac holds under the operator's record key (a2c.contracts.record_key):
-   without that key the chain is "intact, not authenticated", which fails unless the caller
-   accepts it explicitly (``allow_unauthenticated``, ``a2c verify --no-key``);
+   and that every event's Ed25519 signature holds under a public key given (by default the
+   operator's public keys, a2c.contracts.record_key; a legacy record's HMAC macs only under its
+   key file given explicitly): without a key that checks it the chain is "intact, not
+   authenticated", which fails unless the caller accepts it explicitly
+   (``allow_unauthenticated``, ``a2c verify --no-key``);
 2. ``run.json`` is readable and its fields equal the run_started event's (task, agent, mode,
    seed, isolation, base model, data fingerprints, bundle digest, spec hash, budget...) and its
    scores the run_finished event's (analysis/verify_record.py);
@@ -34,19 +36,29 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from a2c.canonical import canonical_json
 from a2c.contracts.bundle import load_bundle
 from a2c.contracts.events import verify_events
-from a2c.contracts.record_key import RecordKey, RecordKeyError, load_key
+from a2c.contracts.record_key import (
+    LegacyHmacKey,
+    PublicKey,
+    RecordKeyError,
+    SigningKey,
+    Verifier,
+    load_legacy_key,
+    load_public_key,
+    operator_public_keys,
+    verifiers,
+)
 from a2c.errors import A2CError, BundleError
 
 from .record import RunRecord, sid
 from .trajectory import trajectory_problems
 from .verify_record import data_problems, driver_blob_problems, run_json_problems, seal_problems
 
-OPERATOR_KEY = "operator"   # verify_run's default: the operator's record key file
+OPERATOR_KEY = "operator"   # verify_run's default: the operator's public keys
 
 
 class VerificationError(A2CError):
@@ -81,6 +93,12 @@ class Verification:
     events: int = 0
     authenticated: bool = False
     auth_note: str | None = None
+    key_id: str | None = None
+    scheme: str | None = None      # "ed25519", or "hmac-sha256" (a legacy record)
+
+    @property
+    def legacy(self) -> bool:
+        return self.scheme == "hmac-sha256"
 
     @property
     def ok(self) -> bool:
@@ -92,7 +110,7 @@ class Verification:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "events": self.events, "authenticated": self.authenticated,
-                "auth_note": self.auth_note,
+                "auth_note": self.auth_note, "key_id": self.key_id, "scheme": self.scheme,
                 "checks": [asdict(c) for c in self.checks],
                 "problems": [asdict(p) for p in self.problems]}
 
@@ -106,13 +124,14 @@ def _same_number(a: Any, b: Any) -> bool:
         return False
 
 
-def _check_events(root: Path, out: Verification, key: RecordKey | None, key_error: str | None,
+def _check_events(root: Path, out: Verification, keys: list[Verifier], key_error: str | None,
                   allow_unauthenticated: bool) -> None:
     path = root / "events.jsonl"
-    chain = verify_events(path, key)
+    chain = verify_events(path, keys)
     out.events = chain.events
     out.authenticated = chain.ok and chain.authenticated
-    note = key_error or chain.auth_note
+    out.key_id, out.scheme = chain.key_id, chain.scheme
+    note = chain.auth_note if not key_error else f"{chain.auth_note} ({key_error})"
     problems: list[Problem] = []
     if not chain.ok:
         problems.append(Problem("events.jsonl", chain.bad_line, chain.reason or "broken chain"))
@@ -138,9 +157,14 @@ def _check_events(root: Path, out: Verification, key: RecordKey | None, key_erro
                             f"{chain.events} events chained" if not problems else str(problems[0])))
     if problems or chain.events == 0:
         return
+    if out.authenticated and chain.legacy:
+        out.checks.append(Check("authenticated", True, f"authenticated (legacy HMAC): every "
+                                                       f"event's mac holds under the legacy key "
+                                                       f"{chain.key_id}"))
+        return
     if out.authenticated:
-        out.checks.append(Check("authenticated", True, f"every event's mac holds under record "
-                                                       f"key {chain.key_id}"))
+        out.checks.append(Check("authenticated", True, f"every event is signed by public key "
+                                                       f"{chain.key_id} (Ed25519)"))
         return
     out.auth_note = f"chain intact, not authenticated: {note}"
     if allow_unauthenticated:
@@ -372,27 +396,63 @@ def _check_final(record: RunRecord, out: Verification) -> None:
                             else str(problems[0])))
 
 
-def _key(key: RecordKey | str | Path | None) -> tuple[RecordKey | None, str | None]:
-    if isinstance(key, RecordKey) or key is None:
-        return key, None if key is not None else "no key given"
+KeySpec = Union[str, Path, PublicKey, LegacyHmacKey, SigningKey, None]
+
+
+def resolve_keys(key: KeySpec | list[KeySpec]) -> tuple[list[Verifier], str | None]:
+    """(verifiers, why one could not be read) from verify_run's `key`: OPERATOR_KEY (the
+    operator's public keys: the current one and those kept at rotations), a key object, a path
+    to a public key file (PEM, OpenSSH or hex) or to a legacy HMAC key file, a list of these, or
+    None (no key)."""
+    items = key if isinstance(key, (list, tuple)) else [key]
+    found: list[Verifier] = []
+    errors: list[str] = []
+    for item in items:
+        try:
+            if item is None:
+                continue
+            if isinstance(item, (PublicKey, LegacyHmacKey, SigningKey)):
+                found += verifiers(item)
+            elif item == OPERATOR_KEY:
+                found += operator_public_keys()
+            else:
+                found.append(load_verifier(item))
+        except RecordKeyError as exc:
+            errors.append(str(exc))
+    if not found and not errors and all(i is None for i in items):
+        errors.append("no key given")
+    return found, "; ".join(errors) or None
+
+
+def load_verifier(path: str | Path) -> Verifier:
+    """The key in a file: an Ed25519 public key (PEM or OpenSSH), else a legacy HMAC key (64 hex
+    digits, 0600). A private signing key is refused: verifying never needs one."""
+    path = Path(path)
     try:
-        found = load_key(None if key == OPERATOR_KEY else key)
-    except RecordKeyError as exc:
-        return None, str(exc)
-    return found, None
+        head = path.read_bytes()[:200]
+    except OSError as exc:
+        raise RecordKeyError(f"{path}: cannot read the key: {exc}") from exc
+    text = head.strip()
+    if text.startswith((b"-----BEGIN", b"ssh-ed25519")):
+        return load_public_key(path)
+    legacy = load_legacy_key(path)
+    if legacy is None:
+        raise RecordKeyError(f"{path}: no such key file")
+    return legacy
 
 
 def verify_run(run_dir: str | Path, record: RunRecord | None = None,
-               key: RecordKey | str | Path | None = OPERATOR_KEY,
+               key: KeySpec | list[KeySpec] = OPERATOR_KEY,
                allow_unauthenticated: bool = False) -> Verification:
-    """Verify a run record. `key`: the record key (default: the operator's key file; a path to a
-    key file; None for none). A chain that cannot be authenticated is a problem unless
-    `allow_unauthenticated` (then `authenticated` is False and `auth_note` says why)."""
+    """Verify a run record. `key`: what checks its signatures (resolve_keys; default: the
+    operator's public keys; a legacy HMAC record needs its key file in the list). A chain that
+    cannot be authenticated is a problem unless `allow_unauthenticated` (then `authenticated` is
+    False and `auth_note` says why)."""
     root = Path(run_dir)
     record = record or RunRecord.load(root)
     out = Verification(run_dir=str(root))
-    record_key, key_error = _key(key)
-    _check_events(root, out, record_key, key_error, allow_unauthenticated)
+    keys, key_error = resolve_keys(key)
+    _check_events(root, out, keys, key_error, allow_unauthenticated)
     if not (root / "run.json").is_file():
         out.problems.append(Problem("run.json", None, "missing"))
         out.checks.append(Check("run.json", False, "missing"))

@@ -6,13 +6,20 @@ The page is rebuilt from the files on every request (`--serve`) or once (`index.
 anything is still queued or running it asks the browser to reload itself. It reads `sweep.json`
 (written by `a2c sweep`, a2c/sweep/record.py) as plain JSON, and the run directories themselves,
 so it works for a folder of plain `a2c run` records too.
+
+Served (a2c/cli/view.py), the page links each report as `/runs/<id>/report`: `served_runs` is the
+allow-list of those ids (run directories found under the folder, by their path below it) and
+`read_report_page` opens a report one path component at a time, refusing any symlink, so no
+request ever names a file.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+import stat
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
@@ -24,6 +31,11 @@ SWEEP_FILE = "sweep.json"      # a2c/sweep/record.py SWEEP_FILE
 PAGE = "index.html"
 REFRESH_S = 5
 LIVE = ("queued", "running", "prepared")
+REPORT_PAGE = ("report", "report.html")     # below a run directory
+MAX_PAGE_BYTES = 256 << 20
+
+# (run directory, its id below the folder) -> the href of its report, or None for no link
+Linker = Callable[[Path, str], "str | None"]
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -35,13 +47,86 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _report_link(runs_dir: Path, run_dir: Path) -> str | None:
-    page = run_dir / "report" / "report.html"
-    return os.path.relpath(page, runs_dir) if page.is_file() else None
+    page = Path(run_dir).joinpath(*REPORT_PAGE)
+    return os.path.relpath(page, runs_dir) if has_report_page(run_dir) else None
 
 
-def collect(runs_dir: Path) -> dict[str, Any]:
-    """What the page shows: the sweep (if any), one row per trial or run, the leaderboard."""
+def has_report_page(run_dir: Path) -> bool:
+    """The run has a report page, reached without a symlink."""
+    page = Path(run_dir).joinpath(*REPORT_PAGE)
+    return not any(p.is_symlink() for p in (Path(run_dir), page.parent, page)) and page.is_file()
+
+
+def run_id_of(runs_dir: Path, run_dir: Path) -> str | None:
+    """A run's id on the served page: its directory's path below the folder (None outside)."""
+    try:
+        return PurePosixPath(*Path(run_dir).resolve().relative_to(
+            Path(runs_dir).resolve()).parts).as_posix()
+    except ValueError:
+        return None
+
+
+def served_runs(runs_dir: Path) -> dict[str, Path]:
+    """{id: run directory} of the ended runs the server may show a report of: the run
+    directories found below the folder (never through a symlinked folder), live ones left out."""
     runs_dir = Path(runs_dir)
+    found: dict[str, Path] = {}
+    for run_dir in find_runs(runs_dir) if runs_dir.is_dir() else []:
+        if any(p.is_symlink() for p in (run_dir, RunPaths(run_dir).run_json)):
+            continue
+        info = _read_json(RunPaths(run_dir).run_json) or {}
+        if info.get("status") in LIVE:
+            continue
+        rid = run_id_of(runs_dir, run_dir)
+        if rid and rid != ".":
+            found[rid] = run_dir
+    return found
+
+
+def read_report_page(runs_dir: Path, run_id: str) -> bytes | None:
+    """The report page of run `run_id` (an id of `served_runs`), opened component by component
+    below `runs_dir` with O_NOFOLLOW: a symlinked run directory, report folder or page is refused
+    (None), as is anything but a regular file."""
+    parts = [*PurePosixPath(run_id).parts, *REPORT_PAGE]
+    if not run_id or any(p in ("", ".", "..", "/") or "\0" in p for p in parts):
+        return None
+    flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(Path(runs_dir), os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, flags_dir, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        page = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                       | getattr(os, "O_CLOEXEC", 0), dir_fd=fd)
+    except OSError:
+        os.close(fd)
+        return None
+    os.close(fd)
+    try:
+        st = os.fstat(page)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PAGE_BYTES:
+            return None
+        with os.fdopen(page, "rb", closefd=False) as handle:
+            return handle.read(MAX_PAGE_BYTES + 1)[:MAX_PAGE_BYTES]
+    finally:
+        os.close(page)
+
+
+def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
+    """What the page shows: the sweep (if any), one row per trial or run, the leaderboard.
+    `link` gives a run's report link (default: the relative path of its report.html)."""
+    runs_dir = Path(runs_dir)
+
+    def report(run_dir: Path) -> str | None:
+        if link is None:
+            return _report_link(runs_dir, run_dir)
+        rid = run_id_of(runs_dir, run_dir)
+        return link(run_dir, rid) if rid else None
+
     sweep = _read_json(runs_dir / SWEEP_FILE)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -55,7 +140,7 @@ def collect(runs_dir: Path) -> dict[str, Any]:
                      "reason": t.get("reason"),
                      "baseline": info.get("baseline_score"), "best": info.get("best_score"),
                      "submissions": info.get("submissions"),
-                     "report": _report_link(runs_dir, run_dir)})
+                     "report": report(run_dir)})
     failed = {t["run_dir"]: t.get("reason") or "failed"
               for t in (sweep or {}).get("trials") or [] if t["status"] == "failed"}
     found = find_runs(runs_dir) if runs_dir.is_dir() else []
@@ -69,7 +154,7 @@ def collect(runs_dir: Path) -> dict[str, Any]:
                      "status": info.get("status"), "run_status": info.get("status"),
                      "reason": None, "baseline": info.get("baseline_score"),
                      "best": info.get("best_score"), "submissions": info.get("submissions"),
-                     "report": _report_link(runs_dir, run_dir)})
+                     "report": report(run_dir)})
     board = build_leaderboard(runs_dir, failed=failed) if found else None
     counts: dict[str, int] = {}
     for row in rows:
@@ -79,12 +164,15 @@ def collect(runs_dir: Path) -> dict[str, Any]:
             "board": board, "live": live}
 
 
-def render_view(runs_dir: Path, refresh_s: int | None = REFRESH_S) -> str:
-    data = collect(runs_dir)
+def render_view(runs_dir: Path, refresh_s: int | None = REFRESH_S, link: Linker | None = None,
+                leaderboard_href: str | None = None) -> str:
+    """The page; served, `link` makes each report's link and `leaderboard_href` links the
+    leaderboard page."""
+    data = collect(runs_dir, link)
     board = data["board"]
     columns = [*(board["by"] if board else []), "runs", *COLUMNS]
     return environment().get_template("view.html.j2").render(
-        **data, refresh_s=refresh_s if data["live"] else None,
+        **data, refresh_s=refresh_s if data["live"] else None, leaderboard_href=leaderboard_href,
         lb_rows=rows_for_display(board) if board else [], lb_columns=columns,
         headings={**HEADINGS, **{k: k for k in (board["by"] if board else [])}})
 
@@ -107,6 +195,8 @@ def write_missing_reports(runs_dir: Path) -> list[Path]:
         if info.get("status") in LIVE:
             continue
         page = run_dir / "report" / "report.html"
+        if any(p.is_symlink() for p in (run_dir, page.parent, page)):
+            continue                  # never written (nor served) through a symlink
         if page.is_file() and page.stat().st_mtime >= RunPaths(run_dir).run_json.stat().st_mtime:
             continue
         try:

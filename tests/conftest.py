@@ -7,9 +7,11 @@ import tempfile
 
 import pytest
 
-# The record key (a2c.contracts.record_key) of this test session: never the operator's own.
-os.environ["A2C_RECORD_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="a2c-test-key-"),
-                                                 "record.key")
+# The record keys (a2c.contracts.record_key) of this test session, never the operator's own: the
+# signing key (Ed25519, record.ed25519 + .pub) and the legacy HMAC key file's place.
+_KEYS = tempfile.mkdtemp(prefix="a2c-test-key-")
+os.environ["A2C_RECORD_KEY_FILE"] = os.path.join(_KEYS, "record.key")
+os.environ["A2C_RECORD_SIGNING_KEY"] = os.path.join(_KEYS, "record.ed25519")
 
 
 def pytest_addoption(parser):

@@ -1,13 +1,16 @@
-"""The run record's spine: an append-only, hash-chained, authenticated `events.jsonl`, and its
-event types.
+"""The run record's spine: an append-only, hash-chained, signed `events.jsonl`, and its event
+types.
 
 Each event carries the hash of the one before it, so editing, inserting, reordering or deleting any
 line breaks the chain at that line and `verify_events` names it. Each event also carries `key`
-(the operator's record key id) and `mac`, an HMAC-SHA256 of its hash under that key
-(a2c.contracts.record_key): the key lives outside the run directory, so whoever edits a record
-and recomputes the plain hashes still cannot produce the macs. Appends are fsync'ed because the
-record must survive a crash of the runtime at any point; the file is 0600. Each event type's `data` is one payload
-class below (`EVENT_TYPES`); `EventLog.emit(payload)` writes one, `payload_of(event)` reads one.
+(the id of the operator's public signing key) and `sig`, an Ed25519 signature of its hash
+(a2c.contracts.record_key): the private key lives outside the run directory, so whoever edits a
+record and recomputes the plain hashes still cannot produce the signatures, and anyone with the
+public key can check them. Records written before the signatures carry `mac` (HMAC-SHA256 under a
+legacy key) instead; they verify with that key given explicitly. Appends are fsync'ed because
+the record must survive a crash of the runtime at any point; the file is 0600. Each event type's
+`data` is one payload class below (`EVENT_TYPES`); `EventLog.emit(payload)` writes one,
+`payload_of(event)` reads one.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from typing import Any, ClassVar
 from a2c.canonical import canonical_json, sha256_bytes
 from a2c.timefmt import iso_utc
 
-from .record_key import RecordKey, operator_key
+from .record_key import ED25519, LEGACY_HMAC, SigningKey, Verifier, operator_key, verifiers
 from .records import Record, optional
 
 GENESIS = "0" * 64
 EVENTS_FILE = "events.jsonl"
+AUTH_FIELDS = ("hash", "sig", "mac")      # not covered by an event's hash
+SCHEMES = {"sig": ED25519, "mac": LEGACY_HMAC}
 
 
 def utc_now() -> str:
@@ -36,8 +41,8 @@ def utc_now() -> str:
 
 
 def event_hash(event: dict[str, Any]) -> str:
-    """sha256 of the event without its `hash` and `mac` (the `key` id is covered)."""
-    body = {k: v for k, v in event.items() if k not in ("hash", "mac")}
+    """sha256 of the event without its `hash`, `sig` and `mac` (the `key` id is covered)."""
+    body = {k: v for k, v in event.items() if k not in AUTH_FIELDS}
     return sha256_bytes(canonical_json(body))
 
 
@@ -113,11 +118,6 @@ class SubmissionReceived(EventPayload):
 
 
 @dataclass
-class SubmissionScored(EventPayload):
-    """A scored (or invalid) submission. `code` (a2c.contracts.submission_errors) says why it is
-    invalid; `copy_of_base` whether its weights are the untouched base model's; `not_derived`
-    whether the provenance check found it is not derived from the base (another model's weights,
-@dataclass
 class SubmissionPruned(EventPayload):
     """The grader removed its copy of a scored submission that can no longer count (neither the
     best nor the last valid one, nor the original of either); the journal keeps its hash
@@ -129,6 +129,11 @@ class SubmissionPruned(EventPayload):
     bytes: int | None = None
 
 
+@dataclass
+class SubmissionScored(EventPayload):
+    """A scored (or invalid) submission. `code` (a2c.contracts.submission_errors) says why it is
+    invalid; `copy_of_base` whether its weights are the untouched base model's; `not_derived`
+    whether the provenance check found it is not derived from the base (another model's weights,
     a re-initialised model; the details are in results/<n>.json `provenance`)."""
 
     TYPE: ClassVar[str] = "submission_scored"
@@ -289,9 +294,10 @@ class Event(Record):
     type: str = ""
     data: dict[str, Any] = field(default_factory=dict)
     prev: str = GENESIS
-    key: str | None = optional()     # the record key's id (a2c.contracts.record_key)
+    key: str | None = optional()     # the signing key's id (a2c.contracts.record_key)
     hash: str = ""
-    mac: str | None = optional()     # HMAC-SHA256(record key, hash)
+    sig: str | None = optional()     # Ed25519(operator's private key, hash), hex
+    mac: str | None = optional()     # legacy records: HMAC-SHA256(record key, hash)
 
 
 def payload_of(event: dict[str, Any]) -> EventPayload | None:
@@ -304,8 +310,9 @@ def payload_of(event: dict[str, Any]) -> EventPayload | None:
 # ----------------------------------------------------------------------------- reading
 @dataclass(frozen=True)
 class ChainCheck:
-    """`ok`: the hash chain holds and no mac is wrong. `authenticated`: besides, every event's mac
-    was checked with the record's key; when it could not be, `auth_note` says why."""
+    """`ok`: the hash chain holds and no signature (or legacy mac) is wrong. `authenticated`:
+    besides, every event's signature was checked with a key given; when it could not be,
+    `auth_note` says why. `scheme`: "ed25519", or "hmac-sha256" for a legacy record."""
 
     ok: bool
     events: int
@@ -314,18 +321,49 @@ class ChainCheck:
     authenticated: bool = False
     key_id: str | None = None
     auth_note: str | None = None
+    scheme: str | None = None
+
+    @property
+    def legacy(self) -> bool:
+        return self.scheme == LEGACY_HMAC
 
 
-def verify_events(path: str | Path, key: RecordKey | None = None) -> ChainCheck:
-    """Check every line's hash and link, and with `key` every line's mac; report the first broken
-    line (1-based). Without the record's key the chain may be intact but is not authenticated."""
+def _auth_field(event: dict[str, Any]) -> str | None | bool:
+    """"sig", "mac", None (neither), or False (both: refused)."""
+    has = [name for name in ("sig", "mac") if name in event]
+    return False if len(has) > 1 else (has[0] if has else None)
+
+
+def _missing_key_note(scheme: str, record_key: str, given: list[Verifier]) -> str:
+    same = [k for k in given if k.scheme == scheme]
+    if scheme == LEGACY_HMAC:
+        if not same:
+            return (f"a legacy HMAC record under key {record_key}; give its key file "
+                    "(--key-file) to authenticate it")
+        return (f"legacy HMAC key {record_key} not available (the key given is "
+                f"{', '.join(k.id for k in same)})")
+    if not same:
+        return f"public key {record_key} not available"
+    return (f"key id mismatch: signed by key {record_key}, not by the public key(s) given "
+            f"({', '.join(k.id for k in same)}): re-signed with another key, or an older key of "
+            "the operator not given (--public-key)")
+
+
+def verify_events(path: str | Path, keys: Verifier | SigningKey | list | None = None
+                  ) -> ChainCheck:
+    """Check every line's hash and link, and with `keys` (public keys; legacy HMAC keys) every
+    line's signature; report the first broken line (1-based). Without the record's key the chain
+    may be intact but is not authenticated."""
     path = Path(path)
+    given = verifiers(keys)
     if not path.exists():
         return ChainCheck(False, 0, None, f"{path} does not exist")
     prev = GENESIS
     count = 0
     record_key: str | None = None
-    unsigned: int | None = None      # first line without a mac
+    scheme_field: str | None = None
+    checker: Verifier | None = None
+    unsigned: int | None = None      # first line without a signature
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             try:
@@ -341,35 +379,43 @@ def verify_events(path: str | Path, key: RecordKey | None = None) -> ChainCheck:
                 return ChainCheck(False, count, lineno, "does not link to the previous event")
             if event.get("hash") != event_hash(event):
                 return ChainCheck(False, count, lineno, "content does not match its hash")
-            if "mac" not in event or "key" not in event:
+            auth = _auth_field(event)
+            if auth is False:
+                return ChainCheck(False, count, lineno, "carries both a signature (sig) and a "
+                                  "legacy mac")
+            if auth is None or "key" not in event:
                 unsigned = lineno if unsigned is None else unsigned
             elif record_key is None and unsigned is None:
-                record_key = event["key"]
+                record_key, scheme_field = event["key"], auth
+                checker = next((k for k in given if k.id == record_key
+                                and k.field_name == auth), None)
             if "key" in event and record_key is not None and event["key"] != record_key:
                 return ChainCheck(False, count, lineno, f"written with record key "
                                   f"{event['key']!r}, the chain began with {record_key!r}")
-            if key is not None and record_key == key.id and "mac" in event and \
-                    not key.check(event["hash"], event["mac"]):
-                return ChainCheck(False, count, lineno, "authentication code (mac) does not "
-                                  "match: the event was edited or re-chained without the "
-                                  f"record key {record_key}", key_id=record_key)
+            if auth and scheme_field is not None and auth != scheme_field:
+                return ChainCheck(False, count, lineno, f"carries a {auth}, the chain began "
+                                  f"with a {scheme_field}")
+            if checker is not None and auth and not checker.check(event["hash"], event[auth]):
+                what = ("signature (sig) does not verify under public key" if auth == "sig"
+                        else "authentication code (mac) does not match the legacy HMAC key")
+                return ChainCheck(False, count, lineno, f"bad signature: {what} {record_key}: "
+                                  "the event was edited or re-signed without the operator's "
+                                  "key", key_id=record_key, scheme=SCHEMES[auth])
             prev = event["hash"]
             count += 1
+    scheme = SCHEMES.get(scheme_field or "")
     if count == 0:
         return ChainCheck(True, 0, auth_note="no events")
     if unsigned is not None:
-        note = (f"line {unsigned} carries no mac (unauthenticated: a legacy record, or macs "
-                "stripped)" if record_key is not None or unsigned > 1
-                else "no event carries a mac (unauthenticated: a legacy record, or macs stripped)")
-        return ChainCheck(True, count, key_id=record_key, auth_note=note)
-    if key is None:
-        return ChainCheck(True, count, key_id=record_key,
-                          auth_note=f"key {record_key} not available")
-    if key.id != record_key:
-        return ChainCheck(True, count, key_id=record_key,
-                          auth_note=f"key {record_key} not available (the key at {key.path} is "
-                                    f"{key.id})")
-    return ChainCheck(True, count, authenticated=True, key_id=record_key)
+        note = (f"line {unsigned} carries no signature (unauthenticated: signatures stripped)"
+                if record_key is not None or unsigned > 1
+                else "no event carries a signature (unauthenticated: signatures stripped, or a "
+                     "record older than the record keys)")
+        return ChainCheck(True, count, key_id=record_key, auth_note=note, scheme=scheme)
+    if checker is None:
+        return ChainCheck(True, count, key_id=record_key, scheme=scheme,
+                          auth_note=_missing_key_note(scheme or ED25519, str(record_key), given))
+    return ChainCheck(True, count, authenticated=True, key_id=record_key, scheme=scheme)
 
 
 def read_events(path: str | Path) -> list[dict[str, Any]]:
@@ -399,11 +445,11 @@ class EventLog:
 
     The runtime and the grader service both record events; an exclusive `flock` around
     read-last-line + append + fsync keeps the chain linear. Reopening continues the chain (resume).
-    Every event is authenticated with `key` (default: the operator's record key, created on first
-    use); appending to a chain begun under another key is refused.
+    Every event is signed with `key` (default: the operator's signing key, created on first use);
+    appending to a chain begun under another key (or a legacy HMAC chain) is refused.
     """
 
-    def __init__(self, path: str | Path, verify: bool = True, key: RecordKey | None = None):
+    def __init__(self, path: str | Path, verify: bool = True, key: SigningKey | None = None):
         self.path = Path(path)
         self._lock = threading.Lock()
         self._key = key
@@ -413,7 +459,7 @@ class EventLog:
                 raise ValueError(f"{self.path}:{check.bad_line}: {check.reason}; refusing to append")
 
     @property
-    def key(self) -> RecordKey:
+    def key(self) -> SigningKey:
         if self._key is None:
             self._key = operator_key()
         return self._key
@@ -437,14 +483,15 @@ class EventLog:
                 else:
                     tail = json.loads(last)
                     prev, seq = tail["hash"], tail["seq"] + 1
-                    if tail.get("key") != key.id:
-                        raise ValueError(f"{self.path}: the chain is under record key "
+                    if tail.get("key") != key.id or "sig" not in tail:
+                        under = "legacy HMAC key" if "mac" in tail else "record key"
+                        raise ValueError(f"{self.path}: the chain is under {under} "
                                          f"{tail.get('key')!r}, this writer holds {key.id}; "
                                          "refusing to append")
                 event = {"seq": seq, "ts": utc_now(), "type": type_, "data": data or {},
                          "prev": prev, "key": key.id}
                 event["hash"] = event_hash(event)
-                event["mac"] = key.mac(event["hash"])
+                event["sig"] = key.sign(event["hash"])
                 os.write(fd, canonical_json(event) + b"\n")
                 os.fsync(fd)
                 return event

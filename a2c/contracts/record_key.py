@@ -1,14 +1,33 @@
-"""The operator's record key: what authenticates a run's event chain.
+"""The operator's record keys: who signs a run's event chain, and how anyone checks it.
 
-Each event of `events.jsonl` carries `key` (the key id) and `mac`, an HMAC-SHA256 of its hash under
-this key; since each hash covers the previous one, a valid `mac` on an event authenticates the
-whole chain up to it. The key is 32 random bytes in a file of the operator's configuration
-(`a2c.paths.record_key_file()`: `$A2C_RECORD_KEY_FILE`, else `~/.config/a2c/record.key`), created
-0600 on first use. It never enters a run directory, a bundle or the sandbox, so neither the agent
-nor anyone who edits a record later can re-chain it: `a2c verify` recomputes every `mac`.
+Each event of `events.jsonl` carries `key` (the key id) and `sig`, an Ed25519 signature of its
+hash; since each hash covers the previous one, a valid `sig` on an event authenticates the whole
+chain up to it. Signing needs the operator's **private** key; checking needs only the **public**
+key, so a record can be verified by anyone the public key is given to (publish it beside the
+results: `a2c keys --export FILE`), and whoever can verify still cannot re-sign an edited record.
 
-The key id (`key_id`) is the first 16 hex digits of sha256(key): it names the key a record needs
-without revealing it.
+Files (all in the operator's configuration, never in a run directory, a bundle or a sandbox):
+
+- the private key, `signing_key_file()`: `$A2C_RECORD_SIGNING_KEY`, else `record.ed25519` beside
+  `$A2C_RECORD_KEY_FILE` when that is set (the older override keeps working), else
+  `~/.config/a2c/record.ed25519` (`$XDG_CONFIG_HOME/a2c`). PKCS#8 PEM, created 0600 (folder 0700)
+  on first use; a private key file readable or writable by group or others is refused (a
+  symlink to the key is followed, and the mode checked is the file's own);
+- the public key beside it, `record.ed25519.pub` (SubjectPublicKeyInfo PEM, 0644), written with
+  the private key; publishable;
+- older public keys kept at a rotation (`a2c keys --rotate`), `record-keys/<id>.pub` in the same
+  folder: trusted by default, so records signed before a rotation keep verifying.
+
+The key id (`key_id`) is the first 16 hex digits of sha256 of the raw 32-byte public key.
+
+Legacy records (written before the signatures) carry `mac`, an HMAC-SHA256 of each hash under a
+32-byte secret in `a2c.paths.record_key_file()` (`$A2C_RECORD_KEY_FILE`, else
+`~/.config/a2c/record.key`). They still verify, but only with that key file given explicitly
+(`a2c verify --key-file FILE`), and are said to be "authenticated (legacy HMAC)": anyone holding
+that secret could also have forged them.
+
+`record_key_status()` says where the operator's private key is, whether it exists, whether its
+file mode is private, and its key id (for `a2c doctor`).
 """
 
 from __future__ import annotations
@@ -17,22 +36,146 @@ import hashlib
 import hmac
 import os
 import secrets
-from dataclasses import dataclass
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple, Union
 
 from a2c.errors import A2CError
 
 KEY_BYTES = 32
+SIGNING_KEY_NAME = "record.ed25519"
+PUBLIC_SUFFIX = ".pub"
+TRUSTED_DIR = "record-keys"          # older public keys, kept at a rotation
+ED25519 = "ed25519"
+LEGACY_HMAC = "hmac-sha256"
 
 
 class RecordKeyError(A2CError):
-    """The record key file is unusable (unreadable, malformed, readable by others)."""
+    """A record key file is unusable (unreadable, malformed, readable by others)."""
+
+
+def key_id(material: bytes) -> str:
+    """The id of a key: the first 16 hex digits of sha256 of the raw public key (Ed25519) or of
+    the secret (a legacy HMAC key, whose id is never the secret itself)."""
+    return hashlib.sha256(material).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- where
+def signing_key_file() -> Path:
+    """The operator's private signing key: $A2C_RECORD_SIGNING_KEY, else record.ed25519 beside
+    $A2C_RECORD_KEY_FILE (when set), else config_dir()/record.ed25519."""
+    env = os.environ.get("A2C_RECORD_SIGNING_KEY")
+    if env:
+        return Path(env).expanduser()
+    legacy = os.environ.get("A2C_RECORD_KEY_FILE")
+    if legacy:
+        return Path(legacy).expanduser().parent / SIGNING_KEY_NAME
+    from a2c.paths import config_dir
+    return config_dir() / SIGNING_KEY_NAME
+
+
+def public_key_file(private: str | Path | None = None) -> Path:
+    """The public key beside a private key file (default: the operator's)."""
+    private = Path(private) if private is not None else signing_key_file()
+    return private.with_name(private.name + PUBLIC_SUFFIX)
+
+
+def trusted_keys_dir(private: str | Path | None = None) -> Path:
+    """Older public keys of the operator (kept at a rotation), trusted by default."""
+    private = Path(private) if private is not None else signing_key_file()
+    return private.parent / TRUSTED_DIR
+
+
+def legacy_key_file() -> Path:
+    """Where a legacy HMAC record key was kept ($A2C_RECORD_KEY_FILE, else
+    config_dir()/record.key)."""
+    from a2c.paths import record_key_file
+    return record_key_file()
+
+
+def key_file() -> Path:
+    """The operator's private signing key file (the key that writes records)."""
+    return signing_key_file()
+
+
+def private_key_paths() -> list[Path]:
+    """Every file that holds a secret able to authenticate a record (the signing key and a
+    legacy HMAC key): what must never be inside a runs folder or a sandbox's view."""
+    return [signing_key_file(), legacy_key_file()]
+
+
+# ----------------------------------------------------------------------------- keys
+@dataclass(frozen=True)
+class PublicKey:
+    """An Ed25519 public key: checks `sig` of events written under its id."""
+
+    raw: bytes
+    path: Path | None = None
+    scheme: str = field(default=ED25519, init=False)
+    field_name: str = field(default="sig", init=False)
+
+    @property
+    def id(self) -> str:
+        return key_id(self.raw)
+
+    def check(self, event_hash: str, sig: object) -> bool:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        if not isinstance(sig, str) or len(sig) != 128:
+            return False
+        try:
+            signature = bytes.fromhex(sig)
+            Ed25519PublicKey.from_public_bytes(self.raw).verify(signature,
+                                                                event_hash.encode("ascii"))
+        except (ValueError, InvalidSignature, UnicodeEncodeError):
+            return False
+        return True
+
+    def pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+        return Ed25519PublicKey.from_public_bytes(self.raw).public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    def __repr__(self) -> str:
+        return f"PublicKey(id={self.id}, path={self.path})"
 
 
 @dataclass(frozen=True)
-class RecordKey:
-    secret: bytes
+class SigningKey:
+    """The operator's Ed25519 private key: signs each event's hash. Its id is its public key's."""
+
+    private: Any = field(repr=False)          # cryptography's Ed25519PrivateKey
     path: Path | None = None
+
+    @property
+    def public(self) -> PublicKey:
+        from cryptography.hazmat.primitives import serialization
+        raw = self.private.public_key().public_bytes(serialization.Encoding.Raw,
+                                                     serialization.PublicFormat.Raw)
+        return PublicKey(raw, public_key_file(self.path) if self.path else None)
+
+    @property
+    def id(self) -> str:
+        return self.public.id
+
+    def sign(self, event_hash: str) -> str:
+        return self.private.sign(event_hash.encode("ascii")).hex()
+
+    def __repr__(self) -> str:   # never print the private key
+        return f"SigningKey(id={self.id}, path={self.path})"
+
+
+@dataclass(frozen=True)
+class LegacyHmacKey:
+    """A legacy record key (HMAC-SHA256): checks `mac` of events written before the signatures."""
+
+    secret: bytes = field(repr=False)
+    path: Path | None = None
+    scheme: str = field(default=LEGACY_HMAC, init=False)
+    field_name: str = field(default="mac", init=False)
 
     @property
     def id(self) -> str:
@@ -45,61 +188,248 @@ class RecordKey:
         return isinstance(mac, str) and hmac.compare_digest(self.mac(event_hash), mac)
 
     def __repr__(self) -> str:   # never print the secret
-        return f"RecordKey(id={self.id}, path={self.path})"
+        return f"LegacyHmacKey(id={self.id}, path={self.path})"
 
 
-def key_id(secret: bytes) -> str:
-    return hashlib.sha256(secret).hexdigest()[:16]
+Verifier = Union[PublicKey, LegacyHmacKey]
 
 
-def key_file() -> Path:
-    from a2c.paths import record_key_file
-    return record_key_file()
-
-
-def _read(path: Path) -> RecordKey:
+# ----------------------------------------------------------------------------- reading
+def _read_private_bytes(path: Path, what: str) -> bytes:
     try:
-        st = path.stat()
+        # a symlink is followed (a Kubernetes Secret is mounted as one); the mode checked is the
+        # file's own
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise RecordKeyError(f"{path}: cannot read the {what}: {exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordKeyError(f"{path}: the {what} is not a regular file")
+        if st.st_mode & 0o077:
+            raise RecordKeyError(f"{path}: the {what} is readable or writable by others "
+                                 f"(mode {st.st_mode & 0o777:o}); chmod 600 it")
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_signing(path: Path) -> SigningKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    data = _read_private_bytes(path, "record signing key")
+    try:
+        private = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise RecordKeyError(f"{path}: not a record signing key (expected an unencrypted "
+                             f"Ed25519 private key in PEM): {exc}") from exc
+    if not isinstance(private, Ed25519PrivateKey):
+        raise RecordKeyError(f"{path}: not an Ed25519 private key")
+    return SigningKey(private, path)
+
+
+def load_signing_key(path: str | Path | None = None) -> SigningKey | None:
+    """The private key in `path` (default: the operator's); None when that file is missing."""
+    path = Path(path) if path is not None else signing_key_file()
+    if not os.path.lexists(path):
+        return None
+    return _read_signing(path)
+
+
+def parse_public_key(data: bytes, path: Path | None = None) -> PublicKey:
+    """An Ed25519 public key from PEM (SubjectPublicKeyInfo), OpenSSH (`ssh-ed25519 ...`) or 64
+    hex digits."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    where = f"{path}: " if path else ""
+    text = data.strip()
+    loaded = None
+    try:
+        if text.startswith(b"-----BEGIN"):
+            loaded = serialization.load_pem_public_key(text)
+        elif text.startswith(b"ssh-ed25519 "):
+            loaded = serialization.load_ssh_public_key(text)
+        else:
+            raw = bytes.fromhex(text.decode("ascii"))
+            if len(raw) != 32:
+                raise ValueError(f"{len(raw)} bytes, expected 32")
+            loaded = Ed25519PublicKey.from_public_bytes(raw)
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise RecordKeyError(f"{where}not an Ed25519 public key (PEM, OpenSSH or 64 hex "
+                             f"digits): {exc}") from exc
+    if not isinstance(loaded, Ed25519PublicKey):
+        raise RecordKeyError(f"{where}not an Ed25519 public key")
+    raw = loaded.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return PublicKey(raw, path)
+
+
+def load_public_key(path: str | Path) -> PublicKey:
+    path = Path(path)
+    try:
         data = path.read_bytes()
     except OSError as exc:
-        raise RecordKeyError(f"{path}: cannot read the record key: {exc}") from exc
-    if st.st_mode & 0o077:
-        raise RecordKeyError(f"{path}: the record key is readable or writable by others "
-                             f"(mode {st.st_mode & 0o777:o}); chmod 600 it")
-    secret = data.strip()
+        raise RecordKeyError(f"{path}: cannot read the public key: {exc}") from exc
+    if b"PRIVATE KEY" in data:
+        raise RecordKeyError(f"{path}: this is a private key; give the public key "
+                             f"({path.name}{PUBLIC_SUFFIX}, or `a2c keys --export FILE`)")
+    return parse_public_key(data, path)
+
+
+def operator_public_keys() -> list[PublicKey]:
+    """The public keys a record of this operator is checked with by default: the current one
+    (its .pub file, else derived from the private key) and the older ones in record-keys/.
+    Never creates a key; a missing key gives an empty list."""
+    keys: list[PublicKey] = []
+    pub = public_key_file()
+    if pub.is_file():
+        keys.append(load_public_key(pub))
+    else:
+        private = load_signing_key()
+        if private is not None:
+            keys.append(private.public)
+    trusted = trusted_keys_dir()
+    if trusted.is_dir():
+        for path in sorted(trusted.glob(f"*{PUBLIC_SUFFIX}")):
+            key = load_public_key(path)
+            if all(k.id != key.id for k in keys):
+                keys.append(key)
+    return keys
+
+
+def load_legacy_key(path: str | Path | None = None) -> LegacyHmacKey | None:
+    """A legacy HMAC key in `path` (default: the legacy key file); None when it is missing."""
+    path = Path(path) if path is not None else legacy_key_file()
+    if not os.path.lexists(path):
+        return None
+    data = _read_private_bytes(path, "record key")
     try:
-        secret = bytes.fromhex(secret.decode("ascii"))
+        secret = bytes.fromhex(data.strip().decode("ascii"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise RecordKeyError(f"{path}: not a record key (expected {KEY_BYTES * 2} hex "
+        raise RecordKeyError(f"{path}: not a legacy record key (expected {KEY_BYTES * 2} hex "
                              "digits)") from exc
     if len(secret) < 16:
         raise RecordKeyError(f"{path}: the record key is too short ({len(secret)} bytes)")
-    return RecordKey(secret, path)
+    return LegacyHmacKey(secret, path)
 
 
-def load_key(path: str | Path | None = None) -> RecordKey | None:
-    """The key in `path` (default: the operator's key file); None when that file is missing."""
-    path = Path(path) if path is not None else key_file()
-    if not path.exists():
-        return None
-    return _read(path)
+def load_key(path: str | Path | None = None) -> SigningKey | None:
+    """The operator's signing key (or the one in `path`); None when the file is missing."""
+    return load_signing_key(path)
 
 
-def operator_key(path: str | Path | None = None) -> RecordKey:
-    """The operator's key, created (0600, parent folder 0700) on first use."""
-    path = Path(path) if path is not None else key_file()
-    key = load_key(path)
-    if key is not None:
-        return key
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    text = secrets.token_bytes(KEY_BYTES).hex().encode("ascii") + b"\n"
+def verifiers(keys: Verifier | SigningKey | Iterable[Verifier | SigningKey] | None
+              ) -> list[Verifier]:
+    """A list of verifiers from one key, several or none (a signing key gives its public key)."""
+    if keys is None:
+        return []
+    if isinstance(keys, (PublicKey, LegacyHmacKey, SigningKey)):
+        keys = [keys]
+    return [k.public if isinstance(k, SigningKey) else k for k in keys]
+
+
+# ----------------------------------------------------------------------------- writing
+def _write_new(path: Path, data: bytes, mode: int) -> bool:
+    """Create `path` with `data`, whole, or not at all (False: it exists already)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:      # another process created it first: use theirs
-        return _read(path)
-    try:
-        os.write(fd, text)
+        os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
-    return _read(path)
+    try:
+        os.link(tmp, path)          # atomic, and fails if the key exists (another writer won)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
+
+
+def _write_public(key: SigningKey) -> None:
+    from a2c.fsutil import write_bytes_atomic
+    if key.path is not None:
+        write_bytes_atomic(public_key_file(key.path), key.public.pem(), mode=0o644)
+
+
+def generate_signing_key(path: str | Path) -> SigningKey:
+    """A new Ed25519 key pair at `path` (private, 0600; folder 0700) and `path`.pub; refuses to
+    overwrite an existing key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private = Ed25519PrivateKey.generate()
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    if not _write_new(path, pem, 0o600):
+        raise RecordKeyError(f"{path}: a record signing key exists already")
+    key = SigningKey(private, path)
+    _write_public(key)
+    return key
+
+
+def operator_key(path: str | Path | None = None) -> SigningKey:
+    """The operator's signing key (or the one at `path`), created with its public key on first
+    use."""
+    path = Path(path) if path is not None else signing_key_file()
+    key = load_signing_key(path)
+    if key is not None:
+        if not public_key_file(path).exists():
+            _write_public(key)
+        return key
+    try:
+        return generate_signing_key(path)
+    except RecordKeyError:       # another process created it first: use theirs
+        found = load_signing_key(path)
+        if found is None:
+            raise
+        return found
+
+
+def rotate_operator_key() -> tuple[PublicKey | None, SigningKey]:
+    """A new signing key: the current public key moves to record-keys/<id>.pub (still trusted, so
+    older records verify), the current private key is deleted, a new pair is made."""
+    from a2c.fsutil import write_bytes_atomic
+    path = signing_key_file()
+    old = load_signing_key(path)
+    old_public = None
+    if old is not None:
+        old_public = old.public
+        trusted = trusted_keys_dir(path)
+        trusted.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_bytes_atomic(trusted / f"{old_public.id}{PUBLIC_SUFFIX}", old_public.pem(),
+                           mode=0o644)
+        path.unlink()
+        public_key_file(path).unlink(missing_ok=True)
+    return old_public, generate_signing_key(path)
+
+
+# ----------------------------------------------------------------------------- status
+class RecordKeyStatus(NamedTuple):
+    """The operator's private signing key: its file, whether it exists, whether its mode keeps
+    it private (0600 or stricter; False when missing), and its key id (None when missing or
+    unreadable)."""
+
+    path: Path
+    exists: bool
+    mode_ok: bool
+    key_id: str | None
+
+
+def record_key_status() -> RecordKeyStatus:
+    """Where the operator's record signing key is and whether it is usable (never creates it)."""
+    path = signing_key_file()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return RecordKeyStatus(path, os.path.lexists(path), False, None)
+    mode_ok = stat.S_ISREG(st.st_mode) and not st.st_mode & 0o077
+    try:
+        key = load_signing_key(path)
+    except RecordKeyError:
+        key = None
+    return RecordKeyStatus(path, True, mode_ok, key.id if key else None)

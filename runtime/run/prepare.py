@@ -20,7 +20,6 @@ from a2c.durations import format_duration, parse_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
-from a2c.paths import record_key_file
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, read_json, versions
 from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget
 from a2c.runtime.run.resolve import (
@@ -223,9 +222,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     run_id, run_dir = _run_dir(opts, task, agent)
     if run_dir.exists():
         raise RunError(f"{run_dir} already exists")
-    if run_dir.parent in record_key_file().resolve().parents:
-        raise RunError(f"the record key {record_key_file()} is inside the runs folder "
-                       f"{run_dir.parent}; keep it in the operator's configuration")
+    _check_record_keys(run_dir.parent)
     from a2c.runtime.run import devices  # before anything is written: a missing GPU is one line
     gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, budget_cfg.get("gpus") or 0)
     devices.register(run_dir, lease)
@@ -241,6 +238,24 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         devices.release(run_dir)
         remove_run_dir(run_dir)   # nothing half-made
         raise
+
+
+def _check_record_keys(runs_dir: Path) -> None:
+    """The record's private keys (the signing key, a legacy HMAC key) never lie where a report
+    server or an agent could reach them: not in the runs folder, not in a folder the local
+    sandbox binds into the agent's view (the system folders, the interpreter, the venv)."""
+    from a2c.contracts.record_key import private_key_paths
+    from a2c.runtime.sandbox.local import SYSTEM_DIRS, python_binds
+    visible = [("the runs folder", runs_dir)] + [
+        ("a folder the sandbox shows the agent", Path(d)) for d in (*SYSTEM_DIRS,
+                                                                     *python_binds())]
+    for key in private_key_paths():
+        resolved = key.resolve()
+        for what, folder in visible:
+            folder = folder.resolve()
+            if resolved == folder or folder in resolved.parents:
+                raise RunError(f"the record key {key} is inside {what} ({folder}); keep it in "
+                               "the operator's configuration (~/.config/a2c)")
 
 
 def remove_run_dir(run_dir: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from a2c.contracts.events import read_events, verify_events
-from a2c.contracts.record_key import load_key
+from a2c.contracts.record_key import load_signing_key
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
@@ -30,7 +30,7 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
         raise RunError(f"{run_dir}: the run already ended ({run.status}); nothing to resume")
     # With the operator's key: a chain re-signed or re-hashed by someone else is refused here,
     # before the runtime appends to it.
-    check = verify_events(paths.events, load_key())
+    check = verify_events(paths.events, load_signing_key())
     if not check.ok and check.events == 0 and not paths.events.exists():
         pass
     elif not check.ok:

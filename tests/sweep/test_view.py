@@ -1,16 +1,29 @@
 """`a2c view` without a real sweep: a sweep.json whose trials are queued, running and failed
 renders (failure reasons shown, the page reloading itself while work is left), and `--serve`
-rebuilds it on every request."""
+rebuilds it on every request (and serves pages only: tests/adversarial/test_viewer.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
-import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from a2c.analysis.view import collect, render_view, write_view
+
+MAKER = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "make_fixture_run.py"
+
+
+@pytest.fixture(scope="module")
+def maker():
+    spec = importlib.util.spec_from_file_location("a2c_make_fixture_run_view", MAKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _sweep(runs: Path, statuses: dict[str, str], ended: bool) -> None:
@@ -39,34 +52,40 @@ def test_a_running_sweep_reloads_and_shows_reasons(tmp_path):
 
 
 def test_serve_rebuilds_the_page_per_request(tmp_path):
-    from a2c.cli.view import serve
+    from a2c.cli.view import make_server
     runs = tmp_path / "runs"
     _sweep(runs, {"a": "queued"}, ended=False)
     (runs / "note.txt").write_text("a file of the folder")
-    import http.server
-    ports: list[int] = []
-    real = http.server.ThreadingHTTPServer
-
-    class Recording(real):
-        def __init__(self, address, handler):
-            super().__init__(address, handler)
-            ports.append(self.server_address[1])
-    http.server.ThreadingHTTPServer = Recording
+    httpd, url = make_server(runs, "127.0.0.1", 0, reports=False)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
     try:
-        thread = threading.Thread(target=serve, daemon=True,
-                                  args=(runs, "127.0.0.1", 0, False, render_view, None))
-        thread.start()
-        for _ in range(100):
-            if ports:
-                break
-            time.sleep(0.05)
+        assert url.startswith(f"http://127.0.0.1:{httpd.server_address[1]}/?token=")
+        base, query = url.split("/?", 1)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # no proxy
+        first = opener.open(url).read().decode()
+        assert 'data-status="queued"' in first
+        _sweep(runs, {"a": "running"}, ended=False)
+        again = opener.open(url).read().decode()
+        assert 'data-status="running"' in again
+        # pages, not files: the folder's files are not served, with the token or without
+        for path in ("/note.txt?" + query, "/note.txt", "/"):
+            try:
+                opener.open(base + path)
+                raise AssertionError(f"{path} was served")
+            except urllib.error.HTTPError as exc:
+                assert exc.code in (403, 404)
+                assert b"a file of the folder" not in exc.read()
     finally:
-        http.server.ThreadingHTTPServer = real
-    base = f"http://127.0.0.1:{ports[0]}"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # loopback, no proxy
-    first = opener.open(base + "/").read().decode()
-    assert 'data-status="queued"' in first
-    _sweep(runs, {"a": "running"}, ended=False)
-    again = opener.open(base + "/").read().decode()
-    assert 'data-status="running"' in again
-    assert opener.open(base + "/note.txt").read() == b"a file of the folder"
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_static_page_links_reports_by_relative_path(tmp_path, maker):
+    runs = tmp_path / "runs"
+    maker.make_run(runs / "r1")
+    from a2c.analysis.view import write_missing_reports
+    write_missing_reports(runs)
+    html = render_view(runs)
+    assert 'href="r1/report/report.html"' in html
+    assert (runs / "r1" / "report" / "report.html").is_file()
