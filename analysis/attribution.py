@@ -9,6 +9,7 @@ against the mode (``compliance``). The timeline diffs each snapshot against the 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,25 @@ def _hp_summary(codes: list[FileTraining]) -> dict[str, list[Any]]:
             if hp.value not in values:
                 values.append(hp.value)
     return dict(sorted(found.items()))
+
+
+LOGGED_HPS = "hyperparameters.json"   # written by the reference agents and the sft-recipe
+
+
+def _logged_hps(repo: SnapshotRepo, files: dict[str, str]) -> dict[str, list[Any]] | None:
+    """The values training logged it ran with (`hyperparameters.json` in the workspace, as the
+    submission's snapshot holds it: `steps` ran of `max_steps` planned); None without one. These
+    win over what the source says: a default in the code is not what a run under load did."""
+    blob = files.get(LOGGED_HPS)
+    text = repo.text(blob) if blob else None
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {str(k): [v] for k, v in sorted(data.items())
+            if isinstance(v, (int, float, str, bool)) and k not in ("method", "stage")} or None
 
 
 def _merge_hps(per_sub: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -191,7 +211,7 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
             section["per_submission"].append({
                 "id": sub["id"], "snapshot": commit, "methods": methods, "attribution": how,
                 "files": [c.path for c in chosen], "adapters": adapters,
-                "hyperparameters": _hp_summary(chosen),
+                "hyperparameters": _logged_hps(repo, files) or _hp_summary(chosen),
                 "evidence": [e.to_dict() for c in chosen for e in c.evidence][:12],
                 "compliance": verdict})
             score = sub["score"] if sub["valid"] else None

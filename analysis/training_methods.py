@@ -153,8 +153,9 @@ def _value(node: ast.AST, source: str, constants: dict[str, Any]) -> Any:
         if node.id in constants:
             return constants[node.id]
         raise _Unresolved(node.id)  # a bare variable name says nothing
-    segment = ast.get_source_segment(source, node) or ""
-    return clip(segment, 80)
+    # an expression (`float(os.environ.get("SFT_LR", "5e-5"))`) is not the value that ran: no
+    # source text as a value (the run's hyperparameters.json says what ran, attribution.py)
+    raise _Unresolved(ast.get_source_segment(source, node) or "")
 
 
 def _jsonable(value: Any) -> Any:

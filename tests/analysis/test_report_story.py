@@ -59,3 +59,23 @@ def test_report_pages_say_unlimited_and_name_the_interruption(fixture_run):
         assert "max_submissions=unlimited" in page and "max_submissions=None" not in page
         assert "resume #1: stopped at" in page and "agent relaunched" in page
         assert "of which it ran" in page
+
+
+def test_hyperparameters_are_what_ran_never_source_text():
+    from a2c.analysis.attribution import _logged_hps
+    from a2c.analysis.training_methods import analyse_file
+
+    source = ('import os\nfrom trl import SFTConfig\n'
+              'LR = float(os.environ.get("SFT_LR", "5e-5"))\n'
+              'args = SFTConfig(learning_rate=float(os.environ.get("SFT_LR", "5e-5")), '
+              'max_steps=25)\n')
+    found = {hp.name: hp.value for hp in analyse_file("train_sft.py", source).hyperparameters}
+    assert found.get("max_steps") == 25
+    assert all("environ" not in str(v) for v in found.values()), found
+    blobs = {"b1": '{"method": "SFT", "steps": 4, "max_steps": 25, "learning_rate": 5e-05}',
+             "b2": "not json"}
+    repo = SimpleNamespace(text=blobs.get)
+    assert _logged_hps(repo, {"hyperparameters.json": "b1"}) == {
+        "learning_rate": [5e-05], "max_steps": [25], "steps": [4]}
+    assert _logged_hps(repo, {"hyperparameters.json": "b2"}) is None
+    assert _logged_hps(repo, {"train.py": "b1"}) is None
