@@ -24,6 +24,15 @@ from typing import Any
 from a2c.errors import A2CError
 
 from .formats import LEADERBOARD_FORMATS
+from .grouping import (
+    CONFIG_KEYS,
+    budget_labels,
+    config_values,
+    repeats_note,
+    run_state,
+    seed_means,
+    varying_config,
+)
 from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import run_header, submission_rows
@@ -31,7 +40,7 @@ from .templating import duration, environment
 from .trust import LEADERBOARD_COLUMNS, group_improvement, leaderboard_values
 from .verify import verify_run
 
-GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation")
+GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation", *CONFIG_KEYS)
 DEFAULT_BY = ("agent", "driver", "task", "mode")
 COLUMNS = ("baseline", "best", "improvement", *LEADERBOARD_COLUMNS, "submissions", "valid",
            "time_to_best_s", "tokens", "cost_usd", "cost_per_point")
@@ -71,6 +80,7 @@ def summarise(run_dir: Path) -> RunRow:
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
     values = {key: header.get(key) for key in GROUP_KEYS}
+    values.update(config_values(header, record.run))   # budget, model, agent_env (grouping.py)
     values.update({
         "run_id": header["run_id"], "baseline": baseline, "best": best,
         "improvement": None if best is None or baseline is None else best - baseline,
@@ -123,44 +133,73 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
                       include_unverified: bool = False,
                       failed: dict[str, str] | None = None) -> dict[str, Any]:
     """`failed`: run directories a sweep recorded as failed trials, with the reason; they are
-    listed as excluded, never counted (a crashed agent is not a score of its baseline)."""
+    listed as excluded, never counted (a crashed agent is not a score of its baseline). Runs in
+    progress are listed as `running`, neither counted nor excluded. Groups are split by `by` and
+    by every other setting that changes a run (grouping.CONFIG_KEYS), never by seed unless asked."""
     runs_dir = Path(runs_dir)
     failed = {str(Path(k).resolve()): v for k, v in (failed or {}).items()}
     for key in by:
         if key not in GROUP_KEYS:
             raise A2CError(f"--by: unknown key {key!r}; choose from {', '.join(GROUP_KEYS)}")
-    rows, broken = [], []
+    rows, broken, running = [], [], []
     for run_dir in find_runs(runs_dir):
         if str(run_dir.resolve()) in failed:
             broken.append({"path": str(run_dir), "reason": f"failed trial: "
                            f"{failed[str(run_dir.resolve())]}"})
             continue
+        state, detail = run_state(run_dir)
+        if state == "live":
+            running.append({"path": str(run_dir), "status": detail})
+            continue
         try:
             rows.append(summarise(run_dir))
         except A2CError as exc:
-            broken.append({"path": str(run_dir), "reason": str(exc)})
+            broken.append({"path": str(run_dir), "reason": detail or str(exc)})
+            continue
+        if detail and not rows[-1].verified:
+            rows[-1].problem = detail
     counted = [r for r in rows if r.verified or include_unverified]
     excluded = [{"path": r.path, "reason": r.problem} for r in rows if not r.verified
                 and not include_unverified] + broken
+    hidden = tuple(k for k in CONFIG_KEYS if k not in by)
     groups: dict[tuple, list[RunRow]] = {}
     for row in counted:
         groups.setdefault(tuple("—" if row.values.get(k) is None else str(row.values.get(k))
-                                for k in by), []).append(row)
-    table = []
-    for key, members in groups.items():
-        entry = {"key": dict(zip(by, key)), "runs": len(members),
-                 "unverified": sum(1 for m in members if not m.verified),
-                 "run_ids": [m.values["run_id"] for m in members],
-                 "seeds": seeds_of(members)}
-        for column in COLUMNS:
-            entry[column] = _stats([m.values[column] for m in members])
-        entry["improvement_interval"] = group_improvement([m.values for m in members])
-        table.append(entry)
+                                for k in (*by, *hidden)), []).append(row)
+    table = [_group(key, members, by, hidden) for key, members in groups.items()]
     table.sort(key=lambda e: (-(e["improvement"]["mean"] if e["improvement"]["mean"]
-                                is not None else float("-inf")), list(e["key"].values())))
-    return {"by": list(by), "groups": table, "excluded": excluded,
-            "include_unverified": include_unverified, "runs_dir": str(runs_dir),
-            "n_runs": len(counted)}
+                                is not None else float("-inf")), list(e["key"].values()),
+                              list(map(str, e["config"].values()))))
+    labels = budget_labels([r.values.get("budget") for r in counted])
+    for entry in table:
+        raw = {**entry["config"], **entry["key"]}
+        entry["labels"] = {k: labels.get(None if raw[k] == "—" else raw[k]) if k == "budget"
+                           else raw[k] for k in CONFIG_KEYS if k in raw}
+    board = {"by": list(by), "groups": table, "excluded": excluded, "running": running,
+             "varying": varying_config(table), "include_unverified": include_unverified,
+             "runs_dir": str(runs_dir), "n_runs": len(counted)}
+    board["columns"] = compact_columns(board)
+    board["cells"] = compact_cells(board)
+    return board
+
+
+def _group(key: tuple, members: list[RunRow], by: tuple[str, ...], hidden: tuple[str, ...]
+           ) -> dict[str, Any]:
+    values = [m.values for m in members]
+    per_seed, repeated = seed_means(values)
+    entry = {"key": dict(zip(by, key)), "config": dict(zip(hidden, key[len(by):])),
+             "runs": len(members), "unverified": sum(1 for m in members if not m.verified),
+             "run_ids": [m.values["run_id"] for m in members], "seeds": seeds_of(members),
+             "repeats": repeats_note(repeated, len(seeds_of(members)))}
+    for column in COLUMNS:
+        entry[column] = _stats([v[column] for v in values])
+    if "seed" in by or not repeated:
+        entry["improvement_interval"] = group_improvement(values)
+    elif len(per_seed) >= 2:      # the seed is the unit: one mean per seed, repeats averaged
+        entry["improvement_interval"] = group_improvement([{"improvement": v} for v in per_seed])
+    else:                         # repeats of one seed: no interval across seeds
+        entry["improvement_interval"] = None
+    return entry
 
 
 def _count(value: float) -> str:
@@ -171,28 +210,47 @@ def _money(value: float) -> str:
     return f"${value:.4f}" if abs(value) < 1 else f"${value:.2f}"
 
 
-def _fmt(stat: dict[str, Any], seconds: bool = False, count: bool = False,
-         money: bool = False) -> str:
+def _formatter(column: str):
+    if column.endswith("_s"):
+        return duration
+    if column in ("submissions", "valid", "tokens", "not_derived"):
+        return _count
+    return _money if column in MONEY else (lambda v: f"{v:.2f}")
+
+
+def _fmt_parts(stat: dict[str, Any], column: str = "") -> tuple[str, str | None]:
+    """(the mean, its spread 'std (min–max)' or None for one value)."""
     if stat["mean"] is None:
-        return "—"
-    one = duration if seconds else _count if count else _money if money else \
-        (lambda v: f"{v:.2f}")
+        return "—", None
+    one = _formatter(column)
     if stat["n"] <= 1 or stat["std"] is None:
-        return one(stat["mean"])
-    return f"{one(stat['mean'])} ± {one(stat['std'])} ({one(stat['min'])}–{one(stat['max'])})"
+        return one(stat["mean"]), None
+    return one(stat["mean"]), f"{one(stat['std'])} ({one(stat['min'])}–{one(stat['max'])})"
+
+
+def _fmt(stat: dict[str, Any], column: str = "") -> str:
+    mean, spread = _fmt_parts(stat, column)
+    return mean if spread is None else f"{mean} ± {spread}"
+
+
+def display_columns(board: dict[str, Any]) -> list[str]:
+    """The table's columns: the grouping keys, the other settings that vary between its rows
+    (a budget, a base model), runs, the values, the improvement's interval after it."""
+    columns = [*board["by"], *board.get("varying", []), "runs", *COLUMNS]
+    columns.insert(columns.index("improvement") + 1, "improvement_ci")
+    return columns
 
 
 def rows_for_display(board: dict[str, Any]) -> list[dict[str, str]]:
     out = []
     for g in board["groups"]:
         row = {k: v for k, v in g["key"].items()}
-        row["runs"] = str(g["runs"]) + (f" ({g['unverified']} unverified)" if g["unverified"]
-                                        else "")
+        row.update({k: "—" if v is None else str(v) for k, v in (g.get("labels") or {}).items()})
+        notes = [f"{g['unverified']} unverified"] if g["unverified"] else []
+        notes += [g["repeats"]] if g.get("repeats") else []
+        row["runs"] = str(g["runs"]) + (f" ({'; '.join(notes)})" if notes else "")
         for column in COLUMNS:
-            row[column] = _fmt(g[column], seconds=column.endswith("_s"),
-                               count=column in ("submissions", "valid", "tokens",
-                                                "not_derived"),
-                               money=column in MONEY)
+            row[column] = _fmt(g[column], column)
         row.update(interval_cells(g))
         out.append(row)
     return out
@@ -203,6 +261,8 @@ def interval_cells(group: dict[str, Any]) -> dict[str, str]:
     seeds the interval of the mean improvement, for one run the paired interval over items."""
     iv = group.get("improvement_interval") or {}
     cell = "—"
+    if not iv and str(group.get("repeats") or "").startswith("repeats of seed"):
+        cell = f"— ({group['repeats']}: no interval across seeds)"
     if iv.get("ci95"):
         cell = f"[{iv['ci95'][0]:+.2f}, {iv['ci95'][1]:+.2f}] ({iv['over']}, {iv['method']})"
     marker = iv.get("marker") or ""
@@ -214,12 +274,48 @@ def group_cell(group: dict[str, Any], column: str) -> str:
     return _fmt(group[column])
 
 
+OPTIONAL = ("final", "selection_gap", "tokens", "cost_usd", "cost_per_point")
+
+
+def compact_columns(board: dict[str, Any]) -> list[str]:
+    """The page's columns: display_columns without the optional ones no group has a value in
+    (no final split, no driver calls), so that the table fits a 1280-px page."""
+    empty = {c for c in OPTIONAL if all(g[c]["mean"] is None for g in board["groups"])}
+    return [c for c in display_columns(board) if c not in empty]
+
+
+def compact_cells(board: dict[str, Any]) -> list[dict[str, dict[str, str | None]]]:
+    """Each row's cells as {main, sub} for the HTML tables: the mean on the first line, the
+    spread ('± std · min–max', left out when every run gave the same value) or the interval's
+    method on a second, smaller one."""
+    out = []
+    for g, text in zip(board["groups"], rows_for_display(board)):
+        row = {c: {"main": v, "sub": None} for c, v in text.items()}
+        for column in COLUMNS:
+            mean, _ = _fmt_parts(g[column], column)
+            stat = g[column]
+            sub = None
+            if stat["n"] > 1 and stat["std"] and stat["min"] != stat["max"]:
+                one = _formatter(column)
+                sub = f"± {one(stat['std'])} · {one(stat['min'])}–{one(stat['max'])}"
+            row[column] = {"main": mean, "sub": sub}
+        marker = (g.get("improvement_interval") or {}).get("marker")
+        if marker:
+            row["improvement"]["main"] += f" {marker}"
+        for column, at in (("improvement_ci", " ("), ("runs", " (")):
+            main, _, rest = text[column].partition(at)
+            row[column] = {"main": main, "sub": rest[:-1] if rest else None}
+        out.append(row)
+    return out
+
+
 HEADINGS = {"baseline": "baseline", "best": "best", "improvement": "improvement",
             "improvement_ci": "improvement 95% CI", "final": "final split",
             "selection_gap": "selection gap", "not_derived": "not derived",
             "submissions": "submissions", "valid": "valid", "time_to_best_s": "time to best",
             "runs": "runs", "tokens": "tokens", "cost_usd": "cost (USD)",
-            "cost_per_point": "cost per point"}
+            "cost_per_point": "cost per point", "budget": "budget", "model": "base model",
+            "agent_env": "agent settings"}
 
 
 def _csv_value(column: str, value: float) -> str:
@@ -235,17 +331,19 @@ def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         stats = ("mean", "std", "min", "max")
-        writer.writerow([*board["by"], "runs", *[f"{c}_{s}" for c in COLUMNS for s in stats]])
+        varying = board.get("varying", [])
+        writer.writerow([*board["by"], *varying, "runs",
+                         *[f"{c}_{s}" for c in COLUMNS for s in stats]])
         for g in board["groups"]:
-            writer.writerow([*("" if v == "—" else v for v in g["key"].values()), g["runs"],
+            writer.writerow([*("" if v == "—" else v for v in g["key"].values()),
+                             *(g["labels"].get(k) or "" for k in varying), g["runs"],
                              *["" if g[c][s] is None else _csv_value(c, g[c][s]) for c in COLUMNS
                                for s in stats]])
         return buffer.getvalue()
     template = {"md": "leaderboard.md.j2", "html": "leaderboard.html.j2"}.get(fmt)
     if template is None:
         raise A2CError(f"--format: unknown format {fmt!r}; choose {', '.join(LEADERBOARD_FORMATS)}")
-    columns = [*board["by"], "runs", *COLUMNS]
-    columns.insert(columns.index("improvement") + 1, "improvement_ci")
     return environment().get_template(template).render(
-        board=board, rows=rows_for_display(board), columns=columns,
+        board=board, rows=rows_for_display(board),
+        columns=display_columns(board) if fmt == "md" else board["columns"],
         headings={**HEADINGS, **{k: k for k in board["by"]}})

@@ -79,3 +79,146 @@ def test_formats(runs_dir, tmp_path, capsys):
     assert main(["leaderboard", str(runs_dir), "--by", "agent,seed"]) == 0
     assert "| agent | seed | runs |" in capsys.readouterr().out
     assert main(["leaderboard", str(runs_dir), "--by", "colour"]) == 1
+
+
+# ------------------------------------------------------------------ issue 25: unlike runs apart
+def _budget_run(maker, monkeypatch, dest, wall, **kw):
+    monkeypatch.setattr(maker, "WALL", wall)
+    return maker.make_run(dest, **kw)
+
+
+def test_runs_with_other_budgets_are_never_pooled(maker, monkeypatch, tmp_path):
+    """The issue's case: two runs of one agent, 10- and 20-minute budgets, the same seed."""
+    _budget_run(maker, monkeypatch, tmp_path / "cc-10m", 600, seed=0)
+    _budget_run(maker, monkeypatch, tmp_path / "cc-20m", 1200, seed=0, n=4)
+    board = build_leaderboard(tmp_path)
+    assert [g["runs"] for g in board["groups"]] == [1, 1]
+    assert board["varying"] == ["budget"]
+    assert sorted(g["labels"]["budget"] for g in board["groups"]) == ["10.0 min", "20.0 min"]
+    assert all(g["improvement_interval"]["over"] == "items" for g in board["groups"])
+    md = render_leaderboard(board, "md")
+    assert "| agent | driver | task | mode | budget | runs |" in md
+    assert "| 10.0 min | 1 |" in md and "| 20.0 min | 1 |" in md
+    assert "(seeds, t)" not in md and "split by budget" in md
+    rows = list(csv.DictReader(io.StringIO(render_leaderboard(board, "csv"))))
+    assert sorted(r["budget"] for r in rows) == ["10.0 min", "20.0 min"]
+
+
+def test_by_budget_is_accepted(maker, monkeypatch, tmp_path, capsys):
+    _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0)
+    _budget_run(maker, monkeypatch, tmp_path / "b", 1200, seed=1)
+    board = build_leaderboard(tmp_path, by=("budget",))
+    assert len(board["groups"]) == 2 and board["varying"] == []
+    assert main(["leaderboard", str(tmp_path), "--by", "agent,budget"]) == 0
+    out = capsys.readouterr().out
+    assert "| agent | budget | runs |" in out and "| 10.0 min |" in out
+
+
+def test_repeats_of_one_seed_are_not_seeds(maker, tmp_path):
+    maker.make_run(tmp_path / "r1", seed=0)
+    maker.make_run(tmp_path / "r2", seed=0, n=4)
+    board = build_leaderboard(tmp_path)
+    (group,) = board["groups"]
+    assert group["runs"] == 2 and group["repeats"] == "repeats of seed 0"
+    assert group["improvement_interval"] is None         # no t-interval over repeats
+    md = render_leaderboard(board, "md")
+    assert "2 (repeats of seed 0)" in md and "(seeds, t)" not in md
+    assert "no interval across seeds" in md
+
+
+def test_repeated_seeds_are_averaged_before_the_interval(maker, tmp_path):
+    maker.make_run(tmp_path / "s0a", seed=0)
+    maker.make_run(tmp_path / "s0b", seed=0, n=4)
+    maker.make_run(tmp_path / "s1", seed=1)
+    maker.make_run(tmp_path / "s2", seed=2)
+    (group,) = build_leaderboard(tmp_path)["groups"]
+    iv = group["improvement_interval"]
+    assert iv["over"] == "seeds" and iv["n"] == 3          # three seeds, not four runs
+    assert group["repeats"] == "3 seeds; seed 0 ×2 averaged per seed"
+
+
+def _mark(run, status, deadline):
+    info = json.loads((run / "run.json").read_text())
+    info.update(status=status, deadline=deadline)
+    (run / "run.json").write_text(json.dumps(info))
+
+
+def test_a_run_in_progress_is_running_not_crashed(maker, tmp_path):
+    import time
+    maker.make_run(tmp_path / "done", seed=0)
+    live = maker.make_run(tmp_path / "live", seed=1)
+    _mark(live, "running", time.time() + 600)
+    stale = maker.make_run(tmp_path / "stale", seed=2)
+    _mark(stale, "running", time.time() - 7200)
+    board = build_leaderboard(tmp_path)
+    assert board["n_runs"] == 1
+    assert board["running"] == [{"path": str(live), "status": "running"}]
+    (excluded,) = board["excluded"]
+    assert excluded["path"] == str(stale) and "after its deadline" in excluded["reason"]
+    assert "a2c run --resume" in excluded["reason"]
+    md = render_leaderboard(board, "md")
+    assert "Running (not counted yet)" in md and f"`{live}`: running" in md
+    html = render_leaderboard(board, "html")
+    running = html[html.index("Running (not counted yet)"):]
+    assert str(live) in running.split("Excluded")[0]
+
+
+def test_view_lists_a_running_run_apart_and_shows_the_interval_column(maker, tmp_path):
+    import time
+
+    from a2c.analysis.view import render_view
+    for seed in (0, 1):
+        maker.make_run(tmp_path / f"s{seed}", seed=seed)
+    live = maker.make_run(tmp_path / "live", seed=2)
+    _mark(live, "running", time.time() + 600)
+    page = render_view(tmp_path)
+    assert "<th>improvement 95% CI</th>" in page and '<span class="spread">seeds, t</span>' in page
+    assert "Running (not counted yet)" in page
+    not_counted = page.split("<h3>Not counted</h3>")[1] if "<h3>Not counted</h3>" in page else ""
+    assert str(live) not in not_counted
+    assert 'class="spread"' in page and 'class="lb-wrap"' in page
+
+
+def test_view_leaderboard_fits_1280_px_with_its_interval_column(maker, monkeypatch, tmp_path):
+    """Measured in headless Chromium at a 1280-px window: the widest realistic table (two
+    budgets, driver tokens and costs, the interval column) ends inside the page."""
+    import importlib.util
+    import re
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "a2c_test_chromium_page", Path(__file__).with_name("chromium_page.py"))
+    page_helpers = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = page_helpers
+    spec.loader.exec_module(page_helpers)
+    if page_helpers.chromium() is None:
+        pytest.skip("chromium is not installed")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
+    import driver_record as dr
+
+    from a2c.analysis.view import render_view
+    root = tmp_path / "runs"
+    for wall, name in ((600, "cc10"), (1200, "cc20")):
+        monkeypatch.setattr(maker, "WALL", wall)
+        for seed in (0, 1):
+            dr.add_to_run(maker.make_run(root / f"{name}-s{seed}", seed=seed, agent="claude-code",
+                                         driver="scripted:sft-recipe"), maker, "claude-code")
+    monkeypatch.setattr(maker, "WALL", 3600)
+    maker.make_run(root / "ref", seed=0, agent="ref-sft")
+    html = render_view(root).replace("</body>", (
+        "<script>const t = document.getElementById('leaderboard').getBoundingClientRect();"
+        "console.log('WIDTH ' + t.right + ' ' + document.documentElement.clientWidth);"
+        "</script></body>"))
+    assert "<th>improvement 95% CI</th>" in html and "<th>budget</th>" in html
+    page = tmp_path / "view.html"
+    page.write_text(html)
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run([page_helpers.chromium(), *page_helpers.FLAGS,
+                               f"--user-data-dir={profile}", "--window-size=1280,900",
+                               "--dump-dom", page.as_uri()],
+                              capture_output=True, text=True, timeout=120)
+    right, width = map(float, re.search(r"WIDTH ([\d.]+) ([\d.]+)", proc.stderr).groups())
+    assert right <= width, (right, width)

@@ -1,0 +1,120 @@
+"""Which runs a leaderboard may pool, and what their spread means.
+
+A leaderboard row is a mean over runs, so its runs must differ only by chance: two runs with a
+10- and a 20-minute budget, another base model, other driver budgets or other settings passed to
+the agent measure different things, and pooling them made "2 runs, 33.50 ± 47.38" with a
+t-interval of [−392, +459] out of two unlike runs (issue 25). So besides the `--by` keys a group
+is also split by every other setting that changes a run (`CONFIG_KEYS`), and the table shows
+those of them that vary. Within a group, the seed is the unit of replication: runs that repeat a
+seed are repeats, not seeds — their mean is one seed's value, a group of repeats of one seed has
+no interval across seeds, and a group over several seeds takes its interval over per-seed means.
+
+And a run still in progress is neither counted nor a failure: `run_state` tells a live run (its
+run.json says queued, prepared or running, and its deadline has not long passed) from one whose
+runtime stopped without ending it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from a2c.timefmt import parse_time
+
+from .templating import duration
+
+# Settings that change a run beyond the default --by keys (agent, driver, task, mode): the
+# run's budget (wall clock, driver budgets, submissions, ...), its base model and the settings
+# passed to the agent. Level and isolation follow from the task and the backend.
+CONFIG_KEYS = ("budget", "model", "agent_env")
+LIVE_STATUSES = ("queued", "prepared", "running")
+STALE_GRACE_S = 900          # after the deadline plus one evaluation, "running" is a stopped run
+
+
+def _label(value: Any) -> str | None:
+    if value is None or value == {} or value == "":
+        return None
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+def config_values(header: dict[str, Any], run: dict[str, Any]) -> dict[str, str | None]:
+    """The run's CONFIG_KEYS as comparable strings (canonical JSON for mappings)."""
+    options = run.get("options") if isinstance(run.get("options"), dict) else {}
+    env = options.get("agent_env") if isinstance(options.get("agent_env"), dict) else None
+    return {"budget": _label(header.get("budget")), "model": _label(header.get("base_model")),
+            "agent_env": ", ".join(f"{k}={v}" for k, v in sorted(env.items())) if env else None}
+
+
+_BUDGET_UNITS = {"wall_clock_s": lambda v: duration(v), "driver_tokens": lambda v: f"{v} tokens",
+                 "driver_cost_usd": lambda v: f"${v}", "driver_calls": lambda v: f"{v} calls",
+                 "max_submissions": lambda v: f"{v} submissions", "gpus": lambda v: f"{v} GPU"}
+
+
+def budget_labels(budgets: list[str | None]) -> dict[str | None, str]:
+    """{budget JSON: what a reader needs to tell it apart}: only the budget keys that differ
+    among the runs shown, the wall clock first ("10m", "20m · 2000 tokens")."""
+    parsed = {b: (json.loads(b) if b else {}) for b in set(budgets)}
+    keys = sorted({k for d in parsed.values() for k in d},
+                  key=lambda k: (k != "wall_clock_s", k))
+    varying = [k for k in keys if len({json.dumps(d.get(k)) for d in parsed.values()}) > 1] \
+        or [k for k in keys if k == "wall_clock_s"]
+    out = {}
+    for raw, d in parsed.items():
+        parts = [("—" if d.get(k) is None else _BUDGET_UNITS.get(k, lambda v, k=k: f"{k} {v}")(
+            d[k])) for k in varying]
+        out[raw] = " · ".join(parts) if parts else "—"
+    return out
+
+
+def varying_config(groups: list[dict[str, Any]]) -> list[str]:
+    """The CONFIG_KEYS whose value differs between the groups (the columns worth showing)."""
+    return [k for k in CONFIG_KEYS if len({g["config"].get(k) for g in groups}) > 1]
+
+
+def seed_means(members: list[dict[str, Any]]) -> tuple[list[float], dict[Any, int]]:
+    """(the mean improvement of each seed, {seed: runs} for the seeds run more than once)."""
+    by_seed: dict[Any, list[float]] = {}
+    runs: dict[Any, int] = {}
+    for m in members:
+        runs[m.get("seed")] = runs.get(m.get("seed"), 0) + 1
+        if m.get("improvement") is not None:
+            by_seed.setdefault(m.get("seed"), []).append(float(m["improvement"]))
+    return ([statistics.fmean(v) for _, v in sorted(by_seed.items(), key=lambda kv: str(kv[0]))],
+            {s: n for s, n in runs.items() if n > 1})
+
+
+def repeats_note(repeated: dict[Any, int], n_seeds: int) -> str | None:
+    """How a group's runs relate to its seeds, when some repeat a seed."""
+    if not repeated:
+        return None
+    if n_seeds <= 1:
+        (seed,) = repeated
+        return f"repeats of seed {seed}"
+    listed = ", ".join(f"seed {s} ×{n}" for s, n in sorted(repeated.items(), key=str))
+    return f"{n_seeds} seeds; {listed} averaged per seed"
+
+
+def run_state(run_dir: Path, now: float | None = None) -> tuple[str | None, str | None]:
+    """("live", status) for a run in progress, ("stale", why) for one marked running whose
+    deadline has long passed (the runtime stopped without ending it), (None, None) otherwise."""
+    try:
+        info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(info, dict) or info.get("status") not in LIVE_STATUSES:
+        return None, None
+    deadline = parse_time(info.get("deadline"))
+    budget = info.get("budget") if isinstance(info.get("budget"), dict) else {}
+    grace = float(budget.get("eval_timeout_s") or 0) + STALE_GRACE_S
+    now = time.time() if now is None else now
+    if deadline is not None and now > deadline + grace:
+        late = duration(now - deadline)
+        return "stale", (f"run.json still says {info['status']} {late} after its deadline: the "
+                         f"runtime stopped without ending the run (`a2c run --resume "
+                         f"{run_dir}` finishes it)")
+    return "live", str(info["status"])
