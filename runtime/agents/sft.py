@@ -75,9 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     lr = common.env_float("A2C_REF_LR", 5e-5)
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
-    limit = common.env_int("A2C_REF_MAX_RECORDS", 0)
-    if limit:
-        records = records[:limit]
+    # the records the steps can use (twice over): tokenizing all 2,000 of arith's costs ~10 s a
+    # stage on a loaded 2-core machine for records no step reaches
+    limit = common.env_int("A2C_REF_MAX_RECORDS", 0) or 2 * steps * batch * stages
+    records = records[:limit]
     log(f"SFT agent: {len(records)} training records, base model {ctx.base_model}, "
         f"mode {ctx.mode}, {ctx.remaining():.0f}s left", event="start")
     start_time = time.time()
