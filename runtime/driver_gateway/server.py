@@ -36,6 +36,7 @@ from a2c.fsutil import write_json_atomic
 from . import admission
 from .admission import Reservation
 from .routes import Refused, Target, check_target, guess_wire
+from .server_tools import provider_tools
 from .state import GatewayState, model_list
 from .wires import BUDGET_STATUS, UsageMeter, error_body, request_streams
 
@@ -179,6 +180,11 @@ class _Handler(BaseHTTPRequestHandler):
                           stream=stream)
         res: Reservation | None = None
         forward = body
+        if rt.generation and (named := provider_tools(rt.wire, parsed)):
+            return refuse(400, "bad_request", "a2c driver gateway: the request asks for "
+                          f"provider-side tools ({', '.join(named)}) that the gateway cannot "
+                          "meter and that reach the network; use the agent's own tools",
+                          model=model, stream=stream)
         if rt.generation:
             got = self._admit(st, rt, parsed, body, stream)
             if not isinstance(got, tuple):

@@ -382,3 +382,43 @@ def test_gemini_path_model_is_pinned(gateway, upstream):
         status, answer = _raw(gw, "POST", f"/v1beta/models/{other}:generateContent", GEM)
         assert status == 400 and answer["error"]["status"] == "INVALID_ARGUMENT"
     assert len(upstream.requests) == 1
+
+
+PROVIDER_TOOLS = [
+    ("anthropic", "/v1/messages", {**MSG, "tools": [{"type": "web_search_20250305",
+                                                     "name": "web_search"}]}),
+    ("anthropic", "/v1/messages", {**MSG, "tools": [{"type": "web_fetch_20250910",
+                                                     "name": "web_fetch"}]}),
+    ("anthropic", "/v1/messages", {**MSG, "tools": [{"type": "code_execution_20250825",
+                                                     "name": "code_execution"}]}),
+    ("anthropic", "/v1/messages", {**MSG, "mcp_servers": [{"type": "url",
+                                                           "url": "https://evil.example"}]}),
+    ("openai-responses", "/v1/responses", {"model": SONNET, "input": "hi",
+                                           "tools": [{"type": "web_search"}]}),
+    ("openai-responses", "/v1/responses", {"model": SONNET, "input": "hi", "tools": [
+        {"type": "mcp", "server_label": "x", "server_url": "https://evil.example"}]}),
+    ("openai-responses", "/v1/responses", {"model": SONNET, "input": "hi",
+                                           "tools": [{"type": "code_interpreter"}]}),
+    ("openai-chat", "/v1/chat/completions", {**MSG, "web_search_options": {}}),
+    ("gemini", f"/v1beta/models/{SONNET}:generateContent", {**GEM, "tools": [
+        {"googleSearch": {}}]}),
+    ("gemini", f"/v1beta/models/{SONNET}:generateContent", {**GEM, "tools": [
+        {"functionDeclarations": []}, {"url_context": {}}]}),
+]
+
+
+@pytest.mark.parametrize("wire,path,body", PROVIDER_TOOLS,
+                         ids=[f"{w}-{i}" for i, (w, _, _) in enumerate(PROVIDER_TOOLS)])
+def test_provider_side_tools_are_refused(gateway, upstream, wire, path, body):
+    """Web search, fetch, code execution, remote MCP: billed apart from tokens and a way to
+    the network from a sandbox that has none. Client-side tools pass."""
+    gw = gateway()
+    status, answer = _raw(gw, "POST", path, body)
+    assert status == 400 and "provider-side tools" in json.dumps(answer)
+    assert upstream.requests == []
+    client = ({**GEM, "tools": [{"functionDeclarations": [{"name": "f"}]}]} if wire == "gemini"
+              else {**body, "tools": [{"type": "function", "name": "f"},
+                                      {"type": "bash_20250124", "name": "bash"}]})
+    client.pop("mcp_servers", None)
+    client.pop("web_search_options", None)
+    assert _raw(gw, "POST", path, client)[0] == 200
