@@ -71,9 +71,33 @@ def budget_labels(budgets: list[str | None]) -> dict[str | None, str]:
     return out
 
 
+def _cohorts(groups: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """The groups that share their --by values (one task's budgets differ from another's
+    anyway; what a reader must see is what splits rows that the --by columns do not tell apart)."""
+    out: dict[tuple, list[dict[str, Any]]] = {}
+    for g in groups:
+        out.setdefault(tuple(g["key"].values()), []).append(g)
+    return out
+
+
 def varying_config(groups: list[dict[str, Any]]) -> list[str]:
-    """The CONFIG_KEYS whose value differs between the groups (the columns worth showing)."""
-    return [k for k in CONFIG_KEYS if len({g["config"].get(k) for g in groups}) > 1]
+    """The CONFIG_KEYS that split some rows with the same --by values (the columns to show)."""
+    cohorts = _cohorts(groups).values()
+    return [k for k in CONFIG_KEYS
+            if any(len({g["config"].get(k) for g in c}) > 1 for c in cohorts)]
+
+
+def label_budgets(groups: list[dict[str, Any]], by: tuple[str, ...]) -> None:
+    """Each group's `labels`: its CONFIG_KEYS for display, the budget as budget_labels says —
+    over all rows when the budget is a --by key, else among the rows it must be told from."""
+    cohorts = [groups] if "budget" in by else list(_cohorts(groups).values())
+    for cohort in cohorts:
+        raw = [{**g["config"], **g["key"]} for g in cohort]
+        labels = budget_labels([None if r.get("budget") in (None, "—") else r["budget"]
+                                for r in raw])
+        for g, r in zip(cohort, raw):
+            g["labels"] = {k: labels.get(None if r[k] == "—" else r[k]) if k == "budget"
+                           else r[k] for k in CONFIG_KEYS if k in r}
 
 
 def seed_means(members: list[dict[str, Any]]) -> tuple[list[float], dict[Any, int]]:

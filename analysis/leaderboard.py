@@ -26,8 +26,8 @@ from a2c.errors import A2CError
 from .formats import LEADERBOARD_FORMATS
 from .grouping import (
     CONFIG_KEYS,
-    budget_labels,
     config_values,
+    label_budgets,
     repeats_note,
     run_state,
     seed_means,
@@ -170,11 +170,7 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
     table.sort(key=lambda e: (-(e["improvement"]["mean"] if e["improvement"]["mean"]
                                 is not None else float("-inf")), list(e["key"].values()),
                               list(map(str, e["config"].values()))))
-    labels = budget_labels([r.values.get("budget") for r in counted])
-    for entry in table:
-        raw = {**entry["config"], **entry["key"]}
-        entry["labels"] = {k: labels.get(None if raw[k] == "—" else raw[k]) if k == "budget"
-                           else raw[k] for k in CONFIG_KEYS if k in raw}
+    label_budgets(table, by)
     board = {"by": list(by), "groups": table, "excluded": excluded, "running": running,
              "varying": varying_config(table), "include_unverified": include_unverified,
              "runs_dir": str(runs_dir), "n_runs": len(counted)}

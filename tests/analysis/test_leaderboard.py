@@ -104,6 +104,15 @@ def test_runs_with_other_budgets_are_never_pooled(maker, monkeypatch, tmp_path):
     assert sorted(r["budget"] for r in rows) == ["10.0 min", "20.0 min"]
 
 
+def test_a_budget_that_only_differs_with_the_task_is_no_extra_column(maker, monkeypatch,
+                                                                     tmp_path):
+    _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0, task_id="arith")
+    _budget_run(maker, monkeypatch, tmp_path / "b", 1200, seed=0, task_id="other")
+    board = build_leaderboard(tmp_path)
+    assert len(board["groups"]) == 2 and board["varying"] == []
+    assert "| agent | driver | task | mode | runs |" in render_leaderboard(board, "md")
+
+
 def test_by_budget_is_accepted(maker, monkeypatch, tmp_path, capsys):
     _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0)
     _budget_run(maker, monkeypatch, tmp_path / "b", 1200, seed=1)
