@@ -16,7 +16,8 @@ command, tab-separated) is read for the code it runs:
 
 A file under the workspace is in the snapshots already. One under the agent's /tmp or HOME is
 looked up among the files the snapshots kept from outside (a2c/contracts/outside.py); one
-elsewhere is read from this machine when it exists there (read-only system paths). What is
+elsewhere is read from this machine when it exists there (read-only system paths; a binary
+program there is no gap), and is a gap when it does not. What is
 executed but absent, inline code that runs dynamic code the analysis cannot follow (`exec`,
 `eval`, base64, `runpy`, ...), and a missing command log are **gaps**: with a gap, compliance says
 the route "cannot be established" rather than "complies" (analysis/compliance.py).
@@ -134,6 +135,8 @@ class _Reader:
         self.seen.add(key)
         text = self.outside[name][1] if name in self.outside else self.written.get(path)
         if text is None and where == "elsewhere":
+            if Path(path).is_file() and _read_local(path) is None:
+                return   # a program of this machine (a binary, read-only in the sandbox)
             text = _read_local(path)
         self.found.runs.append({"path": path, "how": how, "where": where,
                                 "captured": text is not None,
@@ -199,7 +202,8 @@ class _Reader:
 
     def segment(self, stamp, cwd, seg: list[str], command: str, heredoc, line_no: int,
                 depth: int) -> None:
-        while seg and ("=" in seg[0] and not seg[0].startswith("=") or seg[0] in _WRAPPERS):
+        while seg and ("=" in seg[0] and not seg[0].startswith("=")
+                       or posixpath.basename(seg[0]) in _WRAPPERS):
             seg = seg[1:]
             while seg and seg[0].startswith("-"):
                 seg = seg[1:]
@@ -287,13 +291,15 @@ def _redirect_target(args: list[str]) -> str | None:
 
 
 def _read_local(path: str) -> str | None:
+    """A text file of this machine (at most MAX_READ bytes, no NUL byte), else None."""
     try:
         p = Path(path)
         if not p.is_file() or p.stat().st_size > MAX_READ:
             return None
-        return p.read_text(encoding="utf-8", errors="replace")
+        data = p.read_bytes()
     except OSError:
         return None
+    return None if b"\0" in data[:8192] else data.decode("utf-8", errors="replace")
 
 
 def outside_files(repo, commits: list[str]) -> dict[str, tuple[str, str]]:

@@ -7,6 +7,7 @@ and asserts the report no longer says "complies".
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -228,4 +229,17 @@ def test_variables_the_log_leaves_unexpanded(tmp_path):
         f"{iso_utc(T0)}\t/workspace\tpython \"$A2C_WORKSPACE/train.py\"\n")
     found = executed_code(root, {})
     assert [r["path"] for r in found.runs] == ["/tmp/x.py", "/run/a2c/home/run.py"]
+    assert len(found.gaps) == 2
+
+
+def test_system_programs_are_no_gap_but_unknown_paths_are(tmp_path):
+    root = tmp_path / "run"
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "commands.log").write_text(
+        f"{iso_utc(T0)}\t/workspace\t/usr/bin/env python3 /dev/shm/x.py\n"
+        f"{iso_utc(T0)}\t/workspace\t/usr/bin/git status\n"
+        f"{iso_utc(T0)}\t/workspace\t/var/tmp/never-here-{os.getpid()}/run.sh\n")
+    found = executed_code(root, {})
+    assert [r["path"] for r in found.runs] == [
+        "/dev/shm/x.py", f"/var/tmp/never-here-{os.getpid()}/run.sh"]
     assert len(found.gaps) == 2
