@@ -39,6 +39,7 @@ def engine():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)    # a cold tools image and agent layer, the baseline, a 10m budget
 @pytest.mark.parametrize("agent_id", DOCKER_SCAFFOLDS)
 def test_scaffold_runs_the_sft_recipe_in_docker(agent_id, tmp_path, engine):
     run_mod = pytest.importorskip("a2c.runtime.run")
