@@ -2,7 +2,7 @@
 
 `prepare_gateway(paths, driver, agent, budget)` turns the driver string (`provider/model` or
 `scripted:NAME`) into driver/gateway.json (upstream URL, the *name* of the key variable, wires,
-the pinned model, budget, the price entry) and a fresh per-run key in driver/gateway.key. The
+the pinned model and the explicit list of ids a request may name, budget, the price entry) and a fresh per-run key in driver/gateway.key. The
 provider key itself is only ever read by the gateway process from its environment, so nothing
 the run writes holds it.
 

@@ -1,7 +1,9 @@
-"""The gateway's books: running totals, the budget check, and the record of every call.
+"""The gateway's books: running totals, budget admission, and the record of every call.
 
 Totals live in memory and are updated under one lock the moment a call ends, so the budget check
-of the next call sees them at once. The slow part (blobs, the fsync'ed event, totals.json) goes
+of the next call sees them at once. Admission reserves each generation call's worst case under
+the same lock (`admit`: input estimate + output cap, lowered to what the budgets leave after the
+totals and every reservation in flight); `record` replaces the reservation by the metered usage. The slow part (blobs, the fsync'ed event, totals.json) goes
 through one writer thread in call order, after the agent already has its answer: recording adds
 nothing to the latency the scaffold sees. `close()` drains the writer (the gateway's SIGTERM
 path), and totals.json is always written after its call's event and blobs, so a reader that sees

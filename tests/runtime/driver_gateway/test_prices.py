@@ -21,6 +21,9 @@ def test_every_entry_is_complete_and_sourced():
         assert entry["cache_read"] <= entry["input"] <= entry["output"], name
     for alias, target in table["aliases"].items():
         assert target in table["models"], alias
+    # a declared snapshot belongs to one entry and names no other entry (pinning reads them)
+    snaps = [s for e in table["models"].values() for s in e.get("snapshots") or []]
+    assert len(snaps) == len(set(snaps)) and not set(snaps) & set(table["models"])
 
 
 @pytest.mark.parametrize("model", ["claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5",

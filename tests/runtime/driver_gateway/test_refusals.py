@@ -232,8 +232,14 @@ def test_upstream_breaking_off_a_stream(gateway_factory, fake):
     conn.close()
     assert gw.call("anthropic", True)[0] == 200
     t = gw.totals(2)
-    assert [c.get("error") for c in _events(gw, "driver_call")] == ["upstream_broken", None]
+    calls = _events(gw, "driver_call")
+    assert [c.get("error") for c in calls] == ["upstream_broken", None]
     assert t["calls"] == 2 and t["errors"] == 1
+    # cut short after message_start: the provider may have generated up to the cap (none was
+    # named: the default), so the call is charged it
+    from a2c.runtime.driver_gateway.admission import DEFAULT_OUTPUT_CAP
+    assert calls[0]["usage_missing"] is True and calls[0]["output_tokens"] == DEFAULT_OUTPUT_CAP
+    assert calls[0]["input_tokens"] == EXPECTED["anthropic"][0]
 
 
 def test_concurrent_calls_are_counted_once_and_the_calls_budget_holds(gateway_factory, fake):
