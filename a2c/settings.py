@@ -1,0 +1,437 @@
+"""Every `A2C_*` environment variable the project reads or sets, declared once, typed, read at call time.
+
+Why one registry: the variables were read in some forty places, each with its own parsing (what
+counts as "true", what a bad number does), some at import time, and the docs listed a third of
+them. Here each has a name, a type, a default, who it is for and one line of doc; `get(name)` reads
+`os.environ` when called (never at import) and turns a bad value into one `A2CError` line naming
+the variable; `docs/settings.md` is generated from `SETTINGS` (`python -m a2c.settings --write`),
+and `tests/test_settings.py` fails when that table is stale, when the source names a variable this
+registry lacks, or when a registered variable is used nowhere.
+
+Who a variable is for (`Audience`):
+- `operator`: the host's configuration (caches, keys, endpoints, uids). The only kind an operator
+  sets. Run and agent settings are spec fields or CLI flags, never new variables.
+- `interface`: the runtime → agent interface: set by the runtime in the agent's sandbox, read by
+  the agent, its scaffold or the workspace client.
+- `internal`: a2c to its own child processes (the code-execution child, the evaluator, sidecars,
+  the bash hook), or a Dockerfile build argument; nobody sets them by hand.
+- `agent-knob`: the reference agents' tuning variables, to become typed agent params (a later
+  change replaces them; until then they are listed here so none is undocumented).
+- `test`: test and development switches (nox, the benchmarks, scripts/); not for a real run.
+- `marker`: a literal that looks like a variable but is not one (a heredoc delimiter).
+
+A `pattern` entry (`A2C_SERVICE_URL_<NAME>`) stands for a family of names; a `family` entry is read
+through its prefix (the judge's `A2C_JUDGE_*` keys are looked up as prefix + key).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from a2c.errors import A2CError
+
+
+class Audience(str, Enum):
+    OPERATOR = "operator"
+    INTERFACE = "interface"
+    INTERNAL = "internal"
+    AGENT_KNOB = "agent-knob"
+    TEST = "test"
+    MARKER = "marker"
+
+
+TYPES = ("str", "path", "url", "bool", "int", "float", "list")
+TRUE, FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One variable. `default` is what an unset variable means (None: no value; a string in
+    angle brackets describes a computed default and is never parsed). `where`: the module that
+    reads or sets it (a template, a script) so the table says where to look."""
+
+    name: str
+    type: str
+    default: object
+    audience: Audience
+    doc: str
+    where: str
+    family: str = ""          # read as prefix + key, never spelled whole in the source
+
+    @property
+    def is_pattern(self) -> bool:
+        return "<" in self.name
+
+    def regex(self) -> re.Pattern[str]:
+        return re.compile("^" + re.sub(r"<[A-Z]+>", "[A-Z0-9_]+", self.name) + "$")
+
+    @property
+    def literal(self) -> str:
+        """The part of the name the source must spell (for a pattern: up to the placeholder)."""
+        return self.name.split("<", 1)[0]
+
+
+OPS, IFC, N, K, T, M = (Audience.OPERATOR, Audience.INTERFACE, Audience.INTERNAL, Audience.AGENT_KNOB,
+                    Audience.TEST, Audience.MARKER)
+_JUDGE = "runtime/graders/judge_config.py"
+_SBX = "runtime/sandbox/local.py, runtime/run/agent.py, templates/task/Dockerfile.j2"
+_GW = "runtime/driver_gateway/process.py, runtime/run/agent.py"
+
+
+def _s(name, type_, default, audience, doc, where, family=""):
+    return Setting(name, type_, default, audience, doc, where, family)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # ------------------------------------------------------------------ operator: paths and caches
+    _s("A2C_PROJECT_ROOT", "path", "<nearest parent with specs/>", OPS,
+       "The checkout to work in (specs/, generated/, runs/).", "a2c/paths.py"),
+    _s("A2C_CACHE", "path", "~/.cache/a2c", OPS,
+       "Models, data, baselines and the installation's data key, prepared once and reused.",
+       "a2c/paths.py"),
+    _s("A2C_DATA_HOME", "path", None, OPS,
+       "Where large external data lives (DeepSearchQA's frozen corpus); expanded in "
+       "specs/tasks/deepsearchqa.yaml.", "runtime/envs/deepsearchqa/data.py"),
+    _s("A2C_IMAGE_CACHE", "path", "~/.cache/a2c/images", OPS,
+       "The docker backend's rootfs tarballs and wheelhouse.", "runtime/sandbox/docker_images.py"),
+    _s("A2C_ENV_DATA_ROOT", "path", "<the held-out file's folder>", OPS,
+       "Where a level-3 environment looks for the files its records name.",
+       "runtime/envs/rollout_grader.py"),
+    # ------------------------------------------------------------------ operator: keys
+    _s("A2C_RECORD_SIGNING_KEY", "path", "<config dir>/record.ed25519", OPS,
+       "The operator's Ed25519 key that signs run records.", "a2c/contracts/record_key.py"),
+    _s("A2C_RECORD_KEY_FILE", "path", "<config dir>/record.key", OPS,
+       "The legacy HMAC record key; when set, the signing key is looked for beside it.",
+       "a2c/paths.py, a2c/contracts/record_key.py"),
+    # ------------------------------------------------------------------ operator: network, mirrors
+    _s("A2C_HUB_DOWNLOAD", "bool", False, OPS,
+       "Let a2c download models and data sets from the Hugging Face hub (off: offline only).",
+       "runtime/data/fetch.py"),
+    _s("A2C_DATA_MIRROR", "url", None, OPS,
+       "A base URL that serves the fetchable data archives by file name.", "runtime/data/fetch.py"),
+    _s("A2C_DEBIAN_MIRROR", "url", "<deb.debian.org>", OPS,
+       "The Debian mirror the docker backend's offline base image is built from.",
+       "runtime/sandbox/docker_images.py"),
+    _s("A2C_SEARXNG_URL", "url", None, OPS,
+       "DeepSearchQA's SearxNG endpoint when a task's search backend is `searxng`.",
+       "runtime/envs/deepsearchqa/search.py"),
+    _s("A2C_WEBSHOP_URL", "url", "<the sidecar's URL>", OPS,
+       "A WebShop server to use instead of the task's sidecar.", "runtime/envs/webshop/env.py"),
+    # ------------------------------------------------------------------ operator: judge endpoint
+    _s("A2C_JUDGE_CONFIG", "path", None, OPS,
+       "A JSON/YAML file with the judge endpoint's keys (lower-case, no prefix).", _JUDGE),
+    _s("A2C_JUDGE_BASE_URL", "url", None, OPS, "The judge's OpenAI-compatible endpoint.", _JUDGE),
+    _s("A2C_JUDGE_API_KEY", "str", "", OPS, "The judge endpoint's key, if it needs one.", _JUDGE),
+    _s("A2C_JUDGE_MODEL", "str", None, OPS, "The judge model's name at that endpoint.", _JUDGE),
+    _s("A2C_JUDGE_PRICE_PROMPT_PER_1K", "float", 0.0, OPS,
+       "Price per 1k prompt tokens, for the cost line.", _JUDGE),
+    _s("A2C_JUDGE_PRICE_COMPLETION_PER_1K", "float", 0.0, OPS,
+       "Price per 1k completion tokens, for the cost line.", _JUDGE),
+    _s("A2C_JUDGE_TIMEOUT_S", "float", 60.0, OPS, "One judge call's timeout.", _JUDGE,
+       family="A2C_JUDGE_"),
+    _s("A2C_JUDGE_BACKOFF_S", "float", None, OPS, "The first retry's delay (doubles each retry).",
+       _JUDGE, family="A2C_JUDGE_"),
+    _s("A2C_JUDGE_CONCURRENCY", "int", None, OPS, "Judge calls in flight.", _JUDGE,
+       family="A2C_JUDGE_"),
+    _s("A2C_JUDGE_CACHE", "path", "<the grader's cache_dir>", OPS,
+       "The disk cache of judgments.", "runtime/graders/judge.py"),
+    # ------------------------------------------------------------------ operator: driver providers
+    _s("A2C_DRIVERS_FILE", "path", "<config dir>/drivers.yaml", OPS,
+       "The driver providers file (runtime/driver_gateway/drivers.schema.json).",
+       "runtime/driver_gateway/config.py"),
+    _s("A2C_DRIVER_<PROVIDER>_BASE_URL", "url", None, OPS,
+       "A driver provider's upstream URL (over the drivers file).", "runtime/driver_gateway/config.py"),
+    _s("A2C_DRIVER_<PROVIDER>_KEY_ENV", "str", None, OPS,
+       "The variable that holds that provider's key.", "runtime/driver_gateway/config.py"),
+    _s("A2C_DRIVER_<PROVIDER>_WIRES", "list", None, OPS,
+       "The wires that provider speaks (comma-separated).", "runtime/driver_gateway/config.py"),
+    # ------------------------------------------------------------------ operator: processes, uids
+    _s("A2C_TORCH_THREADS", "int", None, OPS,
+       "CPU threads for transformers generation (default: torch's choice, 1 for tiny models).",
+       "runtime/inference/transformers_backend.py"),
+    _s("A2C_SNAPSHOT_EVERY_S", "float", 180.0, OPS,
+       "Seconds between the recorder's workspace snapshots.", "runtime/run/context.py"),
+    _s("A2C_GRADER_ACCESS_LOG", "bool", False, OPS,
+       "The grader service logs every request line.", "runtime/grader_service/server.py"),
+    _s("A2C_EVAL_PASS_ENV", "list", None, OPS,
+       "Extra variable names passed into the evaluator child (comma-separated).",
+       "runtime/grader_service/evaluator.py"),
+    _s("A2C_AGENT_UID", "str", "<nobody>", OPS,
+       "The agent's host uid (a number or a user name) when the runtime is root.",
+       "runtime/sandbox/privileges.py"),
+    _s("A2C_AGENT_GID", "str", "<the uid's group>", OPS, "The agent's host gid.",
+       "runtime/sandbox/privileges.py"),
+    _s("A2C_EVAL_UID", "int", 65533, OPS, "The evaluator child's uid (never 0, never the agent's).",
+       "runtime/sandbox/evaluator_box.py"),
+    _s("A2C_EVAL_GID", "int", "<A2C_EVAL_UID>", OPS, "The evaluator child's gid.",
+       "runtime/sandbox/evaluator_box.py"),
+    _s("A2C_UNSAFE_ROOT_AGENT", "bool", False, OPS,
+       "Let the agent run as root without bubblewrap: debugging only, warned on every start.",
+       "runtime/sandbox/privileges.py"),
+    # ------------------------------------------------------------------ runtime -> agent interface
+    _s("A2C_WORKSPACE", "path", "/workspace", IFC, "The agent's workspace (its cwd).", _SBX),
+    _s("A2C_OUTPUT_DIR", "path", "/workspace/output", IFC,
+       "Where the agent saves the models it submits.", _SBX),
+    _s("A2C_DATA_DIR", "path", "/data", IFC, "The agent's training data.", _SBX),
+    _s("A2C_BASE_MODEL", "path", "/model", IFC, "The base model's folder.", _SBX),
+    _s("A2C_GRADER_URL", "url", "unix:/run/a2c/grader.sock", IFC,
+       "The grader service (`unix:PATH` or `http://127.0.0.1:PORT`).", _SBX),
+    _s("A2C_TOKEN", "str", None, IFC, "The run's bearer token for the grader service.",
+       "runtime/run/agent.py, templates/task/workspace/a2c_client.py.j2"),
+    _s("A2C_TASK_ID", "str", None, IFC, "The task's id.", "runtime/run/agent.py"),
+    _s("A2C_MODE", "str", None, IFC, "The run's training mode (`a2c.modes.MODES`).",
+       "runtime/run/agent.py"),
+    _s("A2C_SEED", "int", None, IFC, "The run's seed.", "runtime/run/agent.py"),
+    _s("A2C_DEADLINE", "float", None, IFC, "The budget's end, Unix seconds (empty: none).",
+       "runtime/run/agent.py"),
+    _s("A2C_COMMAND_LOG", "path", "/run/a2c/commands.log", IFC,
+       "Where the bash hook appends every command the agent runs.", _SBX),
+    _s("A2C_PROMPT_FILE", "path", None, IFC, "The rendered prompt a scaffold is started with.",
+       "runtime/run/agent.py, templates/agent/launch.sh.j2"),
+    _s("A2C_PROMPT", "str", None, IFC, "That prompt's text (launch.sh reads the file into it).",
+       "templates/agent/launch.sh.j2"),
+    _s("A2C_AGENT_DIR", "path", None, IFC, "The agent bundle's folder.", "runtime/run/agent.py"),
+    _s("A2C_AGENT_HOME", "path", "/run/a2c/home", IFC, "A scaffold's HOME.",
+       "runtime/sandbox/local.py"),
+    _s("A2C_DRIVER", "str", None, IFC, "The run's driver (`provider/model`).", _GW),
+    _s("A2C_DRIVER_MODEL", "str", None, IFC, "The model part a scaffold is told.", _GW),
+    _s("A2C_DRIVER_WIRE", "str", None, IFC, "The wire the gateway speaks to the agent.", _GW),
+    _s("A2C_DRIVER_SOCKET", "path", "/run/a2c/driver.sock", IFC, "The driver gateway's socket.", _GW),
+    _s("A2C_DRIVER_KEY", "str", None, IFC, "The run's key for the driver gateway.", _GW),
+    _s("A2C_DRIVER_URL", "url", None, IFC,
+       "The gateway as a loopback URL (launch.sh starts the forwarder).",
+       "templates/agent/launch.sh.j2, runtime/sandbox/loopback_forwarder.py"),
+    _s("A2C_SERVICE_URL_<NAME>", "url", None, IFC,
+       "A task sidecar's gateway inside the sandbox (`unix:/run/a2c/env/<name>.sock`).",
+       "runtime/sidecars/gateway.py"),
+    # ------------------------------------------------------------------ internal
+    _s("A2C_SANDBOX_ID", "str", None, N,
+       "The run's marker in the agent's environment, to find every process it started.",
+       "runtime/sandbox/proctree.py"),
+    _s("A2C_HELDOUT", "path", None, N, "The held-out file the evaluator child scores.",
+       "runtime/grader_service/evaluate_one.py"),
+    _s("A2C_EXEC_NONCE", "str", None, N, "The code-execution child's result nonce.",
+       "runtime/graders/code_exec.py"),
+    _s("A2C_EXEC_MEM", "int", 0, N, "Its address-space limit, bytes.", "runtime/graders/code_exec.py"),
+    _s("A2C_EXEC_CPU", "int", 0, N, "Its CPU-time limit, seconds.", "runtime/graders/code_exec.py"),
+    _s("A2C_EXEC_FSIZE", "int", 0, N, "Its file-size limit, bytes.", "runtime/graders/code_exec.py"),
+    _s("A2C_EXEC_BLOCK", "list", None, N, "The modules it may not import.",
+       "runtime/graders/code_exec.py"),
+    _s("A2C_SERVICE_PORT", "int", None, N, "The port a sidecar listens on.",
+       "runtime/sidecars/process.py"),
+    _s("A2C_SERVICE_NAME", "str", None, N, "The sidecar's name.", "runtime/sidecars/process.py"),
+    _s("A2C_HOOK_ACTIVE", "bool", False, N,
+       "Set by the outermost hooked shell so nested shells do not log twice.",
+       "templates/task/hooks/bash_logging.sh.j2"),
+    _s("A2C_BASE_IMAGE", "str", "<the task's base_image>", N,
+       "A Dockerfile build argument: the image the task image starts from.",
+       "templates/task/Dockerfile.j2, runtime/sandbox/docker_images.py"),
+    # ------------------------------------------------------------------ markers (not variables)
+    _s("A2C_EOF", "str", None, M, "A heredoc delimiter in the scripted driver's tool calls.",
+       "runtime/scripted_driver/tools.py"),
+    _s("A2C_END_OF_FILE", "str", None, M, "A heredoc delimiter in launch.sh.",
+       "templates/agent/launch.sh.j2"),
+    # ------------------------------------------------------------------ test and development
+    _s("A2C_NO_BWRAP", "bool", False, T,
+       "Pretend this host has no bubblewrap (tests of the detection); runs use `--no-bwrap`.",
+       "runtime/sandbox/local.py"),
+    _s("A2C_WHEEL_TEST", "bool", False, T, "tests/test_packaging.py checks the installed wheel.",
+       "noxfile.py"),
+    _s("A2C_VLLM_SERVER_TEST", "bool", False, T, "Run the vLLM server test.", "noxfile.py"),
+    _s("A2C_NOX_FRESH", "bool", False, T, "nox installs into its own venv.", "noxfile.py"),
+    _s("A2C_DOCKER_SOCK", "path", "/var/run/docker.sock", T,
+       "The socket scripts/docker_engine.sh starts dockerd on.", "scripts/docker_engine.sh"),
+    _s("A2C_DOCKERD_LOG", "path", "/var/log/a2c-dockerd.log", T, "That dockerd's log.",
+       "scripts/docker_engine.sh"),
+    # ------------------------------------------------------------------ reference agents' knobs
+    *(_s(name, type_, default, K, doc, where) for name, type_, default, doc, where in (
+        ("A2C_REF_STAGES", "int", 2, "ref-sft/ref-grpo: submitted stages.", "runtime/agents/sft.py"),
+        ("A2C_REF_SFT_STEPS", "int", 25, "ref-sft: steps per stage.", "runtime/agents/sft.py"),
+        ("A2C_REF_BATCH", "int", 8, "ref-sft: batch size.", "runtime/agents/sft.py"),
+        ("A2C_REF_LR", "float", 5e-5, "ref-sft: learning rate.", "runtime/agents/sft.py"),
+        ("A2C_REF_MAX_RECORDS", "int", 0, "ref-sft/ref-grpo: records used (0: all).",
+         "runtime/agents/sft.py"),
+        ("A2C_REF_GRPO_STEPS", "int", 20, "ref-grpo: steps per stage.", "runtime/agents/grpo.py"),
+        ("A2C_REF_GRPO_STAGES", "int", 0, "ref-grpo: stages (0: until the budget).",
+         "runtime/agents/grpo.py"),
+        ("A2C_REF_GRPO_BATCH", "int", 8, "ref-grpo: batch size.", "runtime/agents/grpo.py"),
+        ("A2C_REF_GRPO_LR", "float", 5e-6, "ref-grpo: learning rate.", "runtime/agents/grpo.py"),
+        ("A2C_REF_GENERATIONS", "int", 4, "ref-grpo: completions per prompt.",
+         "runtime/agents/grpo.py"),
+        ("A2C_REF_MAX_COMPLETION", "int", 32, "ref-grpo: completion tokens.",
+         "runtime/agents/grpo.py"),
+        ("A2C_REF_THREADS", "int", None, "Reference agents: torch threads.",
+         "runtime/agents/common.py"),
+        ("A2C_REF_TRANSCRIPT", "path", None, "Reference agents: where to write a transcript.",
+         "runtime/agents/common.py"),
+        ("A2C_L3_STEPS", "int", 20, "ref-l3-sft/ref-l3-rl: steps.", "runtime/agents/l3_sft.py"),
+        ("A2C_L3_BATCH", "int", 4, "ref-l3-sft: batch size.", "runtime/agents/l3_sft.py"),
+        ("A2C_L3_LR", "float", 1e-4, "ref-l3-sft: learning rate.", "runtime/agents/l3_sft.py"),
+        ("A2C_L3_MAX_LENGTH", "int", 640, "ref-l3-sft: sequence length.", "runtime/agents/l3_sft.py"),
+        ("A2C_L3_BF16", "bool", None, "Level-3 agents: train in bf16.", "runtime/agents/common.py"),
+        ("A2C_L3_RL_WARMUP", "bool", True, "ref-l3-rl: SFT warm-up in free mode.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_LR", "float", 2e-4, "ref-l3-rl: learning rate.", "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_FREEZE", "float", 0.5, "ref-l3-rl: share of layers frozen.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_GAMES", "int", 8, "ref-l3-rl: games per iteration.", "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_GROUP", "int", 4, "ref-l3-rl: episodes per game.", "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_TEMPERATURE", "float", 1.0, "ref-l3-rl: sampling temperature.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_VALID_BONUS", "float", 0.1, "ref-l3-rl: valid-action bonus.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_VALID_UNTIL", "float", 0.8, "ref-l3-rl: bonus until this valid rate.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_MAX_GROUPS", "int", 8, "ref-l3-rl: informative groups per update.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_EXPLORE", "float", 0.5, "ref-l3-rl: exploration rate.", "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_EXPLORE_DECAY", "float", 0.85, "ref-l3-rl: its decay per iteration.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_EXPLORE_MIN", "float", 0.1, "ref-l3-rl: its floor.", "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_MAX_ITERS", "int", 0, "ref-l3-rl: iterations (0: until the budget).",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_CHECK_EVERY", "int", 2, "ref-l3-rl: iterations between checks.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_CHECK_GAMES", "int", 16, "ref-l3-rl: games per check.",
+         "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_MICRO", "int", 4, "ref-l3-rl: micro-batch size.", "runtime/agents/l3_rl.py"),
+        ("A2C_L3_RL_MINIBATCHES", "int", 1, "ref-l3-rl: minibatches per update.",
+         "runtime/agents/l3_rl.py"),
+    )),
+)
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+assert len(BY_NAME) == len(SETTINGS), "a variable is declared twice"
+assert all(s.type in TYPES for s in SETTINGS)
+
+
+def lookup(name: str) -> Setting:
+    """The declaration of `name` (a plain name, or one a pattern matches); KeyError if none."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    for setting in SETTINGS:
+        if setting.is_pattern and setting.regex().match(name):
+            return setting
+    raise KeyError(f"{name} is not a declared a2c setting (a2c/settings.py)")
+
+
+def parse(setting: Setting, raw: str, name: str | None = None) -> object:
+    """`raw` as the setting's type; a bad value is one A2CError naming the variable."""
+    name = name or setting.name
+    text = raw.strip()
+    try:
+        if setting.type == "bool":
+            if text.lower() in TRUE:
+                return True
+            if text.lower() in FALSE:
+                return False
+            raise ValueError(f"expected one of {', '.join(TRUE + FALSE[1:])}")
+        if setting.type == "int":
+            return int(text)
+        if setting.type == "float":
+            return float(text)
+        if setting.type == "path":
+            return Path(text).expanduser()
+        if setting.type == "list":
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return text
+    except ValueError as exc:
+        raise A2CError(f"{name}={raw!r}: not a valid {setting.type} ({exc}); "
+                       f"{setting.doc}") from None
+
+
+def get(name: str, environ: Mapping[str, str] | None = None) -> object:
+    """The variable's value now: parsed when set and not empty, else the declared default
+    (None when the default is computed by the caller: `<...>` in the table)."""
+    setting = lookup(name)
+    raw = (os.environ if environ is None else environ).get(name)
+    if raw is None or raw.strip() == "":
+        if setting.type == "bool":
+            return bool(setting.default)
+        default = setting.default
+        return None if isinstance(default, str) and default.startswith("<") else default
+    return parse(setting, raw, name)
+
+
+def get_path(name: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    value = get(name, environ)
+    return Path(value).expanduser() if value is not None else None
+
+
+def get_bool(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    return bool(get(name, environ))
+
+
+# ------------------------------------------------------------------------------ the docs table
+TITLES = {
+    OPS: "Operator settings",
+    IFC: "The runtime → agent interface",
+    N: "Internal (a2c to its own child processes)",
+    K: "Reference agents' knobs (to become typed agent params)",
+    T: "Tests and development",
+    M: "Markers (not variables)",
+}
+HEADER = """# Environment variables
+
+<!-- Generated by `python -m a2c.settings --write` from a2c/settings.py (`SETTINGS`).
+     Do not edit by hand: tests/test_settings.py fails when this file is stale. -->
+
+Every `A2C_*` name the project reads or sets, declared once in `a2c/settings.py`. Only the
+**operator settings** are for you to set: they configure this host (caches, keys, endpoints,
+uids). How a run or an agent behaves is a spec field or a CLI flag, never a variable. The
+interface variables are what the runtime sets in the agent's sandbox; the internal ones pass
+values to a2c's own child processes. Bubblewrap is turned off for a run with `a2c run
+--no-bwrap` (and `a2c sweep --no-bwrap`); `A2C_NO_BWRAP` is a test switch that makes the
+detection find none.
+"""
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return f"`{value}`"
+
+
+def markdown() -> str:
+    parts = [HEADER]
+    for audience, title in TITLES.items():
+        rows = [s for s in SETTINGS if s.audience == audience]
+        parts.append(f"\n## {title}\n\n| variable | type | default | what | read or set in |\n"
+                     "|---|---|---|---|---|")
+        for s in rows:
+            doc = s.doc.replace("|", "\\|")
+            parts.append(f"| `{s.name}` | {s.type} | {_cell(s.default)} | {doc} | {s.where} |")
+    return "\n".join(parts) + "\n"
+
+
+def docs_path() -> Path:
+    from a2c.paths import project_root
+    return project_root() / "docs" / "settings.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m a2c.settings [--markdown | --write | --check]`."""
+    args = sys.argv[1:] if argv is None else argv
+    text = markdown()
+    if "--write" in args:
+        from a2c.fsutil import write_text_atomic
+        write_text_atomic(docs_path(), text)
+    elif "--check" in args:
+        if docs_path().read_text(encoding="utf-8") != text:
+            print(f"{docs_path()} is stale: python -m a2c.settings --write", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
