@@ -23,6 +23,7 @@ from a2c import __version__
 from a2c.fsutil import write_text_atomic
 
 from .attribution import training_and_timeline
+from .contamination import contamination_section
 from .driver import driver_section
 from .failures import analyse_failures
 from .outcomes import best_outcomes
@@ -97,6 +98,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "outcomes": best_outcomes(record, subs, header["level"], metrics["best_index"]),
         "driver": driver_section(record, subs),
         **trust_sections(record, best_sub["id"] if best_sub else None),
+        "contamination": contamination_section(record),
     }
     validate_report(report)
     return report
