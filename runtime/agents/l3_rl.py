@@ -418,6 +418,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
             if score > best and len(submitted) < max_subs - 1:
                 best = score
                 out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
+                common.record_hyperparameters(ctx, method=name, iterations=it, learning_rate=lr)
                 sid = common.submit(ctx, out, note=f"l3 {name} from online rollouts, iteration "
                                                    f"{it}{' after the warm-up' if warmed else ''} "
                                                    f"(train greedy {score:.1f}%)")
@@ -428,6 +429,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     if it > last_submitted_iter and history and any(h.get("seconds") for h in history) and \
             len(submitted) < max_subs:
         out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
+        common.record_hyperparameters(ctx, method=name, iterations=it, learning_rate=lr)
         sid = common.submit(ctx, out, note=f"l3 {name} from online rollouts, final "
                                            f"(iteration {it})")
         if sid:
