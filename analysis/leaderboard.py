@@ -23,6 +23,7 @@ from typing import Any
 
 from a2c.errors import A2CError
 
+from .contamination import contamination_section
 from .formats import LEADERBOARD_FORMATS
 from .grouping import (
     CONFIG_KEYS,
@@ -88,6 +89,7 @@ def summarise(run_dir: Path) -> RunRow:
         "time_to_best_s": metrics["time_to_best_s"],
         **driver_usage(record, best, baseline),
         **leaderboard_values(record, subs),   # final, selection_gap, not_derived (trust.py)
+        "contaminated": contamination_section(record)["flagged"],   # kept, marked
     })
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values)
@@ -186,7 +188,8 @@ def _group(key: tuple, members: list[RunRow], by: tuple[str, ...], hidden: tuple
     entry = {"key": dict(zip(by, key)), "config": dict(zip(hidden, key[len(by):])),
              "runs": len(members), "unverified": sum(1 for m in members if not m.verified),
              "run_ids": [m.values["run_id"] for m in members], "seeds": seeds_of(members),
-             "repeats": repeats_note(repeated, len(seeds_of(members)))}
+             "repeats": repeats_note(repeated, len(seeds_of(members))),
+             "contaminated": [m.values["run_id"] for m in members if m.values.get("contaminated")]}
     for column in COLUMNS:
         entry[column] = _stats([v[column] for v in values])
     if "seed" in by or not repeated:
@@ -244,6 +247,7 @@ def rows_for_display(board: dict[str, Any]) -> list[dict[str, str]]:
         row.update({k: "—" if v is None else str(v) for k, v in (g.get("labels") or {}).items()})
         notes = [f"{g['unverified']} unverified"] if g["unverified"] else []
         notes += [g["repeats"]] if g.get("repeats") else []
+        notes += [f"{len(g['contaminated'])} contaminated"] if g.get("contaminated") else []
         row["runs"] = str(g["runs"]) + (f" ({'; '.join(notes)})" if notes else "")
         for column in COLUMNS:
             row[column] = _fmt(g[column], column)

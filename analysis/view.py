@@ -139,7 +139,7 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
                      "status": t["status"], "run_status": info.get("status"),
                      "reason": t.get("reason"),
                      "baseline": info.get("baseline_score"), "best": info.get("best_score"),
-                     "submissions": info.get("submissions"),
+                     "submissions": info.get("submissions"), "run_id": info.get("run_id"),
                      "report": report(run_dir)})
     failed = {t["run_dir"]: t.get("reason") or "failed"
               for t in (sweep or {}).get("trials") or [] if t["status"] == "failed"}
@@ -154,8 +154,11 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
                      "status": info.get("status"), "run_status": info.get("status"),
                      "reason": None, "baseline": info.get("baseline_score"),
                      "best": info.get("best_score"), "submissions": info.get("submissions"),
-                     "report": report(run_dir)})
+                     "run_id": info.get("run_id"), "report": report(run_dir)})
     board = build_leaderboard(runs_dir, failed=failed) if found else None
+    flagged = {rid for g in (board or {}).get("groups", []) for rid in g.get("contaminated", [])}
+    for row in rows:   # the contamination check's verdict (analysis/contamination.py), per run
+        row["contaminated"] = row["run_id"] in flagged
     counts: dict[str, int] = {}
     for row in rows:
         counts[str(row["status"])] = counts.get(str(row["status"]), 0) + 1
