@@ -11,6 +11,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from a2c.settings import get_path
+
 # Located, not imported: the runtime uses these paths and must not import the compiler.
 _COMPILER_DIR = Path(next(iter(importlib.util.find_spec("a2c.compiler").submodule_search_locations)))
 PACKAGE_ROOT = _COMPILER_DIR.resolve().parent
@@ -21,9 +23,9 @@ SCHEMAS_DIR = _COMPILER_DIR.resolve() / "schemas"
 
 def project_root() -> Path:
     """The checkout the user works in: $A2C_PROJECT_ROOT, else the nearest parent with specs/."""
-    env = os.environ.get("A2C_PROJECT_ROOT")
+    env = get_path("A2C_PROJECT_ROOT")
     if env:
-        return Path(env).resolve()
+        return env.resolve()
     here = Path.cwd().resolve()
     for candidate in (here, *here.parents):
         if (candidate / "specs").is_dir() and (candidate / "pyproject.toml").is_file():
@@ -33,8 +35,7 @@ def project_root() -> Path:
 
 def cache_dir() -> Path:
     """Models, data and baselines prepared once and reused: $A2C_CACHE, else ~/.cache/a2c."""
-    env = os.environ.get("A2C_CACHE")
-    path = Path(env) if env else Path.home() / ".cache" / "a2c"
+    path = get_path("A2C_CACHE") or Path.home() / ".cache" / "a2c"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -48,5 +49,4 @@ def config_dir() -> Path:
 def record_key_file() -> Path:
     """The operator's record key (HMAC of the event chain): $A2C_RECORD_KEY_FILE, else
     config_dir()/record.key. It never enters a run directory, a bundle or a sandbox."""
-    env = os.environ.get("A2C_RECORD_KEY_FILE")
-    return Path(env).expanduser() if env else config_dir() / "record.key"
+    return get_path("A2C_RECORD_KEY_FILE") or config_dir() / "record.key"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import stat
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from a2c.errors import A2CError
 from a2c.fsutil import staged_dir
+from a2c.settings import get, get_bool
 from a2c.timefmt import iso_utc
 
 MANIFEST = "a2c-data.json"
@@ -92,7 +92,7 @@ def dataset_path(name: str) -> Path | None:
 def hub_download_allowed() -> bool:
     """Whether a2c may download from the Hugging Face hub (`A2C_HUB_DOWNLOAD=1`); by default
     models and hub data sets come from the local cache only."""
-    return os.environ.get("A2C_HUB_DOWNLOAD", "").lower() in ("1", "true", "yes")
+    return get_bool("A2C_HUB_DOWNLOAD")
 
 
 def _download(url: str, dst: Path, say) -> tuple[str, int]:
@@ -161,7 +161,7 @@ def fetch(name: str, dest: str | Path | None = None, *, mirror: str | None = Non
     if dest.exists() and not (dest / MANIFEST).is_file() and any(dest.iterdir()) and not force:
         raise A2CError(f"{dest} exists and is not an a2c data folder; choose another --dest or "
                        f"use --force to replace it")
-    mirror = mirror or os.environ.get("A2C_DATA_MIRROR")
+    mirror = mirror or get("A2C_DATA_MIRROR")
     dest.parent.mkdir(parents=True, exist_ok=True)
     # archives download into `tmp`; the data set is built in `out` and swapped in at `dest`
     with (tempfile.TemporaryDirectory(prefix=f".{dest.name}.dl-", dir=dest.parent) as tmp,

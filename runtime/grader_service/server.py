@@ -26,6 +26,7 @@ from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
 from a2c.runtime.grader_service.connections import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.runtime.grader_service.core import GradingService, Refusal, log
+from a2c.settings import get_bool
 
 MAX_BODY = 64 * 1024
 
@@ -52,7 +53,7 @@ class Handler(BaseHTTPRequestHandler):
         return addr[0] if isinstance(addr, tuple) and addr else "unix"
 
     def log_message(self, format: str, *args: Any) -> None:
-        if os.environ.get("A2C_GRADER_ACCESS_LOG"):
+        if get_bool("A2C_GRADER_ACCESS_LOG"):
             log(f"{self.address_string()} {format % args}")
 
     # ---------------------------------------------------------------- plumbing

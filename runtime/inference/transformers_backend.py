@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from a2c.settings import get as setting
 
 from .chat_template import KEEP, force_chat_template
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
@@ -58,9 +59,8 @@ class TransformersBackend:
         # Intra-op threads on CPU: tiny models gain nothing from several threads and lose a lot
         # (10-40x measured) to thread spin-waits when the machine is loaded, so models under
         # 20M parameters run single-threaded. $A2C_TORCH_THREADS or cpu_threads overrides.
-        env = os.environ.get("A2C_TORCH_THREADS")
-        if cpu_threads is None and env:
-            cpu_threads = int(env)
+        if cpu_threads is None:
+            cpu_threads = setting("A2C_TORCH_THREADS")
         if cpu_threads is None and not self.device.startswith("cuda"):
             n_params = sum(p.numel() for p in self.model.parameters())
             cpu_threads = 1 if n_params < 20_000_000 else None

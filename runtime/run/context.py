@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,11 +11,17 @@ from typing import Any
 from a2c.contracts.events import EventLog
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
+from a2c.settings import get as setting
 
-SNAPSHOT_EVERY_S = float(os.environ.get("A2C_SNAPSHOT_EVERY_S", "180"))
+SNAPSHOT_EVERY_S = 180.0   # the default; this host's $A2C_SNAPSHOT_EVERY_S is read per run
 STOP_GRACE_S = 3.0
 READY_TIMEOUT_S = 120.0
 Reporter = Callable[[str], None]
+
+
+def default_snapshot_every_s() -> float:
+    """Seconds between snapshots when the run does not say: $A2C_SNAPSHOT_EVERY_S, else 180."""
+    return float(setting("A2C_SNAPSHOT_EVERY_S"))
 
 
 @dataclass
@@ -39,7 +44,7 @@ class RunOptions:
     # GPUs (runtime/run/devices.py): host indices "0,1" or "none"; None = the task's budget.gpus
     gpus: str | None = None
     grader_gpus: str | None = None   # the grader's own; None = one free device not the agent's
-    snapshot_every_s: float = SNAPSHOT_EVERY_S
+    snapshot_every_s: float = field(default_factory=default_snapshot_every_s)
     run_id: str | None = None
 
 

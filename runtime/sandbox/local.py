@@ -42,6 +42,7 @@ from a2c.runtime.sandbox.privileges import (
     setpriv_path,
 )
 from a2c.runtime.sandbox.proctree import MARKER_VAR, kill_tree
+from a2c.settings import get_bool
 
 INSIDE_WORKSPACE = "/workspace"
 INSIDE_DATA = "/data"
@@ -60,7 +61,7 @@ NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"
 
 
 def bwrap_path() -> str | None:
-    if os.environ.get("A2C_NO_BWRAP"):
+    if get_bool("A2C_NO_BWRAP"):   # a test switch; a run says --no-bwrap
         return None
     return shutil.which("bwrap")
 

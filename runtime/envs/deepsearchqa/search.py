@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from a2c.runtime.envs.base import EnvCrash
+from a2c.settings import get as setting
 
 TOKENIZER_VERSION = "1"
 K1, B = 1.5, 0.75
@@ -174,7 +175,7 @@ class Searchers:
 
     def for_record(self, record: dict):
         if self.backend == "searxng":
-            url = self.options.get("url") or os.environ.get("A2C_SEARXNG_URL")
+            url = self.options.get("url") or setting("A2C_SEARXNG_URL")
             if not url:
                 raise EnvCrash("deepsearchqa: backend searxng needs options.url or $A2C_SEARXNG_URL")
             return SearxngSearch(url)

@@ -55,6 +55,7 @@ from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat
 from a2c.runtime.grader_service.client import UnixHTTPConnection
 from a2c.runtime.sidecars.gateway import env_var, path_segments
+from a2c.settings import get as setting
 
 DEFAULT_URL = "http://127.0.0.1:3000"
 SCORE_LABEL = "Your score (min 0.0, max 1.0)"
@@ -123,7 +124,7 @@ class WebShopEnv:
         # the agent's sandbox the runtime's gateway stands in for the configured server
         gateway = os.environ.get(env_var(str(opts.get("service") or "webshop")))
         self.base_url = str(record.get("base_url") or gateway or opts.get("base_url")
-                            or os.environ.get("A2C_WEBSHOP_URL") or DEFAULT_URL).rstrip("/")
+                            or setting("A2C_WEBSHOP_URL") or DEFAULT_URL).rstrip("/")
         self.timeout = float(opts.get("request_timeout_s", 30))
         self.invalid_action = str(opts.get("invalid_action", "fail"))
         self.max_products = opts.get("max_products")
