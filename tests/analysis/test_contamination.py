@@ -1,0 +1,164 @@
+"""The contamination check (analysis/contamination.py, issue 27 item 2): the matching rule's edges,
+a fixture run with held-out prompts planted in a snapshot, and the report/leaderboard marks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from a2c.analysis.contamination import (
+    ItemIndex,
+    N,
+    check_run,
+    item_texts,
+    normalise,
+)
+from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
+from a2c.analysis.report import build_report
+
+ARITH = "What is {a} plus {b}? End your reply with '#### ' followed by the number."
+
+
+def _index(prompts: dict[str, str], allowed=()):
+    return ItemIndex.build([(k, [v]) for k, v in prompts.items()], allowed)
+
+
+# ------------------------------------------------------------------ the rule
+def test_normalise_folds_case_unicode_punctuation_and_space():
+    assert normalise("  Ｗhat IS 12\u00a0+ 34?\n\n") == "what is 12 34"
+    assert normalise("snake_case-and.dots") == "snake case and dots"
+
+
+def test_long_prompt_matches_at_its_share_and_not_below():
+    prompt = "one two three four five six seven eight nine ten eleven twelve"   # 12 tokens
+    index = _index({"x": prompt})
+    assert index.match(f"prefix {prompt.upper()}!! suffix") == {"x"}
+    # 5 n-grams; ITEM_SHARE 0.5 needs 3: the first 10 tokens hold 3, the first 9 only 2.
+    assert index.match("one two three four five six seven eight nine ten") == {"x"}
+    assert index.match("one two three four five six seven eight nine") == set()
+
+
+def test_short_item_is_an_exact_token_run():
+    index = _index({"s": "What is 12 plus 34?"})        # 5 tokens < N
+    assert index.match("data: what is 12 plus 34 ...") == {"s"}
+    assert index.match("what is 12 plus 345") == set()   # token boundary, not a substring
+    assert index.match("what is 12 plus") == set()
+
+
+def test_agent_split_ngrams_are_no_evidence():
+    """arith's shared template is in the agent split: only the grams with the numbers count."""
+    held = ARITH.format(a=73, b=38)
+    train = [ARITH.format(a=a, b=b) for a, b in ((69, 16), (48, 77), (25, 30))]
+    index = _index({"test-0": held}, train)
+    assert index.match(" ".join(train)) == set()
+    assert index.match("End your reply with '#### ' followed by the number.") == set()
+    assert index.match(held) == {"test-0"}
+    assert index.match(ARITH.format(a=73, b=39)) == set()
+
+
+def test_an_item_the_agent_split_holds_whole_is_indistinct():
+    held = ARITH.format(a=1, b=2)
+    index = _index({"dup": held}, [held])
+    assert index.indistinct == ["dup"] and index.match(held) == set()
+
+
+def test_short_gold_answers_never_count_alone():
+    assert item_texts({"prompt": "What is 2 plus 2?", "answer": "4"}) == ["What is 2 plus 2?"]
+    long = "first add the tens then the ones and the answer is 42"
+    assert item_texts({"prompt": "p", "answer": long}) == ["p", long]
+    assert len(long.split()) >= N
+
+
+# ------------------------------------------------------------------ a recorded run
+def _held(run: Path, n: int = 10) -> list[dict]:
+    items = [{"id": f"test-{i}", "prompt": ARITH.format(a=40 + i, b=17 + 3 * i),
+              "answer": str(57 + 4 * i)} for i in range(n)]
+    (run / "grader" / "heldout.jsonl").write_text(
+        "".join(json.dumps(it) + "\n" for it in items), encoding="utf-8")
+    return items
+
+
+def _plant(run: Path, path: str, text: str) -> str:
+    """A snapshot commit holding `text` at `path`, recorded right after the first snapshot."""
+    git = run / "snapshots.git"
+    blob = subprocess.run(["git", f"--git-dir={git}", "hash-object", "-w", "--stdin"],
+                          input=text.encode(), capture_output=True, check=True).stdout.decode()
+    tree = subprocess.run(["git", f"--git-dir={git}", "mktree"], capture_output=True, check=True,
+                          input=f"100644 blob {blob.strip()}\t{path}\n".encode()
+                          ).stdout.decode().strip()
+    commit = subprocess.run(["git", f"--git-dir={git}", "commit-tree", tree, "-m", "periodic"],
+                            capture_output=True, check=True,
+                            env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+                                 "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b",
+                                 "PATH": "/usr/bin:/bin"}).stdout.decode().strip()
+    lines = (run / "events.jsonl").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "snapshot")
+    event = json.loads(lines[first])
+    event["data"] = {**event["data"], "commit": commit}
+    lines.insert(first + 1, json.dumps(event))
+    (run / "events.jsonl").write_text("\n".join(lines) + "\n")
+    return commit
+
+
+def test_fixture_run_clean_is_not_flagged(fixture_run):
+    _held(fixture_run)
+    section = check_run(fixture_run)
+    assert section["available"] and not section["flagged"]
+    assert section["run"]["count"] == 0 and section["n_items"] == 10
+    assert section["sources"]["blobs_scanned"] > 0
+
+
+def test_planted_heldout_prompts_are_flagged_with_ids_and_path(fixture_run, maker):
+    items = _held(fixture_run)
+    planted = "".join(json.dumps({"messages": [{"role": "user", "content": it["prompt"]}]}) + "\n"
+                      for it in items[:3])
+    commit = _plant(fixture_run, "extra_sft.jsonl", planted)
+    maker.reseal(fixture_run)
+    section = check_run(fixture_run)
+    assert section["flagged"]
+    assert [m["id"] for m in section["run"]["matched"]] == ["test-0", "test-1", "test-2"]
+    assert section["run"]["share"] == 0.3
+    where = section["run"]["matched"][0]["where"][0]
+    assert where == {"kind": "snapshot", "commit": commit, "path": "extra_sft.jsonl"}
+    assert all(s["count"] == 3 for s in section["submissions"])   # planted before the first
+    report = build_report(fixture_run)            # validates against the schema
+    assert report["contamination"]["flagged"]
+    board = build_leaderboard(fixture_run.parent)
+    assert board["groups"][0]["contaminated"] and board["n_runs"] == 1   # kept, marked
+    assert "1 contaminated" in render_leaderboard(board, "md")
+
+
+def test_planted_in_a_submission_file_counts_for_that_submission_only(fixture_run):
+    items = _held(fixture_run)
+    folder = fixture_run / "grader" / "submissions" / "2"
+    folder.mkdir(parents=True)
+    (folder / "README.md").write_text("\n".join(it["prompt"] for it in items))
+    (folder / "model.safetensors").write_text(items[0]["prompt"])   # weights: not read
+    section = check_run(fixture_run)
+    by_id = {s["id"]: s for s in section["submissions"]}
+    assert by_id["2"]["count"] == 10 and by_id["1"]["count"] == 0
+    assert by_id["2"]["matched"][0]["where"] == [
+        {"kind": "submission", "submission": "2", "path": "README.md"}]
+    assert section["sources"]["submission_files"] == 1
+
+
+def test_no_heldout_file_says_the_check_could_not_run(fixture_run):
+    section = check_run(fixture_run)
+    assert not section["available"] and not section["flagged"]
+
+
+@pytest.mark.parametrize("share, flagged", [(1, False), (2, True)])
+def test_run_threshold_edge(tmp_path, maker, share, flagged, monkeypatch):
+    """One of 100 items (1 %) reaches RUN_THRESHOLD 0.01; patched to 0.015 it does not."""
+    import a2c.analysis.contamination as cc
+    run = maker.make_run(tmp_path / "run", n=1)
+    items = _held(run, 100)
+    folder = run / "grader" / "submissions" / "1"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text(items[5]["prompt"])
+    monkeypatch.setattr(cc, "RUN_THRESHOLD", 0.01 if share == 2 else 0.015)
+    section = cc.check_run(run)
+    assert section["run"]["count"] == 1 and section["flagged"] is flagged
