@@ -111,6 +111,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
     Raises VerificationError (naming the first problem) for a record that fails verification,
     unless `force`; the forced report then says so at its top.
     """
+    from .narrate import read_layer
     from .plot import render_svg
     from .report_pages import render_html, render_markdown
 
@@ -132,6 +133,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
     # Insertion order (not sorted keys): the file reads in the order of the schema's sections.
     write_text_atomic(paths["json"], json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_text_atomic(paths["svg"], render_svg(report))
-    write_text_atomic(paths["md"], render_markdown(report, paths["svg"].name))
-    write_text_atomic(paths["html"], render_html(report))
+    layer = read_layer(root)                # RUN/analysis/: the checked case study and review
+    write_text_atomic(paths["md"], render_markdown(report, paths["svg"].name, layer))
+    write_text_atomic(paths["html"], render_html(report, layer))
     return report, paths

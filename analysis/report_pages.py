@@ -6,14 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from .narrate import TITLES
 from .plot import render_svg
 from .templating import environment
 
 
-def render_markdown(report: dict[str, Any], svg_name: str | None = "score_over_time.svg") -> str:
-    return environment().get_template("report.md.j2").render(r=report, svg_name=svg_name)
+def render_markdown(report: dict[str, Any], svg_name: str | None = "score_over_time.svg",
+                    analysis: dict[str, Any] | None = None) -> str:
+    """`analysis`: the layer outside the signed record (narrate.read_layer), shown last."""
+    return environment().get_template("report.md.j2").render(
+        r=report, svg_name=svg_name, a=_layer(analysis), titles=TITLES)
 
 
-def render_html(report: dict[str, Any]) -> str:
+def render_html(report: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
     return environment().get_template("report.html.j2").render(
-        r=report, plot_svg=render_svg(report, standalone=False))
+        r=report, plot_svg=render_svg(report, standalone=False), a=_layer(analysis),
+        titles=TITLES)
+
+
+def _layer(analysis: dict[str, Any] | None) -> dict[str, Any]:
+    return {"narrative": None, "review": None, **(analysis or {})}

@@ -83,6 +83,12 @@ def _keys(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from a2c.analysis.report import write_report
 
+    if args.narrate:                        # the case study first: the report then shows it
+        from a2c.cli.review import narrate_run
+        from a2c.errors import A2CError
+        if not args.driver:
+            raise A2CError("--narrate needs --driver provider/model or scripted:NAME")
+        narrate_run(Path(args.run_dir), args)
     report, paths = write_report(Path(args.run_dir), args.out, force=args.force)
     if not report["verification"]["ok"]:
         print(f"WARNING: {args.run_dir}: the record FAILED verification; the report is marked "
@@ -163,6 +169,12 @@ def register(subparsers) -> None:
                    help="output folder (default: RUN_DIR/report)")
     p.add_argument("--force", action="store_true",
                    help="report a run whose record fails verification (marked UNVERIFIED)")
+    p.add_argument("--narrate", action="store_true",
+                   help="also write a case study by --driver (strategy, turning points, failure "
+                        "modes, what would have helped), every claim checked against the record: "
+                        "RUN/analysis/narrative.{json,md,html}")
+    from a2c.cli.review import add_driver_flags
+    add_driver_flags(p, required=False)
     p.set_defaults(handler=_report)
 
     p = subparsers.add_parser(

@@ -1,0 +1,95 @@
+"""`a2c review RUN --driver D`, and the driver plumbing `a2c report --narrate` shares with it:
+a gateway for the analysis in a folder of its own (RUN/analysis/calls/<what>-<UTC time>/, with
+its own budget and record of every call), the analysis run through it, its outputs written to
+RUN/analysis/ with the driver, model, tokens and cost. Nothing is written to the run's signed
+record; nothing half-done is written when the model or the budget fails."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from a2c.cli.run import _positive
+
+
+def add_driver_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("--driver", required=required, default=None,
+                   help="the model that writes the analysis: provider/model (e.g. "
+                        "anthropic/claude-sonnet-4-5) or scripted:NAME|PATH (a scripted driver)")
+    p.add_argument("--driver-tokens", type=_positive(int), metavar="N", default=None,
+                   help="budget of the analysis: tokens (input + output)")
+    p.add_argument("--driver-cost", type=_positive(float), metavar="USD", default=None,
+                   help="budget of the analysis: cost in USD (by the gateway's price table)")
+
+
+def run_analysis(run_dir: Path, args: argparse.Namespace, what: str,
+                 analyse: Callable[[Path, dict, Callable], dict]) -> tuple[dict[str, Any], dict]:
+    """Build the report dict, run `analyse(run_dir, report, ask)` through a fresh gateway and
+    write RUN/analysis/<what>.{json,md,html}; returns (the doc, the paths)."""
+    from a2c.analysis.narrate import analysis_dir, write_outputs
+    from a2c.analysis.report import build_report
+    from a2c.runtime.driver_gateway.session import analysis_gateway
+
+    report = build_report(run_dir)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    folder = analysis_dir(run_dir) / "calls" / f"{what}-{stamp}"
+    budget = {"driver_tokens": args.driver_tokens, "driver_cost_usd": args.driver_cost}
+    with analysis_gateway(folder, args.driver, budget) as gw:
+        doc = analyse(run_dir, report, gw.ask)
+    t = gw.totals
+    doc.update(driver=args.driver, model=gw.model, wire=gw.wire,
+               usage={k: t.get(k, 0) for k in ("calls", "input_tokens", "output_tokens",
+                                                "tokens", "cost_usd")},
+               gateway_record=str(folder.relative_to(run_dir)),
+               written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return doc, write_outputs(run_dir, doc, what)
+
+
+def _summary(doc: dict[str, Any], what: str) -> str:
+    c, u = doc["checked"], doc["usage"]
+    return (f"{what}: {c['verified']} of {c['claims']} verified against the record, "
+            f"{c['unverifiable']} unverifiable · {doc['model']} · {u['tokens']} tokens · "
+            f"${u['cost_usd']:.4f}")
+
+
+def narrate_run(run_dir: Path, args: argparse.Namespace) -> None:
+    from a2c.analysis.narrate import narrate
+
+    doc, paths = run_analysis(run_dir, args, "narrative", narrate)
+    for kind in ("json", "md", "html"):
+        print(paths[kind])
+    print(_summary(doc, "case study"), file=sys.stderr)
+
+
+def _review(args: argparse.Namespace) -> int:
+    from a2c.analysis.report import write_report
+    from a2c.analysis.review import review
+
+    run_dir = Path(args.run_dir)
+    doc, paths = run_analysis(run_dir, args, "review", review)
+    write_report(run_dir)                       # the report shows the review
+    for kind in ("json", "md", "html"):
+        print(paths[kind])
+    for v in doc["verdicts"]:
+        print(f"{v['rule']:18} {v['verdict']:10} {v['status']}"
+              + (f" ({v['why']})" if v["status"] != "verified" else ""), file=sys.stderr)
+    print(_summary(doc, "review"), file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "review", help="an LLM rule review of a run, every verdict's evidence checked",
+        description="A driver model reads a digest of the run's record (events, submissions, "
+                    "commands, code at each submission, agent steps) and gives a verdict per "
+                    "rule (held-out data, grader tampering, another model, the mode's limits) "
+                    "with citations; each citation is checked against the record and marked "
+                    "verified or unverifiable. Written to RUN/analysis/review.{json,md,html} "
+                    "(outside the signed record) and shown in the report.")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    add_driver_flags(p, required=True)
+    p.set_defaults(handler=_review)

@@ -1,0 +1,152 @@
+"""Checking a model's claims about a run against the run's record.
+
+A written analysis (`a2c report --narrate`, `a2c review`) is only as good as its evidence, so
+every claim carries citations and each one is resolved here, never trusted:
+
+  {"kind": "event",      "ref": 12,                 "quote": "submission_scored"}
+  {"kind": "submission", "ref": "3",                "quote": "0.42"}
+  {"kind": "command",    "ref": 7,                  "quote": "python train_sft.py"}
+  {"kind": "file",       "ref": "<commit>:<path>",  "quote": "learning_rate=5e-5"}
+
+`ref` names the evidence: an event's index in events.jsonl (0-based, as the digest numbers it),
+a submission id, a line of logs/commands.log (1-based), a file of a code snapshot (a commit of
+RUN/snapshots.git, abbreviated or whole, and a path). The citation is *verified* when the
+evidence exists and the quote appears in it (case and whitespace normalised); otherwise it is
+*unverifiable* and says why. A claim is verified when it has citations and all of them are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .record import RunRecord
+from .snapshots import SnapshotRepo
+
+KINDS = ("event", "submission", "command", "file")
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", str(text)).strip().lower()
+
+
+def event_text(event: dict[str, Any]) -> str:
+    """What an event says, as the digest shows it and a quote is matched against."""
+    data = {k: v for k, v in (event.get("data") or {}).items()}
+    return f"{event.get('type')} {json.dumps(data, sort_keys=True, ensure_ascii=False)}"
+
+
+def submission_text(sub) -> str:
+    status = "valid" if sub.valid else ("invalid" if sub.scored else "not scored")
+    return (f"submission {sub.id} {status} score {sub.score} "
+            f"error {sub.error or '-'} note {sub.note or '-'}")
+
+
+class Evidence:
+    """The record's evidence, loaded lazily, with one resolver per citation kind."""
+
+    def __init__(self, run_dir: str | Path, record: RunRecord | None = None):
+        self.root = Path(run_dir)
+        self.record = record or RunRecord.load(self.root)
+        self._commands: list[str] | None = None
+        self._repo: SnapshotRepo | None = None
+
+    @property
+    def commands(self) -> list[str]:
+        if self._commands is None:
+            log = self.root / "logs" / "commands.log"
+            self._commands = log.read_text(encoding="utf-8", errors="replace").splitlines() \
+                if log.is_file() else []
+        return self._commands
+
+    @property
+    def repo(self) -> SnapshotRepo:
+        if self._repo is None:
+            self._repo = SnapshotRepo(self.root / "snapshots.git")
+        return self._repo
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+
+    def target(self, kind: str, ref: Any) -> tuple[str | None, str]:
+        """(the text the citation points at, or None; why not)."""
+        if kind == "event":
+            index = _int(ref)
+            if index is None or not 0 <= index < len(self.record.events):
+                return None, f"no event {ref!r} (the record has {len(self.record.events)})"
+            return event_text(self.record.events[index]), ""
+        if kind == "submission":
+            sub = next((s for s in self.record.submissions if s.id == str(ref).strip()), None)
+            if sub is None:
+                return None, f"no submission {ref!r}"
+            return submission_text(sub), ""
+        if kind == "command":
+            line = _int(ref)
+            if line is None or not 1 <= line <= len(self.commands):
+                return None, f"no line {ref!r} in logs/commands.log ({len(self.commands)} lines)"
+            return self.commands[line - 1], ""
+        if kind == "file":
+            commit, _, path = str(ref).partition(":")
+            if not path or not self.repo.available:
+                return None, f"{ref!r} is not COMMIT:PATH of a code snapshot"
+            full = self.repo.resolve(commit.strip())
+            if full is None:
+                return None, f"no snapshot commit {commit!r}"
+            blob = self.repo.files(full).get(path.strip().lstrip("/"))
+            if blob is None:
+                return None, f"no file {path!r} in snapshot {commit[:12]}"
+            text = self.repo.text(blob)
+            return (None, f"{path} is binary or too large") if text is None else (text, "")
+        return None, f"unknown citation kind {kind!r} (use {', '.join(KINDS)})"
+
+    def check(self, citation: Any) -> dict[str, Any]:
+        """The citation with `status` (verified | unverifiable) and, when unverifiable, `why`."""
+        if not isinstance(citation, dict):
+            return {"kind": None, "ref": None, "quote": str(citation),
+                    "status": "unverifiable", "why": "not a {kind, ref, quote} object"}
+        out = {"kind": citation.get("kind"), "ref": citation.get("ref"),
+               "quote": str(citation.get("quote") or "")}
+        text, why = self.target(str(out["kind"]), out["ref"])
+        if text is not None and not normalise(out["quote"]):
+            why = "no quote: nothing to check the claim against"
+        elif text is not None and normalise(out["quote"]) not in normalise(text):
+            why = "the quote is not in what it cites"
+        elif text is not None:
+            return {**out, "status": "verified"}
+        return {**out, "status": "unverifiable", "why": why}
+
+    def check_claim(self, claim: Any) -> dict[str, Any]:
+        """A claim {text, citations} with each citation checked and the claim's `status`."""
+        if isinstance(claim, str):
+            claim = {"text": claim, "citations": []}
+        if not isinstance(claim, dict):
+            claim = {"text": str(claim), "citations": []}
+        cites = claim.get("citations")
+        cites = cites if isinstance(cites, list) else []
+        checked = [self.check(c) for c in cites]
+        ok = bool(checked) and all(c["status"] == "verified" for c in checked)
+        out = {**claim, "text": str(claim.get("text") or ""), "citations": checked,
+               "status": "verified" if ok else "unverifiable"}
+        if not checked:
+            out["why"] = "cites no evidence"
+        elif not ok:
+            out["why"] = "; ".join(f"{c['kind']} {c['ref']}: {c['why']}" for c in checked
+                                   if c["status"] != "verified")
+        return out
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*[A-Za-z#]?(\d+)\s*", str(value))
+    return int(m.group(1)) if m else None
+
+
+def tally(claims: list[dict[str, Any]]) -> dict[str, int]:
+    verified = sum(1 for c in claims if c["status"] == "verified")
+    return {"claims": len(claims), "verified": verified, "unverifiable": len(claims) - verified}

@@ -1,0 +1,93 @@
+"""A compact digest of a run's record for a model to read: the numbers of report.json, the
+events (numbered as citations name them), the submissions, the commands (numbered by line of
+logs/commands.log), the code at each submission (snapshot commit, diff stat, a short diff) and
+the agent's first steps. Capped at `max_chars` (about a quarter as many tokens): each part has
+its own share, so a long command log cannot push out the code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .citations import Evidence, event_text, submission_text
+from .snapshots import diff_trees
+
+SKIP_EVENTS = {"driver_call"}        # one per model call: the steps part says what they did
+MAX_CHARS = 60_000
+LINE = 220
+
+
+def _clip(text: str, n: int = LINE) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _capped(lines: list[str], budget: int) -> list[str]:
+    out, used = [], 0
+    for i, line in enumerate(lines):
+        if used + len(line) + 1 > budget:
+            out.append(f"… {len(lines) - i} more line(s) left out")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return out
+
+
+def _header(report: dict[str, Any]) -> list[str]:
+    run, scores, m = report["run"], report["scores"], report["metrics"]
+    keep = {k: run.get(k) for k in ("run_id", "task", "level", "mode", "agent", "driver",
+                                    "base_model", "status")}
+    return [json.dumps(keep, ensure_ascii=False),
+            f"scores: {json.dumps(scores, ensure_ascii=False)}",
+            f"submissions: {m.get('n_submissions')}, training route: "
+            f"{_clip(json.dumps(report.get('route'), ensure_ascii=False), 600)}",
+            f"failure counts: {json.dumps(report.get('failure_counts'))}"]
+
+
+def _code(ev: Evidence) -> list[str]:
+    out: list[str] = []
+    repo, prev = ev.repo, {}
+    if not repo.available:
+        return ["(no code snapshots)"]
+    for snap in ev.record.snapshots:
+        files = repo.files(snap["commit"])
+        if snap.get("submission_id") is None and snap is not ev.record.snapshots[-1]:
+            continue
+        diff = diff_trees(repo, prev, files, excerpt_lines=16)
+        what = f"submission {snap['submission_id']}" if snap.get("submission_id") else \
+            snap.get("reason")
+        out.append(f"snapshot {snap['commit'][:12]} ({what}): {len(files)} files; changed: "
+                   + (", ".join(f"{c.path} ({c.status} +{c.added}/-{c.removed})"
+                                for c in diff.files[:12]) or "nothing"))
+        out += ["    " + _clip(x, 160) for x in diff.excerpt]
+        prev = files
+    return out
+
+
+def _steps(report: dict[str, Any]) -> list[str]:
+    out = []
+    for s in (report.get("driver") or {}).get("steps") or []:
+        calls = "; ".join(_clip(c.get("text", ""), 120) for c in s.get("tool_calls") or [])
+        out.append(f"step {s.get('step_id')}: {_clip(s.get('message') or '', 160)}"
+                   + (f" | calls: {calls}" if calls else ""))
+    return out
+
+
+def build_digest(ev: Evidence, report: dict[str, Any], max_chars: int = MAX_CHARS) -> str:
+    """The digest text (see the module doc)."""
+    events = [f"E{i} {_clip(event_text(e))}" for i, e in enumerate(ev.record.events)
+              if e.get("type") not in SKIP_EVENTS]
+    subs = [f"S{s.id}: {submission_text(s)}" for s in ev.record.submissions]
+    commands = [f"C{i}: {_clip(c)}" for i, c in enumerate(ev.commands, 1)]
+    parts = [("RUN", _header(report), 0.08), ("SUBMISSIONS", subs, 0.08),
+             ("EVENTS (cite as kind=event, ref=N of EN; driver calls left out)", events, 0.22),
+             ("COMMANDS (cite as kind=command, ref=N of CN)", commands, 0.2),
+             ("CODE AT EACH SUBMISSION (cite as kind=file, ref=COMMIT:PATH)", _code(ev), 0.27),
+             ("AGENT STEPS", _steps(report), 0.15)]
+    text = []
+    for title, lines, share in parts:
+        text.append(f"## {title}")
+        text += _capped(lines, int(max_chars * share)) or ["(none)"]
+        text.append("")
+    return "\n".join(text)

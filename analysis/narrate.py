@@ -1,0 +1,124 @@
+"""`a2c report RUN --narrate`: the run's case study, written by a driver model from a digest of
+the record and checked against it.
+
+The paper's post-hoc summarization turns a run's logs into a case study: the agent's strategy,
+its turning points, its failure modes, and what would have helped. A model writes it here
+(through a metered, budgeted driver gateway the CLI starts: `ask(system, user) -> text`), but it
+is never taken on trust: every claim must cite the record (analysis/citations.py) and each
+citation is resolved; what does not resolve is shown as *unverifiable*, with why.
+
+Outputs live in RUN/analysis/ (outside the sealed record, which `a2c verify` keeps checking
+unchanged): narrative.json (claims, checks, driver, model, tokens, cost), narrative.md and
+narrative.html. They are written only when the whole analysis succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from a2c.errors import A2CError
+from a2c.fsutil import write_text_atomic
+
+from .citations import Evidence, tally
+from .digest import build_digest
+from .templating import environment
+
+NARRATIVE_FORMAT = "a2c-narrative/1"
+SECTIONS = ("strategy", "turning_points", "failure_modes", "what_would_have_helped")
+TITLES = {"strategy": "Strategy", "turning_points": "Turning points",
+          "failure_modes": "Failure modes", "what_would_have_helped": "What would have helped"}
+Ask = Callable[[str, str], str]
+
+CITATION_RULES = """Every claim must cite the record: "citations": [{"kind", "ref", "quote"}], where
+kind is one of: event (ref: the number N of an event EN), submission (ref: its id), command (ref:
+the number N of a command CN), file (ref: "COMMIT:PATH" of a snapshot in the CODE part); quote is a
+short exact excerpt (a few words) of what the cited item says. Each citation is checked
+mechanically: an item that does not exist, or a quote not found in it, marks the claim
+unverifiable. Cite nothing you cannot quote."""
+
+SYSTEM = f"""You analyse one run of an AI agent that post-trained a language model inside a
+benchmark (a2c). From the digest of its record, write a case study as ONE JSON object, no other
+text:
+{{"strategy": [claims], "turning_points": [claims], "failure_modes": [claims],
+ "what_would_have_helped": [claims]}}
+where a claim is {{"text": "...", "citations": [...]}}. Strategy: the route the agent took (e.g.
+SFT -> GRPO -> RFT) and why. Turning points: the changes that moved the score (e.g. aligning
+the training prompt with the evaluation format). Failure modes: what went wrong and when.
+{CITATION_RULES}"""
+
+
+class AnalysisError(A2CError):
+    """The model's answer cannot be used (no JSON object, wrong shape)."""
+
+
+def parse_reply(text: str, what: str) -> dict[str, Any]:
+    """The JSON object in a model's answer (a fenced block or the outermost braces)."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.S)
+    body = fenced.group(1) if fenced else text[text.find("{"):text.rfind("}") + 1]
+    try:
+        data = json.loads(body) if body else None
+    except ValueError as exc:
+        raise AnalysisError(f"the {what} is not valid JSON ({exc}); answer began: "
+                            f"{text[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise AnalysisError(f"the model's answer holds no JSON object for the {what}; it began: "
+                            f"{text[:200]!r}")
+    return data
+
+
+def _claims(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, Any]:
+    """Ask for the case study and check every claim; the narrative dict (without usage)."""
+    ev = Evidence(run_dir)
+    try:
+        digest = build_digest(ev, report)
+        answer = parse_reply(ask(SYSTEM, digest), "case study")
+        sections = {key: [ev.check_claim(c) for c in _claims(answer.get(key))]
+                    for key in SECTIONS}
+    finally:
+        ev.close()
+    if not any(sections.values()):
+        raise AnalysisError(f"the case study has none of {', '.join(SECTIONS)}")
+    claims = [c for key in SECTIONS for c in sections[key]]
+    return {"format": NARRATIVE_FORMAT, "run_id": report["run"].get("run_id"),
+            "sections": sections, "checked": tally(claims), "digest_chars": len(digest)}
+
+
+def analysis_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "analysis"
+
+
+def write_outputs(run_dir: str | Path, doc: dict[str, Any], name: str,
+                  template: str = "narrative") -> dict[str, Path]:
+    """RUN/analysis/<name>.json, .md and .html (templates <template>.md.j2, .html.j2)."""
+    out = analysis_dir(run_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    paths = {"json": out / f"{name}.json", "md": out / f"{name}.md", "html": out / f"{name}.html"}
+    md = env.get_template(f"{template}.md.j2").render(n=doc, titles=TITLES)
+    html = env.get_template(f"{template}.html.j2").render(n=doc, titles=TITLES)
+    write_text_atomic(paths["md"], md)
+    write_text_atomic(paths["html"], html)
+    write_text_atomic(paths["json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return paths
+
+
+def read_layer(run_dir: str | Path) -> dict[str, Any]:
+    """The analysis layer the report shows: {"narrative": dict | None, "review": dict | None}."""
+    out: dict[str, Any] = {}
+    for name in ("narrative", "review"):
+        try:
+            data = json.loads((analysis_dir(run_dir) / f"{name}.json").read_text("utf-8"))
+            out[name] = data if isinstance(data, dict) else None
+        except (OSError, ValueError):
+            out[name] = None
+    return out

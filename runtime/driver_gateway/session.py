@@ -1,0 +1,131 @@
+"""A gateway for one analysis of an ended run (`a2c report --narrate`, `a2c review`), and the one
+call it makes: a plain, non-streaming question in one wire.
+
+    with analysis_gateway(folder, "anthropic/claude-sonnet-4-5", budget) as gw:
+        text = gw.ask(system, user, max_tokens=4000)
+    gw.totals                                        # calls, tokens, cost_usd (totals.json)
+
+The folder is laid out as a run's driver part (RunPaths(folder): driver/gateway.json, the key,
+totals, blobs; events.jsonl with one `driver_call` per call), so the same process meters the
+analysis, enforces its own token/cost budget and records every body, without a run. The run's
+own record is never touched: the folder is the analysis's, next to it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.run_paths import RunPaths
+from a2c.errors import RunError
+
+from .config import prepare_gateway, read_key
+from .process import DriverGatewayProcess, _UnixHTTPConnection, read_totals
+
+WIRE_ORDER = ["anthropic", "openai-chat", "gemini", "openai-responses"]
+SCRIPTED_MODEL = "claude-sonnet-4-5"
+"""The model a `scripted:` analysis driver impersonates (and is priced as)."""
+
+
+def _request(wire: str, model: str, system: str, user: str, max_tokens: int
+             ) -> tuple[str, dict[str, Any]]:
+    if wire == "anthropic":
+        return "/v1/messages", {"model": model, "max_tokens": max_tokens, "system": system,
+                                "messages": [{"role": "user", "content": user}]}
+    if wire == "openai-chat":
+        return "/v1/chat/completions", {
+            "model": model, "max_completion_tokens": max_tokens,
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": user}]}
+    if wire == "openai-responses":
+        return "/v1/responses", {"model": model, "max_output_tokens": max_tokens,
+                                 "instructions": system, "input": user}
+    return f"/v1beta/models/{model}:generateContent", {
+        "systemInstruction": {"parts": [{"text": system}]},
+        "contents": [{"role": "user", "parts": [{"text": user}]}],
+        "generationConfig": {"maxOutputTokens": max_tokens}}
+
+
+def _text(wire: str, body: dict[str, Any]) -> str:
+    """The answer's text in a non-streaming response of `wire`."""
+    if wire == "anthropic":
+        return "".join(b.get("text", "") for b in body.get("content") or []
+                       if isinstance(b, dict) and b.get("type") == "text")
+    if wire == "openai-chat":
+        choices = body.get("choices") or [{}]
+        return str(((choices[0] or {}).get("message") or {}).get("content") or "")
+    if wire == "openai-responses":
+        return "".join(c.get("text", "") for item in body.get("output") or []
+                       if isinstance(item, dict) for c in item.get("content") or []
+                       if isinstance(c, dict) and c.get("type") == "output_text")
+    cands = body.get("candidates") or [{}]
+    return "".join(p.get("text", "") for p in ((cands[0] or {}).get("content") or {})
+                   .get("parts") or [] if isinstance(p, dict) and not p.get("thought"))
+
+
+def _error(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+        err = data.get("error", data)
+        return str(err.get("message") if isinstance(err, dict) else err)
+    except (ValueError, AttributeError):
+        return body[:300].decode("utf-8", "replace")
+
+
+class AnalysisGateway:
+    """A started gateway: `ask` sends one question through it (RunError on any refusal)."""
+
+    def __init__(self, folder: Path, config: dict[str, Any]):
+        self.folder = folder
+        self.config = config
+        self.wire = config.get("agent_wire") or WIRE_ORDER[0]
+        self.model = config["model"]
+        self.totals: dict[str, Any] = {}
+
+    def ask(self, system: str, user: str, max_tokens: int = 4000,
+            timeout: float = 900.0) -> str:
+        path, body = _request(self.wire, self.model, system, user, max_tokens)
+        key = read_key(self.folder)
+        conn = _UnixHTTPConnection(str(self.config["socket"]), timeout)
+        try:
+            conn.request("POST", path, body=json.dumps(body).encode(),
+                         headers={"Content-Type": "application/json", "x-api-key": key,
+                                  "authorization": f"Bearer {key}",
+                                  "anthropic-version": "2023-06-01"})
+            resp = conn.getresponse()
+            raw = resp.read()
+        except OSError as exc:
+            raise RunError(f"the analysis driver gateway does not answer: {exc}") from None
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise RunError(f"the driver model refused the call (HTTP {resp.status}): "
+                           f"{_error(raw)}")
+        try:
+            return _text(self.wire, json.loads(raw))
+        except (ValueError, AttributeError) as exc:
+            raise RunError(f"the driver model's answer is not {self.wire} JSON: {exc}") from None
+
+
+@contextmanager
+def analysis_gateway(folder: str | Path, driver: str, budget: dict | None = None
+                     ) -> Iterator[AnalysisGateway]:
+    """Prepare and start a gateway in `folder` for `driver` (provider/model or scripted:NAME)
+    with `budget` ({driver_tokens, driver_cost_usd, driver_calls}); stopped on exit, its totals
+    in `.totals`."""
+    folder = Path(folder).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    agent = {"driver": {"wires": WIRE_ORDER, "default": SCRIPTED_MODEL}}
+    prepare_gateway(RunPaths(folder), driver, agent, budget)
+    proc = DriverGatewayProcess(folder)
+    proc.start()
+    from .config import read_config
+    gw = AnalysisGateway(folder, read_config(folder))
+    try:
+        yield gw
+    finally:
+        proc.stop()
+        gw.totals = read_totals(folder)

@@ -1,0 +1,69 @@
+"""`a2c report RUN --narrate --driver D`: the case study through a metered gateway, every claim
+checked against the record, outputs beside the report, the signed record untouched."""
+
+from __future__ import annotations
+
+import json
+
+from narrate_helpers import evidence, narrative, write_script
+
+from a2c.cli import main
+
+
+def _narrate(run, script, *extra):
+    return main(["report", str(run), "--narrate", "--driver", f"scripted:{script}", *extra])
+
+
+def test_narrative_all_claims_verified(fixture_run, tmp_path, capsys):
+    script = write_script(tmp_path, "narr-ok", narrative(evidence(fixture_run)))
+    assert _narrate(fixture_run, script, "--driver-tokens", "100000") == 0
+    out = fixture_run / "analysis"
+    doc = json.loads((out / "narrative.json").read_text())
+    assert doc["checked"] == {"claims": 3, "verified": 3, "unverifiable": 0}
+    assert doc["model"] == "claude-sonnet-4-5" and doc["driver"].startswith("scripted:")
+    assert doc["usage"]["calls"] == 1 and doc["usage"]["tokens"] == 300
+    assert doc["usage"]["cost_usd"] > 0
+    # the call is recorded in the analysis's own gateway folder, not in the run's events
+    calls = fixture_run / doc["gateway_record"]
+    assert '"driver_call"' in (calls / "events.jsonl").read_text()
+    assert "driver_call" not in (fixture_run / "events.jsonl").read_text()
+    md = (out / "narrative.md").read_text()
+    assert "## Case study" in md and "### Strategy" in md and "**verified**" in md
+    assert "Case study" in (out / "narrative.html").read_text()
+    report = (fixture_run / "report" / "report.html").read_text()
+    assert 'id="narrative"' in report and "3 of 3 claims verified" in report
+    assert "## Case study" in (fixture_run / "report" / "report.md").read_text()
+    assert main(["verify", str(fixture_run)]) == 0          # the sealed record is unchanged
+
+
+def test_false_citation_is_flagged(fixture_run, tmp_path, capsys):
+    script = write_script(tmp_path, "narr-false", narrative(evidence(fixture_run), false=True))
+    assert _narrate(fixture_run, script) == 0
+    doc = json.loads((fixture_run / "analysis" / "narrative.json").read_text())
+    assert doc["checked"]["unverifiable"] == 1
+    bad = doc["sections"]["failure_modes"][0]
+    assert bad["status"] == "unverifiable"
+    assert "no event" in bad["why"] and "quote is not in" in bad["why"]
+    assert "1 unverifiable" in capsys.readouterr().err
+    html = (fixture_run / "report" / "report.html").read_text()
+    assert "unverifiable" in html and "quote is not in what it cites" in html
+
+
+def test_budget_is_enforced_and_nothing_half_written(fixture_run, tmp_path, capsys):
+    script = write_script(tmp_path, "narr-budget", narrative(evidence(fixture_run)))
+    assert _narrate(fixture_run, script, "--driver-tokens", "50") != 0
+    err = capsys.readouterr().err
+    assert "budget" in err.lower(), err
+    assert not (fixture_run / "analysis" / "narrative.json").exists()
+    assert not (fixture_run / "report" / "report.html").exists()
+
+
+def test_bad_answers_are_clear_errors(fixture_run, tmp_path, capsys):
+    script = tmp_path / "narr-prose.yaml"
+    script.write_text("apiVersion: a2c/v1\nkind: DriverScript\nid: narr-prose\n"
+                      "side: {text: 'I think it went well.'}\nturns: [{say: done}]\n")
+    assert _narrate(fixture_run, script) != 0
+    assert "holds no JSON object" in capsys.readouterr().err
+    assert main(["report", str(fixture_run), "--narrate"]) != 0
+    assert "--narrate needs --driver" in capsys.readouterr().err
+    assert not (fixture_run / "analysis" / "narrative.json").exists()
