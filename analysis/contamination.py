@@ -49,6 +49,11 @@ N = 8                   # tokens per n-gram
 ITEM_SHARE = 0.5        # share of an item's distinctive grams one text must hold
 RUN_THRESHOLD = 0.01    # matched share of held-out + final items that flags a run
 MAX_TEXT_BYTES = 4_000_000
+MAX_DISK_FILE = 64_000_000      # a data file left on disk (jsonl, csv, arrow) read up to this
+MAX_DISK_TOTAL = 512_000_000    # ... and this much over all of them
+SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "site-packages", ".triton",
+             "hf_cache", ".cache"}
+RAW_SUFFIXES = (".arrow",)      # binary containers whose strings are stored raw: read anyway
 MAX_WHERE = 3           # locations kept per matched item
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".npy", ".npz",
                    ".h5", ".msgpack", ".onnx", ".pkl")
@@ -166,10 +171,39 @@ def agent_split_texts(paths: RunPaths) -> Iterator[str]:
                     yield value
 
 
-def _decode(raw: bytes) -> str | None:
-    if len(raw) > MAX_TEXT_BYTES or b"\0" in raw[:8192]:
+def _decode(raw: bytes, limit: int = MAX_TEXT_BYTES, raw_ok: bool = False) -> str | None:
+    if len(raw) > limit or (b"\0" in raw[:8192] and not raw_ok):
         return None
     return raw.decode("utf-8", "replace")
+
+
+def disk_texts(paths: RunPaths, stats: dict[str, int]
+               ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
+    """(mtime, where, text) of the files left on disk that snapshots never take — the data files
+    (*.jsonl, *.csv, ... are excluded from snapshots by rule: runtime/snapshots.py) — in the final
+    workspace (output/ aside) and the agent's /tmp and HOME."""
+    budget = MAX_DISK_TOTAL
+    for kind, top in (("workspace", paths.workspace), ("outside:tmp", paths.agent_tmp),
+                      ("outside:home", paths.agent_home)):
+        if not top.is_dir():
+            continue
+        for file in sorted(top.rglob("*")):
+            rel = file.relative_to(top)
+            if (kind == "workspace" and rel.parts[0] == "output") or SKIP_DIRS & set(rel.parts) \
+                    or file.is_symlink() or not file.is_file():
+                continue
+            suffix = file.suffix.lower()
+            size = file.stat().st_size
+            if suffix in WEIGHT_SUFFIXES or size > min(MAX_DISK_FILE, budget):
+                stats["disk_skipped"] += int(suffix not in WEIGHT_SUFFIXES)
+                continue
+            text = _decode(file.read_bytes(), MAX_DISK_FILE, suffix in RAW_SUFFIXES)
+            if text is None:
+                continue
+            budget -= size
+            stats["disk_files"] += 1
+            yield file.stat().st_mtime, {"kind": kind.split(":")[0], "path": (
+                f"{kind.split(':')[1]}/" if ":" in kind else "") + rel.as_posix()}, text
 
 
 def snapshot_texts(repo: SnapshotRepo, snapshots: list[dict[str, Any]], stats: dict[str, int]
@@ -268,7 +302,7 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
     index = ItemIndex.build([(str(it.get("id")), item_texts(it))
                              for rows in items.values() for it in rows], agent_split_texts(paths))
     stats = {"scanned": 0, "skipped": 0, "submission_files": 0, "trajectory": 0,
-             "trajectory_steps": 0}
+             "trajectory_steps": 0, "disk_files": 0, "disk_skipped": 0}
     hits: list[_Hit] = []
     repo = SnapshotRepo(paths.snapshots)
     try:
@@ -279,6 +313,9 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
     finally:
         repo.close()
     if index.table:
+        for when, where, text in disk_texts(paths, stats):
+            if found := index.match(text):
+                hits.append(_Hit(when, where, found))
         for when, where, text in trajectory_texts(record.root, stats):
             if found := index.match(text):
                 hits.append(_Hit(when, where, found))
@@ -296,8 +333,9 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
         submissions.append({"id": sub.id, **_summary(mine, splits, total),
                             "files_pruned": sub.id in pruned})
     run = _summary(hits, splits, total)
-    flagged = any(s["count"] and s["share"] >= RUN_THRESHOLD for s in submissions) or (
-        not submissions and run["count"] > 0 and run["share"] >= RUN_THRESHOLD)
+    # The run, not only its submissions: a file's time on disk is its last write, which the agent
+    # controls, so what it left anywhere counts against the run.
+    flagged = run["count"] > 0 and run["share"] >= RUN_THRESHOLD
     return {
         "method": {"n": N, "item_share": ITEM_SHARE, "run_threshold": RUN_THRESHOLD,
                    "normalisation": "NFKC, lowercase, punctuation to spaces, whitespace collapsed",
@@ -310,6 +348,7 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
                     "trajectory": bool(stats["trajectory"]),
                     "trajectory_steps": stats["trajectory_steps"],
                     "submission_files": stats["submission_files"],
+                    "disk_files": stats["disk_files"], "disk_skipped": stats["disk_skipped"],
                     "submissions_pruned": pruned},
         "available": total > 0,
         "flagged": bool(flagged),

@@ -162,3 +162,49 @@ def test_run_threshold_edge(tmp_path, maker, share, flagged, monkeypatch):
     monkeypatch.setattr(cc, "RUN_THRESHOLD", 0.01 if share == 2 else 0.015)
     section = cc.check_run(run)
     assert section["run"]["count"] == 1 and section["flagged"] is flagged
+
+
+# ------------------------------------------------------------------ a real run, a planted agent
+PLANTING_AGENT = r"""
+set -eu
+cd "$A2C_WORKSPACE"
+python3 - <<'PY'
+import json
+# The driver's "memory" of the test set (written here by the test, see below) becomes SFT data.
+lines = [l for l in open("recall.txt").read().splitlines() if l.strip()]
+with open("sft_extra.jsonl", "w") as f:
+    for line in lines:
+        f.write(json.dumps({"messages": [{"role": "user", "content": line}]}) + "\n")
+PY
+rm -f recall.txt
+exec python3 -m a2c.runtime.agents.copy
+"""
+
+
+@pytest.mark.slow
+def test_planted_agent_is_flagged_end_to_end(tmp_path):
+    """A real tiny run whose agent writes held-out-like items into its SFT data and submits: the
+    agent cannot read the held-out file, so the test hands it the run's actual held-out prompts
+    through its workspace after prepare (the stand-in for a driver that memorised the test set)."""
+    from scripted_agents import make_agent
+
+    from a2c.runtime import run as run_mod
+
+    agent = make_agent(tmp_path, "planter", PLANTING_AGENT)
+    opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="60s",
+                              runs_dir=tmp_path / "runs", snapshot_every_s=1)
+    ctx = run_mod.prepare(opts, report=lambda _: None)
+    held = [json.loads(line) for line in
+            (ctx.run_dir / "grader" / "heldout.jsonl").read_text().splitlines()]
+    (ctx.run_dir / "workspace" / "recall.txt").write_text(
+        "\n".join(it["prompt"] for it in held[:20]) + "\n")
+    summary = run_mod.execute(ctx, report=lambda _: None)
+    assert summary["status"] != "no_submission", summary
+    report = build_report(ctx.run_dir)
+    section = report["contamination"]
+    assert section["flagged"], section
+    ids = {m["id"] for m in section["run"]["matched"]}
+    assert {it["id"] for it in held[:20]} <= ids
+    paths = {w.get("path") for m in section["run"]["matched"] for w in m["where"]}
+    assert "sft_extra.jsonl" in paths
+    assert section["submissions"][0]["count"] >= 20
