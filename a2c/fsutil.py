@@ -1,6 +1,7 @@
 """Filesystem steps shared by everything that publishes a file or a folder: the one atomic
 writer (JSON, text, bytes; fsync before rename; explicit mode), the durable append a journal
-needs, the tail of a log for error messages, folder swaps and the builders' lock.
+needs, the tail of a log for error messages, folder swaps, the builders' lock, and `KeyFile`: how
+a secret's own file is read (private, or refused) and created (whole, once).
 
 A folder is built beside its destination and swapped in with renames, so a reader sees either
 the old folder or the complete new one, never a half-written one; builders that may race (two
@@ -15,12 +16,15 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.errors import A2CError
 
 
 @contextlib.contextmanager
@@ -126,3 +130,74 @@ def staged_dir(dest: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+class KeyFileError(A2CError):
+    """A key file that cannot be trusted (not a regular file, readable by others) or read."""
+
+
+@dataclass(frozen=True)
+class KeyFile:
+    """A secret kept in one file of its own (a data key, a signing key, a token): the one way such
+    a file is read and created, so every key gets the same checks.
+
+    `read()` refuses a file that is not regular or that others may read or write (mode 0600 or
+    stricter; a symlink is followed unless `nofollow`, and the mode checked is the file's own, so
+    a mounted Secret works). `create(data)` writes the file whole or not at all: O_EXCL 0600
+    under a private name, fsync'ed, then hard-linked into place, so two processes creating the
+    same key at once agree on one (the loser's data is dropped, `False`). Its folder is made
+    0700. `what` names the key in errors ("the data key").
+    """
+
+    path: Path
+    what: str = "key"
+    nofollow: bool = False
+
+    def exists(self) -> bool:
+        return os.path.lexists(self.path)
+
+    def read(self) -> bytes:
+        flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW if self.nofollow else 0)
+        try:
+            fd = os.open(self.path, flags)
+        except OSError as exc:
+            raise KeyFileError(f"{self.path}: cannot read {self.what}: {exc}") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise KeyFileError(f"{self.path}: {self.what} is not a regular file")
+            if st.st_mode & 0o077:
+                raise KeyFileError(f"{self.path}: {self.what} is readable or writable by others "
+                                   f"(mode {st.st_mode & 0o777:o}); chmod 600 it")
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def create(self, data: bytes) -> bool:
+        """Create the file with `data`; False (and nothing written) when it exists already."""
+        path = Path(self.path)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(tmp, path)          # atomic, and fails if another writer won
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def read_or_create(self, make: Callable[[], bytes]) -> bytes:
+        """The key, created from `make()` first when there is none."""
+        if not self.exists():
+            self.create(make())
+        return self.read()

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from a2c.canonical import canonical_json
+from a2c.fsutil import KeyFile
 from a2c.paths import cache_dir
 
 KEY_BYTES = 32
@@ -30,27 +31,14 @@ def key_path() -> Path:
 
 
 def installation_key(path: Path | None = None) -> bytes:
-    """The per-installation data key, created (0600, atomically) on first use."""
-    path = Path(path) if path is not None else key_path()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not path.exists():
-        # written whole under a private name, then linked in: no reader sees a partial key
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with open(fd, "wb") as f:
-            f.write(os.urandom(KEY_BYTES))
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with open(fd, "rb") as f:
-        key = f.read()
+    """The per-installation data key, created (0600 in a 0700 folder, whole) on first use; a key
+    file others may read is refused (`KeyFile`)."""
+    key = KeyFile(Path(path) if path is not None else key_path(), "the data key",
+                  nofollow=True).read_or_create(lambda: os.urandom(KEY_BYTES))
     if len(key) < KEY_BYTES:
-        raise OSError(f"{path}: data key is {len(key)} bytes, expected {KEY_BYTES}; remove it "
-                      "to create a new one (held-out items of generated tasks will change)")
+        raise OSError(f"{path or key_path()}: data key is {len(key)} bytes, expected {KEY_BYTES}; "
+                      "remove it to create a new one (held-out items of generated tasks will "
+                      "change)")
     return key
 
 
