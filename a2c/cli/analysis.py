@@ -25,6 +25,9 @@ def _verify(args: argparse.Namespace) -> int:
         if legacy is None:
             raise A2CError(f"{args.key_file}: no such key file")
         keys.append(legacy)
+    if (Path(args.run_dir) / "export.json").is_file():   # an unpacked `a2c export --public`
+        from a2c.analysis.export import verify_exported
+        verify_run = verify_exported  # noqa: N806 - withheld files named, the rest checked
     result = verify_run(Path(args.run_dir), key=keys, allow_unauthenticated=args.no_key)
     for check in result.checks:
         print(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")

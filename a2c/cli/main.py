@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "a2c.cli.images",    # images (the docker backend)
     "a2c.cli.data",      # data
     "a2c.cli.analysis",  # verify, report, leaderboard
+    "a2c.cli.export",    # export --public
     "a2c.cli.review",    # review
     "a2c.cli.sweep",     # sweep
     "a2c.cli.view",      # view
