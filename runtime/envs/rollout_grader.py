@@ -29,6 +29,7 @@ from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import env_factory, score_key
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
+from a2c.settings import get as setting
 
 VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printable ASCII
                 # 3: prefix cache between steps (options.prefix_cache_mb)
@@ -36,8 +37,8 @@ VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printab
 
 def env_data_root(env_cfg: dict) -> Path:
     """The folder record paths are relative to (see the module docstring for the order)."""
-    for cand in (env_cfg.get("data_root"), os.environ.get("A2C_ENV_DATA_ROOT"),
-                 os.path.dirname(os.environ.get("A2C_HELDOUT", "")) or None):
+    for cand in (env_cfg.get("data_root"), setting("A2C_ENV_DATA_ROOT"),
+                 os.path.dirname(setting("A2C_HELDOUT") or "") or None):
         if cand:
             return Path(cand)
     return Path.cwd()

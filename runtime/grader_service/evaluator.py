@@ -24,6 +24,7 @@ from typing import Any
 
 from a2c.contracts.service_config import EVALUATOR_MODULE
 from a2c.fsutil import read_tail
+from a2c.settings import get as setting
 
 PASS_VAR = "A2C_EVAL_PASS_ENV"
 EVAL_ENV_NAMES = frozenset({
@@ -60,7 +61,7 @@ def evaluator_env(home: Path, environ: dict[str, str] | None = None) -> dict[str
     """The built-in evaluator's environment: the allowlist above, HOME private to it."""
     environ = dict(os.environ if environ is None else environ)
     names = set(EVAL_ENV_NAMES)
-    names |= {n.strip() for n in environ.get(PASS_VAR, "").split(",") if n.strip()}
+    names |= set(setting(PASS_VAR, environ) or ())
     key_var = _judge_key_var(environ)
     if key_var:
         names.add(key_var)

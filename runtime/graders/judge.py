@@ -35,6 +35,7 @@ from a2c.runtime.graders.judge_config import JudgeConfig, JudgeConfigError, load
 from a2c.runtime.graders.judge_prompts import JUDGE_TEMPLATES, PROMPT_VERSION
 from a2c.runtime.graders.judge_verdict import parse_verdict
 from a2c.runtime.graders.lc import length_controlled_winrate
+from a2c.settings import get as setting
 
 __all__ = ["JudgeClient", "JudgeConfig", "JudgeConfigError", "Judgment", "PairwiseJudgeGrader",
            "load_judge_config", "parse_verdict"]
@@ -82,7 +83,7 @@ class PairwiseJudgeGrader(Grader):
             cache = None
             if self.use_cache:
                 env = os.environ if self.env is None else self.env
-                root = self.params.get("cache_dir") or env.get("A2C_JUDGE_CACHE")
+                root = self.params.get("cache_dir") or setting("A2C_JUDGE_CACHE", env)
                 if root:
                     cache = Path(root)
                 else:
