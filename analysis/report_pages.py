@@ -15,12 +15,12 @@ def render_markdown(report: dict[str, Any], svg_name: str | None = "score_over_t
                     analysis: dict[str, Any] | None = None) -> str:
     """`analysis`: the layer outside the signed record (narrate.read_layer), shown last."""
     return environment().get_template("report.md.j2").render(
-        r=report, svg_name=svg_name, a=_layer(analysis), titles=TITLES)
+        r=report, svg_name=svg_name, analysis_layer=_layer(analysis), titles=TITLES)
 
 
 def render_html(report: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
     return environment().get_template("report.html.j2").render(
-        r=report, plot_svg=render_svg(report, standalone=False), a=_layer(analysis),
+        r=report, plot_svg=render_svg(report, standalone=False), analysis_layer=_layer(analysis),
         titles=TITLES)
 
 

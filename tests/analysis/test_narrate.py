@@ -67,3 +67,26 @@ def test_bad_answers_are_clear_errors(fixture_run, tmp_path, capsys):
     assert main(["report", str(fixture_run), "--narrate"]) != 0
     assert "--narrate needs --driver" in capsys.readouterr().err
     assert not (fixture_run / "analysis" / "narrative.json").exists()
+
+
+def test_run_with_driver_steps(maker, tmp_path, capsys):
+    """A run with a driver record: its steps are in the digest, and the report renders both
+    the driver section and the case study (their template variables do not collide)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
+    import driver_record as dr
+
+    from a2c.analysis.citations import Evidence
+    from a2c.analysis.digest import build_digest
+    from a2c.analysis.report import build_report
+
+    run = dr.add_to_run(maker.make_run(tmp_path / "run"), maker, "claude-code", stream=True)
+    ev = Evidence(run)
+    digest = build_digest(ev, build_report(run))
+    ev.close()
+    assert "## AGENT STEPS\nstep 1" in digest and "driver_call" not in digest
+    script = write_script(tmp_path, "narr-driven", narrative(evidence(run), false=True))
+    assert _narrate(run, script) == 0
+    html = (run / "report" / "report.html").read_text()
+    assert 'id="driver"' in html and 'id="narrative"' in html and "3 of 4 claims" in html
