@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ("a2c", "compiler", "runtime", "analysis", "templates", "scripts", "benchmarks",
           "noxfile.py")
 USES = SOURCE + ("specs",)          # a spec may expand an operator variable ($A2C_DATA_HOME)
+# literals in tests/ that are data, not variables: a training-script fixture's constant, a planted
+# secret, this file's undeclared example
+NOT_VARIABLES = {"A2C_LR", "A2C_SECRET_TEST", "A2C_NOT_A_THING"}
 NAME = re.compile(r"(?<![A-Za-z0-9_])A2C_[A-Z0-9_]+")
 SUFFIXES = {".py", ".j2", ".sh", ".json", ".yaml", ".yml", ".md", ".txt", ".toml", ""}
 
@@ -46,7 +49,7 @@ def _names(roots) -> dict[str, set[str]]:
 def _declared(name: str) -> bool:
     if name.endswith("_"):              # a prefix the code builds names from (A2C_DRIVER_{x}_…)
         return any(s.literal.startswith(name) or s.name.startswith(name)
-                   for s in settings.SETTINGS)
+                   or (s.is_pattern and name.startswith(s.literal)) for s in settings.SETTINGS)
     try:
         settings.lookup(name)
     except KeyError:
@@ -65,13 +68,20 @@ def test_every_name_in_the_source_is_declared():
     assert not missing, f"declare these in a2c/settings.py: {missing}"
 
 
+def test_every_variable_the_tests_read_is_declared():
+    missing = {name: sorted(files) for name, files in _names(("tests",)).items()
+               if name not in NOT_VARIABLES and not _declared(name)}
+    assert not missing, f"declare these test switches in a2c/settings.py: {missing}"
+
+
 def test_no_declared_name_is_stale():
-    used = _names(USES)
-    text = "\n".join(used)
+    # a test switch may live in tests/ only; anything else must be used by the project itself
+    in_project, in_tests = _names(USES), _names(("tests",))
 
     def in_use(s: settings.Setting) -> bool:
+        used = {**in_project, **in_tests} if s.audience == settings.Audience.TEST else in_project
         if s.is_pattern:
-            return any(s.regex().match(name) for name in used) or s.literal in text
+            return any(s.regex().match(name) for name in used) or s.literal in used
         return s.name in used or bool(s.family and s.family in used)
 
     stale = [s.name for s in settings.SETTINGS if not in_use(s)]
