@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .attribution import _shipped_workspace
 from .citations import Evidence, event_text, submission_text
 from .snapshots import diff_trees
 
 SKIP_EVENTS = {"driver_call"}        # one per model call: the steps part says what they did
 MAX_CHARS = 60_000
+OUTSIDE = ".a2c-outside/"
 LINE = 220
 
 
@@ -45,21 +47,35 @@ def _header(report: dict[str, Any]) -> list[str]:
             f"failure counts: {json.dumps(report.get('failure_counts'))}"]
 
 
+def _inside(files: dict[str, str]) -> dict[str, str]:
+    return {p: b for p, b in files.items() if not p.startswith(OUTSIDE)}
+
+
 def _code(ev: Evidence) -> list[str]:
     out: list[str] = []
     repo, prev = ev.repo, {}
     if not repo.available:
         return ["(no code snapshots)"]
+    shipped = _shipped_workspace(ev.root / "bundle" / "workspace")
     for snap in ev.record.snapshots:
         files = repo.files(snap["commit"])
         if snap.get("submission_id") is None and snap is not ev.record.snapshots[-1]:
             continue
-        diff = diff_trees(repo, prev, files, excerpt_lines=16)
+        # the workspace's own files with a short diff; what the agent left outside it
+        # (.a2c-outside/: its HOME and /tmp, scaffold state mostly) by name only
+        ws_prev, ws_now = _inside(prev), _inside(files)
+        diff = diff_trees(repo, ws_prev, ws_now, excerpt_lines=40,
+                          old_text=None if prev else shipped)
+        outside = diff_trees(repo, {p: b for p, b in prev.items() if p not in ws_prev},
+                             {p: b for p, b in files.items() if p not in ws_now}, 0)
         what = f"submission {snap['submission_id']}" if snap.get("submission_id") else \
             snap.get("reason")
         out.append(f"snapshot {snap['commit'][:12]} ({what}): {len(files)} files; changed: "
                    + (", ".join(f"{c.path} ({c.status} +{c.added}/-{c.removed})"
                                 for c in diff.files[:12]) or "nothing"))
+        if outside.files:
+            out.append("  outside the workspace: " + _clip(", ".join(
+                f"{c.path} ({c.status})" for c in outside.files), 600))
         out += ["    " + _clip(x, 160) for x in diff.excerpt]
         prev = files
     return out

@@ -22,9 +22,10 @@ def evidence(run: Path) -> dict:
     commands = (run / "logs" / "commands.log").read_text().splitlines()
     snap = record.snapshots[-1]["commit"]
     git = ["git", f"--git-dir={run / 'snapshots.git'}"]
-    path = next(p for p in subprocess.run(git + ["ls-tree", "-r", "--name-only", snap],
-                                          capture_output=True, text=True, check=True
-                                          ).stdout.splitlines() if p.endswith((".py", ".sh")))
+    names = subprocess.run(git + ["ls-tree", "-r", "--name-only", snap], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    code = [p for p in names if p.endswith((".py", ".sh")) and not p.startswith(".a2c-")]
+    path = next((p for p in code if p.startswith("train")), code[0])   # the agent's own code
     text = subprocess.run(git + ["show", f"{snap}:{path}"], capture_output=True, text=True,
                           check=True).stdout
     line = next(x.strip() for x in text.splitlines() if len(x.strip()) > 8)
