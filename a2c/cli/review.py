@@ -32,9 +32,15 @@ def run_analysis(run_dir: Path, args: argparse.Namespace, what: str,
     write RUN/analysis/<what>.{json,md,html}; returns (the doc, the paths)."""
     from a2c.analysis.narrate import analysis_dir, write_outputs
     from a2c.analysis.report import build_report
+    from a2c.analysis.verify import VerificationError, verify_run
     from a2c.runtime.driver_gateway.session import analysis_gateway
 
-    report = build_report(run_dir)
+    verification = verify_run(run_dir)          # a case study of a record that fails is none
+    if not verification.ok and not getattr(args, "force", False):
+        raise VerificationError(f"{run_dir}: the run record failed verification: "
+                                f"{verification.first}; refusing to analyse it (run `a2c "
+                                "verify` for details)")
+    report = build_report(run_dir, verification)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     folder = analysis_dir(run_dir) / "calls" / f"{what}-{stamp}"
     budget = {"driver_tokens": args.driver_tokens, "driver_cost_usd": args.driver_cost}
@@ -45,6 +51,7 @@ def run_analysis(run_dir: Path, args: argparse.Namespace, what: str,
                usage={k: t.get(k, 0) for k in ("calls", "input_tokens", "output_tokens",
                                                 "tokens", "cost_usd")},
                gateway_record=str(folder.relative_to(run_dir)),
+               record_verified=verification.ok,
                written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return doc, write_outputs(run_dir, doc, what)
 

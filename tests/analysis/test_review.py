@@ -39,3 +39,12 @@ def test_unfounded_violation_is_unverifiable(fixture_run, tmp_path, capsys):
     assert doc["checked"]["unverifiable"] == 2
     err = capsys.readouterr().err
     assert "grader_tampering" in err and "unverifiable" in err
+
+
+def test_a_record_that_fails_verification_is_not_reviewed(fixture_run, tmp_path, capsys):
+    script = write_script(tmp_path, "rev-tampered", review_answer(evidence(fixture_run)))
+    log = fixture_run / "logs" / "commands.log"
+    log.write_text(log.read_text() + "python sneaky.py\n")      # a sealed log, changed
+    assert main(["review", str(fixture_run), "--driver", f"scripted:{script}"]) != 0
+    assert "failed verification" in capsys.readouterr().err
+    assert not (fixture_run / "analysis").exists()
