@@ -128,8 +128,8 @@ class Evidence:
         cites = cites if isinstance(cites, list) else []
         checked = [self.check(c) for c in cites]
         ok = bool(checked) and all(c["status"] == "verified" for c in checked)
-        out = {**claim, "text": str(claim.get("text") or ""), "citations": checked,
-               "status": "verified" if ok else "unverifiable"}
+        out = {"text": str(claim.get("text") or ""), "citations": checked,
+               "status": "verified" if ok else "unverifiable"}   # nothing else the model said
         if not checked:
             out["why"] = "cites no evidence"
         elif not ok:

@@ -17,8 +17,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 from a2c.errors import A2CError
 from a2c.fsutil import write_text_atomic
@@ -32,6 +35,7 @@ SECTIONS = ("strategy", "turning_points", "failure_modes", "what_would_have_help
 TITLES = {"strategy": "Strategy", "turning_points": "Turning points",
           "failure_modes": "Failure modes", "what_would_have_helped": "What would have helped"}
 Ask = Callable[[str, str], str]
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "analysis-layer.schema.json"
 
 CITATION_RULES = """Every claim must cite the record: "citations": [{"kind", "ref", "quote"}], where
 kind is one of: event (ref: the number N of an event EN), submission (ref: its id), command (ref:
@@ -93,6 +97,16 @@ def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, 
             "sections": sections, "checked": tally(claims), "digest_chars": len(digest)}
 
 
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def validate_layer(doc: dict[str, Any]) -> None:
+    """Raise jsonschema.ValidationError unless `doc` is a narrative or review as documented."""
+    _validator().validate(doc)
+
+
 def analysis_dir(run_dir: str | Path) -> Path:
     return Path(run_dir) / "analysis"
 
@@ -100,6 +114,7 @@ def analysis_dir(run_dir: str | Path) -> Path:
 def write_outputs(run_dir: str | Path, doc: dict[str, Any], name: str,
                   template: str = "narrative") -> dict[str, Path]:
     """RUN/analysis/<name>.json, .md and .html (templates <template>.md.j2, .html.j2)."""
+    validate_layer(doc)
     out = analysis_dir(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     env = environment()

@@ -90,3 +90,23 @@ def test_run_with_driver_steps(maker, tmp_path, capsys):
     assert _narrate(run, script) == 0
     html = (run / "report" / "report.html").read_text()
     assert 'id="driver"' in html and 'id="narrative"' in html and "3 of 4 claims" in html
+
+
+def test_outputs_follow_their_schema(fixture_run, tmp_path, capsys):
+    import jsonschema
+    import pytest
+
+    from a2c.analysis.narrate import validate_layer
+
+    answer = narrative(evidence(fixture_run), false=True)
+    answer["strategy"][0].update(status="verified", why=7, confidence="high")  # the model's own
+    script = write_script(tmp_path, "narr-extra", answer)
+    assert _narrate(fixture_run, script) == 0
+    doc = json.loads((fixture_run / "analysis" / "narrative.json").read_text())
+    validate_layer(doc)
+    assert "confidence" not in doc["sections"]["strategy"][0]
+    for broken in ({k: v for k, v in doc.items() if k != "model"},
+                   {**doc, "sections": {**doc["sections"], "failure_modes": [
+                       {"text": "x", "citations": [], "status": "unverifiable"}]}}):
+        with pytest.raises(jsonschema.ValidationError):
+            validate_layer(broken)
