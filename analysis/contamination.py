@@ -57,6 +57,7 @@ RAW_SUFFIXES = (".arrow",)      # binary containers whose strings are stored raw
 MAX_WHERE = 3           # locations kept per matched item
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".npy", ".npz",
                    ".h5", ".msgpack", ".onnx", ".pkl")
+PROMPT_KEYS = ("prompt", "question", "instruction", "input", "problem")   # the first one present
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
 
 
@@ -81,8 +82,8 @@ def grams(toks: list[str], lengths: Iterable[int]) -> set[int]:
 def item_texts(item: dict[str, Any]) -> list[str]:
     """The texts of one item that can identify it: its prompt, its answer when long enough."""
     texts = []
-    prompt = item.get("prompt") if item.get("prompt") is not None else item.get("question")
-    if isinstance(prompt, str) and prompt.strip():
+    prompt = next((item[k] for k in PROMPT_KEYS if isinstance(item.get(k), str)), None)
+    if prompt and prompt.strip():
         texts.append(prompt)
     answer = item.get("answer")
     if isinstance(answer, str) and len(tokens(answer)) >= N:

@@ -208,3 +208,17 @@ def test_planted_agent_is_flagged_end_to_end(tmp_path):
     paths = {w.get("path") for m in section["run"]["matched"] for w in m["where"]}
     assert "sft_extra.jsonl" in paths
     assert section["submissions"][0]["count"] >= 20
+
+
+def test_item_prompt_keys_and_items_without_text():
+    assert item_texts({"question": "Q?"}) == ["Q?"]
+    assert item_texts({"id": "game-3", "answer": "42"}) == []   # an environment item: nothing
+
+
+def test_view_marks_the_contaminated_run(fixture_run, maker):
+    from a2c.analysis.view import collect
+    items = _held(fixture_run)
+    _plant(fixture_run, "extra_sft.jsonl", "\n".join(it["prompt"] for it in items))
+    maker.reseal(fixture_run)
+    rows = collect(fixture_run.parent)["rows"]
+    assert [r["contaminated"] for r in rows] == [True]
