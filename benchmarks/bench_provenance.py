@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -53,11 +54,16 @@ def nudged_copy(model: Path, out: Path) -> Path:
     return out
 
 
-# (name, route, learning rate, steps): the reference agents' defaults (SFT 5e-5 x 2 stages of 25
-# steps, rl-only GRPO 2e-5 x 20 steps) and higher learning rates an agent might choose.
-FINE_TUNES = (("sft-ref", "sft", 5e-5, 50), ("sft-lr2e-4", "sft", 2e-4, 30),
-              ("sft-lr1e-3", "sft", 1e-3, 20), ("grpo-ref", "grpo", 2e-5, 20),
-              ("grpo-lr2e-4", "grpo", 2e-4, 10))
+# (name, route, learning rate, steps, batch): the reference agents' defaults (SFT lr 5e-5 in
+# stages of 25 steps; rl-only GRPO lr 2e-5 in stages of 20) and ten times their learning rates.
+# Adam's step per weight is about the learning rate whatever the batch, so small batches (a
+# 2-core machine) move the weights as far per step as the agents' batches of 8.
+FINE_TUNES = (("sft-ref", "sft", 5e-5, 25, 2), ("sft-lr5e-4", "sft", 5e-4, 15, 2),
+              ("grpo-ref", "grpo", 2e-5, 5, 4), ("grpo-lr2e-4", "grpo", 2e-4, 5, 4),
+              ("sft-lr2e-4-long", "sft", 2e-4, 60, 2),
+              ("sft-then-grpo", "sft+grpo", 2e-4, 5, 4))
+# "sft+grpo": the GRPO agent's free-mode route, a supervised warm-up (lr 5e-4, 15 steps, so that
+# the model writes the answer format and GRPO's rewards vary) then GRPO from it.
 
 
 def _agent_ctx(model: Path, work: Path):
@@ -68,16 +74,20 @@ def _agent_ctx(model: Path, work: Path):
                         meta={})
 
 
-def fine_tune(model: Path, out: Path, route: str, lr: float, steps: int, records: list[dict]
-              ) -> Path:
+def fine_tune(model: Path, out: Path, route: str, lr: float, steps: int, batch: int,
+              records: list[dict]) -> Path:
     """A real fine-tune with the reference agents' code, saved as they save it."""
     from a2c.runtime.agents import common, grpo, sft
 
     ctx = _agent_ctx(model, out.parent / f"{out.name}-work")
     net, tokenizer = common.load_model(model)
     if route == "sft":
-        net, _, _ = sft.train_sft(ctx, net, tokenizer, records, steps, 8, lr, 0, out.name)
+        net, _, _ = sft.train_sft(ctx, net, tokenizer, records, steps, batch, lr, 0, out.name)
     else:
+        if route == "sft+grpo":
+            net, _, _ = sft.train_sft(ctx, net, tokenizer, records, 15, 2, 5e-4, 0,
+                                      f"{out.name}-warm-up")
+        os.environ["A2C_REF_GRPO_BATCH"] = str(batch)   # the agent's own knob
         net, _, _ = grpo.train_grpo(ctx, net, tokenizer, records, steps, out.name, lr=lr)
     return common.save_model(net, tokenizer, out)
 
@@ -116,7 +126,7 @@ def attacks(model: Path, tmp: Path) -> dict[str, Path]:
     }
 
 
-def calibrate(model: Path, out_json: str | None) -> int:
+def calibrate(model: Path, out_json: str | None, only: set[str] | None = None) -> int:
     from a2c.runtime.grader_service.provenance import NOT_DERIVED_REL_CHANGE, check_provenance
     sys.path.insert(0, str(ROOT))
     from a2c.contracts.bundle import Bundle
@@ -127,11 +137,12 @@ def calibrate(model: Path, out_json: str | None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="a2c-calib-"))
     rows = []
     try:
-        subjects = [(name, "fine-tune", lambda n=name, r=route, lr=lr, st=steps:
-                     fine_tune(model, tmp / n, r, lr, st, records))
-                    for name, route, lr, steps in FINE_TUNES]
-        subjects += [(name, "attack", lambda p=path: p)
-                     for name, path in attacks(model, tmp).items()]
+        subjects = [] if only else [(name, "attack", lambda p=path: p)
+                                    for name, path in attacks(model, tmp).items()]
+        subjects += [(name, "fine-tune", lambda n=name, r=route, lr=lr, st=steps, b=batch:
+                      fine_tune(model, tmp / n, r, lr, st, b, records))
+                     for name, route, lr, steps, batch in FINE_TUNES
+                     if not only or name in only]
         for name, kind, make in subjects:
             started = time.perf_counter()
             folder = make()
@@ -149,9 +160,12 @@ def calibrate(model: Path, out_json: str | None) -> int:
                   f"not_derived={row['not_derived']}  [{made:.0f} s]", flush=True)
             if kind == "fine-tune":
                 shutil.rmtree(folder, ignore_errors=True)
+            if out_json:   # as it goes: a long calibration leaves its rows if stopped
+                Path(out_json).write_text(json.dumps({"rows": rows}, indent=2) + "\n")
         tunes = [r for r in rows if r["kind"] == "fine-tune"]
         figures = {"model": model.name, "threshold": NOT_DERIVED_REL_CHANGE,
-                   "max_fine_tune_change": max(r["max_relative_change"] for r in tunes),
+                   "max_fine_tune_change": max((r["max_relative_change"] for r in tunes),
+                                               default=None),
                    "false_positives": sum(bool(r["not_derived"]) for r in tunes),
                    "fine_tunes": len(tunes),
                    "attacks_flagged": sum(bool(r["not_derived"]) for r in rows
@@ -171,11 +185,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None)
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--only", default=None, help="--calibrate: these fine-tunes only "
+                        "(comma-separated names of FINE_TUNES), no attacks")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     if args.calibrate:
-        return calibrate(resolve_model(args.model or "smollm2"), args.json)
+        return calibrate(resolve_model(args.model or "smollm2"), args.json,
+                         set(args.only.split(",")) if args.only else None)
 
     from a2c.runtime.grader_service.evaluator import run_evaluation
     from a2c.runtime.grader_service.provenance import check_provenance
