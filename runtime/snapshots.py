@@ -48,11 +48,12 @@ EXCLUDED_DIRS = (
     ".git", "__pycache__", ".cache", ".pytest_cache", ".mypy_cache", ".ruff_cache",
     ".ipynb_checkpoints",
     "node_modules", ".venv", "venv", ".tox", ".nox", "wandb", "mlruns", "runs", "checkpoints",
-    "hf_cache", ".huggingface", ".triton", "site-packages",
+    "hf_cache", ".huggingface", ".triton", "site-packages", ".npm", "_cacache", ".nv",
 )
 # Top-level folders of the workspace never snapshotted (output/ holds the checkpoints).
 EXCLUDED_TOP = ("output", OUTSIDE_PREFIX)
 TEXT_PROBE = 8192           # outside files: a NUL byte in this many first bytes means binary
+MAX_OUTSIDE_FILES = 2_000   # per outside folder: past this many its walk stops (never the snapshot)
 # File name patterns never snapshotted: weights, data, archives, binaries.
 EXCLUDED_FILES = (
     "*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.ckpt", "*.onnx", "*.h5", "*.msgpack",
@@ -165,14 +166,18 @@ class Snapshotter:
             if not root.is_dir():
                 continue
             more, skipped = self._walk(root, f"{OUTSIDE_PREFIX}/{name}/", entries, deadline,
-                                       text_only=True)
+                                       text_only=True, limit=len(entries) + MAX_OUTSIDE_FILES)
             excluded += more
             if skipped:
                 return entries, excluded, skipped
         return entries, excluded, None
 
     def _walk(self, root: Path, prefix: str, entries: dict[str, tuple[str, bytes]],
-              deadline: float, text_only: bool) -> tuple[int, str | None]:
+              deadline: float, text_only: bool, limit: int | None = None
+              ) -> tuple[int, str | None]:
+        """Add `root`'s files to `entries` under `prefix`. An outside folder (`limit`) stops at
+        `limit` entries and never skips the snapshot: a huge HOME must not cost the workspace its
+        record (what it did not keep is a gap for the analysis if it ran)."""
         excluded = 0
         try:
             top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -197,11 +202,13 @@ class Snapshotter:
                     if self._excluded_name(name) or "\n" in rel:
                         excluded += 1
                         continue
+                    if limit is not None and len(entries) >= limit:
+                        return excluded + 1, None
                     if len(entries) >= self.max_files:
                         return excluded, f"more than {self.max_files} files to snapshot"
                     if time.monotonic() > deadline:
-                        return excluded, (f"reading the workspace took over "
-                                          f"{self.time_budget_s:g}s")
+                        return excluded, None if limit is not None else (
+                            f"reading the workspace took over {self.time_budget_s:g}s")
                     entry = self._read_entry(name, dfd)
                     if entry == "excluded" or (text_only and entry is not None and
                                                entry[0] != "link" and

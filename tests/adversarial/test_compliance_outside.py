@@ -243,3 +243,20 @@ def test_system_programs_are_no_gap_but_unknown_paths_are(tmp_path):
     assert [r["path"] for r in found.runs] == [
         "/dev/shm/x.py", f"/var/tmp/never-here-{os.getpid()}/run.sh"]
     assert len(found.gaps) == 2
+
+
+def test_a_huge_home_never_costs_the_workspace_its_snapshot(tmp_path, monkeypatch):
+    import a2c.runtime.snapshots as snapshots
+    monkeypatch.setattr(snapshots, "MAX_OUTSIDE_FILES", 20)
+    paths = RunPaths(tmp_path / "run")
+    paths.workspace.mkdir(parents=True)
+    (paths.workspace / "train.py").write_text(DECOY_GRPO)
+    (paths.agent_home / "junk").mkdir(parents=True)
+    for i in range(200):
+        (paths.agent_home / "junk" / f"f{i:03d}.txt").write_text("x")
+    snap = Snapshotter(paths.snapshots, paths.workspace, outside=outside_roots(paths),
+                       max_files=100)
+    info = snap.snapshot("periodic")
+    assert not info.get("skipped") and info["changed"]
+    files = snap.files_at(info["commit"])
+    assert "train.py" in files and 1 < len(files) <= 21
