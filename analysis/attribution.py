@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.outside import OUTSIDE_PREFIX
 from a2c.timefmt import iso_utc, parse_time
 
 from . import compliance
@@ -196,8 +197,12 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
                 how = "launched" if chosen else "none"
             # code run from outside the workspace (or inline) before it was submitted counts
             # whatever the workspace shows: the route is what ran, not what was left
-            chosen += [c for c in executed.code_until(received)
-                       if c.trains and c.path not in {k.path for k in chosen}]
+            # ... and so does training code kept from the agent's /tmp or HOME at this snapshot,
+            # seen run or not (the agent can write its command log)
+            for extra in executed.code_until(received) + [
+                    k for k in codes if k.path.startswith(OUTSIDE_PREFIX + "/")]:
+                if extra.trains and extra.path not in {k.path for k in chosen}:
+                    chosen.append(extra)
             gaps = executed.gaps_until(received)
             methods = sorted({m for c in chosen for m in c.methods})
             adapters = sorted({a for c in chosen for a in c.adapters})
