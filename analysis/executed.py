@@ -49,7 +49,7 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
 _VARIABLE = re.compile(r"\$\{?(HOME|TMPDIR|PWD|A2C_WORKSPACE|A2C_OUTPUT_DIR)\}?")
 _DYNAMIC = re.compile(r"\bexec\s*\(|\beval\s*\(|\bcompile\s*\(|base64|b64decode|\bcodecs\b|"
                       r"marshal|zlib|__import__|\brunpy\b|importlib|\bsubprocess\b|os\.system|"
-                      r"urllib|requests\.get")
+                      r"os\.exec|os\.spawn|\bpty\b")
 
 
 @dataclass
