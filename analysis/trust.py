@@ -124,6 +124,8 @@ def provenance(record: RunRecord) -> dict[str, Any]:
                      "same_tokenizer": prov.get("same_tokenizer"),
                      "changed_fraction": weights.get("changed_fraction"),
                      "median_relative_change": weights.get("median_relative_change"),
+                     "max_relative_change": weights.get("max_relative_change"),
+                     "max_group": weights.get("max_group"),
                      "reasons": list(prov.get("reasons") or [])})
     return {"rows": rows, "not_derived": [r["id"] for r in rows if r["not_derived"]]}
 
