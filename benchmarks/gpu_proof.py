@@ -331,7 +331,7 @@ def probe_checks(entry: dict, rehearse: bool) -> list[dict]:
     leaked = [f"nvidia{i}" for i in grader if f"nvidia{i}" in saw["gpu_nodes"]]
     out.append(check("agent sees none of the grader's nodes", not leaked,
                      {"grader_gpus": grader, "leaked": leaked}))
-    cvd = gpu_mod.visible_devices(tuple(agent))
+    cvd = gpu_mod.visible_devices(tuple(agent)) if agent else None   # unset without GPUs
     out.append(check("CUDA_VISIBLE_DEVICES names the agent's devices",
                      saw.get("cuda_visible_devices") == cvd,
                      {"saw": saw.get("cuda_visible_devices"), "expected": cvd}))
@@ -339,8 +339,9 @@ def probe_checks(entry: dict, rehearse: bool) -> list[dict]:
                      {"agent": agent, "grader": grader,
                       "grader_cuda_visible_devices": entry["grader"]["cuda_visible_devices"]}))
     torch_ = saw.get("torch") or {}
-    if rehearse:
-        out.append(check("CUDA unavailable inside, as expected on a CPU machine with fake nodes",
+    if rehearse or not agent:
+        why = "a CPU machine with fake nodes" if rehearse else "no GPU given (--gpus none)"
+        out.append(check(f"CUDA unavailable inside, as expected on {why}",
                          torch_.get("is_available") is False,
                          {k: torch_.get(k) for k in ("is_available", "device_count", "error")}))
     else:
@@ -355,7 +356,7 @@ def probe_checks(entry: dict, rehearse: bool) -> list[dict]:
 
 def summary_lines(report: dict) -> list[str]:
     """The report in a few readable lines."""
-    lines = [f"GPU proof ({'rehearsal: fake nodes, no GPU' if report['rehearse'] else 'GPU machine'}"
+    lines = [f"GPU proof ({'rehearsal: fake nodes, no GPU' if report['rehearse'] else 'real devices'}"
              f"), host GPUs {report['host']['gpus']}, backends {', '.join(report['backends'])}"]
     for row in report["runs"]:
         head = f"- {row['backend']}/{row['kind']} ({row.get('agent')})"

@@ -57,7 +57,8 @@ def test_the_probe_runs_and_parses(tmp_path):
     assert gpu_proof.parse_probe("") is None
 
 
-def _fake_run(root: Path, saw_nodes: list[str], cvd: str = "1") -> Path:
+def _fake_run(root: Path, saw_nodes: list[str], cvd: str | None = "1",
+              gpus: dict | None = None) -> Path:
     run_dir = root / "run"
     for name in ("workspace", "results", "logs"):
         (run_dir / name).mkdir(parents=True)
@@ -65,7 +66,8 @@ def _fake_run(root: Path, saw_nodes: list[str], cvd: str = "1") -> Path:
         "run_id": "arith-gpu-probe-x", "agent": "gpu-probe", "status": "no_submission",
         "isolation": "bubblewrap", "baseline_score": 0.0, "best_score": None,
         "valid_submissions": 0, "agent_exit": {"returncode": 0, "reason": "exited"},
-        "base_model": {"spec": {"builtin": "tiny"}}, "gpus": {"agent": ["1"], "grader": ["0"]}}))
+        "base_model": {"spec": {"builtin": "tiny"}},
+        "gpus": gpus if gpus is not None else {"agent": ["1"], "grader": ["0"]}}))
     events = [("run_started", "2026-01-01T00:00:00.000Z"),
               ("baseline_scored", "2026-01-01T00:00:02.000Z"),
               ("agent_started", "2026-01-01T00:00:03.500Z"),
@@ -127,3 +129,12 @@ def test_the_probe_agent_is_a_verified_bundle(tmp_path):
     agent = load_agent(folder)
     assert agent["id"] == gpu_proof.PROBE_ID
     assert gpu_proof.PROBE_PY.strip() in (folder / "launch.sh").read_text()
+
+
+def test_without_gpus_the_sandbox_shows_none_and_cuda_is_off(tmp_path):
+    """`--gpus none`: no node, CUDA_VISIBLE_DEVICES unset, CUDA unavailable: all as expected."""
+    entry = gpu_proof.describe_run(_fake_run(tmp_path, [], cvd=None,
+                                             gpus={"agent": [], "grader": []}))
+    checks = gpu_proof.probe_checks(entry, rehearse=False)
+    assert all(c["ok"] for c in checks), checks
+    assert any("no GPU given" in c["check"] for c in checks)
