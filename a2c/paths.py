@@ -47,6 +47,7 @@ def config_dir() -> Path:
 
 
 def record_key_file() -> Path:
-    """The operator's record key (HMAC of the event chain): $A2C_RECORD_KEY_FILE, else
-    config_dir()/record.key. It never enters a run directory, a bundle or a sandbox."""
+    """The legacy HMAC record key's place (records made before Ed25519 signing; read only with
+    `a2c verify --key-file`): $A2C_RECORD_KEY_FILE, else config_dir()/record.key. It never
+    enters a run directory, a bundle or a sandbox."""
     return get_path("A2C_RECORD_KEY_FILE") or config_dir() / "record.key"

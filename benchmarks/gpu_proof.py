@@ -554,16 +554,13 @@ def main(argv: list[str] | None = None) -> int:
                         got = [i for r in row["container_config"]["device_requests"]
                                for i in r.get("DeviceIDs") or []]
                         cvd = row["container_config"]["environment.CUDA_VISIBLE_DEVICES"]
-                        if cvd and not cvd.startswith("GPU-") and cvd != ",".join(
-                                str(i) for i in range(len(want))):
-                            # the runtime renumbers a container's GPUs from 0: host indices in
-                            # CUDA_VISIBLE_DEVICES name the wrong ones there; UUIDs (what a2c
-                            # uses where the driver publishes them) do not
-                            row["cuda_visible_devices_note"] = (
-                                f"CUDA_VISIBLE_DEVICES={cvd!r} holds host indices (fake nodes "
-                                "publish no UUID); inside a container the NVIDIA runtime numbers "
-                                "the granted GPUs from 0, so on a real driver a2c's UUIDs are "
-                                "what makes this value right; the GPU run's probe checks it")
+                        # the runtime numbers a container's GPUs from 0: host indices would
+                        # name other devices there; UUIDs name the same device everywhere
+                        report["checks"].append(check(
+                            "docker: CUDA_VISIBLE_DEVICES counts from 0 (or names UUIDs)",
+                            bool(cvd) and (cvd.startswith("GPU-") or cvd == ",".join(
+                                str(i) for i in range(len(want)))),
+                            {"cuda_visible_devices": cvd, "agent_gpus": want}))
                         report["checks"].append(check(
                             "docker: device_requests name exactly the agent's GPUs",
                             got == want and all(r.get("Driver") == "nvidia" for r in

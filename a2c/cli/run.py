@@ -230,7 +230,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   gpus=args.gpus, grader_gpus=args.grader_gpus,
                                   use_bwrap=False if args.no_bwrap else None)
-        from a2c.cli.doctor import preflight   # `a2c doctor`'s checks this run needs
+        from a2c.cli.doctor import preflight  # `a2c doctor`'s checks this run needs
         from a2c.runtime.preflight import run_checks
         preflight(run_checks(args.backend, False if args.no_bwrap else None), progress,
                   fatal=("docker engine",))

@@ -321,6 +321,15 @@ def load_trainable(path: Path):
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), tokenizer
 
 
+def write_history(ctx, history: list[dict]) -> None:
+    """The per-iteration log, replaced atomically: the loop may be killed at the deadline."""
+    path = ctx.workspace / "tmp" / "l3-rl-history.json"
+    path.parent.mkdir(exist_ok=True)
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(history, indent=1))
+    os.replace(part, path)
+
+
 def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     import torch
 
@@ -406,6 +415,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
                   "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
                   **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
         history.append(record)
+        write_history(ctx, history)      # each iteration: a deadline kill keeps what was done
         log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
             f"{rate:.1f}%, valid actions {valid:.0f}% (the model's own {100 * own_valid:.0f}%), "
             f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
@@ -434,8 +444,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
                                            f"(iteration {it})")
         if sid:
             submitted.append(sid)
-    (ctx.workspace / "tmp").mkdir(exist_ok=True)
-    (ctx.workspace / "tmp" / "l3-rl-history.json").write_text(json.dumps(history, indent=1))
+    write_history(ctx, history)
     policy.backend.close()
     for sid in submitted:
         common.wait_score(ctx, sid)

@@ -14,6 +14,7 @@ is stopped, and every process in it with its pid namespace.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from a2c.errors import RunError
@@ -115,6 +116,9 @@ class DockerBackend:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         if spec.command_log:
             spec.command_log.touch(exist_ok=True)
+        if spec.agent_tmp:   # made here, not by the engine's bind (root-owned, unwritable)
+            spec.agent_tmp.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(spec.agent_tmp, 0o700)
         if is_root():   # what the agent writes, as for the local backend
             grant_agent(ids, **grants(spec))
         library = stage_agent_library(spec.workspace.parent / LIB_DIR)

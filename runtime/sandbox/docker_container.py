@@ -44,6 +44,11 @@ def container_env(spec: SandboxSpec) -> dict[str, str]:
     own PATH holds its Python), plus PYTHONPATH for the mounted a2c packages."""
     env = {k: v for k, v in agent_env(spec, confined=True).items() if k not in HOST_ONLY_ENV}
     env["PYTHONPATH"] = INSIDE_LIB
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if spec.gpu_ids and visible and not visible.startswith("GPU-"):
+        # The NVIDIA runtime numbers a container's GPUs from 0: a host index would name another
+        # device (or none) inside. UUIDs, where the driver publishes them, name the same device.
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(k) for k in range(len(spec.gpu_ids)))
     return env
 
 

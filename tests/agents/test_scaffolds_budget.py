@@ -32,7 +32,6 @@ def test_driver_cost_budget_stops_the_scaffold(agent_id, tmp_path):
     types = [e["type"] for e in events]
     assert "driver_budget_exhausted" in types
     calls = [e["data"] for e in events if e["type"] == "driver_call"]
-    served = [c for c in calls if c["status"] == 200]
     refused = [c for c in calls if c["status"] != 200]
     # Admission reserves a call's worst case (input estimate + output cap): the first call may
     # already be refused on its input alone, and what was served stays within the budget

@@ -29,10 +29,12 @@ TASK = os.environ.get("A2C_L3_RL_TEST_TASK", "textquest-short")
 BUDGET = os.environ.get("A2C_L3_RL_TEST_BUDGET", "12m" if ASSERT_GAIN else "5m")
 # What CI can afford for the route alone: 4 games x 4 episodes an iteration, 2 of them in the
 # update (~60-100 s an iteration); with ASSERT_GAIN the agent's own defaults.
+# Two iterations at most: the route needs one update; the budget stays the upper bound.
 CI_KNOBS = {} if ASSERT_GAIN else {"A2C_L3_RL_GAMES": "4", "A2C_L3_RL_MAX_GROUPS": "2",
-                                   "A2C_L3_RL_CHECK_EVERY": "2"}
+                                   "A2C_L3_RL_CHECK_EVERY": "2", "A2C_L3_RL_MAX_ITERS": "2"}
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_ref_l3_rl_rl_only_learns_from_its_own_episodes(tmp_path):

@@ -46,15 +46,16 @@ def _image(ctx) -> dict:
 
 
 @pytest.mark.slow
-def test_ref_sft_in_docker_beats_the_baseline_and_the_image_is_reused(tmp_path, arith_image,
-                                                                      capsys):
-    # one short SFT stage (10 steps x batch 4, as the scaffold tests train): SmolLM2 learns the
-    # answer format from a baseline of 0 (the figures: README)
-    ctx = _run(tmp_path, "ref-sft", "3m", agent_env={
+def test_ref_sft_in_docker_is_scored_and_the_image_is_reused(tmp_path, arith_image,
+                                                            capsys):
+    # one short SFT stage of the tiny model: the route through the container (the gain of
+    # SmolLM2 in docker is asserted by the claude-code run of test_scaffolds_docker_e2e.py, and
+    # measured for ref-sft in the README: 0 -> 66)
+    ctx = _run(tmp_path, "ref-sft", "3m", model="tiny", agent_env={
         "A2C_REF_SFT_STEPS": "10", "A2C_REF_BATCH": "4", "A2C_REF_STAGES": "1"})
     summary = run_mod.execute(ctx, report=print)
     assert summary["isolation"] == "docker" and summary["status"] == "finished", summary
-    assert summary["best_score"] > summary["baseline_score"], summary
+    assert summary["valid_submissions"] >= 1 and summary["best_score"] is not None, summary
     assert _image(ctx)["image"] == arith_image.tag
     assert verify_events(ctx.run_dir / "events.jsonl").ok
     # a second run of the same bundles: the image is reused, in next to no time

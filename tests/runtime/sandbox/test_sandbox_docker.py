@@ -39,6 +39,20 @@ def test_container_kwargs_mounts_limits_network(tmp_path):
     assert kw["read_only"] and kw["init"] and kw["working_dir"] == "/workspace"
 
 
+def test_container_cuda_visible_devices_count_from_zero_without_uuids(tmp_path, monkeypatch):
+    """Host GPUs 1 and 3 granted: inside, the NVIDIA runtime numbers them 0 and 1; with UUIDs
+    the UUIDs themselves (they name the same device everywhere)."""
+    from a2c.runtime.sandbox import gpus
+    monkeypatch.setattr(gpus, "list_gpus", lambda *a, **k: [gpus.Gpu("1", "/dev/nvidia1"),
+                                                            gpus.Gpu("3", "/dev/nvidia3")])
+    env = container_kwargs(_spec(tmp_path, gpu_ids=("1", "3")), "img")["environment"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    monkeypatch.setattr(gpus, "list_gpus", lambda *a, **k: [
+        gpus.Gpu("1", "/dev/nvidia1", uuid="GPU-aaa"), gpus.Gpu("3", "/dev/nvidia3", uuid="GPU-bbb")])
+    env = container_kwargs(_spec(tmp_path, gpu_ids=("1", "3")), "img")["environment"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "GPU-aaa,GPU-bbb"
+
+
 def test_no_gpu_no_device_requests(tmp_path):
     kw = container_kwargs(_spec(tmp_path), "img")
     assert "device_requests" not in kw and "mem_limit" not in kw
