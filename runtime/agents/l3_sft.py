@@ -96,7 +96,10 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
                      gradient_accumulation_steps=1, learning_rate=lr, lr_scheduler_type="constant",
                      warmup_steps=0, logging_steps=10, save_strategy="no", report_to="none",
                      use_cpu=not torch.cuda.is_available(), bf16=bf16_ok(), fp16=False, seed=seed, max_length=max_length,
-                     completion_only_loss=True, disable_tqdm=True, dataloader_num_workers=0)
+                     completion_only_loss=True, disable_tqdm=True, dataloader_num_workers=0,
+                     # memory for speed only where memory is short (a GPU); on the CPU it costs
+                     # a second forward pass per step
+                     gradient_checkpointing=torch.cuda.is_available())
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok,
                          callbacks=[common.time_limit_callback(stop_at)] if stop_at else None)
     started = time.time()
