@@ -1,5 +1,5 @@
 """Issue 25: `a2c demo` runs a preset fitted to a 2-core machine: one SFT stage, submitted once,
-under a 5-minute agent budget, through the reference agent's own knobs (no new variables)."""
+under a 4-minute agent budget, through the reference agent's own knobs (no new variables)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from a2c.cli import run as run_cli
 
 def test_demo_preset(monkeypatch):
     args = build_parser().parse_args(["demo"])
-    assert args.budget == "5m" and args.agent == "ref-sft"
+    assert args.budget == "4m" and args.agent == "ref-sft"
     seen = {}
 
     def fake_prepare(opts, progress):
@@ -22,8 +22,8 @@ def test_demo_preset(monkeypatch):
     except SystemExit:
         pass
     opts = seen["opts"]
-    assert opts.budget == "5m" and opts.backend == "local"
-    assert opts.agent_env == {"A2C_REF_STAGES": "1", "A2C_REF_SFT_STEPS": "30"}
+    assert opts.budget == "4m" and opts.backend == "local"
+    assert opts.agent_env == {"A2C_REF_STAGES": "1", "A2C_REF_SFT_STEPS": "20"}
     # knobs the reference agent already reads, documented in its module
     from a2c.runtime.agents import sft
     assert all(name in sft.__doc__ for name in opts.agent_env)
