@@ -196,25 +196,13 @@ Verifier = Union[PublicKey, LegacyHmacKey]
 
 # ----------------------------------------------------------------------------- reading
 def _read_private_bytes(path: Path, what: str) -> bytes:
+    """The key file's bytes through fsutil.KeyFile (regular file, 0600 or stricter; a symlink,
+    such as a mounted Kubernetes Secret, is followed and the file's own mode checked)."""
+    from a2c.fsutil import KeyFile, KeyFileError
     try:
-        # a symlink is followed (a Kubernetes Secret is mounted as one); the mode checked is the
-        # file's own
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise RecordKeyError(f"{path}: cannot read the {what}: {exc}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise RecordKeyError(f"{path}: the {what} is not a regular file")
-        if st.st_mode & 0o077:
-            raise RecordKeyError(f"{path}: the {what} is readable or writable by others "
-                                 f"(mode {st.st_mode & 0o777:o}); chmod 600 it")
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return KeyFile(Path(path), what=f"the {what}").read()
+    except KeyFileError as exc:
+        raise RecordKeyError(str(exc)) from exc
 
 
 def _read_signing(path: Path) -> SigningKey:
