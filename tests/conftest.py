@@ -24,19 +24,7 @@ def pytest_configure(config):
                             "skipped unless A2C_VLLM_SERVER_TEST=1 (nox -s vllm)")
 
 
-# Under pytest-xdist (`-n 3`, what the README's test command and CI run), tests of one group run
-# one after the other on one worker while the other workers take everything else:
-#   heavy — a budgeted run whose gain or route needs the machine's cores (SmolLM2 trained within a
-#           deadline), or a test that measures time: two of them at once would starve each other;
-#   ray   — a local Ray instance: one at a time on the machine.
-_GROUPS = {"heavy": "heavy", "ray": "ray"}
-
-
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for marker, group in _GROUPS.items():
-            if item.get_closest_marker(marker):
-                item.add_marker(pytest.mark.xdist_group(group))
     if config.getoption("--runslow"):
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow")

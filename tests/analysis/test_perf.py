@@ -10,7 +10,6 @@ from a2c.analysis.report import write_report
 from a2c.analysis.verify import verify_run
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 def test_report_200_submissions_is_fast(maker, tmp_path):
     run = maker.make_run(tmp_path / "long", n=200)
@@ -23,7 +22,6 @@ def test_report_200_submissions_is_fast(maker, tmp_path):
     assert elapsed < 10, f"report took {elapsed:.1f} s"
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 def test_long_driver_record_is_fast(tmp_path):
     """200 driver calls, each request repeating the whole conversation (44 MB of bodies): the

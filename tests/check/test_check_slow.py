@@ -27,7 +27,6 @@ def a2c_check(*args, timeout: float) -> tuple[int, str, float]:
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_authored_text_task_gains_with_ref_sft_in_5_minutes(tmp_path):

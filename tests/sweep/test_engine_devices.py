@@ -14,7 +14,7 @@ import pytest
 from a2c.contracts.trial import Trial
 from a2c.sweep.plan import TrialPlan
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 ray = pytest.importorskip("ray")
 
 STAND_IN = """

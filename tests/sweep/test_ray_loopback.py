@@ -35,7 +35,6 @@ def _loopback(address: str) -> bool:
     return ip.is_loopback
 
 
-@pytest.mark.ray
 @pytest.mark.slow
 def test_the_local_instance_listens_on_loopback_only():
     from a2c.sweep.engine import connect

@@ -12,7 +12,6 @@ import time
 import pytest
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 def test_ref_sft_on_arith_strict_records_reports_and_verifies_the_final_split(tmp_path):
     from a2c.analysis.report import write_report

@@ -34,7 +34,6 @@ CI_KNOBS = {} if ASSERT_GAIN else {"A2C_L3_RL_GAMES": "4", "A2C_L3_RL_MAX_GROUPS
                                    "A2C_L3_RL_CHECK_EVERY": "2", "A2C_L3_RL_MAX_ITERS": "2"}
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_ref_l3_rl_rl_only_learns_from_its_own_episodes(tmp_path):

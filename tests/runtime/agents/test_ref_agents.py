@@ -84,7 +84,6 @@ def run_mod_journal(run_dir):
     return {str(k): v for k, v in run_mod.journal_state(run_dir)["scored"].items()}
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 def test_grpo_reference_agent_beats_baseline(tmp_path):
     ctx, summary = _reference_run(tmp_path, "ref-grpo", "7m",

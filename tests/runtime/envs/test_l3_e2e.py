@@ -16,7 +16,6 @@ from a2c.contracts.events import read_events, verify_events
 from a2c.runtime import run as run_mod
 
 
-@pytest.mark.heavy
 @pytest.mark.slow
 def test_textquest_ref_l3_sft_beats_baseline(tmp_path):
     opts = run_mod.RunOptions(bundle="textquest", agent="ref-l3-sft", budget="15m",

@@ -144,7 +144,6 @@ def test_fork_bomb_stays_inside_its_pids_limit_and_is_gone_at_the_deadline(tmp_p
     _gone(ctx)
 
 
-@pytest.mark.heavy
 def test_two_busy_loops_under_half_a_cpu_get_about_half_a_core(tmp_path):
     ctx = _prepare(tmp_path, ("busy", BUSY), "20s", cpus=0.5)
     thread, _ = _in_background(ctx)
