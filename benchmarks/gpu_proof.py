@@ -397,10 +397,9 @@ def summary_lines(report: dict) -> list[str]:
 # ------------------------------------------------------------------ the runs
 
 def probe_agent(root: Path) -> Path:
-    """ROOT/agents/gpu-probe: a verified agent bundle whose launcher runs PROBE_PY (built by
-    hand as tests/scripted_agents.make_agent builds one-off agents)."""
-    from a2c.canonical import sha256_file, sha256_json
-    from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
+    """ROOT/agents/gpu-probe: a verified agent bundle whose launcher runs PROBE_PY (its
+    manifest by a2c.contracts.bundle.write_agent_manifest)."""
+    from a2c.contracts.bundle import write_agent_manifest
     folder = root / "agents" / PROBE_ID
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "launch.sh").write_text("#!/usr/bin/env bash\nexec python - <<'PROBE'\n"
@@ -411,12 +410,7 @@ def probe_agent(root: Path) -> Path:
              "driver": {"required": False, "default": None, "models": []},
              "transcript": {"source": "stdout", "format": "text", "ext": "log", "path": None},
              "prompt": "{{ instructions }}\n"}
-    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
-    spec_hash = sha256_json(agent)
-    manifest = {"format": BUNDLE_FORMAT, "compiler_version": "gpu_proof", "kind": "Agent",
-                "id": PROBE_ID, "spec_hash": spec_hash, "agent": agent, "files": files,
-                "digest": bundle_digest(spec_hash, files)}
-    (folder / "agent.json").write_text(json.dumps(manifest, indent=2))
+    write_agent_manifest(folder, agent, "gpu_proof")
     return folder
 
 

@@ -4,11 +4,9 @@ test (tests/ is on sys.path through tests/conftest.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from a2c.canonical import sha256_file, sha256_json
-from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
+from a2c.contracts.bundle import write_agent_manifest
 
 
 def make_agent(root: Path, agent_id: str, script: str, pass_env: list[str] | None = None,
@@ -25,12 +23,7 @@ def make_agent(root: Path, agent_id: str, script: str, pass_env: list[str] | Non
              "transcript": transcript or {"source": "stdout", "format": "text", "ext": "log",
                                           "path": None},
              "prompt": "{{ instructions }}\n", **fields}
-    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
-    spec_hash = sha256_json(agent)
-    manifest = {"format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent",
-                "id": agent_id, "spec_hash": spec_hash, "agent": agent, "files": files,
-                "digest": bundle_digest(spec_hash, files)}
-    (folder / "agent.json").write_text(json.dumps(manifest, indent=2))
+    write_agent_manifest(folder, agent, "test")
     return folder
 
 

@@ -31,6 +31,20 @@ def bundle_digest(spec_hash: str, files: dict[str, str]) -> str:
     return sha256_json({"spec_hash": spec_hash, "files": files})
 
 
+def write_agent_manifest(folder: Path, agent: dict, compiler_version: str,
+                         files: tuple[str, ...] = ("launch.sh", "prompt.md")) -> dict:
+    """agent.json for an agent bundle made by hand (a test's or a benchmark's one-off agent)
+    over its resolved spec `agent` and `files`, by the compiler's own digest rule."""
+    from a2c.canonical import sha256_file
+    hashes = {rel: sha256_file(folder / rel) for rel in files}
+    spec_hash = sha256_json(agent)
+    manifest = {"format": BUNDLE_FORMAT, "compiler_version": compiler_version, "kind": "Agent",
+                "id": agent["id"], "spec_hash": spec_hash, "agent": agent, "files": hashes,
+                "digest": bundle_digest(spec_hash, hashes)}
+    (folder / MANIFESTS["Agent"]).write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
 class BundleVerificationError(BundleError):
     """A bundle whose files do not match its manifest. `problems` holds (path, what) pairs,
     paths relative to the bundle folder."""

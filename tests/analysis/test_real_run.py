@@ -3,15 +3,13 @@ training script, submits a copy of the base model and then a broken folder)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from a2c.analysis.report import write_report
 from a2c.analysis.verify import verify_run
-from a2c.canonical import sha256_file, sha256_json
-from a2c.contracts.bundle import BUNDLE_FORMAT, bundle_digest
+from a2c.contracts.bundle import write_agent_manifest
 
 AGENT = r'''
 cat > train_sft.py <<'PY'
@@ -38,12 +36,7 @@ def _shell_agent(root: Path) -> Path:
              "driver": {"required": False, "default": None, "models": []},
              "transcript": {"source": "stdout", "format": "text", "ext": "log", "path": None},
              "prompt": "{{ instructions }}\n"}
-    files = {rel: sha256_file(folder / rel) for rel in ("launch.sh", "prompt.md")}
-    spec_hash = sha256_json(agent)
-    (folder / "agent.json").write_text(json.dumps({
-        "format": BUNDLE_FORMAT, "compiler_version": "test", "kind": "Agent", "id": "shell",
-        "spec_hash": spec_hash, "agent": agent, "files": files,
-        "digest": bundle_digest(spec_hash, files)}))
+    write_agent_manifest(folder, agent, "test")
     return folder
 
 
