@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.run_info import RunStatus
 from a2c.contracts.submission_errors import SubmissionError as E
 
 from .record import RunRecord, Submission
@@ -218,7 +219,7 @@ def _run_status(record: RunRecord, failures: list[dict[str, Any]]) -> None:
     log that run.json keeps."""
     status = record.run.get("status")
     tail = _tail_evidence(record)
-    if status == "agent_failed":
+    if status == RunStatus.AGENT_FAILED:
         crashed = next((f for f in failures if f["category"] == "agent_crashed"), None)
         if crashed is None:
             exit_info = record.run.get("agent_exit") if isinstance(record.run.get("agent_exit"),
@@ -232,7 +233,7 @@ def _run_status(record: RunRecord, failures: list[dict[str, Any]]) -> None:
                              "evidence": tail[:MAX_EVIDENCE]})
         elif tail:
             crashed["evidence"] = (crashed["evidence"] + tail)[:MAX_EVIDENCE + len(tail)]
-    elif status == "no_submission":
+    elif status == RunStatus.NO_SUBMISSION:
         entry = next((f for f in failures if f["category"] == "no_submission"), None)
         if entry is not None:
             entry["message"] = "run status no_submission: the agent never submitted"

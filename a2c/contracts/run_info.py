@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,38 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
+
+
+class RunStatus(str, Enum):
+    """Where a run stands (`run.json`'s `status`); a `str`, so the JSON holds the plain value."""
+
+    PREPARED = "prepared"            # prepared, the agent not started yet
+    RUNNING = "running"              # started (or resumed); a dead process leaves it so
+    FINISHED = "finished"            # ended with at least one submission
+    AGENT_FAILED = "agent_failed"    # the agent exited non-zero on its own
+    NO_SUBMISSION = "no_submission"  # ended without one submission
+    FAILED = "failed"                # the runtime failed (pre-flight, an error)
+    INTERRUPTED = "interrupted"      # stopped by the operator (Ctrl-C)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def of(cls, value: Any) -> RunStatus | Any:
+        """The member named by `value`; a value that is none (an unknown string, None) as is."""
+        try:
+            return cls(value)
+        except ValueError:
+            return value
+
+
+# The statuses of a run that reached its end (resume refuses them, a sweep skips them): the agent
+# ran and the run is scored.
+ENDED: tuple[RunStatus, ...] = (RunStatus.FINISHED, RunStatus.AGENT_FAILED,
+                                RunStatus.NO_SUBMISSION)
 
 
 @dataclass
@@ -56,8 +89,7 @@ class RunInfo:
     final_score: float | None = None
     submissions: int = 0
     valid_submissions: int = 0
-    # prepared | running | finished | agent_failed | no_submission | failed | interrupted
-    status: str = "prepared"
+    status: RunStatus = RunStatus.PREPARED
     started_at: str | None = None
     ended_at: str | None = None
     deadline: float | None = None     # unix seconds, fixed when the agent first starts
@@ -85,6 +117,11 @@ class RunInfo:
     selection_gap: Any = UNSET        # float | None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "status":
+            value = RunStatus.of(value)
+        object.__setattr__(self, name, value)
+
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.extra)
@@ -92,6 +129,8 @@ class RunInfo:
             if f.name == "extra":
                 continue
             value = getattr(self, f.name)
+            if isinstance(value, RunStatus):
+                value = value.value
             if value is not UNSET:
                 out[f.name] = value
         return out
@@ -151,6 +190,20 @@ class RunInfo:
 
 def read_run_info(run_dir: str | Path) -> RunInfo:
     return RunInfo.read(Path(run_dir) / RUN_JSON)
+
+
+def read_run_mapping(run_dir_or_path: str | Path) -> dict[str, Any]:
+    """run.json as written, a plain mapping, for readers that must take a partial or foreign
+    record as it is (the analysis of someone else's run, a sweep's look at a half-made one);
+    `run_dir_or_path` is the run directory or the file. OSError/ValueError when it is missing
+    or not a JSON object."""
+    path = Path(run_dir_or_path)
+    if path.is_dir():
+        path = path / RUN_JSON
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data
 
 
 def write_run_info(run_dir: str | Path, info: RunInfo) -> Path:

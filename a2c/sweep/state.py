@@ -15,15 +15,13 @@ silently.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from a2c.contracts.run_info import ENDED, RunStatus, read_run_mapping
 from a2c.contracts.run_paths import RunPaths
 
-# The runtime's ended statuses (runtime/run/runner.py ENDED; tests/sweep keeps the two equal).
-ENDED = ("finished", "agent_failed", "no_submission")
 FRESH, RESUME, DONE = "fresh", "resume", "done"
 
 Verifier = Callable[[Path], "str | None"]     # None if the record verifies, else the reason
@@ -32,8 +30,8 @@ Verifier = Callable[[Path], "str | None"]     # None if the record verifies, els
 @dataclass
 class TrialState:
     action: str                  # fresh | resume | done
-    run_status: str | None       # run.json's status, if any
-    info: dict | None
+    run_status: RunStatus | str | None    # run.json's status, if any
+    info: dict | None                     # run.json, as written
 
 
 def read_state(run_dir: Path) -> TrialState:
@@ -41,10 +39,10 @@ def read_state(run_dir: Path) -> TrialState:
     if not path.is_file():
         return TrialState(FRESH, None, None)
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
+        info = read_run_mapping(path)
     except (OSError, ValueError):
         return TrialState(RESUME, None, None)
-    status = info.get("status")
+    status = RunStatus.of(info.get("status"))
     return TrialState(DONE if status in ENDED else RESUME, status, info)
 
 
@@ -64,12 +62,12 @@ def outcome(run_dir: Path, verify: Verifier) -> dict:
     trial."""
     state = read_state(run_dir)
     info = state.info or {}
-    out = {"run_status": state.run_status, "best_score": info.get("best_score"),
+    out = {"run_status": info.get("status", state.run_status), "best_score": info.get("best_score"),
            "baseline_score": info.get("baseline_score"), "reason": None}
     if state.action != DONE:
         out.update(status="failed", reason=f"the run did not end (status {state.run_status})")
         return out
-    if state.run_status == "agent_failed":
+    if state.run_status == RunStatus.AGENT_FAILED:
         tail = info.get("agent_log_tail") or []
         exit_info = info.get("agent_exit") or {}
         last = next((line for line in reversed(tail) if line.strip()), "")
@@ -82,6 +80,6 @@ def outcome(run_dir: Path, verify: Verifier) -> dict:
         out.update(status="failed", reason=f"record does not verify: {problem}")
         return out
     out["status"] = "finished"
-    if state.run_status == "no_submission":
+    if state.run_status == RunStatus.NO_SUBMISSION:
         out["reason"] = "no submission (the run scored its baseline)"
     return out

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from a2c.contracts.events import read_events, verify_events
 from a2c.contracts.record_key import load_signing_key
-from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_info import ENDED, RunInfo, RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.run.context import Reporter, RunContext
 from a2c.runtime.run.grader import kill_stale
-from a2c.runtime.run.runner import ENDED, Runner
+from a2c.runtime.run.runner import Runner
 from a2c.runtime.run.scoring import journal_state
 
 
@@ -50,7 +50,7 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     started = any(e["type"] == "run_started" for e in read_events(paths.events)) \
         if paths.events.exists() else False
     run.resumes = int(run.resumes or 0) + 1
-    run.status = "running"
+    run.status = RunStatus.RUNNING
     ctx.save()
     runner = Runner(ctx, report)
     if started:

@@ -9,6 +9,7 @@ import dataclasses
 import threading
 import time
 
+from a2c.contracts.run_info import RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import update_service_config
 from a2c.durations import format_duration
@@ -56,13 +57,12 @@ SUMMARY_KEYS = ("run_id", "task", "agent", "mode", "isolation", "baseline_score"
                 "final_score", "submissions", "valid_submissions", "status")
 # with a final split (scoring.final): the scores on the items the agent never got feedback on
 FINAL_SPLIT_KEYS = ("final_split_score", "final_split_baseline", "selection_gap")
-# Statuses of a run that reached its end (resume refuses them): the agent ran, the run is scored.
-ENDED = ("finished", "agent_failed", "no_submission")
 TAIL_LINES = 20
 PREFLIGHT_TIMEOUT_S = 120.0
 
 
-def end_status(agent_exit: dict | None, submissions: int, driver_spent: bool = False) -> str:
+def end_status(agent_exit: dict | None, submissions: int,
+               driver_spent: bool = False) -> RunStatus:
     """`agent_failed`: the agent exited non-zero on its own (not stopped at the deadline, and not
     after its driver budget was spent: a scaffold whose model stops answering exits non-zero,
     and that is the budget's end, not a failure); `no_submission`: it ended without one
@@ -70,10 +70,10 @@ def end_status(agent_exit: dict | None, submissions: int, driver_spent: bool = F
     agent_exit = agent_exit or {}
     rc = agent_exit.get("returncode")
     if agent_exit.get("reason") == "exited" and rc not in (None, 0) and not driver_spent:
-        return "agent_failed"
+        return RunStatus.AGENT_FAILED
     if not submissions:
-        return "no_submission"
-    return "finished"
+        return RunStatus.NO_SUBMISSION
+    return RunStatus.FINISHED
 
 
 class Runner:
@@ -378,7 +378,7 @@ class Runner:
         self.report("gave up waiting for pending evaluations: "
                     + ", ".join(journal_state(self.run_dir)["pending"]))
 
-    def finish(self, status: str | None = None) -> dict:
+    def finish(self, status: RunStatus | None = None) -> dict:
         """Drain, stop the services, redact, score; `status` None: by `end_status`."""
         thread = getattr(self, "_snapshot_thread", None)
         if thread is not None:
@@ -398,7 +398,7 @@ class Runner:
             spent = bool((self.run.get("driver_usage") or {}).get("exhausted"))
             status = end_status(self.run.agent_exit, scores["submissions"], spent)
         self.run.update(status=status, ended_at=iso_utc(time.time()), transcript=transcript)
-        if status != "finished":
+        if status != RunStatus.FINISHED:
             self.run.agent_log_tail = log_tail(self.paths.agent_log, self.secrets, TAIL_LINES)
         self.ctx.save()
         self.event("run_finished", {"baseline_score": self.run.baseline_score,
@@ -406,7 +406,7 @@ class Runner:
                                     "final_score": scores["final_score"],
                                     "submissions": scores["submissions"],
                                     "valid_submissions": scores["valid_submissions"],
-                                    "status": status,
+                                    "status": status.value,
                                     **{k: self.run.get(k) for k in FINAL_SPLIT_KEYS
                                        if k in self.run.to_dict()}})
         seal_record(self.ctx, status)
@@ -450,13 +450,13 @@ class Runner:
         remove_redact_file(self.paths.snapshots)
 
     def summary(self) -> dict:
-        out = {**{k: self.run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
-        run = self.run.to_dict()
+        run = self.run.to_dict()     # plain JSON values (the status as its string)
+        out = {**{k: run.get(k) for k in SUMMARY_KEYS}, "run_dir": str(self.run_dir)}
         out.update({k: run[k] for k in FINAL_SPLIT_KEYS if k in run})
         if self.gateway is not None:
             out["driver"] = self.run.driver
             out["driver_usage"] = usage_summary(self.run.get("driver_usage"))
-        if self.run.get("agent_log_tail") is not None and out["status"] != "finished":
+        if self.run.get("agent_log_tail") is not None and out["status"] != RunStatus.FINISHED:
             out["agent_log_tail"] = self.run.get("agent_log_tail")
             # one line (the last thing the agent said), never raw stream-json
             out["reason"] = reason_line(log_tail(self.paths.agent_log, self.secrets, 200,
@@ -522,7 +522,7 @@ class Runner:
             elif self.gateway is not None:
                 self.start_gateway()
             if not resumed:
-                run.status = "running"
+                run.status = RunStatus.RUNNING
                 run.started_at = iso_utc(time.time())
                 self.ctx.save()
                 self.event("run_started", {k: run.get(k) for k in STARTED_KEYS})
@@ -553,19 +553,19 @@ class Runner:
             if self.fresh:
                 self.discard()
             else:
-                self._abort("failed")
+                self._abort(RunStatus.FAILED)
             raise
         except KeyboardInterrupt:
-            self._abort("interrupted")
+            self._abort(RunStatus.INTERRUPTED)
             raise
         except A2CError:
-            self._abort("failed")
+            self._abort(RunStatus.FAILED)
             raise
         except Exception:
-            self._abort("failed")
+            self._abort(RunStatus.FAILED)
             raise
 
-    def _abort(self, status: str) -> None:
+    def _abort(self, status: RunStatus) -> None:
         try:
             from a2c.runtime.sandbox.proctree import kill_tree
             kill_tree(None, None, self.run.get("sandbox_id"), grace=2.0)

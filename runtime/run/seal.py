@@ -15,4 +15,4 @@ from a2c.contracts.seal import record_digests
 
 def seal_record(ctx: Any, reason: str = "finished") -> dict:
     """Append `record_sealed` for `ctx` (a RunContext) and return the event."""
-    return ctx.events.emit(RecordSealed(reason=reason, files=record_digests(ctx.run_dir)))
+    return ctx.events.emit(RecordSealed(reason=str(reason), files=record_digests(ctx.run_dir)))

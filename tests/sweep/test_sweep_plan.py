@@ -78,8 +78,8 @@ def test_a_crashed_agent_is_a_failed_trial_not_a_zero(tmp_path):
 
 
 def test_the_ended_statuses_are_the_runtimes():
-    from a2c.runtime.run.runner import ENDED as RUNTIME_ENDED
-    assert set(ENDED) == set(RUNTIME_ENDED)
+    from a2c.contracts.run_info import ENDED as RUNTIME_ENDED
+    assert ENDED is RUNTIME_ENDED      # one definition (a2c.contracts.run_info)
 
 
 def test_fit_and_plan_on_a_stated_cluster():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 import typing
@@ -20,6 +21,8 @@ def type_schema(tp: Any) -> dict[str, Any]:
         return {}
     if dataclasses.is_dataclass(tp):        # a nested record: one of the document's $defs
         return {"$ref": f"#/$defs/{tp.__name__}"}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):     # written as its values
+        return {"enum": [m.value for m in tp]}
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         options = [type_schema(a) for a in typing.get_args(tp)]
