@@ -3,7 +3,8 @@
 Run untrusted generated code: a separate process, a throw-away directory, a wall-clock limit,
 an address-space (memory) limit, a CPU-time limit, an output-size limit, and no network.
 
-Inside bubblewrap when it works on this machine (`--unshare-all`: no network beyond a private
+Inside bubblewrap when it works on this machine and is not turned off (the sandboxes' one probe,
+`runtime/sandbox/bwrap.py`; `--no-bwrap` / A2C_NO_BWRAP turn it off) (`--unshare-all`: no network beyond a private
 loopback, own PID namespace; only /usr, the Python installation and the throw-away directory are
 visible, the latter the only writable path). Otherwise (no bwrap, or it cannot create namespaces)
 the program runs in a fresh session/process group with the same resource limits, and
@@ -25,12 +26,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.fsutil import read_tail
+from a2c.runtime.sandbox.bwrap import Bwrap, available, bwrap_path
 
 BLOCKED_MODULES = ("socket", "_socket", "ssl", "_ssl", "subprocess", "multiprocessing",
                    "_multiprocessing", "asyncio", "ctypes", "_ctypes", "urllib.request",
@@ -87,8 +88,8 @@ class ExecResult:
     stderr_tail: str = ""
 
 
-_probe_lock = threading.Lock()
-_bwrap_cache: dict[str, bool] = {}
+# Not /etc: a program needs none of the host's configuration.
+CODE_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
 
 def _python() -> str:
@@ -100,43 +101,24 @@ def _python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def _bwrap_args(workdir: Path) -> list[str]:
-    args = ["bwrap"]
-    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
-        p = Path(top)
-        if p.is_symlink():
-            args += ["--symlink", os.readlink(p), top]
-        elif p.is_dir():
-            args += ["--ro-bind", top, top]
+def _bwrap_args(workdir: Path) -> Bwrap:
+    """The box of one program: the system and the base interpreter read-only, `workdir` at
+    /exec (the only writable path), its own /proc, /dev and /tmp, every namespace unshared."""
+    box = Bwrap(bwrap_path()).system(CODE_SYSTEM_DIRS, dirs_only=True)
     python = Path(_python())
     binds = {str(Path(sys.base_prefix).resolve())}
     binds.add(str(python.resolve().parent.parent))
     for b in sorted(binds):
         if not b.startswith("/usr"):
-            args += ["--ro-bind", b, b]
-    args += ["--bind", str(workdir), "/exec", "--chdir", "/exec",
-             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--unshare-all", "--die-with-parent", "--new-session"]
-    return args
+            box.ro_bind(b)
+    return (box.bind(workdir, "/exec").chdir("/exec").proc().dev().tmpfs("/tmp")
+            .unshare("all").die_with_parent().new_session())
 
 
 def bwrap_available() -> bool:
-    """Whether bubblewrap exists and can create its namespaces here (probed once)."""
-    with _probe_lock:
-        if "ok" not in _bwrap_cache:
-            ok = False
-            if shutil.which("bwrap"):
-                tmp = Path(tempfile.mkdtemp(prefix="a2c-probe-"))
-                try:
-                    r = subprocess.run(_bwrap_args(tmp) + [_python(), "-I", "-c", "pass"],
-                                       capture_output=True, timeout=30, check=False)
-                    ok = r.returncode == 0
-                except (OSError, subprocess.TimeoutExpired):
-                    ok = False
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
-            _bwrap_cache["ok"] = ok
-        return _bwrap_cache["ok"]
+    """Whether bubblewrap can be used here: the sandboxes' one probe (`bwrap.available`, which
+    honours `--no-bwrap` / A2C_NO_BWRAP)."""
+    return available()
 
 
 def isolation(requested: str = "auto") -> tuple[str, str]:
@@ -171,7 +153,7 @@ def run_program(source: str, timeout_s: float = 10.0, memory_mb: int = 1024,
                "A2C_EXEC_BLOCK": ",".join(blocked)}
         cmd = [_python(), "-I", "driver.py"]
         if mode == "bubblewrap":
-            cmd = _bwrap_args(workdir) + cmd
+            cmd = _bwrap_args(workdir).command(*cmd)
         out_path = workdir / ".a2c_stdout"
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(cmd, cwd=str(workdir), env=env, stdin=subprocess.DEVNULL,

@@ -31,7 +31,8 @@ import os
 from pathlib import Path
 
 from a2c.errors import RunError
-from a2c.runtime.sandbox.local import SYSTEM_DIRS, bwrap_path, bwrap_works, parent_dirs
+from a2c.runtime.sandbox import bwrap
+from a2c.runtime.sandbox.bwrap import SYSTEM_DIRS, Bwrap, bwrap_path, parent_dirs
 from a2c.runtime.sandbox.privileges import AgentIds, agent_ids, is_root, setpriv_path
 
 EVAL_UID_VAR, EVAL_GID_VAR = "A2C_EVAL_UID", "A2C_EVAL_GID"
@@ -40,7 +41,6 @@ BOXED_KINDS = frozenset({"exact_match", "humaneval"})
 HIDDEN_NAMES = ("token", "service.json")      # next to the held-out file, never for the evaluator
 CAP = "dac_read_search"
 _ENV = object()   # box_argv's `visible` default: this process's CUDA_VISIBLE_DEVICES
-_works: dict[str, bool] = {}
 
 
 def eval_ids() -> AgentIds:
@@ -62,15 +62,15 @@ def eval_ids() -> AgentIds:
 
 
 def available() -> bool:
-    """Root, a working bubblewrap and setpriv: the box can be built here."""
-    if "ok" not in _works:
-        ok = is_root() and bool(bwrap_path()) and bwrap_works()
-        try:
-            setpriv_path()
-        except RunError:
-            ok = False
-        _works["ok"] = ok
-    return _works["ok"]
+    """Root, a working bubblewrap (not turned off: bwrap.available) and setpriv: the box can be
+    built here."""
+    if not (is_root() and bwrap.available()):
+        return False
+    try:
+        setpriv_path()
+    except RunError:
+        return False
+    return True
 
 
 def boxed(grader_kind: str | None) -> bool:
@@ -97,44 +97,34 @@ def box_argv(command: list[str], *, model: Path, grader_cfg: Path, heldout: Path
              visible: str | None | object = _ENV) -> list[str]:
     """The bubblewrap + setpriv prefix and `command` (pure apart from listing /dev). `visible`:
     the grader's CUDA_VISIBLE_DEVICES (default: this process's), whose nodes alone are bound."""
-    bwrap = bwrap_path() or "bwrap"
-    argv = [bwrap]
-    for directory in SYSTEM_DIRS:
-        path = Path(directory)
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), directory]
-        elif path.exists():
-            argv += ["--ro-bind", directory, directory]
+    box = Bwrap(bwrap_path()).system(SYSTEM_DIRS)
     # /proc read-write: a nested bubblewrap writes its own uid_map (files of other users and
     # /proc/sys stay closed to an unprivileged uid)
-    argv += ["--dev", "/dev", "--bind", "/proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    box.dev().bind("/proc").tmpfs("/tmp", perms="1777")
     nodes = gpu_nodes(os.environ.get("CUDA_VISIBLE_DEVICES") if visible is _ENV else visible)
     for node in nodes:
-        argv += ["--dev-bind", node, node]
+        box.dev_bind(node)
     if nodes and Path("/sys").is_dir():
-        argv += ["--ro-bind", "/sys", "/sys"]
+        box.ro_bind("/sys")
     python_dirs = _python_dirs() if python_dirs is None else python_dirs
     system = tuple(Path(d) for d in (*SYSTEM_DIRS, "/dev", "/proc"))
     inputs = [str(p.parent) for p in (heldout, grader_cfg)   # no held-out file: /dev/null
               if not any(p.parent == s or s in p.parent.parents for s in system)]
-    argv += parent_dirs(python_dirs + [str(model), *inputs, str(box_dir)])
+    box.add(*parent_dirs(python_dirs + [str(model), *inputs, str(box_dir)]))
     for directory in python_dirs:
-        argv += ["--ro-bind", directory, directory]
+        box.ro_bind(directory)
     for folder in dict.fromkeys(inputs):
-        argv += ["--ro-bind", folder, folder]
+        box.ro_bind(folder)
         for entry in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
             if entry.name in HIDDEN_NAMES or entry.is_socket():
-                argv += ["--ro-bind", "/dev/null", str(entry)]
-    argv += ["--ro-bind", str(model), str(model), "--bind", str(box_dir), str(box_dir),
-             "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-             "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-             "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_DAC_READ_SEARCH",
-             "--chdir", str(box_dir), "--",
-             setpriv_path(), f"--reuid={ids.uid}", f"--regid={ids.gid}", "--clear-groups",
-             f"--inh-caps=-all,+{CAP}", f"--ambient-caps=-all,+{CAP}",
-             f"--bounding-set=-all,+{CAP}", "--"]
-    return argv + list(command)
+                box.hide_file(entry)
+    box.ro_bind(model).bind(box_dir).unshare("net", "ipc", "uts", "cgroup-try")
+    box.die_with_parent().new_session()
+    box.caps("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH").chdir(box_dir)
+    return box.command(setpriv_path(), f"--reuid={ids.uid}", f"--regid={ids.gid}",
+                       "--clear-groups", f"--inh-caps=-all,+{CAP}",
+                       f"--ambient-caps=-all,+{CAP}", f"--bounding-set=-all,+{CAP}", "--",
+                       *command)
 
 
 def prepare_box(box_dir: Path, ids: AgentIds) -> None:

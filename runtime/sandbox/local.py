@@ -1,9 +1,9 @@
 """The `local` backend: a process group in the run's workspace, inside bubblewrap where present.
 
 With bubblewrap the agent sees a minimal filesystem: the system read-only (/usr, /lib, /lib64,
-/bin, /sbin, /etc), the Python interpreter, the virtual environment and the a2c packages an agent
-imports read-only (view.py: no specs, compiler, templates, analysis, grading service, nor
-package data holding held-out items), `/data` and `/model` read-only, `/workspace` read-write,
+/bin, /sbin, /etc), the Python interpreter, the virtual environment and, of a2c, only what the
+agents import, staged per run (view.py's allow-list; installed packages' held-out data
+covered), `/data` and `/model` read-only, `/workspace` read-write,
 the grader's socket at `/run/a2c/grader.sock`, its own /proc and /dev, /tmp = RUN/agent-tmp
 (kept for the recorder), and the run's GPUs' device nodes only (gpus.py). Every namespace is
 unshared (no network but its own loopback), no user namespace can be made inside, it dies with
@@ -20,7 +20,6 @@ unconfined, with a loud warning and `isolation: none`, and never as root unless
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import warnings
@@ -28,6 +27,13 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.runtime.sandbox import SandboxSpec, gpus, view
+from a2c.runtime.sandbox.bwrap import (  # noqa: F401 - bwrap_path, bwrap_works: re-exported
+    SYSTEM_DIRS,
+    Bwrap,
+    bwrap_path,
+    bwrap_works,
+    parent_dirs,
+)
 from a2c.runtime.sandbox.cgroups import AgentCgroup
 from a2c.runtime.sandbox.privileges import (
     UNSAFE_ROOT_VAR,
@@ -42,7 +48,6 @@ from a2c.runtime.sandbox.privileges import (
     setpriv_path,
 )
 from a2c.runtime.sandbox.proctree import MARKER_VAR, kill_tree
-from a2c.settings import get_bool
 
 INSIDE_WORKSPACE = "/workspace"
 INSIDE_DATA = "/data"
@@ -54,58 +59,27 @@ INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 INSIDE_DRIVER_SOCKET = "/run/a2c/driver.sock"   # the driver gateway (runtime/driver_gateway)
 INSIDE_HOME = "/run/a2c/home"                   # a scaffold's HOME (RUN/agent-home)
 INSIDE_VENV = "/run/a2c/venv"   # a symlink to the venv: PATH and VIRTUAL_ENV name no host path
-SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
 # every namespace but the user namespace (the root case; see privileges.py)
 NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
               "--unshare-cgroup-try")
 
 
-def bwrap_path() -> str | None:
-    if get_bool("A2C_NO_BWRAP"):   # a test switch; a run says --no-bwrap
-        return None
-    return shutil.which("bwrap")
-
-
-def bwrap_works(path: str | None = None) -> bool:
-    path = path or bwrap_path()
-    if not path:
-        return False
-    try:
-        proc = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-all", "true"],
-                              capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
-
-
 def python_binds() -> list[str]:
-    """Host folders the agent's Python needs (view.py: the agent's a2c packages only)."""
-    return view.python_binds(SYSTEM_DIRS)
+    """Host folders the agent's Python needs: interpreter and venv (its a2c: `view.agent_view`)."""
+    return view.python_binds(SYSTEM_DIRS, a2c=False)
 
 
-def parent_dirs(destinations: list[str]) -> list[str]:
-    """`--dir` for the folders above each bind, world-searchable: bubblewrap would create them
-    0700 root, which an unprivileged agent cannot cross (a venv under /root/.pyenv)."""
-    argv, done = [], set()
-    # Bound from the host, so every folder under them exists already. Not /tmp: it is a fresh
-    # tmpfs, so a checkout or venv under /tmp needs its folders made (/tmp itself stays 1777).
-    covered = tuple(Path(d) for d in SYSTEM_DIRS)
-    for dest in destinations:
-        for parent in reversed(Path(dest).parents):
-            if parent in (Path("/"), Path("/tmp")) or parent in done:
-                continue
-            if any(parent == c or c in parent.parents for c in covered):
-                continue
-            done.add(parent)
-            argv += ["--perms", "0755", "--dir", str(parent)]
-    return argv
+def view_dir(spec: SandboxSpec) -> Path:
+    """RUN/agent-lib: the agent's allow-list of a2c, staged at each start (view.stage)."""
+    return spec.workspace.parent / view.VIEW_DIR
 
 
 def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
                      python_dirs: list[str] | None = None,
                      ids: AgentIds | None = None, setpriv: str = "setpriv",
-                     lock_userns: bool = False) -> list[str]:
-    """The full bubblewrap command line for `spec` (pure: no side effects).
+                     lock_userns: bool = False, a2c_view: Path | None = None) -> list[str]:
+    """The full bubblewrap command line for `spec` (pure: no side effects). `a2c_view`: the
+    staged allow-list of a2c (view.stage; None: no a2c code inside).
 
     With `ids` (the runtime is root) the sandbox has no user namespace and its first program,
     setpriv, becomes `ids` with every capability dropped, then (`lock_userns`) an unprivileged
@@ -113,61 +87,46 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
     `ids`, bubblewrap runs unprivileged in a user namespace with every capability dropped and
     no further user namespace (`--disable-userns`).
     """
-    argv = [bwrap]
-    for directory in SYSTEM_DIRS:
-        path = Path(directory)
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), directory]
-        elif path.exists():
-            argv += ["--ro-bind", directory, directory]
+    box = Bwrap(bwrap).system(SYSTEM_DIRS)
     # The fresh /tmp, /proc and /dev come before the binds below: a bind placed earlier under
     # /tmp (a virtual environment or a checkout in /tmp) would be hidden by the tmpfs.
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    box.proc().dev()
     if spec.agent_tmp:   # RUN/agent-tmp (0700, the agent's): the recorder sees what it ran
-        argv += ["--bind", str(spec.agent_tmp), "/tmp"]
+        box.bind(spec.agent_tmp, "/tmp")
     else:
-        argv += ["--perms", "1777", "--tmpfs", "/tmp"]
-    argv += gpus.bwrap_args(spec.gpu_ids)   # only the run's GPUs' nodes
+        box.tmpfs("/tmp", perms="1777")
+    box.add(*gpus.bwrap_args(spec.gpu_ids))   # only the run's GPUs' nodes
     python_dirs = python_dirs if python_dirs is not None else python_binds()
-    argv += parent_dirs(python_dirs)
+    shown = view.agent_view([*SYSTEM_DIRS, *python_dirs], a2c_view)   # a2c: the allow-list
+    box.add(*parent_dirs([*python_dirs, *(inside for _, inside in shown.binds)]))
     for directory in python_dirs:
-        argv += ["--ro-bind", directory, directory]
-    hidden_dirs, hidden_files, kept = view.masks(list(SYSTEM_DIRS) + list(python_dirs))
-    for directory in hidden_dirs:
-        argv += ["--tmpfs", directory]
-    for path in hidden_files:
-        argv += ["--ro-bind", "/dev/null", path]
-    for host, inside in kept:
-        argv += ["--ro-bind", host, inside]
-    for directory in hidden_dirs:
-        argv += ["--remount-ro", directory]
-    argv += ["--ro-bind", str(spec.data_dir), INSIDE_DATA,
-             "--ro-bind", str(spec.model_dir), INSIDE_MODEL,
-             "--bind", str(spec.workspace), INSIDE_WORKSPACE,
-             "--dir", INSIDE_RUN, "--symlink", sys.prefix, INSIDE_VENV]
-    if spec.socket_path:
-        argv += ["--bind", str(spec.socket_path), INSIDE_SOCKET]
-    if spec.env_sockets:
-        argv += ["--bind", str(spec.env_sockets), INSIDE_ENV_SOCKETS]
-    if spec.driver_socket:
-        argv += ["--bind", str(spec.driver_socket), INSIDE_DRIVER_SOCKET]
-    if spec.agent_home:
-        argv += ["--bind", str(spec.agent_home), INSIDE_HOME]
-    if spec.command_log:
-        argv += ["--bind", str(spec.command_log), INSIDE_COMMAND_LOG]
+        box.ro_bind(directory)
+    for staged, inside in shown.binds:
+        box.ro_bind(staged, inside)
+    for directory in shown.empty_dirs:
+        box.tmpfs(directory).remount_ro(directory)
+    for path in shown.empty_files:
+        box.hide_file(path)
+    box.ro_bind(spec.data_dir, INSIDE_DATA).ro_bind(spec.model_dir, INSIDE_MODEL)
+    box.bind(spec.workspace, INSIDE_WORKSPACE).dir(INSIDE_RUN).symlink(sys.prefix, INSIDE_VENV)
+    for host, inside in ((spec.socket_path, INSIDE_SOCKET), (spec.env_sockets, INSIDE_ENV_SOCKETS),
+                         (spec.driver_socket, INSIDE_DRIVER_SOCKET), (spec.agent_home, INSIDE_HOME),
+                         (spec.command_log, INSIDE_COMMAND_LOG)):
+        if host:
+            box.bind(host, inside)
     for inside, host in sorted(spec.extra_ro.items()):
-        argv += ["--ro-bind", str(host), inside]
+        box.ro_bind(host, inside)
     if ids is not None:  # root: no user namespace (uid 0 in one is root outside), setpriv drops
-        argv += [*NAMESPACES, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
-                 "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        box.add(*NAMESPACES).caps("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
     else:
-        argv += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
-    argv += ["--die-with-parent", "--new-session", "--chdir", INSIDE_WORKSPACE, "--"]
+        box.unshare("all", "user").disable_userns().caps()
+    box.die_with_parent().new_session().chdir(INSIDE_WORKSPACE)
+    first: list[str] = []
     if ids is not None:
-        argv += drop_argv(ids, setpriv)
+        first = drop_argv(ids, setpriv)
         if lock_userns:
-            argv += nested_userns_argv(bwrap)
-    return argv + list(spec.command)
+            first += nested_userns_argv(bwrap)
+    return box.command(*first, *spec.command)
 
 
 def args_fd(argv: list[str]) -> int:
@@ -342,7 +301,7 @@ class LocalBackend:
         if not self.bwrap:
             return list(spec.command)
         return build_bwrap_argv(spec, self.bwrap, ids=self.ids, setpriv=self.setpriv,
-                                lock_userns=self.lock_userns)
+                                lock_userns=self.lock_userns, a2c_view=view_dir(spec))
 
     def _grant(self, spec: SandboxSpec) -> None:
         if self.ids is None:
@@ -362,6 +321,8 @@ class LocalBackend:
             spec.agent_tmp.mkdir(mode=0o700, exist_ok=True)
             os.chmod(spec.agent_tmp, 0o700)
         self._grant(spec)
+        if self.bwrap:   # what the agents import of a2c, nothing else (view.py)
+            view.stage(view_dir(spec), bytecode=True)
         log = open(spec.log_path, "ab", buffering=0)
         cgroup = AgentCgroup.create(spec.marker, spec.mem_limit, spec.cpus, spec.pids)
         argv, fds = self.command_line(spec), ()
