@@ -13,6 +13,7 @@ message (mini-swe-agent) counts as a tool call, and the next user message as its
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -38,9 +39,10 @@ from a2c.contracts.trajectory import (
 )
 from a2c.fsutil import write_text_atomic
 from a2c.timefmt import iso_utc, parse_time
-from a2c.wire_formats import generation_call
-
-from .wires import request_items, response_turn, text_of, wire_of_path
+from a2c.wires import Item, Turn, generation_call, wire_for_path
+from a2c.wires import ToolCall as WireCall
+from a2c.wires.content import text_of
+from a2c.wires.reading import request_items, response_turn
 
 MAX_BLOB = 64 << 20
 # The gateway's own refusals (runtime/driver_gateway/server.py): never forwarded upstream.
@@ -129,24 +131,29 @@ def _blob(paths: RunPaths, digest: Any, warnings: list[str], seq: Any) -> bytes 
         return None
 
 
-def _fp(item: dict[str, Any]) -> str:
+def _wire_of(call: dict[str, Any]) -> str | None:
+    """The wire a recorded call spoke: as recorded, else as the gateway routes its path."""
+    wire = wire_for_path(call.get("path"))
+    return call.get("wire") or (wire.name if wire else None)
+
+
+def _fp(item: Item) -> str:
     """What makes a conversation item the same item when a later request repeats it."""
-    kind = item["kind"]
+    kind = item.kind
     if kind == "assistant":
         # By the calls' names and arguments, not their ids: some scaffolds give the model's
         # id-less calls ids of their own when they repeat them (Gemini CLI).
-        calls = item.get("tool_calls") or []
-        if calls:
-            return "assistant:" + "|".join(_signature(c) for c in calls)
-        return "assistant:" + sha256_bytes((item.get("text") or "").strip().encode())
+        if item.tool_calls:
+            return "assistant:" + "|".join(_signature(c) for c in item.tool_calls)
+        return "assistant:" + sha256_bytes((item.text or "").strip().encode())
     if kind == "tool_result":
-        key = item.get("call_id") or f"{item.get('name')}:{item.get('content')}"
+        key = item.call_id or f"{item.name}:{item.content}"
         return f"tool_result:{key}"
-    return f"{kind}:" + sha256_bytes((item.get("text") or "").strip().encode())
+    return f"{kind}:" + sha256_bytes((item.text or "").strip().encode())
 
 
-def _signature(call: dict[str, Any]) -> str:
-    return f"{call.get('name')}:{canonical_json(call.get('arguments') or {}).decode()}"
+def _signature(call: WireCall) -> str:
+    return f"{call.name}:{canonical_json(call.arguments or {}).decode()}"
 
 
 class _Thread:
@@ -161,11 +168,11 @@ class _Thread:
         self.synth_by_sig: dict[str, list[dict[str, Any]]] = {}
 
 
-def _thread_key(items: list[dict[str, Any]]) -> tuple[str, str]:
-    system = next((i for i in items if i["kind"] == "system"), None)
-    first = next((i for i in items if i["kind"] == "user"), None)
+def _thread_key(items: list[Item]) -> tuple[str, str]:
+    system = next((i for i in items if i.kind == "system"), None)
+    first = next((i for i in items if i.kind == "user"), None)
     key = "|".join(_fp(i) for i in (system, first) if i is not None)
-    return key, (first or {}).get("text", "")[:120]
+    return key, (first.text if first else "")[:120]
 
 
 class _Builder:
@@ -186,12 +193,12 @@ class _Builder:
         self.steps.append(step)
         return step
 
-    def observe(self, thread: _Thread, item: dict[str, Any], ts: str | None) -> None:
+    def observe(self, thread: _Thread, item: Item, ts: str | None) -> None:
         """A tool result: an observation of the step whose call it answers."""
-        call_id = item.get("call_id")
+        call_id = item.call_id
         owner = self.calls.get(call_id) if call_id else None
-        if owner is None and item.get("name"):      # Gemini: calls without ids, by name
-            queue = thread.pending_by_name.get(item["name"]) or []
+        if owner is None and item.name:      # Gemini: calls without ids, by name
+            queue = thread.pending_by_name.get(item.name) or []
             if queue:
                 call = queue.pop(0)
                 call_id, owner = call["tool_call_id"], self.calls.get(call["tool_call_id"])
@@ -200,8 +207,8 @@ class _Builder:
                 queue[:] = [c for c in queue if c["tool_call_id"] != call_id]
         if owner is None:
             owner = thread.last_agent
-        result = {"source_call_id": call_id, "content": item.get("content") or ""}
-        extra = {"is_error": True} if item.get("is_error") else {}
+        result = {"source_call_id": call_id, "content": item.content or ""}
+        extra = {"is_error": True} if item.is_error else {}
         if owner is not None and call_id and any(r["source_call_id"] == call_id
                                                  for r in owner["results"]):
             return          # the same result, repeated by a request of another thread
@@ -211,54 +218,52 @@ class _Builder:
             return
         owner["results"].append({**result, "extra": extra or None})
 
-    def agent_turn(self, thread: _Thread, turn: dict[str, Any], event: dict[str, Any],
+    def agent_turn(self, thread: _Thread, turn: Turn, event: dict[str, Any],
                    call: dict[str, Any]) -> dict[str, Any]:
-        step = self.add_step("agent", turn.get("text") or "", event.get("ts"),
+        step = self.add_step("agent", turn.text or "", event.get("ts"),
                              call_seq=call.get("seq"), thread=thread.number,
                              wire=call.get("wire"), status=call.get("status"),
                              error=call.get("error"), latency_ms=call.get("latency_ms"),
                              duration_ms=call.get("duration_ms"),
-                             stop_reason=turn.get("stop"))
-        step["model_name"] = call.get("response_model") or turn.get("model") or call.get("model")
-        step["reasoning"] = turn.get("reasoning") or None
-        calls = turn.get("tool_calls") or []
-        if not calls:
-            calls = self._text_actions(turn.get("text") or "")
+                             stop_reason=turn.stop)
+        step["model_name"] = call.get("response_model") or turn.model or call.get("model")
+        step["reasoning"] = turn.reasoning or None
+        calls = turn.tool_calls or self._text_actions(turn.text or "")
         for c in calls:
-            if not c.get("id"):
+            if not c.id:
                 self.synth += 1
-                c = {**c, "id": f"a2c-call-{self.synth}"}
-            args = c.get("arguments") if isinstance(c.get("arguments"), dict) else {}
-            kind = tool_kind(c.get("name") or "", args)
-            command = shell_command(c.get("name") or "", args) if kind == "shell" else None
+                c = dataclasses.replace(c, id=f"a2c-call-{self.synth}")
+            args = c.arguments if isinstance(c.arguments, dict) else {}
+            kind = tool_kind(c.name or "", args)
+            command = shell_command(c.name or "", args) if kind == "shell" else None
             extra = {"kind": kind}
             if command is not None:
                 extra["command"] = command
                 if submits(command):
                     extra["submits"] = True
-            if c.get("from_message"):
+            if c.from_message:
                 extra["parsed_from"] = "message"
-            entry = {"tool_call_id": c["id"], "function_name": c.get("name") or "",
+            entry = {"tool_call_id": c.id, "function_name": c.name or "",
                      "arguments": args, "extra": extra}
             step["tool_calls"].append(entry)
-            self.calls[c["id"]] = step
-            if c.get("synth") or c.get("from_message"):
-                thread.pending_by_name.setdefault(c.get("name") or "", []).append(entry)
+            self.calls[c.id] = step
+            if c.synth or c.from_message:
+                thread.pending_by_name.setdefault(c.name or "", []).append(entry)
                 thread.synth_by_sig.setdefault(_signature(c), []).append(entry)
         step["metrics"] = metrics_of(call)
         thread.last_agent = step
         return step
 
     @staticmethod
-    def _text_actions(text: str) -> list[dict[str, Any]]:
+    def _text_actions(text: str) -> list[WireCall]:
         blocks = BASH_BLOCK.findall(text or "")
-        return [{"id": "", "name": "bash", "arguments": {"command": b.strip()},
-                 "from_message": True} for b in blocks[:1] if b.strip()]
+        return [WireCall("", "bash", {"command": b.strip()}, from_message=True)
+                for b in blocks[:1] if b.strip()]
 
     # -------------------------------------------------------------- one call
     def call(self, event: dict[str, Any]) -> None:
         call = event.get("data") if isinstance(event.get("data"), dict) else {}
-        wire = call.get("wire") or wire_of_path(call.get("path"))
+        wire = _wire_of(call)
         if not generation_call(wire, call.get("path")):
             return
         seq = call.get("seq")
@@ -283,55 +288,53 @@ class _Builder:
             fp = _fp(item)
             seen_now[fp] += 1
             if seen_now[fp] <= thread.seen[fp]:
-                if item["kind"] == "assistant":
+                if item.kind == "assistant":
                     self._adopt_ids(thread, item)
                 continue
             thread.seen[fp] += 1
-            if item["kind"] == "tool_result":
+            if item.kind == "tool_result":
                 self.observe(thread, item, start)
-            elif item["kind"] == "assistant":
+            elif item.kind == "assistant":
                 # An agent turn this record did not see answered (a pre-seeded history, or an
                 # echo that differs from the response): kept, marked.
-                if any(c.get("id") in self.calls for c in item.get("tool_calls") or []):
+                if any(c.id in self.calls for c in item.tool_calls):
                     continue
-                step = self.add_step("agent", item.get("text") or "", start,
+                step = self.add_step("agent", item.text or "", start,
                                      thread=thread.number, from_request=True)
-                step["reasoning"] = item.get("reasoning") or None
-                for c in item.get("tool_calls") or []:
-                    args = c.get("arguments") or {}
-                    kind = tool_kind(c.get("name") or "", args)
+                step["reasoning"] = item.reasoning or None
+                for c in item.tool_calls:
+                    args = c.arguments or {}
+                    kind = tool_kind(c.name or "", args)
                     extra = {"kind": kind}
-                    command = shell_command(c.get("name") or "", args) if kind == "shell" else None
+                    command = shell_command(c.name or "", args) if kind == "shell" else None
                     if command:
                         extra["command"] = command
-                    entry = {"tool_call_id": c.get("id") or "", "function_name": c.get("name")
-                             or "", "arguments": args, "extra": extra}
+                    entry = {"tool_call_id": c.id or "", "function_name": c.name or "",
+                             "arguments": args, "extra": extra}
                     step["tool_calls"].append(entry)
-                    if c.get("id"):
-                        self.calls[c["id"]] = step
+                    if c.id:
+                        self.calls[c.id] = step
                 thread.last_agent = step
             else:
                 pending = self._pending_text_call(thread)
-                if item["kind"] == "user" and pending is not None:
+                if item.kind == "user" and pending is not None:
                     thread.last_agent["results"].append(
-                        {"source_call_id": pending["tool_call_id"], "content": item["text"],
+                        {"source_call_id": pending["tool_call_id"], "content": item.text,
                          "extra": None})
                 else:
-                    self.add_step(item["kind"], item.get("text") or "", start,
+                    self.add_step(item.kind, item.text or "", start,
                                   thread=thread.number)
         turn = response_turn(wire, raw_response)
-        if raw_response is not None and not (turn["text"] or turn["tool_calls"]) and \
+        if raw_response is not None and not (turn.text or turn.tool_calls) and \
                 _int(call.get("status")) < 400 and not call.get("error"):
             self.warnings.append(f"driver call {seq}: no message or tool call read from the "
                                  f"response ({'stream' if call.get('stream') else 'JSON'})")
         step = self.agent_turn(thread, turn, event, call)
-        echo = {"kind": "assistant", "text": turn.get("text"),
-                "tool_calls": turn.get("tool_calls")}
-        if turn.get("text") or turn.get("tool_calls"):
-            thread.seen[_fp(echo)] += 1
+        if turn.text or turn.tool_calls:
+            thread.seen[_fp(Item.assistant(turn))] += 1
         del step  # recorded in self.steps
 
-    def _closest_thread(self, items: list[dict[str, Any]]) -> _Thread | None:
+    def _closest_thread(self, items: list[Item]) -> _Thread | None:
         """The thread a request continues whose opening changed (a scaffold rewriting its
         environment message): the one that has seen most of its items, if that is most of
         them."""
@@ -344,12 +347,12 @@ class _Builder:
                 best, best_seen = thread, seen
         return best if best_seen * 2 > len(items) else None
 
-    def _adopt_ids(self, thread: _Thread, item: dict[str, Any]) -> None:
+    def _adopt_ids(self, thread: _Thread, item: Item) -> None:
         """A repeated turn whose calls now carry ids the answer did not (the scaffold named
         them): the steps' calls take those ids, so the results that quote them find them."""
-        for call in item.get("tool_calls") or []:
-            real = call.get("id")
-            if not real or call.get("synth") or real in self.calls:
+        for call in item.tool_calls:
+            real = call.id
+            if not real or call.synth or real in self.calls:
                 continue
             queue = thread.synth_by_sig.get(_signature(call)) or []
             if not queue:
@@ -565,7 +568,7 @@ def _final(events: list[dict[str, Any]], steps: list[dict[str, Any]],
                  (c.get("error") and c.get("error") != "client_gone"))
     refused = sum(1 for c in calls if c.get("error") in REFUSED)
     forwarded = sum(1 for c in calls if c.get("error") not in REFUSED and generation_call(
-        c.get("wire") or wire_of_path(c.get("path")), c.get("path")))
+        _wire_of(c), c.get("path")))
     return {"total_prompt_tokens": total("input_tokens") + total("cache_read_tokens")
             + total("cache_write_tokens"),
             "total_completion_tokens": total("output_tokens"),

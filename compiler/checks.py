@@ -11,6 +11,7 @@ import string
 from pathlib import Path
 
 from a2c.compiler.yamlsrc import dotted
+from a2c.wires import PROVIDER_WIRES
 
 LEVEL_GRADERS = {1: ("exact_match", "humaneval"), 2: ("pairwise_judge",), 3: ("rollout",)}
 REQUIRED_FIELDS = {"exact_match": ("prompt", "answer"), "humaneval": ("prompt", "test", "entry_point"),
@@ -204,11 +205,10 @@ def agent_driver(doc):
                                       "\"$A2C_PROMPT\" or \"$A2C_PROMPT_FILE\"")
 
 
-# The driver gateway's built-in providers and the wires each serves (runtime/driver_gateway/
-# config.py BUILTIN_PROVIDERS; a test keeps the two equal: the compiler may not import the
-# runtime). A drivers-file provider is the operator's, known only at run time.
-DRIVER_PROVIDER_WIRES = {"anthropic": ("anthropic",), "gemini": ("gemini",),
-                         "openai": ("openai-chat", "openai-responses")}
+# The driver gateway's built-in providers and the wires each serves: the wire package's one
+# table, which the gateway's provider list reads too. A drivers-file provider is the
+# operator's, known only at run time.
+DRIVER_PROVIDER_WIRES = PROVIDER_WIRES
 DRIVER_PROVIDERS = tuple(DRIVER_PROVIDER_WIRES)
 _DRIVER_FORM = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_-]*)/[A-Za-z0-9][A-Za-z0-9._:@-]*$")
 _SCRIPTED_FORM = re.compile(r"^scripted:(?P<name>[a-z0-9][a-z0-9_.-]*)$")

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .wires import Usage
+from a2c.wires import Usage
 
 DEFAULT_OUTPUT_CAP = 32768
 BYTES_PER_TOKEN = 4

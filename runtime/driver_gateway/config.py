@@ -29,25 +29,25 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.paths import SPECS_DIR, config_dir, project_root
+from a2c.wires import PROVIDER_WIRES, WIRES
 
 from .prices import pinned_models, price_for
-from .wires import WIRES
 
 SCHEMA_FILE = Path(__file__).with_name("drivers.schema.json")
 CONFIG_VERSION = 1
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
+# The wires each provider serves: the wire package's one table (the compiler checks suites by it).
 BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
     "anthropic": {"base_url": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
-                  "wires": ["anthropic"]},
+                  "wires": list(PROVIDER_WIRES["anthropic"])},
     "openai": {"base_url": "https://api.openai.com", "key_env": "OPENAI_API_KEY",
-               "wires": ["openai-chat", "openai-responses"]},
+               "wires": list(PROVIDER_WIRES["openai"])},
     "gemini": {"base_url": "https://generativelanguage.googleapis.com",
-               "key_env": "GEMINI_API_KEY", "wires": ["gemini"]},
+               "key_env": "GEMINI_API_KEY", "wires": list(PROVIDER_WIRES["gemini"])},
 }
-WIRE_PROVIDER = {"anthropic": "anthropic", "openai-chat": "openai",
-                 "openai-responses": "openai", "gemini": "gemini"}
+WIRE_PROVIDER = {wire: provider for provider, wires in PROVIDER_WIRES.items() for wire in wires}
 
 
 # ----------------------------------------------------------------------------- drivers file

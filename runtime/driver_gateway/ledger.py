@@ -27,10 +27,10 @@ from a2c.contracts.events import DriverBudgetExhausted, DriverCall, EventLog
 from a2c.contracts.run_paths import RunPaths
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.timefmt import iso_utc
+from a2c.wires import Usage
 
 from .admission import Reservation
 from .prices import cost_usd
-from .wires import Usage
 
 COUNTERS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
             "tokens", "cost_usd", "errors", "refused", "unpriced_calls", "usage_missing_calls")

@@ -3,7 +3,7 @@
 The gateway forwards only what it meters (issue 23). A request target is checked before anything
 else: it must be a plain origin-form path with nothing a server might read differently from us
 (`..` or `.` segments, empty segments, any %-encoding, backslashes, control characters), then
-match one route of a2c.wire_formats exactly, with its method, and carry only the query parameters
+match one route of a2c.wires.routes exactly, with its method, and carry only the query parameters
 its wire needs. The path and query forwarded upstream are rebuilt from what matched, never copied.
 
 Headers work the same way: an allow-list (`FORWARD_HEADERS`) goes upstream; everything else the
@@ -22,7 +22,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from a2c.wire_formats import NO_ROUTE, QUERY_KEYS, Route, normalize, route
+from a2c.wires.routes import NO_ROUTE, QUERY_KEYS, Route, normalize, route
 
 _SAFE_PATH = re.compile(r"^(/[A-Za-z0-9_.:-]+)+$")
 _SAFE_QUERY = re.compile(r"^[A-Za-z0-9_.=&-]*$")

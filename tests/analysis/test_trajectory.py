@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from a2c.analysis.trajectory import build_trajectory, shell_command, tool_kind, write_trajectory
-from a2c.analysis.wires import response_turn, sse_events
 from a2c.contracts.events import EventLog, read_events
 from a2c.contracts.trajectory import TRAJECTORY_FORMAT, validate_trajectory
+from a2c.wires.reading import response_turn
+from a2c.wires.sse import events as sse_events
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "trajectory"))
 import driver_record as dr  # noqa: E402
@@ -227,7 +228,7 @@ def test_sse_and_unknown_shapes():
         for raw in (b"", b"{}", b"[]", b"data: {}\n\n", b"\xff\xfe", b'{"choices": [null]}',
                     b'{"content": "x", "output": 5, "candidates": [{"content": 3}]}'):
             turn = response_turn(wire, raw)
-            assert set(turn) >= {"text", "tool_calls", "usage"}
+            assert set(vars(turn)) >= {"text", "tool_calls", "usage"}
 
 
 def test_gemini_calls_take_the_ids_the_cli_gives_them(tmp_path):

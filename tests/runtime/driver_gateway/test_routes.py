@@ -10,7 +10,7 @@ from a2c.runtime.driver_gateway import admission
 from a2c.runtime.driver_gateway.ledger import Ledger
 from a2c.runtime.driver_gateway.prices import pinned_models, price_for
 from a2c.runtime.driver_gateway.routes import Refused, Target, check_target, forward_headers
-from a2c.wire_formats import generation_call, route
+from a2c.wires import generation_call, route
 
 M = "claude-sonnet-4-5"
 

@@ -1,12 +1,12 @@
 """The four driver wire formats' request routes, read one way by every area: the gateway admits
-and meters by them, the analysis replays its record by them. A wire is chosen from the path alone
-(a scaffold does not say which SDK it is).
+and meters by them, the analysis replays its record by them, the scripted driver answers by
+them. A wire is chosen from the path alone (a scaffold does not say which SDK it is).
 
 The routes are an exact allow-list (issue 23): generation (metered, counted, pinned, budgeted)
 and token counting (free at every provider, pinned), plus the model lists, which the gateway
 answers itself from the run's pinned models. Nothing else on a provider's API (message batches,
 files, `:batchGenerateContent`, model deletion, fine-tuning) has a route, so nothing else can be
-reached with the host's provider key. Stdlib only, like the other shared helpers of `a2c/`.
+reached with the host's provider key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-WIRES = ("anthropic", "openai-chat", "openai-responses", "gemini")
+NAMES = ("anthropic", "openai-chat", "openai-responses", "gemini")
+"""The wires, in the order every list of them is written."""
 
 # kinds: generate (the model answers a turn), count (token counting), models (a model list or
 # one model's card, answered by the gateway itself, never forwarded)
@@ -104,4 +105,4 @@ def generation_call(wire: str | None, path: str | None) -> bool:
     it; a record without a path counts when its wire is known."""
     if path:
         return route(normalize(path)).generation
-    return wire in WIRES
+    return wire in NAMES

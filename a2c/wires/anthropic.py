@@ -1,0 +1,153 @@
+"""Anthropic Messages (`/v1/messages`): usage in `message_start` and `message_delta`, content
+as typed blocks (text, thinking, tool_use), tool results as user-message blocks, errors as
+`{"type": "error", "error": {...}}`. Claude Code speaks it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2c.wires.base import Wire, register
+from a2c.wires.content import arguments, history_text, text_of
+from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.usage import Usage, count
+
+_USAGE = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+          ("cache_read_input_tokens", "cache_read_tokens"),
+          ("cache_creation_input_tokens", "cache_write_tokens"))
+
+
+def _fold(u: Usage, usage: dict, final: bool) -> None:
+    # message_start carries input and cache counts; message_delta the cumulative output (and,
+    # on newer servers, input counts again): later non-zero values win.
+    for src, dst in _USAGE:
+        if src in usage and (usage[src] or not final):
+            setattr(u, dst, count(usage[src]))
+    u.seen = True
+
+
+def _blocks(blocks: list[dict[str, Any]]) -> Turn:
+    turn = Turn()
+    texts, thoughts = [], []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block.get("text") or "")
+        elif kind in ("thinking", "redacted_thinking"):
+            thoughts.append(block.get("thinking") or "")
+        elif kind in ("tool_use", "server_tool_use"):
+            turn.tool_calls.append(ToolCall(block.get("id") or "", block.get("name") or "",
+                                            arguments(block.get("input")),
+                                            synth=not block.get("id")))
+    turn.text, turn.reasoning = "".join(texts), "".join(thoughts)
+    return turn
+
+
+@register
+class Anthropic(Wire):
+    name = "anthropic"
+    provider = "anthropic"
+    budget_status = 400     # a spent credit balance: 400 invalid_request_error
+
+    def read_usage(self, obj: Any, u: Usage) -> None:
+        if not isinstance(obj, dict):
+            return
+        kind = obj.get("type")
+        if kind == "message_start" and isinstance(obj.get("message"), dict):
+            msg = obj["message"]
+            u.model = msg.get("model") or u.model
+            if isinstance(msg.get("usage"), dict):
+                _fold(u, msg["usage"], final=False)
+        elif kind == "message_delta" and isinstance(obj.get("usage"), dict):
+            _fold(u, obj["usage"], final=True)
+        elif kind == "message" or "usage" in obj and kind is None:
+            u.model = obj.get("model") or u.model
+            if isinstance(obj.get("usage"), dict):
+                _fold(u, obj["usage"], final=False)
+
+    def usage_fields(self, u: Usage) -> dict:
+        return {"input_tokens": u.input_tokens, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": u.cache_read_tokens, "output_tokens": u.output_tokens}
+
+    def error(self, status: int, kind: str, message: str) -> dict:
+        etype = {"auth": "authentication_error", "timeout": "timeout_error",
+                 "upstream": "api_error", "not_served": "not_found_error"}.get(
+                     kind, "invalid_request_error")
+        return {"type": "error", "error": {"type": etype, "message": message}}
+
+    def request_items(self, body: dict[str, Any]) -> list[Item]:
+        items: list[Item] = []
+        system = text_of(body.get("system"))
+        if system:
+            items.append(Item("system", system))
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            role, content = message.get("role"), message.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else \
+                [b for b in content or [] if isinstance(b, dict)]
+            if role == "assistant":
+                items.append(Item.assistant(_blocks(blocks)))
+                continue
+            texts = []
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    items.append(Item.tool_result(block.get("tool_use_id"), None,
+                                                  text_of(block.get("content")),
+                                                  bool(block.get("is_error"))))
+                elif block.get("type") == "text":
+                    texts.append(block.get("text") or "")
+                elif block.get("type"):
+                    texts.append(text_of(block))
+            if any(t.strip() for t in texts):
+                items.append(Item("user", "\n".join(texts)))
+        return items
+
+    def response(self, body: dict[str, Any]) -> Turn:
+        turn = _blocks([b for b in body.get("content") or [] if isinstance(b, dict)])
+        turn.model, turn.stop = body.get("model"), body.get("stop_reason")
+        turn.usage = self.usage_of(body)
+        return turn
+
+    def response_stream(self, events: list[tuple[str | None, Any]]) -> Turn:
+        blocks: dict[int, dict[str, Any]] = {}
+        partial: dict[int, str] = {}
+        model = stop = None
+        for name, data in events:
+            if not isinstance(data, dict):
+                continue
+            kind = data.get("type") or name
+            if kind == "message_start":
+                model = (data.get("message") or {}).get("model")
+            elif kind == "content_block_start":
+                blocks[int(data.get("index", len(blocks)))] = dict(data.get("content_block")
+                                                                   or {})
+            elif kind == "content_block_delta":
+                index = int(data.get("index", 0))
+                block = blocks.setdefault(index, {"type": "text", "text": ""})
+                delta = data.get("delta") or {}
+                if delta.get("type") == "text_delta":
+                    block["text"] = (block.get("text") or "") + (delta.get("text") or "")
+                elif delta.get("type") == "input_json_delta":
+                    partial[index] = partial.get(index, "") + (delta.get("partial_json") or "")
+                elif delta.get("type") == "thinking_delta":
+                    block["thinking"] = (block.get("thinking") or "") + \
+                        (delta.get("thinking") or "")
+            elif kind == "message_delta":
+                stop = (data.get("delta") or {}).get("stop_reason")
+        for index, text in partial.items():
+            blocks[index]["input"] = arguments(text)
+        turn = _blocks([blocks[i] for i in sorted(blocks)])
+        turn.model, turn.stop = model, stop
+        turn.usage = self.usage_of(*(data for _, data in events))
+        return turn
+
+    def conversation(self, body: dict, model: str = "", stream: bool = False) -> Conversation:
+        tools = [Tool(t["name"], t.get("input_schema") or {}, t.get("description", ""))
+                 for t in body.get("tools") or [] if isinstance(t, dict) and "name" in t
+                 and ("input_schema" in t or "type" not in t or t.get("type") == "custom")]
+        entries = [(m.get("role") == "assistant", history_text(m.get("content")))
+                   for m in body.get("messages") or [] if isinstance(m, dict)]
+        results, first = group(entries)
+        return Conversation("anthropic", str(body.get("model", "")), tools,
+                            history_text(body.get("system")) + "\n" + first, results,
+                            stream=bool(body.get("stream")))

@@ -1,0 +1,120 @@
+"""The `Wire` base class and the registry of the four wires by name (`WIRES`), and the table of
+which wires each built-in provider serves (`PROVIDER_WIRES`, read by the compiler's suite checks
+and the gateway's provider list, so the two cannot drift).
+
+A wire is one class in one module (anthropic, openai_chat, openai_responses, gemini) holding
+everything that differs between the formats: where a request names its model and asks to
+stream, the native usage fields (read and written), the error bodies, a request read as
+conversation items, an answer read as a turn. What every area does with that stays in the area.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2c.wires.records import Conversation, Item, Turn
+from a2c.wires.routes import NAMES, Route, normalize, route
+from a2c.wires.usage import Usage
+
+
+class Wire:
+    """One wire format. `provider`: the built-in provider that serves it; `budget_status`: the
+    HTTP status the provider answers a spent credit balance with."""
+
+    name: str = ""
+    provider: str = ""
+    budget_status: int = 429
+
+    # -- the request's routing fields
+    def request_model(self, rt: Route, body: Any) -> str | None:
+        """The model a request names: in the path (Gemini, model cards) or the body's `model`."""
+        if rt.path_model:
+            return rt.path_model
+        if isinstance(body, dict) and isinstance(body.get("model"), str):
+            return body["model"]
+        return None
+
+    def request_streams(self, rt: Route, body: Any) -> bool:
+        return isinstance(body, dict) and body.get("stream") is True
+
+    # -- usage
+    def read_usage(self, obj: Any, u: Usage) -> None:
+        """Fold one JSON object (a whole answer, or one streamed event's data) into `u`."""
+        raise NotImplementedError
+
+    def usage_fields(self, u: Usage) -> dict:
+        """`u` in this wire's own usage fields."""
+        raise NotImplementedError
+
+    # -- errors
+    def error(self, status: int, kind: str, message: str) -> dict:
+        """The provider's own error body. kind: auth | model | budget | upstream | timeout |
+        not_served | bad_request."""
+        raise NotImplementedError
+
+    # -- reading bodies back
+    def request_items(self, body: dict[str, Any]) -> list[Item]:
+        raise NotImplementedError
+
+    def response(self, body: dict[str, Any]) -> Turn:
+        """The turn in a whole JSON answer."""
+        raise NotImplementedError
+
+    def response_stream(self, events: list[tuple[str | None, Any]]) -> Turn:
+        """The turn in a streamed answer's events (`sse.events`)."""
+        raise NotImplementedError
+
+    def conversation(self, body: dict, model: str = "", stream: bool = False) -> Conversation:
+        """The scripted driver's view of a request (for Gemini the model and streaming come
+        from the path)."""
+        raise NotImplementedError
+
+    # -- shared by the readers
+    def usage_of(self, *objs: Any) -> Usage:
+        """The usage the JSON objects of one answer report, in order."""
+        u = Usage()
+        for obj in objs:
+            self.read_usage(obj, u)
+        return u
+
+
+WIRES: dict[str, Wire] = {}
+"""The wires by name, in the order of `routes.NAMES` (filled by the wire modules)."""
+
+
+def register(cls: type[Wire]) -> type[Wire]:
+    """Class decorator: one instance of the wire in `WIRES`, kept in `routes.NAMES` order."""
+    WIRES[cls.name] = cls()
+    ordered = sorted(WIRES.items(), key=lambda kv: NAMES.index(kv[0]))
+    WIRES.clear()
+    WIRES.update(ordered)
+    return cls
+
+
+def wire_for_path(path: str | None) -> Wire | None:
+    """The wire a request path belongs to, as the gateway routes it (None for no route)."""
+    name = route(normalize(path)).wire if path else None
+    return WIRES.get(name) if name else None
+
+
+def provider_wires() -> dict[str, tuple[str, ...]]:
+    """Each built-in provider's wires, providers in name order, wires in `routes.NAMES` order."""
+    out: dict[str, list[str]] = {}
+    for wire in WIRES.values():
+        out.setdefault(wire.provider, []).append(wire.name)
+    return {p: tuple(out[p]) for p in sorted(out)}
+
+
+def error_body(wire: str | None, status: int, kind: str, message: str) -> tuple[bytes, dict]:
+    """The provider's own error JSON for an answer the gateway gives itself, and extra headers
+    (the OpenAI shape for a path no wire claims).
+
+    kind: auth | model | budget | upstream | timeout | not_served | bad_request. Refusals that a
+    retry cannot mend carry `x-should-retry: false` (the Stainless SDKs behind the Anthropic and
+    OpenAI clients obey it), so scaffolds stop instead of retrying into a spent budget."""
+    headers = {"Content-Type": "application/json"}
+    if kind in ("budget", "auth", "model", "not_served", "bad_request"):
+        headers["x-should-retry"] = "false"
+    shape = WIRES.get(wire or "") or WIRES["openai-chat"]
+    return json.dumps(shape.error(status, kind, message)).encode(), headers

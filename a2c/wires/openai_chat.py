@@ -1,0 +1,145 @@
+"""OpenAI Chat Completions (`/v1/chat/completions`): messages with roles, tool calls as
+`function` objects with JSON-string arguments, streamed as `chat.completion.chunk` deltas ending
+in `data: [DONE]` (usage only when `stream_options.include_usage`), errors as
+`{"error": {"message", "type", "param", "code"}}` (also the shape for paths no wire claims).
+Most open-source scaffolds speak it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2c.wires.base import Wire, register
+from a2c.wires.content import arguments, history_text, text_of
+from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.usage import Usage, count
+
+_ERRORS = {"auth": ("invalid_request_error", "invalid_api_key"),
+           "model": ("invalid_request_error", "model_not_found"),
+           "budget": ("insufficient_quota", "insufficient_quota"),
+           "timeout": ("server_error", "timeout"),
+           "upstream": ("server_error", "upstream_unavailable"),
+           "not_served": ("invalid_request_error", "not_found"),
+           "bad_request": ("invalid_request_error", None)}
+
+
+def openai_error(kind: str, message: str) -> dict:
+    """The OpenAI error body (both OpenAI wires; 429 insufficient_quota is final to its SDKs)."""
+    etype, code = _ERRORS[kind]
+    return {"error": {"message": message, "type": etype, "param": None, "code": code}}
+
+
+def _function_call(call: dict[str, Any]) -> ToolCall:
+    fn = call.get("function") or {}
+    return ToolCall(call.get("id") or "", fn.get("name") or "", arguments(fn.get("arguments")),
+                    synth=not call.get("id"))
+
+
+@register
+class OpenAIChat(Wire):
+    name = "openai-chat"
+    provider = "openai"
+
+    def read_usage(self, obj: Any, u: Usage) -> None:
+        if not isinstance(obj, dict):
+            return
+        u.model = obj.get("model") or u.model
+        if isinstance(obj.get("usage"), dict):
+            usage = obj["usage"]
+            prompt = count(usage.get("prompt_tokens"))
+            cached = count((usage.get("prompt_tokens_details") or {}).get("cached_tokens"))
+            u.input_tokens, u.cache_read_tokens = max(prompt - cached, 0), cached
+            u.output_tokens = count(usage.get("completion_tokens"))
+            u.seen = True
+
+    def usage_fields(self, u: Usage) -> dict:
+        prompt = u.input_tokens + u.cache_read_tokens
+        return {"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
+                "total_tokens": prompt + u.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
+                "completion_tokens_details": {"reasoning_tokens": 0}}
+
+    def error(self, status: int, kind: str, message: str) -> dict:
+        return openai_error(kind, message)
+
+    def request_items(self, body: dict[str, Any]) -> list[Item]:
+        items: list[Item] = []
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            role = message.get("role")
+            text = text_of(message.get("content"))
+            if role in ("system", "developer"):
+                items.append(Item("system", text))
+            elif role == "assistant":
+                items.append(Item("assistant", text, text_of(message.get("reasoning_content")),
+                                  [_function_call(c) for c in message.get("tool_calls") or []]))
+            elif role in ("tool", "function"):
+                items.append(Item.tool_result(message.get("tool_call_id"), message.get("name"),
+                                              text))
+            else:
+                items.append(Item("user", text))
+        return items
+
+    def response(self, body: dict[str, Any]) -> Turn:
+        choices = body.get("choices") or []
+        message = (choices[0] or {}).get("message") or {} if choices else {}
+        return Turn(text_of(message.get("content")),
+                    text_of(message.get("reasoning_content") or message.get("reasoning")),
+                    [_function_call(c) for c in message.get("tool_calls") or []],
+                    body.get("model"), self.usage_of(body),
+                    (choices[0] or {}).get("finish_reason") if choices else None)
+
+    def response_stream(self, events: list[tuple[str | None, Any]]) -> Turn:
+        turn = Turn()
+        calls: dict[int, dict[str, Any]] = {}
+        for _, data in events:
+            if not isinstance(data, dict):
+                continue
+            turn.model = data.get("model") or turn.model
+            self.read_usage(data, turn.usage)
+            for choice in data.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    turn.text += text_of(delta["content"])
+                for key in ("reasoning_content", "reasoning"):
+                    if isinstance(delta.get(key), str):
+                        turn.reasoning += delta[key]
+                for call in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(int(call.get("index", len(calls))),
+                                            {"id": "", "name": "", "args": ""})
+                    fn = call.get("function") or {}
+                    slot["id"] = call.get("id") or slot["id"]
+                    slot["name"] = slot["name"] or fn.get("name") or ""
+                    slot["args"] += fn.get("arguments") or ""
+                if choice.get("finish_reason"):
+                    turn.stop = choice["finish_reason"]
+        turn.tool_calls = [ToolCall(s["id"], s["name"], arguments(s["args"]), synth=not s["id"])
+                           for s in (calls[i] for i in sorted(calls))]
+        return turn
+
+    def conversation(self, body: dict, model: str = "", stream: bool = False) -> Conversation:
+        tools = []
+        for t in body.get("tools") or []:
+            fn = t.get("function") if isinstance(t, dict) else None
+            if isinstance(fn, dict) and fn.get("name"):
+                tools.append(Tool(fn["name"], fn.get("parameters") or {},
+                                  fn.get("description", "")))
+        for fn in body.get("functions") or []:
+            if isinstance(fn, dict) and fn.get("name"):
+                tools.append(Tool(fn["name"], fn.get("parameters") or {},
+                                  fn.get("description", "")))
+        system, entries = [], []
+        for m in body.get("messages") or []:
+            if not isinstance(m, dict):
+                continue
+            role = m.get("role")
+            if role in ("system", "developer") and not entries:
+                system.append(history_text(m.get("content")))
+                continue
+            entries.append((role == "assistant", history_text(m.get("content"))))
+        results, first = group(entries)
+        options = body.get("stream_options") or {}
+        return Conversation("openai-chat", str(body.get("model", "")), tools,
+                            "\n".join(system) + "\n" + first, results,
+                            stream=bool(body.get("stream")),
+                            include_usage=bool(options.get("include_usage")))

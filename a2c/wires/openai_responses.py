@@ -1,0 +1,175 @@
+"""OpenAI Responses (`/v1/responses`): `input` items (messages, function_call,
+function_call_output, reasoning, Codex's local_shell_call and custom_tool_call), `output` items in
+the answer, streamed as typed `response.*` events ending in `response.completed`. Codex speaks
+it; errors and budget status as Chat Completions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2c.wires.base import Wire, register
+from a2c.wires.content import arguments, history_text, text_of
+from a2c.wires.openai_chat import openai_error
+from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.usage import Usage, count
+
+# Responses items the model produced (everything else in `input` came from the user or tools).
+_MODEL_ITEMS = {"function_call", "local_shell_call", "custom_tool_call", "reasoning",
+                "web_search_call", "computer_call", "file_search_call"}
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def _call(item: dict[str, Any]) -> ToolCall:
+    call_id = item.get("call_id") or item.get("id") or ""
+    if item.get("type") == "local_shell_call":
+        action = item.get("action") or {}
+        return ToolCall(call_id, "local_shell", {k: v for k, v in action.items() if k != "type"},
+                        synth=not call_id)
+    if item.get("type") == "custom_tool_call":
+        return ToolCall(call_id, item.get("name") or "", {"input": item.get("input")},
+                        synth=not call_id)
+    return ToolCall(call_id, item.get("name") or "", arguments(item.get("arguments")),
+                    synth=not call_id)
+
+
+def _output(output: list[Any], turn: Turn) -> Turn:
+    for item in output or []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "message":
+            turn.text += text_of(item.get("content"))
+        elif kind == "reasoning":
+            turn.reasoning += text_of(item.get("summary"))
+        elif kind in _CALLS:
+            turn.tool_calls.append(_call(item))
+    return turn
+
+
+@register
+class OpenAIResponses(Wire):
+    name = "openai-responses"
+    provider = "openai"
+
+    def read_usage(self, obj: Any, u: Usage) -> None:
+        if not isinstance(obj, dict):
+            return
+        resp = obj.get("response") if isinstance(obj.get("response"), dict) else obj
+        if obj.get("type", "").startswith("response.") and resp is obj:
+            return
+        u.model = resp.get("model") or u.model
+        if isinstance(resp.get("usage"), dict):
+            usage = resp["usage"]
+            prompt = count(usage.get("input_tokens"))
+            cached = count((usage.get("input_tokens_details") or {}).get("cached_tokens"))
+            u.input_tokens, u.cache_read_tokens = max(prompt - cached, 0), cached
+            u.output_tokens = count(usage.get("output_tokens"))
+            u.seen = True
+
+    def usage_fields(self, u: Usage) -> dict:
+        prompt = u.input_tokens + u.cache_read_tokens
+        return {"input_tokens": prompt,
+                "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
+                "output_tokens": u.output_tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": prompt + u.output_tokens}
+
+    def error(self, status: int, kind: str, message: str) -> dict:
+        return openai_error(kind, message)
+
+    def request_items(self, body: dict[str, Any]) -> list[Item]:
+        items: list[Item] = []
+        if body.get("instructions"):
+            items.append(Item("system", text_of(body["instructions"])))
+        given = body.get("input")
+        if isinstance(given, str):
+            return items + [Item("user", given)]
+        pending: Item | None = None     # consecutive output items make one assistant turn
+        for item in given or []:
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("type") or ("message" if "role" in item else None)
+            if kind == "message" and item.get("role") == "assistant" or \
+                    kind in _CALLS or kind == "reasoning":
+                pending = pending or Item("assistant")
+                if kind == "message":
+                    pending.text += text_of(item.get("content"))
+                elif kind == "reasoning":
+                    pending.reasoning += text_of(item.get("summary"))
+                else:
+                    pending.tool_calls.append(_call(item))
+                continue
+            if kind != "message" and kind not in _OUTPUTS:
+                continue
+            if pending is not None:
+                items.append(pending)
+                pending = None
+            if kind == "message":
+                role = item.get("role")
+                items.append(Item("system" if role in ("system", "developer") else "user",
+                                  text_of(item.get("content"))))
+            else:
+                items.append(Item.tool_result(item.get("call_id"), None,
+                                              text_of(item.get("output"))))
+        if pending is not None:
+            items.append(pending)
+        return items
+
+    def response(self, body: dict[str, Any]) -> Turn:
+        turn = _output(body.get("output") or [], Turn())
+        turn.model, turn.stop = body.get("model"), body.get("status")
+        turn.usage = self.usage_of(body)
+        return turn
+
+    def response_stream(self, events: list[tuple[str | None, Any]]) -> Turn:
+        done_items: list[dict[str, Any]] = []
+        deltas = ""
+        final: dict[str, Any] | None = None
+        for name, data in events:
+            if not isinstance(data, dict):
+                continue
+            kind = data.get("type") or name
+            if kind == "response.output_item.done" and isinstance(data.get("item"), dict):
+                done_items.append(data["item"])
+            elif kind == "response.output_text.delta":
+                deltas += data.get("delta") or ""
+            elif kind in ("response.completed", "response.incomplete", "response.failed") and \
+                    isinstance(data.get("response"), dict):
+                final = data["response"]
+        turn = Turn()
+        if final is not None:
+            turn.model, turn.stop = final.get("model"), final.get("status")
+            turn.usage = self.usage_of(final)
+        output = (final or {}).get("output") or done_items
+        _output(output, turn)
+        if not turn.text and deltas and not any(i.get("type") == "message" for i in output
+                                                if isinstance(i, dict)):
+            turn.text = deltas
+        return turn
+
+    def conversation(self, body: dict, model: str = "", stream: bool = False) -> Conversation:
+        tools = []
+        for t in body.get("tools") or []:
+            if not isinstance(t, dict):
+                continue
+            kind = t.get("type", "function")
+            if kind == "function" and t.get("name"):
+                tools.append(Tool(t["name"], t.get("parameters") or {}, t.get("description", "")))
+            elif kind == "local_shell":
+                tools.append(Tool("local_shell", {}, "", kind="local_shell"))
+            elif kind == "custom" and t.get("name"):
+                tools.append(Tool(t["name"], {}, t.get("description", ""), kind="custom"))
+        items = body.get("input")
+        items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) \
+            else [i for i in items or [] if isinstance(i, dict)]
+        entries = []
+        for item in items:
+            kind = item.get("type", "message")
+            is_model = kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant")
+            entries.append((is_model, "" if is_model else
+                            history_text(item.get("output", item.get("content")))))
+        results, first = group(entries)
+        return Conversation("openai-responses", str(body.get("model", "")), tools,
+                            history_text(body.get("instructions")) + "\n" + first, results,
+                            stream=bool(body.get("stream")))
