@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.outside import OUTSIDE_PREFIX
+from a2c.contracts.run_paths import RunPaths
 from a2c.timefmt import iso_utc, parse_time
 
 from . import compliance
@@ -142,7 +143,7 @@ def _no_snapshot(sub_id: str) -> dict[str, Any]:
 def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str | None
                           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the report's `route`, its `timeline`); fills each row's `snapshot` from the tags."""
-    repo = SnapshotRepo(record.root / "snapshots.git")
+    repo = SnapshotRepo(RunPaths(record.root).snapshots)
     section: dict[str, Any] = {"available": repo.available, "per_submission": [],
                                "methods": [], "adapters": [], "hyperparameters": {},
                                "compliance": compliance.compliance(mode, [])}
@@ -151,7 +152,7 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
         section["compliance"]["detail"] = "no snapshots.git: the route cannot be read"
         return section, timeline
     cache = _FileCache(repo)
-    shipped = _shipped_workspace(record.root / "bundle" / "workspace")
+    shipped = _shipped_workspace(RunPaths(record.root).bundle_workspace)
     launched = launched_training(record)
     try:
         executed = _executed(record, repo)

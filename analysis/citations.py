@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.run_paths import RunPaths
+
 from .record import RunRecord
 from .snapshots import SnapshotRepo
 
@@ -56,7 +58,7 @@ class Evidence:
     @property
     def commands(self) -> list[str]:
         if self._commands is None:
-            log = self.root / "logs" / "commands.log"
+            log = RunPaths(self.root).commands_log
             self._commands = log.read_text(encoding="utf-8", errors="replace").splitlines() \
                 if log.is_file() else []
         return self._commands
@@ -64,7 +66,7 @@ class Evidence:
     @property
     def repo(self) -> SnapshotRepo:
         if self._repo is None:
-            self._repo = SnapshotRepo(self.root / "snapshots.git")
+            self._repo = SnapshotRepo(RunPaths(self.root).snapshots)
         return self._repo
 
     def close(self) -> None:

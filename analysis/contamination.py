@@ -245,7 +245,7 @@ def trajectory_texts(root: Path, stats: dict[str, int]
                      ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(time, where, text) of each driver answer: message, reasoning and tool-call arguments."""
     trajectory = None
-    path = root / "trajectory.json"
+    path = RunPaths(root).trajectory
     try:
         trajectory = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from a2c.contracts.run_paths import RunPaths
+
 from .attribution import _shipped_workspace
 from .citations import Evidence, event_text, submission_text
 from .snapshots import diff_trees
@@ -56,7 +58,7 @@ def _code(ev: Evidence) -> list[str]:
     repo, prev = ev.repo, {}
     if not repo.available:
         return ["(no code snapshots)"]
-    shipped = _shipped_workspace(ev.root / "bundle" / "workspace")
+    shipped = _shipped_workspace(RunPaths(ev.root).bundle_workspace)
     for snap in ev.record.snapshots:
         files = repo.files(snap["commit"])
         if snap.get("submission_id") is None and snap is not ev.record.snapshots[-1]:

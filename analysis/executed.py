@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2c.contracts.outside import AGENT_VIEW, OUTSIDE_PREFIX
+from a2c.contracts.run_paths import RunPaths
 from a2c.timefmt import parse_time
 
 from .training_methods import FileTraining, analyse_file
@@ -97,7 +98,7 @@ def _segments(tokens: list[str]) -> list[list[str]]:
 class _Reader:
     def __init__(self, root: Path, outside_files: dict[str, tuple[str, str]]):
         self.root = root
-        self.workspace_views = {WORKSPACE_VIEW, str(root / "workspace")}
+        self.workspace_views = {WORKSPACE_VIEW, str(RunPaths(root).workspace)}
         self.views = {name: {view, str(root / f"agent-{name}")} for name, view in
                       AGENT_VIEW.items()}
         self.outside = outside_files        # snapshot path -> (blob, text)
@@ -318,7 +319,7 @@ def outside_files(repo, commits: list[str]) -> dict[str, tuple[str, str]]:
 
 def executed_code(root: Path, outside: dict[str, tuple[str, str]]) -> Executed:
     """Read RUN/logs/commands.log (see the module doc)."""
-    log = root / "logs" / "commands.log"
+    log = RunPaths(root).commands_log
     try:
         if log.stat().st_size > MAX_LOG_BYTES:
             return Executed(log_present=True, gaps=[(None, "the command log is over "

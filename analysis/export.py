@@ -45,7 +45,7 @@ def _secrets(paths: RunPaths) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     if paths.token.is_file():
         found["grader token"] = paths.token.read_bytes().strip()
-    driver = paths.root / "driver"
+    driver = paths.driver
     for key in sorted(driver.glob("*.key")) if driver.is_dir() else []:
         found[f"driver/{key.name}"] = key.read_bytes().strip()
     return {k: v for k, v in found.items() if len(v) >= 8}

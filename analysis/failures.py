@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.run_info import RunStatus
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.submission_errors import SubmissionError as E
 
 from .record import RunRecord, Submission
@@ -101,7 +102,7 @@ def category_of(code: str | None, text: str) -> str:
 
 
 def _log_lines(root: Path, name: str) -> list[str]:
-    path = root / "logs" / name
+    path = RunPaths(root).logs / name
     if not path.is_file():
         return []
     with open(path, "rb") as handle:

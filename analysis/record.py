@@ -14,9 +14,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.events import EVENTS_FILE
+from a2c.contracts.events import read_events_tolerant
+from a2c.contracts.grade_result import read_result_or_none
 from a2c.contracts.journal import read_journal_lines
 from a2c.contracts.records import read_jsonl_tolerant
+from a2c.contracts.run_info import read_run_mapping
+from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError
 from a2c.timefmt import iso_utc as iso
 from a2c.timefmt import parse_time
@@ -92,12 +95,16 @@ class RunRecord:
         root = Path(root)
         if not root.is_dir():
             raise A2CError(f"{root}: no such run directory")
-        if not (root / "run.json").is_file() and not (root / "events.jsonl").is_file():
+        paths = RunPaths(root)
+        if not paths.run_json.is_file() and not paths.events.is_file():
             raise A2CError(f"{root}: not a run directory (no run.json, no events.jsonl)")
-        run = read_json(root / "run.json")
-        events, event_problems = read_jsonl_tolerant(root / EVENTS_FILE)
+        try:
+            run = read_run_mapping(paths.run_json)
+        except (OSError, ValueError, UnicodeDecodeError):
+            run = {}
+        events, event_problems = read_events_tolerant(paths.events)
         journal, journal_problems = read_journal_lines(root)
-        return cls(root=root, run=run if isinstance(run, dict) else {}, events=events,
+        return cls(root=root, run=run, events=events,
                    event_problems=event_problems, journal=journal,
                    journal_problems=journal_problems)
 
@@ -105,8 +112,7 @@ class RunRecord:
         """A results file (``results/<n>.json``) as a dict, cached; None if missing/unreadable."""
         if relative not in self._results:
             path = self.root / relative
-            data = read_json(path) if path.is_file() else None
-            self._results[relative] = data if isinstance(data, dict) else None
+            self._results[relative] = read_result_or_none(path) if path.is_file() else None
         return self._results[relative]
 
     # ------------------------------------------------------------------ events
@@ -266,6 +272,7 @@ class RunRecord:
                                                        s.received_at or 0.0, s.index))
         for index, sub in enumerate(ordered, start=1):
             sub.index = index
-            if sub.result_file is None and (self.root / "results" / f"{sub.id}.json").is_file():
-                sub.result_file = f"results/{sub.id}.json"
+            result = RunPaths(self.root).result(sub.id)
+            if sub.result_file is None and result.is_file():
+                sub.result_file = result.relative_to(self.root).as_posix()
         return ordered

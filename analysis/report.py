@@ -20,6 +20,8 @@ from typing import Any
 import jsonschema
 
 from a2c import __version__
+from a2c.contracts.bundle import read_manifest
+from a2c.contracts.run_paths import RunPaths
 from a2c.fsutil import write_text_atomic
 
 from .attribution import training_and_timeline
@@ -50,7 +52,7 @@ def validate_report(report: dict[str, Any]) -> None:
 
 def _bundle_manifest(root: Path) -> dict[str, Any]:
     try:
-        return json.loads((root / "bundle" / "bundle.json").read_text(encoding="utf-8"))
+        return read_manifest(RunPaths(root).bundle, "Task")
     except (OSError, ValueError):
         return {}
 

@@ -32,15 +32,13 @@ Checks, in order (every problem is collected; the first one is what the CLI name
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from a2c.canonical import canonical_json
 from a2c.contracts.bundle import load_bundle
-from a2c.contracts.events import verify_events
+from a2c.contracts.events import first_non_canonical_line, verify_events
 from a2c.contracts.record_key import (
     LegacyHmacKey,
     PublicKey,
@@ -52,6 +50,7 @@ from a2c.contracts.record_key import (
     operator_public_keys,
     verifiers,
 )
+from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError, BundleError
 
 from .record import RunRecord, sid
@@ -126,7 +125,7 @@ def _same_number(a: Any, b: Any) -> bool:
 
 def _check_events(root: Path, out: Verification, keys: list[Verifier], key_error: str | None,
                   allow_unauthenticated: bool) -> None:
-    path = root / "events.jsonl"
+    path = RunPaths(root).events
     chain = verify_events(path, keys)
     out.events = chain.events
     out.authenticated = chain.ok and chain.authenticated
@@ -135,20 +134,10 @@ def _check_events(root: Path, out: Verification, keys: list[Verifier], key_error
     problems: list[Problem] = []
     if not chain.ok:
         problems.append(Problem("events.jsonl", chain.bad_line, chain.reason or "broken chain"))
-    if path.is_file():
-        with open(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
-                if chain.bad_line is not None and lineno >= chain.bad_line:
-                    break
-                try:
-                    canonical = canonical_json(json.loads(raw)) + b"\n"
-                except ValueError:
-                    break
-                if raw != canonical:
-                    problems.append(Problem("events.jsonl", lineno,
-                                            "line is not in the canonical form the event log "
-                                            "writes (edited by hand?)"))
-                    break
+    edited = first_non_canonical_line(path, chain.bad_line) if path.is_file() else None
+    if edited is not None:
+        problems.append(Problem("events.jsonl", edited, "line is not in the canonical form the "
+                                                        "event log writes (edited by hand?)"))
     if path.is_file() and chain.ok and chain.events == 0:
         problems.append(Problem("events.jsonl", None, "no events"))
     problems.sort(key=lambda p: p.line or 0)
@@ -183,7 +172,7 @@ def _check_listed(name: str, found: list[tuple[str, int | None, str]], ok_detail
 
 def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
     problems: list[Problem] = []
-    bundle_dir = root / "bundle"
+    bundle_dir = RunPaths(root).bundle
     digest = None
     if not bundle_dir.is_dir():
         problems.append(Problem("bundle", None, "missing: the run has no copy of its bundle"))
@@ -215,7 +204,7 @@ def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
 def _check_agent(root: Path, record: RunRecord, out: Verification) -> None:
     """The copy of the agent bundle (RUN/agent/agent.json), when the run has one: listed files
     unchanged, the digest rule, and the digest recorded in run.json and run_started."""
-    manifest_path = root / "agent" / "agent.json"
+    manifest_path = RunPaths(root).agent_manifest
     if not manifest_path.is_file():
         return
     problems: list[Problem] = []
@@ -243,7 +232,7 @@ def _check_journal(record: RunRecord, out: Verification) -> None:
     problems: list[Problem] = []
     for line, message in record.journal_problems:
         problems.append(Problem("submissions.jsonl", line, message))
-    if not (record.root / "submissions.jsonl").is_file() and record.events_of("submission_scored"):
+    if not RunPaths(record.root).journal.is_file() and record.events_of("submission_scored"):
         problems.append(Problem("submissions.jsonl", None, "missing, but events record scored "
                                                            "submissions"))
     scored_events = {sid(e["data"]["id"]): e for e in record.events_of("submission_scored")
@@ -453,7 +442,7 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None,
     out = Verification(run_dir=str(root))
     keys, key_error = resolve_keys(key)
     _check_events(root, out, keys, key_error, allow_unauthenticated)
-    if not (root / "run.json").is_file():
+    if not RunPaths(root).run_json.is_file():
         out.problems.append(Problem("run.json", None, "missing"))
         out.checks.append(Check("run.json", False, "missing"))
     elif not record.run:
@@ -467,12 +456,12 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None,
     _check_agent(root, record, out)
     _check_journal(record, out)
     _check_results(record, out)
-    if record.events_of("final_scored") or (root / "grader" / "final.jsonl").is_file():
+    if record.events_of("final_scored") or RunPaths(root).final_heldout.is_file():
         _check_final(record, out)
     if record.events_of("driver_call"):
         found, checked = driver_blob_problems(record)
         _check_listed("driver record", found, f"{checked} call bodies match their hashes", out)
-    if (root / "trajectory.json").is_file():
+    if RunPaths(root).trajectory.is_file():
         _check_listed("trajectory", [("trajectory.json", None, p)
                                      for p in trajectory_problems(root)[:1]],
                       "trajectory.json is what the driver record builds", out)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json, sha256_bytes
+from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.seal import check_seals
 
 from .record import RunRecord
@@ -76,7 +77,7 @@ def data_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
     want = data.get("agent_fingerprint") if isinstance(data, dict) else None
     if not want:
         return []
-    path = record.root / "data" / "train.jsonl"
+    path = RunPaths(record.root).train
     if not path.is_file():
         return [("data/train.jsonl", None, "missing, but the record fingerprints an agent split")]
     try:
@@ -98,7 +99,7 @@ def driver_blob_problems(record: RunRecord) -> tuple[list[tuple[str, int | None,
     authenticated, so a body that hashes right is the one the gateway recorded."""
     problems: list[tuple[str, int | None, str]] = []
     checked: dict[str, bool] = {}
-    blobs = record.root / "driver" / "blobs"
+    blobs = RunPaths(record.root).driver_blobs
     for event in record.events_of("driver_call"):
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         for key in ("request_sha256", "response_sha256"):

@@ -364,13 +364,12 @@ def progress_line(report: Report, started: float, message: str) -> None:
 def _best_result(run_dir: Path) -> dict | None:
     """The best valid submission's results file, as the report picks it: the highest score,
     the earliest submission on a tie, copies of the base model left out."""
+    from a2c.contracts.grade_result import numbered_results, read_result_or_none
     from a2c.contracts.run_paths import RunPaths
     best = None
-    paths = [p for p in RunPaths(run_dir).results.glob("*.json") if p.stem.isdigit()]
-    for path in sorted(paths, key=lambda p: int(p.stem)):
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+    for path in numbered_results(RunPaths(run_dir).results):
+        result = read_result_or_none(path)
+        if result is None:
             continue
         if result.get("valid", True) and result.get("score") is not None \
                 and not result.get("copy_of_base") \
@@ -381,11 +380,10 @@ def _best_result(run_dir: Path) -> dict | None:
 
 def _run_baseline(run_dir: Path, baseline: dict) -> dict:
     """The run's own results/baseline.json (what the report pairs against), else the check's."""
+    from a2c.contracts.grade_result import read_result_or_none
     from a2c.contracts.run_paths import RunPaths
-    try:
-        return json.loads(RunPaths(run_dir).baseline_result.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return baseline.get("result") or {}
+    result = read_result_or_none(RunPaths(run_dir).baseline_result)
+    return result if result is not None else baseline.get("result") or {}
 
 
 def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,

@@ -218,6 +218,17 @@ def _manifest_path(root: Path, kind: str | None) -> Path:
     return root / MANIFEST
 
 
+def read_manifest(root: str | Path, kind: str = "Task") -> dict[str, Any]:
+    """A bundle folder's manifest as written, unchecked (no format, kind or file check: for
+    readers of a run's own copy, which `load_bundle` verified when the run was prepared).
+    OSError or ValueError when it is missing or not a JSON object."""
+    path = _manifest_path(Path(root), kind)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data
+
+
 def load_bundle(root: str | Path, kind: str | None = None, verify: bool = True) -> Bundle:
     """Read (and by default verify) the bundle at `root`: the one bundle check.
 

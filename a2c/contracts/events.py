@@ -28,7 +28,7 @@ from a2c.canonical import canonical_json, sha256_bytes
 from a2c.timefmt import iso_utc
 
 from .record_key import ED25519, LEGACY_HMAC, SigningKey, Verifier, operator_key, verifiers
-from .records import Record, optional
+from .records import Record, optional, read_jsonl_tolerant
 
 GENESIS = "0" * 64
 EVENTS_FILE = "events.jsonl"
@@ -421,6 +421,33 @@ def verify_events(path: str | Path, keys: Verifier | SigningKey | list | None = 
 def read_events(path: str | Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def first_non_canonical_line(path: str | Path, stop: int | None = None) -> int | None:
+    """The first line (1-based, before line `stop`) not in the canonical form `EventLog`
+    writes (an event edited by hand), or None; reading stops at a line that is not JSON."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if stop is not None and lineno >= stop:
+                return None
+            try:
+                canonical = canonical_json(json.loads(raw)) + b"\n"
+            except ValueError:
+                return None
+            if raw != canonical:
+                return lineno
+    return None
+
+
+def read_events_tolerant(run_dir_or_path: str | Path
+                         ) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """(events, [(line, problem)]) of a run directory's events.jsonl (or the file itself), each
+    event with its 1-based `_line`; a line that is not a JSON object is reported, not fatal (the
+    analysis reads a damaged record to report on it). ([], []) without the file."""
+    path = Path(run_dir_or_path)
+    if path.is_dir():
+        path = path / EVENTS_FILE
+    return read_jsonl_tolerant(path)
 
 
 # ----------------------------------------------------------------------------- writing

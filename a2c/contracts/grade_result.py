@@ -1,11 +1,17 @@
 """The one result type every grader returns (see docs/contracts.md, "Graders"): the record of
-a graded submission, written to `RUN/results/<n>.json` by the grader service."""
+a graded submission, written to `RUN/results/<n>.json` by the grader service.
+
+This module owns those files for reading too: `read_result` (the file as written: the grader's
+result plus what the service adds, such as `copy_of_base` or `provenance`), `load_result` (typed)
+and `numbered_results` (the submissions' files in order), so no other module parses them.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 
@@ -57,6 +63,34 @@ class GradeResult:
         return cls(score=0.0, ci95=(0.0, 0.0), n_items=n_items, items=[], metrics={},
                    grader=grader, grader_version=version, backend=backend,
                    elapsed_s=elapsed_s, valid=False, error=error)
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """A results file as written (results/<n>.json, results/baseline.json,
+    results/final-<id>.json); OSError or ValueError when it is missing or not a JSON object."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return data
+
+
+def read_result_or_none(path: str | Path) -> dict[str, Any] | None:
+    """`read_result`, or None for a file that is missing or unreadable (a damaged record)."""
+    try:
+        return read_result(path)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def load_result(path: str | Path) -> GradeResult:
+    """A results file as a `GradeResult` (the keys the service adds are dropped)."""
+    return GradeResult.from_dict(read_result(path))
+
+
+def numbered_results(results_dir: str | Path) -> list[Path]:
+    """The submissions' results files (`<n>.json`, n a number) of a results folder, by number."""
+    paths = [p for p in Path(results_dir).glob("*.json") if p.stem.isdigit()]
+    return sorted(paths, key=lambda p: int(p.stem))
 
 
 def _json_safe(obj: Any) -> Any:

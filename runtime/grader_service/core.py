@@ -13,7 +13,6 @@ longer count (neither the best nor the last valid one) is removed (pruning.py).
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import threading
@@ -30,6 +29,7 @@ from a2c.contracts.events import (
     SubmissionScored,
     utc_now,
 )
+from a2c.contracts.grade_result import read_result
 from a2c.contracts.journal import Journal, JournalReceived, JournalScored
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
@@ -303,7 +303,7 @@ class GradingService:
         path = self.paths.baseline_result
         if path.is_file():
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = read_result(path)
                 if data.get("valid") and data.get("score") is not None:
                     return data
             except (OSError, ValueError):
@@ -326,7 +326,7 @@ class GradingService:
                             and self.subs[s]["status"] == "scored"), None)
         if earlier is not None:
             src = self.paths.result(earlier)
-            result = json.loads(src.read_text(encoding="utf-8"))
+            result = read_result(src)
             self._finish(sid, {**result_summary(result), "duplicate_of": earlier,
                                "elapsed_s": 0.0}, result=result)
             return

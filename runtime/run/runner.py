@@ -9,6 +9,7 @@ import dataclasses
 import threading
 import time
 
+from a2c.contracts.bundle import read_manifest
 from a2c.contracts.run_info import RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import update_service_config
@@ -30,7 +31,7 @@ from a2c.runtime.run.agent import (
     task_format,
     update_run_meta,
 )
-from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext, read_json
+from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S, Reporter, RunContext
 from a2c.runtime.run.driver import DriverGateway, read_key, usage_summary
 from a2c.runtime.run.grader import GraderProcess
 from a2c.runtime.run.prepare import grader_cfg, remove_run_dir
@@ -223,7 +224,7 @@ class Runner:
     def start_env_services(self) -> None:
         """Start the task's declared services (e.g. the WebShop server) before any grading."""
         paths = RunPaths(self.run_dir)   # (tests drive this method with a bare namespace)
-        task = read_json(paths.bundle_manifest).get("task") or {}
+        task = read_manifest(paths.bundle, "Task").get("task") or {}
         specs = (task.get("environment") or {}).get("services") or []
         if specs and self.env_services is None:
             from a2c.runtime.sidecars import describe, start_sidecars

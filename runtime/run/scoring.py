@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.grade_result import read_result
 from a2c.contracts.journal import journal_state
 from a2c.contracts.run_paths import RunPaths
-from a2c.runtime.run.context import read_json
 
 
 def sort_key(sid: str):
@@ -35,7 +35,7 @@ def baseline_score(run_dir: Path) -> float | None:
     path = RunPaths(run_dir).baseline_result
     if not path.is_file():
         return None
-    data = read_json(path)
+    data = read_result(path)
     if data.get("valid") is False:
         return None
     return data.get("score")
