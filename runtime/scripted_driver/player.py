@@ -15,8 +15,8 @@ import posixpath
 from dataclasses import dataclass, field
 
 from a2c.runtime.scripted_driver import tools as T
-from a2c.runtime.scripted_driver.conversation import Conversation
-from a2c.runtime.scripted_driver.script import Script, Turn, Usage
+from a2c.runtime.scripted_driver.script import Script, Turn
+from a2c.wires import Conversation, Usage
 
 END_TEXT = "The scripted session is over."
 _MESSAGE_PARAMS = ("message", "final_answer", "summary", "result", "text", "answer")

@@ -20,6 +20,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from a2c import paths
+from a2c.wires import Usage
 
 SCHEMA_FILE = "driver-script.schema.json"
 MAX_BYTES = 4 * 1024 * 1024
@@ -33,24 +34,6 @@ _SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "time
 
 class ScriptError(ValueError):
     """A script that cannot be used; the message lists every problem found, one per line."""
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-
-    @classmethod
-    def of(cls, data: dict | None, default: Usage | None = None) -> Usage:
-        if data is None:
-            return default or cls()
-        return cls(**{k: int(data.get(k, 0)) for k in ("input_tokens", "output_tokens",
-                                                         "cache_read_tokens")})
-
-    def as_dict(self) -> dict:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cache_read_tokens": self.cache_read_tokens}
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import re
 import threading
 import time
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from a2c.runtime.scripted_driver import conversation, player, wires
 from a2c.runtime.scripted_driver.script import Script
+from a2c.unixhttp import Handler, LoopbackServer, serve_in_thread
 
 MAX_BODY = 64 * 1024 * 1024
 DEFAULT_MODEL = "scripted"
@@ -59,45 +59,20 @@ class _Log:
                     handle.write(json.dumps(entry, sort_keys=True) + "\n")
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(Handler):     # quiet: the JSON log is the record
     server_version = "a2c-scripted-driver"
     server: _Server
 
-    def log_message(self, format, *args):  # noqa: A002 - quiet: the JSON log is the record
-        pass
-
     # ------------------------------------------------------------------ plumbing
     def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                data += self.rfile.read(size)
-                self.rfile.readline()
-                if len(data) > MAX_BODY:
-                    raise ValueError("request body too large")
-        else:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                raise ValueError("request body too large")
-            data = self.rfile.read(length) if length else b""
+        data = self.read_body(MAX_BODY)       # BodyTooLarge is a ValueError
         encoding = self.headers.get("Content-Encoding", "").lower()
         if encoding in ("gzip", "deflate"):
             data = zlib.decompress(data, 47 if encoding == "gzip" else 15)
         return data
 
     def _json(self, status: int, value: dict) -> None:
-        raw = json.dumps(value).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.send_header("request-id", f"req_{int(time.time() * 1000)}")
-        self.end_headers()
-        self.wfile.write(raw)
+        self.send_json(status, value, {"request-id": f"req_{int(time.time() * 1000)}"})
 
     def _stream(self, chunks: list[bytes], content_type: str) -> None:
         self.send_response(200)
@@ -106,10 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for chunk in chunks:
-            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+            self.write_chunk(chunk)
+        self.end_chunks()
 
     # ------------------------------------------------------------------ requests
     def do_GET(self):  # noqa: N802
@@ -193,10 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, wires.gemini(reply, model, seed))
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class _Server(LoopbackServer):
     def __init__(self, address, script: Script, log: _Log, model: str):
         self.script, self.log, self.model = script, log, model
         super().__init__(address, _Handler)
@@ -233,9 +203,7 @@ class ScriptedDriver:
     def start(self) -> str:
         self.bind()
         # a short poll interval: stop() returns at once (tests start many drivers)
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name="scripted-driver", daemon=True)
-        self._thread.start()
+        self._thread = serve_in_thread(self._server, "scripted-driver", poll_interval=0.05)
         return f"http://{self._address[0]}:{self.port}"
 
     def serve_forever(self) -> None:

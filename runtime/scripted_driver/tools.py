@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from a2c.runtime.scripted_driver.conversation import Tool
+from a2c.wires import Tool
 
 SHELL_NAMES = ("Bash", "bash", "shell", "exec_command", "run_shell_command", "execute_bash",
                "shell_command", "terminal", "run_command", "execute_command")

@@ -3,8 +3,9 @@
 Shapes follow the providers' API references (Anthropic Messages, OpenAI Chat Completions and
 Responses, Gemini generateContent), down to the event order clients depend on: Codex waits for
 `response.completed`, Claude Code for `message_stop`, the OpenAI SDKs for `[DONE]`. Usage goes
-in each wire's native fields; the Anthropic input count is the uncached part, the OpenAI and
-Gemini prompt counts include the cached part (as those providers report them).
+in each wire's native fields, written by the wire package (`Wire.usage_fields`: the Anthropic
+input count is the uncached part, the OpenAI and Gemini prompt counts include the cached part,
+as those providers report them); events and error bodies come from there too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ import json
 import time
 
 from a2c.runtime.scripted_driver.player import Reply
-from a2c.runtime.scripted_driver.script import Usage
+from a2c.wires import WIRES
+from a2c.wires.sse import event as sse
+
+_ANTHROPIC, _CHAT = WIRES["anthropic"], WIRES["openai-chat"]
+_RESPONSES, _GEMINI = WIRES["openai-responses"], WIRES["gemini"]
 
 
 def _id(seed: str, n: int = 24) -> str:
@@ -29,17 +34,7 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     return [text[i:i + step] for i in range(0, len(text), step)]
 
 
-def sse(event: str | None, data: dict | str) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    return ((f"event: {event}\n" if event else "") + f"data: {payload}\n\n").encode()
-
-
 # ------------------------------------------------------------------------------- anthropic
-def anthropic_usage(u: Usage) -> dict:
-    return {"input_tokens": u.input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": u.cache_read_tokens, "output_tokens": u.output_tokens}
-
-
 def _anthropic_blocks(reply: Reply, seed: str) -> list[dict]:
     blocks: list[dict] = [{"type": "text", "text": reply.text}] if reply.text else []
     for i, call in enumerate(reply.calls):
@@ -52,7 +47,7 @@ def anthropic(reply: Reply, model: str, seed: str) -> dict:
     return {"id": f"msg_{_id(seed)}", "type": "message", "role": "assistant", "model": model,
             "content": _anthropic_blocks(reply, seed),
             "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
-            "usage": anthropic_usage(reply.usage)}
+            "usage": _ANTHROPIC.usage_fields(reply.usage)}
 
 
 def anthropic_stream(reply: Reply, model: str, seed: str) -> list[bytes]:
@@ -83,14 +78,6 @@ def anthropic_stream(reply: Reply, model: str, seed: str) -> list[bytes]:
 
 
 # ------------------------------------------------------------------------------ openai chat
-def chat_usage(u: Usage) -> dict:
-    prompt = u.input_tokens + u.cache_read_tokens
-    return {"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
-            "total_tokens": prompt + u.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
-            "completion_tokens_details": {"reasoning_tokens": 0}}
-
-
 def _chat_calls(reply: Reply, seed: str) -> list[dict]:
     return [{"id": f"call_{_id(f'{seed}:{i}')}", "type": "function",
              "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
@@ -105,7 +92,7 @@ def chat(reply: Reply, model: str, seed: str) -> dict:
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": "tool_calls" if reply.calls else "stop"}],
-            "usage": chat_usage(reply.usage)}
+            "usage": _CHAT.usage_fields(reply.usage)}
 
 
 def chat_stream(reply: Reply, model: str, seed: str, include_usage: bool) -> list[bytes]:
@@ -126,19 +113,12 @@ def chat_stream(reply: Reply, model: str, seed: str, include_usage: bool) -> lis
                 for p in _pieces(call["function"]["arguments"])]
     out.append(chunk({}, "tool_calls" if reply.calls else "stop"))
     if include_usage:
-        out.append(sse(None, dict(head, choices=[], usage=chat_usage(reply.usage))))
+        out.append(sse(None, dict(head, choices=[], usage=_CHAT.usage_fields(reply.usage))))
     out.append(sse(None, "[DONE]"))
     return out
 
 
 # ------------------------------------------------------------------------- openai responses
-def responses_usage(u: Usage) -> dict:
-    prompt = u.input_tokens + u.cache_read_tokens
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
-            "output_tokens": u.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": prompt + u.output_tokens}
-
-
 def _responses_items(reply: Reply, seed: str) -> list[dict]:
     items: list[dict] = []
     if reply.text or not reply.calls:
@@ -162,7 +142,7 @@ def responses(reply: Reply, model: str, seed: str) -> dict:
     return {"id": f"resp_{_id(seed)}", "object": "response", "created_at": int(time.time()),
             "status": "completed", "error": None, "incomplete_details": None, "model": model,
             "output": _responses_items(reply, seed), "parallel_tool_calls": True,
-            "usage": responses_usage(reply.usage)}
+            "usage": _RESPONSES.usage_fields(reply.usage)}
 
 
 def responses_stream(reply: Reply, model: str, seed: str) -> list[bytes]:
@@ -205,13 +185,6 @@ def responses_stream(reply: Reply, model: str, seed: str) -> list[bytes]:
 
 
 # ----------------------------------------------------------------------------------- gemini
-def gemini_usage(u: Usage) -> dict:
-    prompt = u.input_tokens + u.cache_read_tokens
-    return {"promptTokenCount": prompt, "candidatesTokenCount": u.output_tokens,
-            "totalTokenCount": prompt + u.output_tokens,
-            "cachedContentTokenCount": u.cache_read_tokens}
-
-
 def _gemini_parts(reply: Reply) -> list[dict]:
     parts: list[dict] = [{"text": reply.text}] if reply.text else []
     parts += [{"functionCall": {"name": c.name, "args": c.arguments}} for c in reply.calls]
@@ -221,7 +194,7 @@ def _gemini_parts(reply: Reply) -> list[dict]:
 def gemini(reply: Reply, model: str, seed: str) -> dict:
     return {"candidates": [{"content": {"role": "model", "parts": _gemini_parts(reply)},
                             "finishReason": "STOP", "index": 0}],
-            "usageMetadata": gemini_usage(reply.usage), "modelVersion": model,
+            "usageMetadata": _GEMINI.usage_fields(reply.usage), "modelVersion": model,
             "responseId": _id(seed)}
 
 
@@ -236,7 +209,7 @@ def gemini_chunks(reply: Reply, model: str, seed: str) -> list[dict]:
                                for c in reply.calls]
     chunks.append({"candidates": [{"content": {"role": "model", "parts": final_parts},
                                    "finishReason": "STOP", "index": 0}],
-                   "usageMetadata": gemini_usage(reply.usage), "modelVersion": model,
+                   "usageMetadata": _GEMINI.usage_fields(reply.usage), "modelVersion": model,
                    "responseId": _id(seed)})
     return chunks
 
@@ -255,9 +228,6 @@ def gemini_stream(reply: Reply, model: str, seed: str, alt_sse: bool) -> list[by
 
 # ---------------------------------------------------------------------------------- errors
 def error(wire: str, status: int, message: str) -> dict:
-    if wire == "anthropic":
-        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
-    if wire == "gemini":
-        return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                      "code": None}}
+    """The wire's own body for a request the driver cannot read (the OpenAI shape for a path
+    no wire claims)."""
+    return (WIRES.get(wire) or _CHAT).error(status, "bad_request", message)
