@@ -4,8 +4,8 @@ The container sees what bubblewrap shows (local.py): `/workspace` (read-write), 
 `/model` (read-only), the grader's socket at `/run/a2c/grader.sock`, a scaffold's driver socket
 and home, the environment gateways' sockets at `/run/a2c/env`, the command log, the agent's
 folder and the hooks (read-only), and the a2c packages an agent imports at /opt/a2c/lib
-(read-only; `stage_agent_library`: the same view as bubblewrap's, never specs, the compiler,
-the templates, the analysis or the grading service's code). Everything else comes from the
+(read-only; `stage_agent_library`: the same allow-list as bubblewrap's, view.py: what the
+agents import of a2c and nothing else). Everything else comes from the
 image. Network `none`, the agent's unprivileged uid, no capability, no-new-privileges, a
 read-only root filesystem with the run's own /tmp (RUN/agent-tmp, else a private tmpfs), the
 agent's GPUs only (`gpu_requests`), and the task's memory, CPU and pids limits.
@@ -13,8 +13,6 @@ agent's GPUs only (`gpu_requests`), and the task's memory, CPU and pids limits.
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -34,7 +32,7 @@ from a2c.runtime.sandbox.local import (
 from a2c.runtime.sandbox.privileges import AgentIds, agent_ids
 
 INSIDE_LIB = "/opt/a2c/lib"       # the a2c packages an agent imports (PYTHONPATH)
-LIB_DIR = "agent-lib"             # RUN/agent-lib: their staged copy, mounted read-only
+LIB_DIR = view.VIEW_DIR           # RUN/agent-lib: their staged copy, mounted read-only
 DEFAULT_PIDS = 4096
 HOST_ONLY_ENV = ("PATH", "VIRTUAL_ENV")   # the host's venv means nothing inside the image
 
@@ -119,51 +117,11 @@ def gpu_requests(gpu_ids) -> list:
                                        capabilities=[["gpu"]])]
 
 
-def _library_sources() -> list[tuple[str, Path]]:
-    """(package, host folder) for the packages an agent imports, outermost first."""
-    out = []
-    for name in view.AGENT_PACKAGES:
-        folders = sorted(view.package_dirs(name))
-        if folders:
-            out.append((name, folders[0]))
-    return out
-
-
 def stage_agent_library(dest: Path) -> Path:
-    """DEST/a2c/...: a copy of what bubblewrap's view shows of a2c (view.py), for the container.
-
-    The checkout keeps `a2c/` and `runtime/` apart (a2c.runtime maps to runtime/); a wheel nests
-    them. Either way the copy is one package tree: a2c/ with a2c/runtime/, without the hidden
-    packages (specs, compiler, templates, analysis; the grading service but for its
-    self-contained client.py) and without bytecode caches. World-readable, read-only inside."""
-    hidden = {folder for name in view.HIDDEN_PACKAGES for folder in view.package_dirs(name)}
-    sources = _library_sources()
-    nested = {folder for _, folder in sources}
-    if dest.exists():
-        shutil.rmtree(dest)
-    for name, root in sources:
-        def ignore(folder: str, names: list[str], root: Path = root) -> set[str]:
-            skip = {"__pycache__"}
-            for entry in names:
-                path = Path(folder, entry).resolve()
-                if path in hidden or (path in nested and path != root):
-                    skip.add(entry)
-            return skip
-        shutil.copytree(root, dest.joinpath(*name.split(".")), ignore=ignore,
-                        dirs_exist_ok=True, symlinks=False)
-    for name, files in view.KEPT_FILES.items():   # the grading service: its client only
-        for folder in view.package_dirs(name):
-            target = dest.joinpath(*name.split("."))
-            target.mkdir(parents=True, exist_ok=True)
-            (target / "__init__.py").write_text("")
-            for rel in files:
-                if (folder / rel).is_file():
-                    shutil.copy2(folder / rel, target / rel)
-    for folder, _dirs, files in os.walk(dest):
-        os.chmod(folder, 0o755)
-        for entry in files:
-            os.chmod(os.path.join(folder, entry), 0o644)
-    return dest
+    """DEST/a2c/...: the agent's allow-list of a2c (view.stage: what its entry modules import,
+    nothing else), the same code bubblewrap shows, mounted read-only at INSIDE_LIB. Without
+    bytecode: the image's Python compiles its own."""
+    return view.stage(dest)
 
 
 def exit_cause(state: dict, mem_limit: str | None) -> str | None:

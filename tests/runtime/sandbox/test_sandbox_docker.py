@@ -216,12 +216,13 @@ def test_the_staged_library_is_the_agent_view(tmp_path):
     from a2c.runtime.sandbox.docker_container import stage_agent_library
     lib = stage_agent_library(tmp_path / "lib")
     files = {str(p.relative_to(lib)) for p in lib.rglob("*") if p.is_file()}
-    assert "a2c/runtime/agents/sft.py" in files and "a2c/cli/main.py" in files
+    assert "a2c/runtime/agents/sft.py" in files and "a2c/cli/main.py" not in files
     assert "a2c/runtime/grader_service/client.py" in files
     assert (lib / "a2c/runtime/grader_service/__init__.py").read_text() == ""
     assert {f for f in files if f.startswith("a2c/runtime/grader_service/")} == {
         "a2c/runtime/grader_service/client.py", "a2c/runtime/grader_service/__init__.py"}
-    for hidden in ("a2c/compiler", "a2c/specs", "a2c/templates", "a2c/analysis"):
+    for hidden in ("a2c/compiler", "a2c/specs", "a2c/templates", "a2c/analysis",
+                   "a2c/runtime/driver_gateway", "a2c/runtime/run"):
         assert not (lib / hidden).exists(), hidden
     assert not any("__pycache__" in f for f in files)
 

@@ -169,42 +169,56 @@ def test_python_dirs_under_tmp_stay_visible(tmp_path):
     assert proc.returncode != 0 and "token" not in proc.stdout
 
 
-def test_python_binds_follow_the_packaging():
-    """The a2c packages an agent imports are visible inside the sandbox, editable install or
-    wheel; the others (specs with held-out JSONL files, compiler, templates, analysis) are not
-    bound, or are covered where a bound folder holds them (issue 12: this changed on purpose)."""
+def test_python_binds_follow_the_packaging(tmp_path):
+    """The a2c code an agent imports is visible inside the sandbox, editable install or wheel:
+    its staged allow-list, bound where the a2c packages load from (view.agent_view); the rest
+    (specs with held-out JSONL files, compiler, templates, analysis, the driver gateway) is not
+    bound, or is covered where a bound folder holds it (issue 12; issue 26: an allow-list)."""
     import importlib
 
     from a2c.runtime.sandbox import view
     from a2c.runtime.sandbox.local import SYSTEM_DIRS, python_binds
     binds = [Path(p) for p in python_binds()]
-    hidden_dirs, _, _ = view.masks(list(SYSTEM_DIRS) + [str(b) for b in binds])
+    shown = view.agent_view(list(SYSTEM_DIRS) + [str(b) for b in binds],
+                            view.stage(tmp_path / "agent-lib"))
+
+    def under(path: Path, top) -> bool:
+        return path == Path(top) or Path(top) in path.parents
 
     def visible(folder: Path) -> bool:
-        if any(folder == Path(h) or Path(h) in folder.parents for h in hidden_dirs):
+        for staged, inside in sorted(shown.binds, key=lambda b: -len(b[1])):
+            if under(folder, inside):   # shown from the staged copy, where it holds it
+                return (Path(staged) / folder.relative_to(inside)).is_dir()
+        if any(under(folder, h) for h in shown.empty_dirs):
             return False
-        return any(folder == b or b in folder.parents for b in binds)
+        return any(under(folder, b) for b in [*binds, *SYSTEM_DIRS])
 
     for name in ("a2c", "a2c.runtime", "a2c.runtime.agents", "a2c.runtime.envs"):
         for entry in importlib.import_module(name).__path__:
             assert visible(Path(entry).resolve()), (name, entry)
     for name in ("a2c.compiler", "a2c.analysis", "a2c.templates", "a2c.specs",
-                 "a2c.runtime.grader_service"):
+                 "a2c.runtime.driver_gateway", "a2c.runtime.scripted_driver"):
         for entry in importlib.import_module(name).__path__:
             assert not visible(Path(entry).resolve()), (name, entry)
 
 
 def test_python_binds_read_the_editable_hook(monkeypatch, tmp_path):
-    """An editable install's import hook says where an agent package loads from (hatch_build.py)."""
+    """An editable install's import hook says where an agent package loads from (hatch_build.py):
+    the staged view of that package is bound there, not the checkout's folder itself."""
     import types
 
+    from a2c.runtime.sandbox import view
     from a2c.runtime.sandbox.local import python_binds
     extra = tmp_path / "checkout" / "newpkg"
     extra.mkdir(parents=True)
     hook = types.ModuleType("_a2c_editable")
     hook.MAPPING = {"a2c.runtime": str(extra)}
     monkeypatch.setitem(sys.modules, "_a2c_editable", hook)
-    assert str(extra.resolve()) in python_binds()
+    staged = tmp_path / "agent-lib"
+    (staged / "a2c" / "runtime").mkdir(parents=True)
+    assert (str(staged / "a2c" / "runtime"), str(extra.resolve())) in \
+        view.agent_view([], staged).binds
+    assert str(extra.resolve()) not in python_binds()
 
 
 def test_folders_above_binds_are_made_searchable_also_under_the_fresh_tmp():
