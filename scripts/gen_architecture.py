@@ -38,6 +38,7 @@ GROUPS = (
     ("a2c/contracts", 3, "`a2c/contracts/` — the typed records passed between the areas"),
     ("a2c/cli", 3, "`a2c/cli/` — the one command line"),
     ("a2c/sweep", 3, "`a2c/sweep/` — a suite's trials on Ray (contracts only; Ray imported lazily)"),
+    ("a2c/wires", 3, "`a2c/wires/` — the four driver wire formats, one class each (bottom layer)"),
     ("compiler", 3, "`compiler/` (`a2c.compiler`) — specs to bundles"),
     ("runtime", 3, "`runtime/` (`a2c.runtime`) — running a bundle"),
     ("runtime/run", 4, "`runtime/run/` — one run"),

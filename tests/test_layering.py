@@ -72,3 +72,18 @@ def test_no_test_module_imports_a_conftest_by_name():
                  if re.search(r"^\s*(from conftest import|import conftest)", p.read_text(
                      encoding="utf-8"), re.M)]
     assert offenders == []
+
+
+def test_wire_package_is_bottom_layer():
+    """a2c/wires/ (the four driver wire formats, read by the gateway, the analysis and the
+    scripted driver) imports the standard library and `a2c`'s own shared modules only."""
+    import sys
+    root = Path(a2c.__file__).resolve().parent / "wires"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for line, name in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            top = name.split(".")[0]
+            area = name.startswith(("a2c.compiler", "a2c.runtime", "a2c.analysis", "a2c.cli"))
+            if area or (top != "a2c" and top not in sys.stdlib_module_names):
+                found.append(f"wires/{path.name}:{line}: {name}")
+    assert found == []

@@ -46,6 +46,7 @@ def _blocks(blocks: list[dict[str, Any]]) -> Turn:
 class Anthropic(Wire):
     name = "anthropic"
     provider = "anthropic"
+    auth = "x-api-key"
     budget_status = 400     # a spent credit balance: 400 invalid_request_error
 
     def read_usage(self, obj: Any, u: Usage) -> None:

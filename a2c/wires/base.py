@@ -19,11 +19,13 @@ from a2c.wires.usage import Usage
 
 
 class Wire:
-    """One wire format. `provider`: the built-in provider that serves it; `budget_status`: the
-    HTTP status the provider answers a spent credit balance with."""
+    """One wire format. `provider`: the built-in provider that serves it; `auth`: the header its
+    key goes in (`bearer`: `Authorization: Bearer`); `budget_status`: the HTTP status the
+    provider answers a spent credit balance with."""
 
     name: str = ""
     provider: str = ""
+    auth: str = "bearer"
     budget_status: int = 429
 
     # -- the request's routing fields

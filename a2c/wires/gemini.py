@@ -46,6 +46,7 @@ def _tool_result(part: dict[str, Any]) -> Item:
 class Gemini(Wire):
     name = "gemini"
     provider = "gemini"
+    auth = "x-goog-api-key"
 
     def request_streams(self, rt: Route, body: Any) -> bool:
         return rt.path_stream

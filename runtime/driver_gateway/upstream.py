@@ -4,7 +4,7 @@ headers a forwarded request carries.
 The upstream is reached with http.client (HTTPS for https:// URLs), over a small pool of
 keep-alive connections so a call to a remote provider does not pay a TLS handshake each time.
 The headers sent are built, not copied: the agent's allowed ones (routes.forward_headers), the
-provider's key in the wire's own header, Host, and an identity encoding (the meter reads the
+provider's key in the wire's own header (`Wire.auth`), Host, and an identity encoding (the meter reads the
 bytes as they pass).
 """
 
@@ -15,10 +15,9 @@ import socket
 import threading
 import urllib.parse
 
-from .routes import forward_headers
+from a2c.wires import WIRES
 
-WIRE_AUTH = {"anthropic": "x-api-key", "openai-chat": "bearer", "openai-responses": "bearer",
-             "gemini": "x-goog-api-key"}
+from .routes import forward_headers
 
 
 class Upstream:
@@ -53,7 +52,7 @@ class Upstream:
         out["Accept-Encoding"] = "identity"
         out["Content-Length"] = str(length)
         if key:
-            style = auth_style or WIRE_AUTH.get(wire, "bearer")
+            style = auth_style or (WIRES[wire].auth if wire in WIRES else "bearer")
             if style in ("x-api-key", "x-goog-api-key"):
                 out[style] = key
             else:
