@@ -468,3 +468,6 @@ def answer_format_round_trips(doc):
         yield where, (f"the pattern does not match the gold answer written as the target: "
                       f"'{target}' -> {read} ({where_from}; {len(failed)} of {len(samples)} "
                       f"gold answers fail); widen the pattern or change answer_format")
+
+
+from a2c.compiler import params as _params  # noqa: E402,F401  (registers the agent params checks)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.answer_format import derive as derive_answer_format
+from a2c.compiler.params import agent_params
 from a2c.compiler.suite_matrix import group_titles, groups_of
 from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
 from a2c.durations import parse_duration
@@ -184,6 +185,7 @@ def _wires(driver: dict) -> list[str]:
 
 def resolve_agent(doc) -> dict[str, Any]:
     d = doc.data
+    params = agent_params(d)
     reference = d["type"] == "reference"
     drv = d.get("driver") or {}
     launch = d["launch"]
@@ -208,6 +210,7 @@ def resolve_agent(doc) -> dict[str, Any]:
         "prompt": prompt,
         "transcript": {"source": tr["source"], "path": tr.get("path"), "format": tr["format"],
                        "ext": ext, "native": tr.get("native")},
+        **({"params": params} if params else {}),   # none declared: the bundle as before
     }
 
 
@@ -246,7 +249,10 @@ def resolve_suite(doc) -> dict[str, Any]:
             "include": [dict(x) for x in g.get("include") or []],
             "exclude": [dict(x) for x in g.get("exclude") or []],
             "budget": suite_budget(g.get("budget") or {}),
-            "base_model": g.get("base_model"), "backend": g.get("backend") or "local"}
+            "base_model": g.get("base_model"), "backend": g.get("backend") or "local",
+            **({"agent_params": {a: dict(sorted((v or {}).items()))
+                                 for a, v in sorted(g["agent_params"].items()) if v}}
+               if g.get("agent_params") else {})}
 
     def union(key):
         out: list = []

@@ -4,7 +4,8 @@ The language is a CI matrix: axes task × agent × driver × mode × seed; `driv
 crossed with every `cli` agent or a mapping `agent: [drivers]` that pairs each scaffold with its
 own; `include` adds combinations (an axis it leaves out takes every value of its group), `exclude`
 drops every combination that matches all keys of one entry. A suite is one grid (`main`) or
-several named `groups`, each inheriting the top level's axes and overrides. The compiler's checks
+several named `groups`, each inheriting the top level's axes and overrides (`agent_params`, an
+agent's param overrides, merge per agent and param). The compiler's checks
 and its build call the same `expand`, so what `a2c validate` refuses is exactly what `a2c build`
 would have listed.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from a2c.modes import FREE
 
 AXES = ("tasks", "agents", "drivers", "modes", "seeds")
-MATRIX_KEYS = (*AXES, "include", "exclude", "budget", "base_model", "backend")
+MATRIX_KEYS = (*AXES, "include", "exclude", "budget", "base_model", "backend", "agent_params")
 MAIN = "main"
 
 
@@ -48,6 +49,10 @@ def groups_of(data: dict[str, Any]) -> dict[str, tuple[tuple, dict[str, Any]]]:
         for key, value in group.items():
             if key == "budget":
                 merged["budget"] = {**(top.get("budget") or {}), **value}
+            elif key == "agent_params":   # per agent, param by param over the top level's
+                top_params = top.get("agent_params") or {}
+                merged[key] = {**top_params, **{a: {**(top_params.get(a) or {}), **(v or {})}
+                                                for a, v in value.items()}}
             else:
                 merged[key] = value
         out[name] = (("groups", name), merged)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2c.compiler.suite_matrix import expand
+from a2c.contracts.agent_params import AgentParamError, check_value, declarations
 from a2c.contracts.trial import Trial, trial_content, trial_id
 
 DEFAULT_CPUS = 1
@@ -28,6 +29,16 @@ def resources(task_budget: dict[str, Any], override: dict[str, Any]) -> dict[str
             "grader": {k: v for k, v in grader.items() if v}}
 
 
+def typed_params(agent: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any]:
+    """A group's param overrides for one agent, typed by its declarations (so `steps: 10` and
+    `steps: "10"` are one trial); the checks have refused anything else already."""
+    decls = declarations(agent)
+    try:
+        return {k: check_value(k, decls[k], v) for k, v in sorted((given or {}).items())}
+    except (KeyError, ValueError) as exc:
+        raise AgentParamError(f"agent {agent.get('id')}: param {exc}") from None
+
+
 def trials_of(data: dict[str, Any], suite: dict[str, Any], tasks: dict[str, dict],
               agents: dict[str, dict]) -> list[dict[str, Any]]:
     """Every trial of the suite, in spec order; a trial two groups list is kept once (first)."""
@@ -36,7 +47,10 @@ def trials_of(data: dict[str, Any], suite: dict[str, Any], tasks: dict[str, dict
     for cell in expand(data, types):
         g = suite["groups"][cell.group]
         overrides = {"budget": dict(g["budget"]), "base_model": g["base_model"],
-                     "backend": g["backend"] if g["backend"] != "local" else None}
+                     "backend": g["backend"] if g["backend"] != "local" else None,
+                     # only when given: a trial without params keeps its id
+                     "agent_params": typed_params(agents[cell.agent]["agent"],
+                                                  (g.get("agent_params") or {}).get(cell.agent))}
         task_digest = tasks[cell.task]["digest"]
         agent_digest = agents[cell.agent]["digest"]
         content = trial_content(task_digest, agent_digest, cell.driver, cell.mode, cell.seed,

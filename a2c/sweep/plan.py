@@ -6,6 +6,7 @@ trial's content is also where a second `a2c sweep` looks for the first one's rec
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,9 @@ class TrialPlan:
             argv += ["--model", str(over["base_model"])]
         if over.get("backend"):
             argv += ["--backend", str(over["backend"])]
+        for name, value in sorted((over.get("agent_params") or {}).items()):
+            text = json.dumps(value) if isinstance(value, bool) else str(value)
+            argv += ["--agent-param", f"{name}={text}"]
         if no_bwrap:
             argv.append("--no-bwrap")
         return argv
