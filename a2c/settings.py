@@ -15,8 +15,6 @@ Who a variable is for (`Audience`):
   the agent, its scaffold or the workspace client.
 - `internal`: a2c to its own child processes (the code-execution child, the evaluator, sidecars,
   the bash hook), or a Dockerfile build argument; nobody sets them by hand.
-- `agent-knob`: the reference agents' tuning variables, to become typed agent params (a later
-  change replaces them; until then they are listed here so none is undocumented).
 - `test`: test and development switches (nox, the benchmarks, scripts/); not for a real run.
 - `marker`: a literal that looks like a variable but is not one (a heredoc delimiter).
 
@@ -41,7 +39,6 @@ class Audience(str, Enum):
     OPERATOR = "operator"
     INTERFACE = "interface"
     INTERNAL = "internal"
-    AGENT_KNOB = "agent-knob"
     TEST = "test"
     MARKER = "marker"
 
@@ -77,8 +74,8 @@ class Setting:
         return self.name.split("<", 1)[0]
 
 
-OPS, IFC, N, K, T, M = (Audience.OPERATOR, Audience.INTERFACE, Audience.INTERNAL, Audience.AGENT_KNOB,
-                    Audience.TEST, Audience.MARKER)
+OPS, IFC, N, T, M = (Audience.OPERATOR, Audience.INTERFACE, Audience.INTERNAL, Audience.TEST,
+                     Audience.MARKER)
 _JUDGE = "runtime/graders/judge_config.py"
 _SBX = "runtime/sandbox/local.py, runtime/run/agent.py, templates/task/Dockerfile.j2"
 _GW = "runtime/driver_gateway/process.py, runtime/run/agent.py"
@@ -197,6 +194,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("A2C_PROMPT", "str", None, IFC, "That prompt's text (launch.sh reads the file into it).",
        "templates/agent/launch.sh.j2"),
     _s("A2C_AGENT_DIR", "path", None, IFC, "The agent bundle's folder.", "runtime/run/agent.py"),
+    _s("A2C_AGENT_PARAMS", "str", None, IFC,
+       "The agent's params (its spec's `params:`, with the run's `--agent-param` or suite "
+       "overrides), one JSON object; recorded in run.json as `options.agent_params`.",
+       "a2c/contracts/agent_params.py, runtime/run/agent.py, runtime/agents/common.py"),
     _s("A2C_AGENT_HOME", "path", "/run/a2c/home", IFC, "A scaffold's HOME.",
        "runtime/sandbox/local.py"),
     _s("A2C_DRIVER", "str", None, IFC, "The run's driver (`provider/model`).", _GW),
@@ -276,61 +277,6 @@ SETTINGS: tuple[Setting, ...] = (
         ("A2C_SCREENSHOT_OUT", "path", None, "Keep the page tests' screenshots there.",
          "tests/analysis/test_browser.py"),
     )),
-    # ------------------------------------------------------------------ reference agents' knobs
-    *(_s(name, type_, default, K, doc, where) for name, type_, default, doc, where in (
-        ("A2C_REF_STAGES", "int", 2, "ref-sft/ref-grpo: submitted stages.", "runtime/agents/sft.py"),
-        ("A2C_REF_SFT_STEPS", "int", 25, "ref-sft: steps per stage.", "runtime/agents/sft.py"),
-        ("A2C_REF_BATCH", "int", 8, "ref-sft: batch size.", "runtime/agents/sft.py"),
-        ("A2C_REF_LR", "float", 5e-5, "ref-sft: learning rate.", "runtime/agents/sft.py"),
-        ("A2C_REF_MAX_RECORDS", "int", 0, "ref-sft/ref-grpo: records used (0: all).",
-         "runtime/agents/sft.py"),
-        ("A2C_REF_GRPO_STEPS", "int", 20, "ref-grpo: steps per stage.", "runtime/agents/grpo.py"),
-        ("A2C_REF_GRPO_STAGES", "int", 0, "ref-grpo: stages (0: until the budget).",
-         "runtime/agents/grpo.py"),
-        ("A2C_REF_GRPO_BATCH", "int", 8, "ref-grpo: batch size.", "runtime/agents/grpo.py"),
-        ("A2C_REF_GRPO_LR", "float", 5e-6, "ref-grpo: learning rate.", "runtime/agents/grpo.py"),
-        ("A2C_REF_GENERATIONS", "int", 4, "ref-grpo: completions per prompt.",
-         "runtime/agents/grpo.py"),
-        ("A2C_REF_MAX_COMPLETION", "int", 32, "ref-grpo: completion tokens.",
-         "runtime/agents/grpo.py"),
-        ("A2C_REF_THREADS", "int", None, "Reference agents: torch threads.",
-         "runtime/agents/common.py"),
-        ("A2C_REF_TRANSCRIPT", "path", None, "Reference agents: where to write a transcript.",
-         "runtime/agents/common.py"),
-        ("A2C_L3_STEPS", "int", 20, "ref-l3-sft/ref-l3-rl: steps.", "runtime/agents/l3_sft.py"),
-        ("A2C_L3_BATCH", "int", 4, "ref-l3-sft: batch size.", "runtime/agents/l3_sft.py"),
-        ("A2C_L3_LR", "float", 1e-4, "ref-l3-sft: learning rate.", "runtime/agents/l3_sft.py"),
-        ("A2C_L3_MAX_LENGTH", "int", 640, "ref-l3-sft: sequence length.", "runtime/agents/l3_sft.py"),
-        ("A2C_L3_BF16", "bool", None, "Level-3 agents: train in bf16.", "runtime/agents/common.py"),
-        ("A2C_L3_RL_WARMUP", "bool", True, "ref-l3-rl: SFT warm-up in free mode.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_LR", "float", 2e-4, "ref-l3-rl: learning rate.", "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_FREEZE", "float", 0.5, "ref-l3-rl: share of layers frozen.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_GAMES", "int", 8, "ref-l3-rl: games per iteration.", "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_GROUP", "int", 4, "ref-l3-rl: episodes per game.", "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_TEMPERATURE", "float", 1.0, "ref-l3-rl: sampling temperature.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_VALID_BONUS", "float", 0.1, "ref-l3-rl: valid-action bonus.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_VALID_UNTIL", "float", 0.8, "ref-l3-rl: bonus until this valid rate.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_MAX_GROUPS", "int", 8, "ref-l3-rl: informative groups per update.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_EXPLORE", "float", 0.5, "ref-l3-rl: exploration rate.", "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_EXPLORE_DECAY", "float", 0.85, "ref-l3-rl: its decay per iteration.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_EXPLORE_MIN", "float", 0.1, "ref-l3-rl: its floor.", "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_MAX_ITERS", "int", 0, "ref-l3-rl: iterations (0: until the budget).",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_CHECK_EVERY", "int", 2, "ref-l3-rl: iterations between checks.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_CHECK_GAMES", "int", 16, "ref-l3-rl: games per check.",
-         "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_MICRO", "int", 4, "ref-l3-rl: micro-batch size.", "runtime/agents/l3_rl.py"),
-        ("A2C_L3_RL_MINIBATCHES", "int", 1, "ref-l3-rl: minibatches per update.",
-         "runtime/agents/l3_rl.py"),
-    )),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -400,7 +346,6 @@ TITLES = {
     OPS: "Operator settings",
     IFC: "The runtime → agent interface",
     N: "Internal (a2c to its own child processes)",
-    K: "Reference agents' knobs (to become typed agent params)",
     T: "Tests and development",
     M: "Markers (not variables)",
 }
@@ -411,7 +356,9 @@ HEADER = """# Environment variables
 
 Every `A2C_*` name the project reads or sets, declared once in `a2c/settings.py`. Only the
 **operator settings** are for you to set: they configure this host (caches, keys, endpoints,
-uids). How a run or an agent behaves is a spec field or a CLI flag, never a variable. The
+uids). How a run or an agent behaves is a spec field or a CLI flag, never a variable: an
+agent's hyperparameters are its spec's `params:`, set for a run with `a2c run --agent-param
+NAME=VALUE` (or a suite's `agent_params:`) and handed to the agent in `A2C_AGENT_PARAMS`. The
 interface variables are what the runtime sets in the agent's sandbox; the internal ones pass
 values to a2c's own child processes. Bubblewrap is turned off for a run with `a2c run
 --no-bwrap` (and `a2c sweep --no-bwrap`); `A2C_NO_BWRAP` is a test switch that makes the

@@ -27,9 +27,10 @@ from a2c.timefmt import parse_time
 from .templating import duration
 
 # Settings that change a run beyond the default --by keys (agent, driver, task, mode): the
-# run's budget (wall clock, driver budgets, submissions, ...), its base model and the settings
-# passed to the agent. Level and isolation follow from the task and the backend.
-CONFIG_KEYS = ("budget", "model", "agent_env")
+# run's budget (wall clock, driver budgets, submissions, ...), its base model and the agent's
+# params (run.json `options.agent_params`; a record from before params: the variables it passed
+# the agent, `options.agent_env`). Level and isolation follow from the task and the backend.
+CONFIG_KEYS = ("budget", "model", "agent_params")
 LIVE_STATUSES = ("queued", "prepared", "running")
 STALE_GRACE_S = 900          # after the deadline plus one evaluation, "running" is a stopped run
 
@@ -45,9 +46,38 @@ def _label(value: Any) -> str | None:
 def config_values(header: dict[str, Any], run: dict[str, Any]) -> dict[str, str | None]:
     """The run's CONFIG_KEYS as comparable strings (canonical JSON for mappings)."""
     options = run.get("options") if isinstance(run.get("options"), dict) else {}
+    params = options.get("agent_params") if isinstance(options.get("agent_params"), dict) \
+        else None
     env = options.get("agent_env") if isinstance(options.get("agent_env"), dict) else None
+    if params is None and env:   # an older record: its knobs were variables
+        legacy = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+    else:
+        legacy = None
     return {"budget": _label(header.get("budget")), "model": _label(header.get("base_model")),
-            "agent_env": ", ".join(f"{k}={v}" for k, v in sorted(env.items())) if env else None}
+            "agent_params": _label(params) or legacy}
+
+
+def param_labels(values: list[str | None]) -> dict[str | None, str]:
+    """{agent_params value: the params that tell it from the others shown} ("steps=10 · lr=0.001"):
+    an agent has a dozen params and a row differs by one or two. An older record's variables
+    (not JSON) are shown as they are."""
+    parsed = {}
+    for raw in set(values):
+        try:
+            parsed[raw] = json.loads(raw) if raw else {}
+        except ValueError:
+            parsed[raw] = None
+    maps = [d for d in parsed.values() if isinstance(d, dict)]
+    keys = sorted({k for d in maps for k in d})
+    varying = [k for k in keys if len({json.dumps(d.get(k)) for d in maps}) > 1]
+    out: dict[str | None, str] = {}
+    for raw, d in parsed.items():
+        if not isinstance(d, dict):
+            out[raw] = str(raw)
+            continue
+        parts = [f"{k}={'—' if d.get(k) is None else d[k]}" for k in varying]
+        out[raw] = " · ".join(parts) if parts else "—"
+    return out
 
 
 _BUDGET_UNITS = {"wall_clock_s": lambda v: duration(v), "driver_tokens": lambda v: f"{v} tokens",
@@ -95,8 +125,12 @@ def label_budgets(groups: list[dict[str, Any]], by: tuple[str, ...]) -> None:
         raw = [{**g["config"], **g["key"]} for g in cohort]
         labels = budget_labels([None if r.get("budget") in (None, "—") else r["budget"]
                                 for r in raw])
+        params = param_labels([None if r.get("agent_params") in (None, "—")
+                               else r["agent_params"] for r in raw])
         for g, r in zip(cohort, raw):
             g["labels"] = {k: labels.get(None if r[k] == "—" else r[k]) if k == "budget"
+                           else params.get(None if r[k] == "—" else r[k])
+                           if k == "agent_params" and r[k] not in (None, "—")
                            else r[k] for k in CONFIG_KEYS if k in r}
 
 

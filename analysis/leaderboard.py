@@ -81,7 +81,7 @@ def summarise(run_dir: Path) -> RunRow:
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
     values = {key: header.get(key) for key in GROUP_KEYS}
-    values.update(config_values(header, record.run))   # budget, model, agent_env (grouping.py)
+    values.update(config_values(header, record.run))   # budget, model, agent_params (grouping.py)
     values.update({
         "run_id": header["run_id"], "baseline": baseline, "best": best,
         "improvement": None if best is None or baseline is None else best - baseline,
@@ -315,7 +315,7 @@ HEADINGS = {"baseline": "baseline", "best": "best", "improvement": "improvement"
             "submissions": "submissions", "valid": "valid", "time_to_best_s": "time to best",
             "runs": "runs", "tokens": "tokens", "cost_usd": "cost (USD)",
             "cost_per_point": "cost per point", "budget": "budget", "model": "base model",
-            "agent_env": "agent settings"}
+            "agent_params": "agent params"}
 
 
 def _csv_value(column: str, value: float) -> str:

@@ -2,7 +2,8 @@
 trajectories, online RL without and with an SFT warm-up.
 
     nice -n 15 .venv/bin/python benchmarks/bench_l3_routes.py [--task textquest] [--budget 15m]
-        [--routes baseline,ref-l3-sft,rl-only,rl-warmup] [--env KEY=VALUE ...] [--json OUT.json]
+        [--routes baseline,ref-l3-sft,rl-only,rl-warmup] [--param AGENT:NAME=VALUE ...]
+        [--json OUT.json]
 
 Each route is a real `a2c run` (the same code path as the CLI: the bundle's sandbox, grading
 service, budget and record) in its own run folder, so every route is graded by the same grader on
@@ -15,8 +16,8 @@ the task's same held-out games:
     rl-warmup   `ref-l3-rl`, free mode: ref-l3-sft's warm-up, then the same online RL
 
 For each: the best score with its bootstrap 95% interval (the grader's, over episodes), the number
-of submissions, and the wall time of the whole run (prepare + agent + gradings). `--env` passes
-knobs to the agents (A2C_L3_RL_*, A2C_L3_*). The table is printed as Markdown (the README quotes
+of submissions, and the wall time of the whole run (prepare + agent + gradings). `--param` sets
+an agent's params (`ref-l3-rl:games=4`: its spec's `params:`, as `a2c run --agent-param`). The table is printed as Markdown (the README quotes
 it); `--json` writes the figures.
 """
 
@@ -49,11 +50,11 @@ def best_result(run_dir: Path) -> dict | None:
     return best
 
 
-def run_route(task: str, agent: str, mode: str, budget: str, runs_dir: Path, env: dict,
+def run_route(task: str, agent: str, mode: str, budget: str, runs_dir: Path, params: dict,
               seed: int) -> dict:
     from a2c.runtime import run as run_mod
     opts = run_mod.RunOptions(bundle=task, agent=agent, budget=budget, mode=mode, seed=seed,
-                              runs_dir=runs_dir, agent_env=env)
+                              runs_dir=runs_dir, agent_params=dict(params.get(agent) or {}))
     started = time.time()
     ctx = run_mod.prepare(opts, report=lambda _: None)
     summary = run_mod.execute(ctx, report=lambda _: None)
@@ -88,13 +89,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="textquest", help="a generated level-3 bundle id")
     parser.add_argument("--budget", default="15m", help="each agent route's wall-clock budget")
     parser.add_argument("--routes", default="baseline,ref-l3-sft,rl-only,rl-warmup")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                        help="a variable for the agents (repeatable)")
+    parser.add_argument("--param", action="append", default=[], metavar="AGENT:NAME=VALUE",
+                        help="an agent's param, e.g. ref-l3-rl:games=4 (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs-dir", help="keep the runs here (default: a temporary folder)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
-    env = dict(item.split("=", 1) for item in args.env)
+    params: dict[str, dict[str, str]] = {}
+    for item in args.param:
+        agent, _, assignment = item.partition(":")
+        name, sep, value = assignment.partition("=")
+        if not sep:
+            parser.error(f"--param {item!r}: write AGENT:NAME=VALUE")
+        params.setdefault(agent, {})[name] = value
     wanted = [r.strip() for r in args.routes.split(",") if r.strip()]
     unknown = [r for r in wanted if r != "baseline" and r not in ROUTES]
     if unknown:
@@ -105,24 +112,24 @@ def main(argv: list[str] | None = None) -> int:
         agent, mode, what = ROUTES[route]
         print(f"== {route}: {agent} in {mode} mode, budget {args.budget}", file=sys.stderr,
               flush=True)
-        out = run_route(args.task, agent, mode, args.budget, runs_dir, env, args.seed)
+        out = run_route(args.task, agent, mode, args.budget, runs_dir, params, args.seed)
         baseline = baseline or out["baseline"]
         rows.append({"route": route, "what": f"{agent}, {mode}", "time_s": out["wall_s"], **out})
         print(f"   {out['status']}: best {out['score']} CI {out['ci95']} in {out['wall_s']:.0f}s "
               f"({out['run_dir']})", file=sys.stderr, flush=True)
     if "baseline" in wanted:
         if baseline is None:      # no agent route asked for: grade the base model alone
-            out = run_route(args.task, "ref-copy", "free", "5m", runs_dir, env, args.seed)
+            out = run_route(args.task, "ref-copy", "free", "5m", runs_dir, params, args.seed)
             baseline = out["baseline"]
         rows.insert(0, {"route": "baseline", "what": "base model", "score": baseline["score"],
                         "ci95": baseline["ci95"], "submissions": "-",
                         "time_s": baseline.get("elapsed_s") or 0.0})
     print(f"\n{args.task}, budget {args.budget} a route, seed {args.seed}"
-          f"{', ' + ' '.join(args.env) if args.env else ''}:\n")
+          f"{', ' + ' '.join(args.param) if args.param else ''}:\n")
     print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"task": args.task, "budget": args.budget,
-                                               "env": env, "rows": rows}, indent=1))
+                                               "params": params, "rows": rows}, indent=1))
     return 0
 
 

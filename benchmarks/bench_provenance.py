@@ -87,7 +87,7 @@ def fine_tune(model: Path, out: Path, route: str, lr: float, steps: int, batch: 
         if route == "sft+grpo":
             net, _, _ = sft.train_sft(ctx, net, tokenizer, records, 15, 2, 5e-4, 0,
                                       f"{out.name}-warm-up")
-        os.environ["A2C_REF_GRPO_BATCH"] = str(batch)   # the agent's own knob
+        os.environ["A2C_AGENT_PARAMS"] = json.dumps({"batch": batch})   # ref-grpo's own param
         net, _, _ = grpo.train_grpo(ctx, net, tokenizer, records, steps, out.name, lr=lr)
     return common.save_model(net, tokenizer, out)
 

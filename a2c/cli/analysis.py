@@ -187,7 +187,7 @@ def register(subparsers) -> None:
     p.add_argument("runs_dir", metavar="RUNS_DIR")
     p.add_argument("--by", default="agent,driver,task,mode",
                    help="grouping keys, comma-separated (agent, driver, task, mode, level, seed, "
-                        "isolation, budget, model, agent_env); default agent,driver,task,mode. "
+                        "isolation, budget, model, agent_params); default agent,driver,task,mode. "
                         "Runs are also split by any budget, base model or agent settings that "
                         "differ, never pooled")
     p.add_argument("--format", choices=LEADERBOARD_FORMATS, default="md")

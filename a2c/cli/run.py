@@ -19,11 +19,11 @@ from a2c.runtime.sandbox import BACKENDS
 DEMO_TASK = "arith"
 DEMO_AGENT = "ref-sft"
 # The demo's preset, fitted to a 2-core machine: one SFT stage of 20 steps x 8 records (the
-# reference agent's own knobs; SmolLM2's loss is flat by step 15) submitted once, instead of two
+# reference agent's own params; SmolLM2's loss is flat by step 15) submitted once, instead of two
 # stages of 25 each submitted and scored; the agent's time-limit callback stops earlier on a
 # slower machine, and the run ends when the agent does, not at the budget.
 DEMO_BUDGET = "4m"
-DEMO_AGENT_ENV = {"ref-sft": {"A2C_REF_STAGES": "1", "A2C_REF_SFT_STEPS": "20"}}
+DEMO_AGENT_PARAMS = {"ref-sft": {"stages": 1, "steps": 20}}
 
 
 def register(subparsers) -> None:
@@ -53,6 +53,10 @@ def register(subparsers) -> None:
     run.add_argument("--driver-calls", type=_positive(int), metavar="N",
                      help="driver budget: calls to the driver model; "
                           "default: the task's budget.driver_calls")
+    run.add_argument("--agent-param", action="append", default=[], metavar="NAME=VALUE",
+                     help="set one of the agent's params (its spec's `params:`, e.g. steps=10 "
+                          "for ref-sft); repeatable; typed and checked against the agent's "
+                          "declarations before anything starts; recorded in run.json")
     run.add_argument("--runs-dir", help="where run directories go (default: ./runs)")
     run.add_argument("--run-id", help="the run directory's name under --runs-dir (default: "
                                       "TASK-AGENT-TIME-XXXX; a sweep names it by the trial id)")
@@ -216,13 +220,15 @@ def handle_run(args: argparse.Namespace) -> int:
     from a2c.runtime import run as run_mod
     progress = Progress()
     if args.resume:
-        if args.bundle or args.agent:
-            raise RunError("--resume takes only the run directory")
+        if args.bundle or args.agent or args.agent_param:
+            raise RunError("--resume takes only the run directory (a resumed run keeps its "
+                           "agent params)")
         result = run_mod.resume(Path(args.resume), report=progress, gpus=args.gpus,
                                 grader_gpus=args.grader_gpus)
     else:
         if not args.bundle or not args.agent:
             raise RunError("usage: a2c run BUNDLE_OR_SPEC --agent ID (or a2c run --resume RUN_DIR)")
+        from a2c.contracts.agent_params import parse_assignments
         opts = run_mod.RunOptions(bundle=args.bundle, agent=args.agent, model=args.model,
                                   budget=args.budget, mode=args.mode, backend=args.backend,
                                   seed=args.seed, runs_dir=args.runs_dir, run_id=args.run_id,
@@ -230,6 +236,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   driver_tokens=args.driver_tokens,
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   gpus=args.gpus, grader_gpus=args.grader_gpus,
+                                  agent_params=parse_assignments(args.agent_param or []),
                                   use_bwrap=False if args.no_bwrap else None)
         from a2c.cli.doctor import preflight  # `a2c doctor`'s checks this run needs
         from a2c.runtime.preflight import run_checks
@@ -249,7 +256,7 @@ def handle_demo(args: argparse.Namespace) -> int:
              f"{args.agent}, base model SmolLM2-135M-Instruct, local backend, budget {args.budget}")
     opts = run_mod.RunOptions(bundle=DEMO_TASK, agent=args.agent, budget=args.budget,
                               runs_dir=args.runs_dir, backend="local",
-                              agent_env=dict(DEMO_AGENT_ENV.get(args.agent, {})))
+                              agent_params=dict(DEMO_AGENT_PARAMS.get(args.agent, {})))
     ctx = prepare_from_refs(opts, progress)
     result = run_mod.execute(ctx, report=progress)
     progress.summary(result)

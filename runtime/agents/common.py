@@ -2,7 +2,8 @@
 
 Everything here reads only what an agent is given: `A2C_*` variables, `$A2C_WORKSPACE/run_meta.json`
 and `$A2C_DATA_DIR/train.jsonl`. Submissions go through the workspace's grading client
-(`a2c_client.py`), exactly as an LLM agent's would.
+(`a2c_client.py`), exactly as an LLM agent's would. An agent's hyperparameters are its spec's
+`params:` (`params()`: the run's values from `$A2C_AGENT_PARAMS`, typed by the declarations).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def log(message: str, **fields) -> None:
     """One line to stdout (agent.log) and one JSON line to the transcript."""
     stamp = time.strftime("%H:%M:%S")
     print(f"[{stamp}] {message}", flush=True)
-    path = os.environ.get("A2C_REF_TRANSCRIPT")
-    if path is None and os.environ.get("A2C_WORKSPACE"):
+    path = None
+    if os.environ.get("A2C_WORKSPACE"):
         path = str(Path(os.environ["A2C_WORKSPACE"]) / ".a2c" / "transcript.jsonl")
     if path:
         try:
@@ -305,20 +306,52 @@ def save_model(model, tokenizer, out_dir: Path) -> Path:
     return out_dir
 
 
-def set_threads() -> None:
+def _declared(agent_id: str) -> dict:
+    """The agent's param declarations: its bundle's `agent.json` — the run's copy
+    (`$A2C_AGENT_DIR`) when it is this agent's, else the checkout's `generated/agents/<id>/` (an
+    agent started by hand, a test) — or {} when neither is there."""
+    candidates = []
+    if os.environ.get("A2C_AGENT_DIR"):
+        candidates.append(Path(os.environ["A2C_AGENT_DIR"]) / "agent.json")
+    try:
+        from a2c.paths import project_root
+        candidates.append(project_root() / "generated" / "agents" / agent_id / "agent.json")
+    except Exception:  # noqa: BLE001 - no checkout inside a sandbox: the run gives every value
+        pass
+    for path in candidates:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if manifest.get("id") == agent_id:
+            return (manifest.get("agent") or {}).get("params") or {}
+    return {}
+
+
+def params(agent_id: str) -> dict:
+    """This agent's hyperparameters: the declared defaults of `agent_id`'s spec (`params:`),
+    overlaid by the run's values (`$A2C_AGENT_PARAMS`, a JSON object: the runtime gives every
+    declared param, each already checked), typed by the declarations. A name that is neither
+    declared nor given is a KeyError: the agent's code and its spec disagree."""
+    from a2c.contracts.agent_params import ENV_VAR, check_value, from_env
+    decls = _declared(agent_id)
+    values = {name: decl.get("default") for name, decl in decls.items()}
+    for name, value in from_env(os.environ.get(ENV_VAR)).items():
+        values[name] = check_value(name, decls[name], value) if name in decls else value
+    return values
+
+
+def sub_agent_env(values: dict) -> dict[str, str]:
+    """The environment for a sub-agent this agent starts as its own command (a warm-up): this
+    process's, with `values` as the sub-agent's params."""
+    from a2c.contracts.agent_params import ENV_VAR, to_env
+    return dict(os.environ, **{ENV_VAR: to_env(values)})
+
+
+def set_threads(threads: int = 0) -> None:
+    """Torch's CPU threads: `threads` (an agent's `threads` param), 0 for one a CPU."""
     import torch
-    threads = int(os.environ.get("A2C_REF_THREADS") or os.cpu_count() or 1)
-    torch.set_num_threads(max(1, threads))
-
-
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value else default
-
-
-def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    return float(value) if value else default
+    torch.set_num_threads(max(1, int(threads or os.cpu_count() or 1)))
 
 
 def time_limit_callback(stop_at: float):
@@ -360,12 +393,12 @@ def submit_margin(ctx: AgentContext, total: float) -> float:
     return min(90.0, max(15.0, 0.08 * total))
 
 
-def bf16_ok() -> bool:
+def bf16_ok(setting: str = "auto") -> bool:
     """Mixed precision (bf16 autocast, fp32 master weights) where the CPU has bf16 instructions:
-    ~3-5x faster matmuls than float32 on such CPUs. A2C_L3_BF16=0/1 forces it."""
-    forced = os.environ.get("A2C_L3_BF16")
-    if forced is not None:
-        return forced not in ("0", "", "false")
+    ~3-5x faster matmuls than float32 on such CPUs. `setting` (the level-3 agents' `bf16` param):
+    `auto` looks at the hardware, `on`/`off` force it."""
+    if setting in ("on", "off"):
+        return setting == "on"
     try:
         import torch
         if torch.cuda.is_available():

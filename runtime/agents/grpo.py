@@ -3,21 +3,20 @@
 The reward is the task's own check: 1 when the grader would score the completion right (the
 task's declared answer format and extraction from run_meta.json, read with the grader's own
 code), else 0, plus a small bonus when the answer pattern matches at all, so a group is rarely
-all-zero. GRPO runs in stages of A2C_REF_GRPO_STEPS steps, each saved and submitted, until the
-budget (less a margin to save and submit) is spent or A2C_REF_GRPO_STAGES stages are done, with one
+all-zero. GRPO runs in stages of `steps` steps, each saved and submitted, until the
+budget (less a margin to save and submit) is spent or `stages` stages are done, with one
 optimizer kept across stages. In `free` mode an SFT warm-up comes first: the SFT reference agent
 run as its own command (`python -m a2c.runtime.agents.sft`, one stage, logged by the recorder),
 which submits it; GRPO starts from that model. `sft-only`: the warm-up only. `rl-only`: GRPO from
 the base model, and nothing supervised is in the code this module runs (the report's compliance
-line checks it). Knobs (environment): A2C_REF_SFT_STEPS, A2C_REF_GRPO_STEPS (per stage, 20),
-A2C_REF_GRPO_STAGES (0: until the budget ends), A2C_REF_GENERATIONS, A2C_REF_GRPO_LR (5e-6 after
-the warm-up, 2e-5 from the base model),
-A2C_REF_GRPO_BATCH, A2C_REF_MAX_COMPLETION, A2C_REF_MAX_RECORDS.
+line checks it). Params (specs/agents/ref-grpo.yaml `params:`): `steps` (per stage, 20), `stages`
+(0: until the budget ends), `generations`, `lr` (0: 5e-6 after the warm-up, 2e-5 from the base
+model), `batch`, `max_completion`, `max_records`, `threads`; the warm-up's `sft_steps`,
+`sft_batch`, `sft_lr` (handed to the SFT agent as its `steps`, `batch`, `lr`, one stage).
 """
 
 from __future__ import annotations
 
-import os
 import random
 import shlex
 import subprocess
@@ -26,6 +25,8 @@ import time
 
 from a2c.runtime.agents import common
 from a2c.runtime.agents.common import AgentContext, log
+
+AGENT_ID = "ref-grpo"
 
 
 def make_reward(fmt: common.AnswerFormat | str):
@@ -61,13 +62,13 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
         prompt = ctx.format_prompt(record)
         rows.append({"prompt": [{"role": "user", "content": prompt}] if chat else prompt,
                      "answer": str(record.get("answer", ""))})
-    generations = common.env_int("A2C_REF_GENERATIONS", 4)
-    batch = common.env_int("A2C_REF_GRPO_BATCH", 8)
+    p = common.params(AGENT_ID)
+    generations, batch = p["generations"], p["batch"]
     config = GRPOConfig(
         output_dir=str(ctx.workspace / "tmp" / tag), max_steps=steps,
         per_device_train_batch_size=batch, num_generations=generations,
-        max_completion_length=common.env_int("A2C_REF_MAX_COMPLETION", 32),
-        learning_rate=lr or common.env_float("A2C_REF_GRPO_LR", 5e-6), lr_scheduler_type="constant",
+        max_completion_length=p["max_completion"],
+        learning_rate=lr or p["lr"] or 5e-6, lr_scheduler_type="constant",
         temperature=1.0, beta=0.0, logging_steps=1, save_strategy="no", report_to="none",
         use_cpu=True, bf16=False, fp16=False, seed=ctx.seed if seed is None else seed,
         gradient_checkpointing=False, disable_tqdm=True, dataloader_num_workers=0)
@@ -91,7 +92,10 @@ def warm_up(ctx: AgentContext):
     """The SFT warm-up as its own logged command: the SFT reference agent, one stage (it saves
     `$A2C_OUTPUT_DIR/sft-stage1`, submits and waits for the score)."""
     command = f"{shlex.quote(sys.executable)} -m a2c.runtime.agents.sft"
-    env = dict(os.environ, A2C_REF_STAGES="1")
+    p = common.params(AGENT_ID)
+    env = common.sub_agent_env({"steps": p["sft_steps"], "stages": 1, "batch": p["sft_batch"],
+                                "lr": p["sft_lr"], "max_records": p["max_records"],
+                                "threads": p["threads"]})
     log(f"warm-up: {command}", event="warmup")
     proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace, env=env)
     out = ctx.output_dir / "sft-stage1"
@@ -105,10 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     ctx = AgentContext.from_env()
-    common.set_threads()
+    p = common.params(AGENT_ID)
+    common.set_threads(p["threads"])
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
-    limit = common.env_int("A2C_REF_MAX_RECORDS", 0)
+    limit = p["max_records"]
     if limit:
         records = records[:limit]
     log(f"GRPO agent: {len(records)} records, mode {ctx.mode}, {ctx.remaining():.0f}s left",
@@ -128,11 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         log("mode rl-only: no SFT warm-up")
     model, tokenizer = common.load_model(start_dir)
-    steps = common.env_int("A2C_REF_GRPO_STEPS", 20)
-    stages = common.env_int("A2C_REF_GRPO_STAGES", 0)
+    steps, stages = p["steps"], p["stages"]
     # from a warm-up, small steps keep what SFT taught; from the base model (rl-only) the format
     # itself must be found by sampling, so larger ones
-    lr = common.env_float("A2C_REF_GRPO_LR", 5e-6 if start_dir != ctx.base_model else 2e-5)
+    lr = p["lr"] or (5e-6 if start_dir != ctx.base_model else 2e-5)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     submitted, done_steps, stage, stage_s = [], 0, 0, 0.0
     while len(submitted) < max_subs and (not stages or stage < stages):

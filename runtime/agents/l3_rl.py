@@ -10,8 +10,8 @@ same code `l3/rollout_example.py` runs) and the training games (`$A2C_DATA_DIR/t
 Loop, while the budget lasts (each iteration):
 1. copy the current weights into the rollout engine (a bf16 copy: ~3-5x faster sampling on a CPU
    with bf16 instructions; the trainer keeps float32 weights);
-2. play `A2C_L3_RL_GAMES` training games `A2C_L3_RL_GROUP` times each, sampled at
-   `A2C_L3_RL_TEMPERATURE`, lockstep (one batched generate per step for all live episodes), in
+2. play `games` training games `group` times each, sampled at
+   `temperature`, lockstep (one batched generate per step for all live episodes), in
    exactly the evaluation prompt format; epsilon-greedy exploration: a share of the steps (0.5,
    decaying) takes a random one of the listed valid actions instead (sampled, the base model
    won none of 32 episodes and took no valid action in them: no return to learn from);
@@ -20,42 +20,42 @@ Loop, while the budget lasts (each iteration):
    recorded episodes packed as multi-turn completions (`env_mask`: loss on the model's tokens only)
    and whose reward function returns each episode's return; TRL computes the group advantages and
    the clipped policy-gradient loss, one optimizer step an iteration (on-policy; more,
-   PPO-style, with A2C_L3_RL_MINIBATCHES), with one AdamW kept across
+   PPO-style, with `minibatches`), with one AdamW kept across
    iterations over the upper half of the layers (the lower half and the embeddings frozen: their
    backward pass is never computed);
-4. every `A2C_L3_RL_CHECK_EVERY` iterations, play the training games greedily (as the grader
+4. every `check_every` iterations, play the training games greedily (as the grader
    plays the held-out ones); when that success rate beats the best so far, save and submit.
 
 Modes: `rl-only` starts from the base model, and no supervised objective is anywhere in the code
 it runs (this module imports none; the report's compliance line checks it). `free` first launches
 `ref-l3-sft` as its own command (`python -m a2c.runtime.agents.l3_sft`, which the recorder logs, so
 the report names the warm-up), which trains on the walkthroughs and submits — the paper's best
-route —, then runs RL from that model. `sft-only`: the warm-up only. `A2C_L3_RL_WARMUP=0` skips the
+route —, then runs RL from that model. `sft-only`: the warm-up only. `warmup=false` skips the
 warm-up in free mode. The simpler variant, reward-filtered fine-tuning on the winning episodes'
 own steps, is `python -m a2c.runtime.agents.l3_rft` (supervised, so it refuses rl-only mode).
 
-Knobs (environment):
-- A2C_L3_RL_GAMES (8), A2C_L3_RL_GROUP (4): games an iteration, episodes a game (32 episodes,
-  ~50 s of rollouts on 2 cores);
-- A2C_L3_RL_TEMPERATURE (1.0); A2C_L3_RL_LR (2e-4: on textquest-short's 12-minute runs 1e-4
-  gained in one of two seeds, 2e-4 in three of three);
-- A2C_L3_RL_FREEZE (0.5): the share of decoder layers frozen from the bottom, with the
-  embeddings;
-- A2C_L3_RL_MINIBATCHES (1): optimizer steps an update (more reuse the rollouts PPO-style; at lr
-  1e-4 the second step's ratio exploded in a probe, loss 3458);
-- A2C_L3_RL_MICRO (4): micro-batch rows; A2C_L3_RL_MAX_GROUPS (8): informative games an update,
-  the widest return spread first (all 8 games x 4 episodes: ~90 s at load ~2; 4 of them ~45 s,
-  but with half the signal the measured run learned far less in the same budget);
-- A2C_L3_RL_EXPLORE / _DECAY / _MIN (0.5, 0.85 an iteration, 0.1): the share of steps that take
-  a random listed action instead of the model's;
-- A2C_L3_RL_VALID_BONUS (0.1): return bonus x the share of the episode's actions the environment
-  listed as valid (0: no shaping); A2C_L3_RL_VALID_UNTIL (0.8): the bonus ends for good once the
-  model's own actions (explored steps not counted) are valid this often in an iteration — the
-  format is learned, and a bonus kept beyond that was measured to pull the policy onto one
-  always-valid action (`inventory` at every step) instead of the quest's;
-- A2C_L3_RL_MAX_ITERS (0: until the budget ends), A2C_L3_RL_CHECK_EVERY (2),
-  A2C_L3_RL_CHECK_GAMES (16; 0: all training games), A2C_L3_RL_WARMUP (1); the warm-up takes
-  ref-l3-sft's A2C_L3_STEPS etc.
+Params (specs/agents/ref-l3-rl.yaml `params:`, where each is documented; `a2c run --agent-param
+NAME=VALUE`):
+- `games` (8), `group` (4): games an iteration, episodes a game (32 episodes, ~50 s of rollouts
+  on 2 cores);
+- `temperature` (1.0); `lr` (2e-4: on textquest-short's 12-minute runs 1e-4 gained in one of two
+  seeds, 2e-4 in three of three);
+- `freeze` (0.5): the share of decoder layers frozen from the bottom, with the embeddings;
+- `minibatches` (1): optimizer steps an update (more reuse the rollouts PPO-style; at lr 1e-4 the
+  second step's ratio exploded in a probe, loss 3458);
+- `micro` (4): micro-batch rows; `max_groups` (8): informative games an update, the widest
+  return spread first (all 8 games x 4 episodes: ~90 s at load ~2; 4 of them ~45 s, but with
+  half the signal the measured run learned far less in the same budget);
+- `explore` / `explore_decay` / `explore_min` (0.5, 0.85 an iteration, 0.1): the share of steps
+  that take a random listed action instead of the model's;
+- `valid_bonus` (0.1): return bonus x the share of the episode's actions the environment listed
+  as valid (0: no shaping); `valid_until` (0.8): the bonus ends for good once the model's own
+  actions (explored steps not counted) are valid this often in an iteration — the format is
+  learned, and a bonus kept beyond that was measured to pull the policy onto one always-valid
+  action (`inventory` at every step) instead of the quest's;
+- `max_iters` (0: until the budget ends), `check_every` (2), `check_games` (16; 0: all training
+  games), `warmup` (true); the warm-up gets `sft_steps`, `sft_batch`, `sft_lr`, `sft_max_length`
+  as ref-l3-sft's `steps`, `batch`, `lr`, `max_length`; `bf16` (auto) for both; `threads`.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ from a2c.runtime.agents.common import log
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import env_factory
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
+
+AGENT_ID = "ref-l3-rl"
 
 
 class Arena:
@@ -208,7 +210,8 @@ def greedy_success(arena: Arena, policy: Policy, games: list[dict]) -> float:
 
 
 def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimizer, *, lr: float,
-              seed: int, work_dir: Path, micro: int = 4, minibatches: int = 1) -> dict:
+              seed: int, work_dir: Path, micro: int = 4, minibatches: int = 1,
+              bf16: str = "auto") -> dict:
     """One GRPO update with TRL's GRPOTrainer over the recorded episode groups: the episodes
     are one generation batch, split into `minibatches` optimizer steps (PPO's minibatches: TRL
     then computes the rollout policy's log-probabilities once and clips the ratio of the later
@@ -260,7 +263,7 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
         max_completion_length=longest + 1, learning_rate=lr, lr_scheduler_type="constant",
         beta=0.0, num_iterations=1, gradient_checkpointing=False, logging_steps=1,
         save_strategy="no", report_to="none",
-        use_cpu=True, bf16=common.bf16_ok(), fp16=False, seed=seed, disable_tqdm=True,
+        use_cpu=True, bf16=common.bf16_ok(bf16), fp16=False, seed=seed, disable_tqdm=True,
         dataloader_num_workers=0, shuffle_dataset=False)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer = GRPOTrainer(model=model, reward_funcs=[environment_return], args=config,
@@ -279,7 +282,11 @@ def warm_up(ctx) -> Path | None:
     walkthroughs, saves to `$A2C_OUTPUT_DIR/l3-sft`, submits and waits for its score)."""
     command = f"{shlex.quote(sys.executable)} -m a2c.runtime.agents.l3_sft"
     log(f"warm-up: {command}", event="warmup")
-    proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace)
+    p = common.params(AGENT_ID)
+    env = common.sub_agent_env({"steps": p["sft_steps"], "batch": p["sft_batch"],
+                                "lr": p["sft_lr"], "max_length": p["sft_max_length"],
+                                "bf16": p["bf16"]})
+    proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace, env=env)
     out = ctx.output_dir / "l3-sft"
     if proc.returncode != 0 or not (out / "config.json").is_file():
         log(f"warm-up failed (rc {proc.returncode}); RL starts from the base model", event="note")
@@ -291,9 +298,9 @@ def default_update(model, tokenizer, played, groups, optimizer, *, lr, seed, wor
     """GRPO over episode returns (this agent's update)."""
     if not groups:
         return {}
+    p = common.params(AGENT_ID)
     return grpo_step(model, tokenizer, groups, optimizer, lr=lr, seed=seed, work_dir=work_dir,
-                     micro=common.env_int("A2C_L3_RL_MICRO", 4),
-                     minibatches=common.env_int("A2C_L3_RL_MINIBATCHES", 1))
+                     micro=p["micro"], minibatches=p["minibatches"], bf16=p["bf16"])
 
 
 def freeze_lower(model, share: float) -> int:
@@ -334,7 +341,8 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     import torch
 
     ctx = common.AgentContext.from_env()
-    common.set_threads()
+    p = common.params(AGENT_ID)
+    common.set_threads(p["threads"])
     arena = Arena(ctx.workspace, ctx.data_dir)
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
@@ -346,7 +354,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         f"update {name}, {ctx.remaining():.0f}s left", event="start")
     submitted: list[str] = []
     start_dir = ctx.base_model
-    if ctx.mode in ("free", "sft-only") and os.environ.get("A2C_L3_RL_WARMUP", "1") != "0":
+    if ctx.mode in ("free", "sft-only") and p["warmup"]:
         start_dir = warm_up(ctx) or ctx.base_model
         warmed = start_dir != ctx.base_model
     else:
@@ -359,22 +367,15 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     model, tokenizer = load_trainable(start_dir)
     policy = Policy(start_dir, arena.cfg.get("options") or {})
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
-    lr = common.env_float("A2C_L3_RL_LR", 2e-4)
-    frozen = freeze_lower(model, common.env_float("A2C_L3_RL_FREEZE", 0.5))
+    lr = p["lr"]
+    frozen = freeze_lower(model, p["freeze"])
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     log(f"policy: {frozen} lower layers and the embeddings frozen, lr {lr:g}", event="note")
-    n_games = common.env_int("A2C_L3_RL_GAMES", 8)
-    group = common.env_int("A2C_L3_RL_GROUP", 4)
-    temperature = common.env_float("A2C_L3_RL_TEMPERATURE", 1.0)
-    bonus = common.env_float("A2C_L3_RL_VALID_BONUS", 0.1)
-    valid_until = common.env_float("A2C_L3_RL_VALID_UNTIL", 0.8)
-    max_groups = common.env_int("A2C_L3_RL_MAX_GROUPS", 8)
-    explore_start = common.env_float("A2C_L3_RL_EXPLORE", 0.5)
-    explore_decay = common.env_float("A2C_L3_RL_EXPLORE_DECAY", 0.85)
-    explore_min = common.env_float("A2C_L3_RL_EXPLORE_MIN", 0.1)
-    max_iters = common.env_int("A2C_L3_RL_MAX_ITERS", 0)
-    check_every = max(1, common.env_int("A2C_L3_RL_CHECK_EVERY", 2))
-    check_n = common.env_int("A2C_L3_RL_CHECK_GAMES", 16)
+    n_games, group, temperature = p["games"], p["group"], p["temperature"]
+    bonus, valid_until, max_groups = p["valid_bonus"], p["valid_until"], p["max_groups"]
+    explore_start, explore_decay = p["explore"], p["explore_decay"]
+    explore_min, max_iters = p["explore_min"], p["max_iters"]
+    check_every, check_n = max(1, p["check_every"]), p["check_games"]
     check_games = records[:check_n] if check_n else records
     best = 0.0          # the base model's (the baseline): nothing to measure
     if warmed:          # the warm-up's, so that only a better RL model is submitted

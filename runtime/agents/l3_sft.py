@@ -12,14 +12,13 @@
    only), saves to `$A2C_OUTPUT_DIR/l3-sft`, submits through the workspace client and waits for the
    score.
 
-Knobs (environment): A2C_L3_STEPS (default 20), A2C_L3_BATCH (4), A2C_L3_LR (1e-4),
-A2C_L3_MAX_LENGTH (640), A2C_L3_BF16 (auto: bf16 autocast where the CPU has bf16 instructions).
+Params (specs/agents/ref-l3-sft.yaml `params:`): `steps` (default 20), `batch` (4), `lr` (1e-4),
+`max_length` (640), `bf16` (auto: bf16 autocast where the CPU has bf16 instructions; on, off).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from pathlib import Path
@@ -72,12 +71,13 @@ def collect_expert(records: list[dict], env_cfg: dict, data_root: str | Path,
 
 
 bf16_ok = common.bf16_ok
+AGENT_ID = "ref-l3-sft"
 
 
 def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
           batch: int = 4, lr: float = 5e-5, seed: int = 0, max_length: int = 640,
           work_dir: str | Path | None = None, stop_at: float | None = None,
-          stats: dict | None = None) -> Path:
+          stats: dict | None = None, bf16: str = "auto") -> Path:
     """TRL SFT (loss on the completions only); returns the saved model folder. Training stops
     before the clock passes `stop_at` (unix seconds); `stats` gets the steps that ran."""
     import torch
@@ -95,7 +95,7 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
     args = SFTConfig(output_dir=str(work), max_steps=steps, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, learning_rate=lr, lr_scheduler_type="constant",
                      warmup_steps=0, logging_steps=10, save_strategy="no", report_to="none",
-                     use_cpu=not torch.cuda.is_available(), bf16=bf16_ok(), fp16=False, seed=seed, max_length=max_length,
+                     use_cpu=not torch.cuda.is_available(), bf16=bf16_ok(bf16), fp16=False, seed=seed, max_length=max_length,
                      completion_only_loss=True, disable_tqdm=True, dataloader_num_workers=0,
                      # memory for speed only where memory is short (a GPU); on the CPU it costs
                      # a second forward pass per step
@@ -131,13 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     tok = AutoTokenizer.from_pretrained(ctx.base_model)
     rows = collect_expert(records, env_cfg, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
-    steps, batch = int(os.environ.get("A2C_L3_STEPS", 20)), int(os.environ.get("A2C_L3_BATCH", 4))
-    lr, stats = float(os.environ.get("A2C_L3_LR", 1e-4)), {}
+    p = common.params(AGENT_ID)
+    steps, batch, lr, stats = p["steps"], p["batch"], p["lr"], {}
     margin = common.submit_margin(ctx, ctx.remaining())
     out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
-                lr=lr, seed=ctx.seed, max_length=int(os.environ.get("A2C_L3_MAX_LENGTH", 640)),
+                lr=lr, seed=ctx.seed, max_length=p["max_length"],
                 work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
-                stats=stats)
+                stats=stats, bf16=p["bf16"])
     common.record_hyperparameters(ctx, method="SFT", steps=stats.get("steps"), max_steps=steps,
                                   batch_size=batch, learning_rate=lr,
                                   stopped_by_clock=(stats.get("steps") or 0) < steps)

@@ -4,8 +4,8 @@ Completions are written in the task's declared answer format (`run_meta.json` `t
 'Answer: Paris', or 'A + B = C\\n#### C' for arithmetic; see `common.completion_for`) in the same
 chat format the grader prompts with. The full model is saved
 to `$A2C_OUTPUT_DIR/<name>` and submitted through the workspace's grading client. Forbidden in
-`rl-only` mode. Knobs (environment, for tests and small machines): A2C_REF_SFT_STEPS (per stage),
-A2C_REF_STAGES, A2C_REF_BATCH, A2C_REF_LR, A2C_REF_MAX_RECORDS.
+`rl-only` mode. Params (specs/agents/ref-sft.yaml `params:`; `a2c run --agent-param NAME=VALUE`):
+`steps` (per stage), `stages`, `batch`, `lr`, `max_records`, `threads`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 
 from a2c.runtime.agents import common
 from a2c.runtime.agents.common import AgentContext, log
+
+AGENT_ID = "ref-sft"
 
 
 def build_dataset(ctx: AgentContext, records: list[dict], chat: bool):
@@ -71,16 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     if ctx.mode == "rl-only":
         log("mode rl-only forbids plain SFT: the SFT reference agent does nothing in this mode")
         return 3
-    common.set_threads()
-    steps = common.env_int("A2C_REF_SFT_STEPS", 25)
-    stages = common.env_int("A2C_REF_STAGES", 2)
-    batch = common.env_int("A2C_REF_BATCH", 8)
-    lr = common.env_float("A2C_REF_LR", 5e-5)
+    p = common.params(AGENT_ID)
+    common.set_threads(p["threads"])
+    steps, stages, batch, lr = p["steps"], p["stages"], p["batch"], p["lr"]
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
     # the records the steps can use (twice over): tokenizing all 2,000 of arith's costs ~10 s a
     # stage on a loaded 2-core machine for records no step reaches
-    limit = common.env_int("A2C_REF_MAX_RECORDS", 0) or 2 * steps * batch * stages
+    limit = p["max_records"] or 2 * steps * batch * stages
     records = records[:limit]
     log(f"SFT agent: {len(records)} training records, base model {ctx.base_model}, "
         f"mode {ctx.mode}, {ctx.remaining():.0f}s left", event="start")

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.agent_params import ENV_VAR as PARAMS_ENV
+from a2c.contracts.agent_params import to_env as params_to_env
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
@@ -131,6 +133,9 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         if key in os.environ and not str(key).startswith("A2C_"):
             env[str(key)] = os.environ[key]
     env.update({str(k): str(v) for k, v in (run.options or {}).get("agent_env", {}).items()})
+    params = (run.options or {}).get("agent_params")
+    if params:   # the runtime → agent interface: the effective params, one JSON object
+        env[PARAMS_ENV] = params_to_env(params)
     from a2c.runtime.sidecars import INSIDE_DIR, env_var
     for name, env_gateway in (env_gateways or {}).items():
         where = f"{INSIDE_DIR}/{env_gateway.socket_path.name}" if confined \

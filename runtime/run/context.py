@@ -39,7 +39,11 @@ class RunOptions:
     driver_tokens: int | None = None
     driver_cost: float | None = None     # USD
     driver_calls: int | None = None
-    agent_env: dict[str, str] = field(default_factory=dict)   # extra variables for the agent
+    # the agent's params (its spec's `params:`), as given: typed values or CLI strings; the run
+    # records and hands over the effective ones (a2c.contracts.agent_params)
+    agent_params: dict[str, Any] = field(default_factory=dict)
+    # extra variables for the agent's sandbox (tests' probes; not for an agent's settings)
+    agent_env: dict[str, str] = field(default_factory=dict)
     use_bwrap: bool | None = None    # local backend: None = where available
     # GPUs (runtime/run/devices.py): host indices "0,1" or "none"; None = the task's budget.gpus
     gpus: str | None = None

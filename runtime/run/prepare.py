@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.bundle import Bundle
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
@@ -208,6 +209,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     task = Bundle.load(bundle_src).task
     agent = load_agent(agent_src)
     _check_task_and_agent(opts, task, agent)
+    params = effective_params(agent, opts.agent_params)   # a refused param: nothing written
     budget_cfg = dict(task.get("budget") or {})
     wall = parse_duration(opts.budget) if opts.budget is not None \
         else float(budget_cfg.get("wall_clock_s") or 3600)
@@ -228,7 +230,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     devices.register(run_dir, lease)
     try:
         ctx = _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
-                     report)
+                     report, params)
         ctx.run["gpus"] = gpus
         ctx.save()
         report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
@@ -272,7 +274,8 @@ def remove_run_dir(run_dir: Path) -> None:
 
 
 def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_src: Path,
-           budget_cfg: dict, run_id: str, run_dir: Path, report: Reporter) -> RunContext:
+           budget_cfg: dict, run_id: str, run_dir: Path, report: Reporter,
+           params: dict[str, Any]) -> RunContext:
     wall = budget_cfg["wall_clock_s"]
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
@@ -333,7 +336,7 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         isolation=None, budget=budget_cfg, scoring=task.get("scoring") or {"policy": "best"},
         versions=versions(), sandbox_id=secrets.token_hex(8),
         options={"use_bwrap": opts.use_bwrap, "snapshot_every_s": opts.snapshot_every_s,
-                 "agent_env": opts.agent_env})
+                 "agent_params": params, "agent_env": opts.agent_env})
     ctx = RunContext(run_dir, info)
     ctx.save()
     make_private(run_dir)

@@ -58,7 +58,7 @@ def _ctx(tmp_path: Path) -> common.AgentContext:
 
 
 def test_hyperparameters_are_the_values_that_ran(tmp_path, monkeypatch):
-    monkeypatch.setenv("A2C_REF_TRANSCRIPT", str(tmp_path / "t.jsonl"))
+    monkeypatch.setenv("A2C_WORKSPACE", str(tmp_path))   # the transcript: tmp_path/.a2c/
     ctx = _ctx(tmp_path)
     common.record_hyperparameters(ctx, method="SFT", steps=4, max_steps=25, learning_rate=5e-5,
                                   batch_size=8, stopped_by_clock=True)
@@ -68,7 +68,7 @@ def test_hyperparameters_are_the_values_that_ran(tmp_path, monkeypatch):
 
 
 def test_submit_releases_the_earlier_submitted_folders(tmp_path, monkeypatch):
-    monkeypatch.setenv("A2C_REF_TRANSCRIPT", str(tmp_path / "t.jsonl"))
+    monkeypatch.setenv("A2C_WORKSPACE", str(tmp_path))   # the transcript: tmp_path/.a2c/
     monkeypatch.setattr(common, "_SUBMITTED", [])
     ctx = _ctx(tmp_path)
     replies = iter([(0, {"id": 1}), (1, {"error": "too_soon"}), (0, {"id": 2})])

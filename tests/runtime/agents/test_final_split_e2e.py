@@ -22,7 +22,7 @@ def test_ref_sft_on_arith_strict_records_reports_and_verifies_the_final_split(tm
     started = time.monotonic()
     opts = run_mod.RunOptions(bundle="arith-strict", agent="ref-sft", budget="4m",
                               runs_dir=tmp_path / "runs",
-                              agent_env={"A2C_REF_SFT_STEPS": "20", "A2C_REF_STAGES": "1"})
+                              agent_params={"steps": 20, "stages": 1})
     ctx = run_mod.prepare(opts, report=print)
     run_dir = ctx.run_dir
     feedback = (run_dir / "grader" / "heldout.jsonl").read_text().splitlines()

@@ -21,6 +21,8 @@ def workspace(tmp_path, monkeypatch):
                        "A2C_BASE_MODEL": tmp_path / "base", "A2C_OUTPUT_DIR": tmp_path / "out",
                        "A2C_SEED": "0"}.items():
         monkeypatch.setenv(key, str(value))
+    for key in ("A2C_AGENT_DIR", "A2C_AGENT_PARAMS"):   # the declared defaults: generated/
+        monkeypatch.delenv(key, raising=False)
     return tmp_path
 
 
@@ -40,7 +42,7 @@ def _fake(monkeypatch, stage_seconds: float):
 
     monkeypatch.setattr(common, "load_model", lambda path: (Model(), None))
     monkeypatch.setattr(common, "save_model", lambda m, t, out: out)
-    monkeypatch.setattr(common, "set_threads", lambda: None)
+    monkeypatch.setattr(common, "set_threads", lambda threads=0: None)
     monkeypatch.setattr(common, "wait_score", lambda ctx, sid: {})
     monkeypatch.setattr(common, "submit", lambda ctx, out, note="": calls["submits"].append(
         (out.name, note)) or str(len(calls["submits"])))
@@ -75,7 +77,7 @@ def test_stages_stop_before_the_deadline(workspace, monkeypatch):
 def test_free_mode_warms_up_first(workspace, monkeypatch):
     monkeypatch.setenv("A2C_MODE", "free")
     monkeypatch.setenv("A2C_DEADLINE", str(time.time() + 3600))
-    monkeypatch.setenv("A2C_REF_GRPO_STAGES", "1")
+    monkeypatch.setenv("A2C_AGENT_PARAMS", json.dumps({"stages": 1}))   # ref-grpo's param
     calls = _fake(monkeypatch, 0.0)
     assert grpo.main([]) == 0
     assert calls["warmups"] == 1 and len(calls["stages"]) == 1

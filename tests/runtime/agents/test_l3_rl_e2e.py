@@ -30,8 +30,8 @@ BUDGET = os.environ.get("A2C_L3_RL_TEST_BUDGET", "12m" if ASSERT_GAIN else "5m")
 # What CI can afford for the route alone: 4 games x 4 episodes an iteration, 2 of them in the
 # update (~60-100 s an iteration); with ASSERT_GAIN the agent's own defaults.
 # Two iterations at most: the route needs one update; the budget stays the upper bound.
-CI_KNOBS = {} if ASSERT_GAIN else {"A2C_L3_RL_GAMES": "4", "A2C_L3_RL_MAX_GROUPS": "2",
-                                   "A2C_L3_RL_CHECK_EVERY": "2", "A2C_L3_RL_MAX_ITERS": "2"}
+CI_PARAMS = {} if ASSERT_GAIN else {"games": 4, "max_groups": 2, "check_every": 2,
+                                    "max_iters": 2}
 
 
 @pytest.mark.slow
@@ -42,8 +42,7 @@ def test_ref_l3_rl_rl_only_learns_from_its_own_episodes(tmp_path):
 
     opts = run_mod.RunOptions(bundle=TASK, agent="ref-l3-rl", mode="rl-only", budget=BUDGET,
                               runs_dir=tmp_path / "runs",
-                              agent_env={**CI_KNOBS, **{k: v for k, v in os.environ.items()
-                                         if k.startswith("A2C_L3_RL_") and "_TEST_" not in k}})
+                              agent_params=dict(CI_PARAMS))
     ctx = run_mod.prepare(opts, report=lambda _: None)
     summary = run_mod.execute(ctx, report=lambda _: None)
     run_dir = ctx.run_dir

@@ -5,6 +5,7 @@ loop stops before the deadline, free mode starts from the warm-up's model."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -27,10 +28,17 @@ def workspace(tmp_path, monkeypatch):
     (tmp_path / "run_meta.json").write_text(json.dumps({"budget": {"max_submissions": 5}}))
     for key, value in {"A2C_WORKSPACE": tmp_path, "A2C_DATA_DIR": tmp_path / "data",
                        "A2C_BASE_MODEL": tmp_path / "base", "A2C_OUTPUT_DIR": tmp_path / "out",
-                       "A2C_SEED": "0", "A2C_L3_RL_CHECK_EVERY": "1",
-                       "A2C_L3_RL_GROUP": "2"}.items():
+                       "A2C_SEED": "0"}.items():
         monkeypatch.setenv(key, str(value))
+    monkeypatch.delenv("A2C_AGENT_DIR", raising=False)   # the declared defaults: generated/
+    set_params(monkeypatch, check_every=1, group=2)
     return tmp_path
+
+
+def set_params(monkeypatch, **values):
+    """The agent's params as the runtime hands them over (`A2C_AGENT_PARAMS`), merged."""
+    given = json.loads(os.environ.get("A2C_AGENT_PARAMS") or "{}")
+    monkeypatch.setenv("A2C_AGENT_PARAMS", json.dumps({**given, **values}))
 
 
 def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
@@ -72,7 +80,7 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
         __import__("torch").nn.Linear(1, 1), None))
     monkeypatch.setattr(l3_rl, "warm_up", lambda ctx: calls.__setitem__(
         "warmups", calls["warmups"] + 1) or ctx.output_dir / "l3-sft")
-    monkeypatch.setattr(common, "set_threads", lambda: None)
+    monkeypatch.setattr(common, "set_threads", lambda threads=0: None)
     monkeypatch.setattr(common, "save_model", lambda m, t, out: out)
     monkeypatch.setattr(common, "wait_score", lambda ctx, sid: {})
     monkeypatch.setattr(common, "submit", lambda ctx, out, note="": calls["submits"].append(
@@ -83,7 +91,7 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
 def test_rl_only_submits_when_the_greedy_training_success_improves(workspace, monkeypatch):
     monkeypatch.setenv("A2C_MODE", "rl-only")
     monkeypatch.setenv("A2C_DEADLINE", str(time.time() + 3600))
-    monkeypatch.setenv("A2C_L3_RL_MAX_ITERS", "4")
+    set_params(monkeypatch, max_iters=4)
     calls, update = _fake(monkeypatch, [0.0, 25.0, 25.0, 50.0])
     assert l3_rl.main([], update=update) == 0
     assert calls["warmups"] == 0 and calls["start"] == "base" and calls["updates"] == 4
@@ -109,7 +117,7 @@ def test_the_loop_stops_before_the_deadline_and_submits_its_last_model(workspace
 def test_free_mode_starts_from_the_warm_up(workspace, monkeypatch):
     monkeypatch.setenv("A2C_MODE", "free")
     monkeypatch.setenv("A2C_DEADLINE", str(time.time() + 3600))
-    monkeypatch.setenv("A2C_L3_RL_MAX_ITERS", "1")
+    set_params(monkeypatch, max_iters=1)
     calls, update = _fake(monkeypatch, [50.0, 75.0])
     assert l3_rl.main([], update=update) == 0
     assert calls["warmups"] == 1 and calls["start"] == "l3-sft"
@@ -131,8 +139,7 @@ def test_the_valid_bonus_ends_once_the_models_own_actions_are_valid(
         workspace, monkeypatch, valid_steps, bonus_ends):
     monkeypatch.setenv("A2C_MODE", "rl-only")
     monkeypatch.setenv("A2C_DEADLINE", str(time.time() + 3600))
-    monkeypatch.setenv("A2C_L3_RL_MAX_ITERS", "3")
-    monkeypatch.setenv("A2C_L3_RL_VALID_BONUS", "0.1")
+    set_params(monkeypatch, max_iters=3, valid_bonus=0.1)
     calls, update = _fake(monkeypatch, [0.0] * 3, valid_steps=valid_steps)
     assert l3_rl.main([], update=update) == 0
     # every episode's second step is the model's own: valid (100 % >= 80 %) or not (0 %)

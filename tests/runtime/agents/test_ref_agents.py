@@ -5,7 +5,6 @@ test_final_split_e2e.py (the same agent, also recording the final split)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -71,10 +70,10 @@ def test_sft_agent_refuses_rl_only(tmp_path, monkeypatch):
     assert sft.main([]) == 3
 
 
-def _reference_run(tmp_path, agent, budget, env=None):
+def _reference_run(tmp_path, agent, budget, params=None):
     from a2c.runtime import run as run_mod
     opts = run_mod.RunOptions(bundle="arith", agent=agent, budget=budget,
-                              runs_dir=tmp_path / "runs", agent_env=env or {})
+                              runs_dir=tmp_path / "runs", agent_params=params or {})
     ctx = run_mod.prepare(opts, report=print)
     return ctx, run_mod.execute(ctx, report=print)
 
@@ -87,8 +86,7 @@ def run_mod_journal(run_dir):
 @pytest.mark.slow
 def test_grpo_reference_agent_beats_baseline(tmp_path):
     ctx, summary = _reference_run(tmp_path, "ref-grpo", "7m",
-                                  {"A2C_REF_GRPO_STEPS": os.environ.get("A2C_REF_GRPO_STEPS", "4"),
-                                   "A2C_REF_GRPO_STAGES": "1"})
+                                  {"steps": 4, "stages": 1})
     assert summary["status"] == "finished"
     assert summary["submissions"] == 2, summary
     assert summary["best_score"] > summary["baseline_score"], summary

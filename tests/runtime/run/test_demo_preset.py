@@ -1,5 +1,5 @@
 """Issue 25: `a2c demo` runs a preset fitted to a 2-core machine: one SFT stage, submitted once,
-under a 4-minute agent budget, through the reference agent's own knobs (no new variables)."""
+under a 4-minute agent budget, through the reference agent's own params (its spec's `params:`)."""
 
 from __future__ import annotations
 
@@ -23,13 +23,20 @@ def test_demo_preset(monkeypatch):
         pass
     opts = seen["opts"]
     assert opts.budget == "4m" and opts.backend == "local"
-    assert opts.agent_env == {"A2C_REF_STAGES": "1", "A2C_REF_SFT_STEPS": "20"}
-    # knobs the reference agent already reads, documented in its module
+    assert opts.agent_params == {"stages": 1, "steps": 20} and opts.agent_env == {}
+    # params the reference agent declares (its bundle) and documents in its module
+    import json
+
+    from a2c.contracts.agent_params import effective
+    from a2c.paths import project_root
     from a2c.runtime.agents import sft
-    assert all(name in sft.__doc__ for name in opts.agent_env)
+    manifest = json.loads((project_root() / "generated" / "agents" / "ref-sft" / "agent.json")
+                          .read_text(encoding="utf-8"))
+    assert effective(manifest["agent"], opts.agent_params)["steps"] == 20
+    assert all(f"`{name}`" in sft.__doc__ for name in opts.agent_params)
     other = build_parser().parse_args(["demo", "--agent", "ref-grpo"])
     try:
         run_cli.handle_demo(other)
     except SystemExit:
         pass
-    assert seen["opts"].agent_env == {}
+    assert seen["opts"].agent_params == {} and seen["opts"].agent_env == {}

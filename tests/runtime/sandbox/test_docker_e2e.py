@@ -51,8 +51,8 @@ def test_ref_sft_in_docker_is_scored_and_the_image_is_reused(tmp_path, arith_ima
     # one short SFT stage of the tiny model: the route through the container (the gain of
     # SmolLM2 in docker is asserted by the claude-code run of test_scaffolds_docker_e2e.py, and
     # measured for ref-sft in the README: 0 -> 66)
-    ctx = _run(tmp_path, "ref-sft", "3m", model="tiny", agent_env={
-        "A2C_REF_SFT_STEPS": "10", "A2C_REF_BATCH": "4", "A2C_REF_STAGES": "1"})
+    ctx = _run(tmp_path, "ref-sft", "3m", model="tiny", agent_params={
+        "steps": 10, "batch": 4, "stages": 1})
     summary = run_mod.execute(ctx, report=print)
     assert summary["isolation"] == "docker" and summary["status"] == "finished", summary
     assert summary["valid_submissions"] >= 1 and summary["best_score"] is not None, summary
