@@ -28,7 +28,7 @@ from a2c.canonical import canonical_json, sha256_bytes
 from a2c.timefmt import iso_utc
 
 from .record_key import ED25519, LEGACY_HMAC, SigningKey, Verifier, operator_key, verifiers
-from .records import Record, optional, read_jsonl_tolerant
+from .records import Record, ScoredFields, optional, read_jsonl_tolerant
 
 GENESIS = "0" * 64
 EVENTS_FILE = "events.jsonl"
@@ -130,24 +130,14 @@ class SubmissionPruned(EventPayload):
 
 
 @dataclass
-class SubmissionScored(EventPayload):
+class SubmissionScored(ScoredFields, EventPayload):
     """A scored (or invalid) submission. `code` (a2c.contracts.submission_errors) says why it is
     invalid; `copy_of_base` whether its weights are the untouched base model's; `not_derived`
     whether the provenance check found it is not derived from the base (another model's weights,
-    a re-initialised model; the details are in results/<n>.json `provenance`)."""
+    a re-initialised model; the details are in results/<n>.json `provenance`). Its fields are
+    a2c.contracts.records.ScoredFields, shared with the journal's `scored` line."""
 
     TYPE: ClassVar[str] = "submission_scored"
-    id: int | str = 0
-    score: float | None = None
-    ci95: list[float] | None = None
-    valid: bool = False
-    error: str | None = None
-    code: str | None = None
-    duplicate_of: int | str | None = None
-    copy_of_base: bool | None = None
-    elapsed_s: float | None = None
-    backend: str | None = None
-    not_derived: bool | None = optional()
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from a2c.canonical import canonical_json
 from a2c.fsutil import append_durable
 
-from .records import Record, optional, read_jsonl_tolerant
+from .records import Record, ScoredFields, optional, read_jsonl_tolerant
 
 JOURNAL_FILE = "submissions.jsonl"
 
@@ -46,24 +46,14 @@ class JournalReceived(JournalEntry):
 
 
 @dataclass
-class JournalScored(JournalEntry):
-    """The outcome of a submission; `code` (a2c.contracts.submission_errors) when invalid."""
+class JournalScored(ScoredFields, JournalEntry):
+    """The outcome of a submission: the fields of the `submission_scored` event
+    (a2c.contracts.records.ScoredFields), and when, its metrics and its results file."""
 
     OP: ClassVar[str] = "scored"
-    id: int | str = 0
     ts: str = ""
-    score: float | None = None
-    ci95: list[float] | None = None
-    valid: bool = False
-    error: str | None = None
-    code: str | None = None
-    duplicate_of: int | str | None = None
-    copy_of_base: bool | None = None
-    elapsed_s: float | None = None
-    backend: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     result: str | None = None                    # results/<n>.json
-    not_derived: bool | None = optional()        # provenance: not derived from the base model
 
 
 ENTRY_TYPES: dict[str, type[JournalEntry]] = {"received": JournalReceived,

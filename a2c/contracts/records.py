@@ -41,6 +41,28 @@ class Record:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+@dataclass
+class ScoredFields(Record):
+    """What a scored (or invalid) submission records, the same in the event (`submission_scored`,
+    a2c.contracts.events) and the grader's journal (`scored`, a2c.contracts.journal): declared
+    once so the two cannot drift. `code` (a2c.contracts.submission_errors) says why it is
+    invalid; `copy_of_base` whether its weights are the untouched base model's; `not_derived`
+    whether the provenance check found it is not derived from the base (the details are in
+    results/<n>.json `provenance`)."""
+
+    id: int | str = 0
+    score: float | None = None
+    ci95: list[float] | None = None
+    valid: bool = False
+    error: str | None = None
+    code: str | None = None
+    duplicate_of: int | str | None = None
+    copy_of_base: bool | None = None
+    elapsed_s: float | None = None
+    backend: str | None = None
+    not_derived: bool | None = optional()
+
+
 def read_jsonl_tolerant(path: Path) -> tuple[list[dict], list[tuple[int, str]]]:
     """(objects, [(line, problem)]): unparsable lines are reported, not fatal; each object gets
     its 1-based line number as `_line` (for readers that name the line of a problem)."""
