@@ -81,6 +81,8 @@ def check_value(name: str, decl: Mapping[str, Any], value: Any) -> Any:
         raise ValueError(f"{name}={value!r}: not a valid {decl.get('type')} ({exc})") from None
     if "enum" in decl and typed not in decl["enum"]:
         raise ValueError(f"{name}={typed!r}: one of {', '.join(map(str, decl['enum']))}")
+    if decl.get("type") not in ("integer", "number"):
+        return typed
     if decl.get("minimum") is not None and typed < decl["minimum"]:
         raise ValueError(f"{name}={typed!r}: at least {decl['minimum']}")
     if decl.get("maximum") is not None and typed > decl["maximum"]:
