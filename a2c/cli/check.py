@@ -92,10 +92,10 @@ class Report:
 def compile_task(ref: str, work: Path):
     """The bundle of TASK: a bundle folder as is; a spec (file or id) compiled into `work`, so the
     check always sees the spec as it is now, not a stale generated/ copy."""
-    from a2c.contracts.bundle import Bundle
+    from a2c.contracts.bundle import Bundle, is_bundle
 
     path = Path(ref)
-    if (path / "bundle.json").is_file():
+    if is_bundle(path):
         return Bundle.load(path)
     from a2c.compiler.build import build_specs
     from a2c.compiler.load import find_spec
@@ -106,11 +106,11 @@ def compile_task(ref: str, work: Path):
     except SpecError:
         from a2c.paths import project_root
         generated = project_root() / "generated" / ref
-        if "/" not in ref and (generated / "bundle.json").is_file():
+        if "/" not in ref and is_bundle(generated):
             return Bundle.load(generated)
         raise
     for folder in build_specs([spec], work):
-        if (folder / "bundle.json").is_file():
+        if is_bundle(folder):
             return Bundle.load(folder)
     raise A2CError(f"{ref}: compiled, but it is not a task spec")
 

@@ -56,13 +56,13 @@ def register(subparsers: Any) -> None:
 
 
 def resolve_bundle(arg: str):
-    from a2c.contracts.bundle import Bundle
+    from a2c.contracts.bundle import Bundle, is_bundle
     from a2c.paths import project_root
 
     path = Path(arg)
-    if not (path / "bundle.json").is_file():
+    if not is_bundle(path):
         candidate = project_root() / "generated" / arg
-        if "/" not in arg and (candidate / "bundle.json").is_file():
+        if "/" not in arg and is_bundle(candidate):
             path = candidate
         elif path.exists():
             raise BundleError(f"{arg}: not a bundle (no bundle.json); build one with "

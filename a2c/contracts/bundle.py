@@ -218,6 +218,11 @@ def _manifest_path(root: Path, kind: str | None) -> Path:
     return root / MANIFEST
 
 
+def is_bundle(folder: str | Path, kind: str = "Task") -> bool:
+    """Whether `folder` holds a bundle of `kind` (its manifest file is there)."""
+    return (Path(folder) / MANIFESTS[kind]).is_file()
+
+
 def read_manifest(root: str | Path, kind: str = "Task") -> dict[str, Any]:
     """A bundle folder's manifest as written, unchecked (no format, kind or file check: for
     readers of a run's own copy, which `load_bundle` verified when the run was prepared).
