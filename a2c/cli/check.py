@@ -428,7 +428,7 @@ def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,
 # ------------------------------------------------------------------ the command
 
 def run(args: argparse.Namespace) -> int:
-    from a2c.contracts.service_config import read_grader_json
+    from a2c.contracts.service_config import GRADER_JSON, read_grader_json
     from a2c.durations import parse_duration
     from a2c.errors import SpecError
 
@@ -446,7 +446,7 @@ def run(args: argparse.Namespace) -> int:
                   flush=True)
             return EXIT_FAILED
         task = bundle.task
-        grader_json = bundle.root / "grader" / "grader.json"
+        grader_json = bundle.root / GRADER_JSON
         grader_cfg = read_grader_json(grader_json) if grader_json.is_file() else task["grader"]
         print(f"a2c check {task['id']}: level {task['level']}, grader {grader_cfg.get('kind')}, "
               f"bundle {bundle.root}", flush=True)
