@@ -17,21 +17,19 @@ is recorded by the `Ledger`; nothing refused ever reaches the upstream.
 
 from __future__ import annotations
 
-import hmac
 import http.client
 import json
 import os
 import signal
-import socketserver
 import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from a2c.fsutil import write_json_atomic
+from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
 
 from . import admission
 from .admission import Reservation
@@ -46,25 +44,13 @@ READ_CHUNK = 65536
 MAX_BODY = 64 * 1024 * 1024
 
 
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
-
-    def __init__(self, path: str, state: GatewayState):
-        self.state = state
-        super().__init__(path, _Handler)
+class _Server(UnixServer):
+    state: GatewayState      # set by listen_unix
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(Handler):
     server_version = "a2c-driver-gateway/1"
-    protocol_version = "HTTP/1.1"
-
-    def address_string(self) -> str:
-        return "agent"
-
-    def log_message(self, fmt, *args):
-        pass
+    peer = "agent"
 
     # Every method reaches _handle, so whatever the agent sends is refused in the wire's shape
     # and recorded; only the allow-listed (method, path) pairs are forwarded.
@@ -76,21 +62,6 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _any_method
 
     # ------------------------------------------------------------------ helpers
-    def _read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            parts = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-            return b"".join(parts)
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
     def _presented_keys(self, query_keys: list[str]) -> list[str]:
         """Every key the request carries (a client may send more than one header style)."""
         h = self.headers
@@ -103,24 +74,18 @@ class _Handler(BaseHTTPRequestHandler):
         return keys + [k for k in query_keys if k]
 
     def _send(self, status: int, body: bytes, headers: dict) -> None:
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
+        self.send_body(status, body, headers)
 
     # ------------------------------------------------------------------ one request
     def _handle(self) -> None:
         st: GatewayState = self.server.state
         t0 = time.perf_counter()
-        body = self._read_body()
+        body = self.read_body()
         raw_path, _, raw_query = self.path.partition("?")
         query_keys = [v for k, v in urllib.parse.parse_qsl(raw_query, keep_blank_values=True)
                       if k == "key"]
         presented = self._presented_keys(query_keys)
-        authed = any(hmac.compare_digest(k.encode(), st.key.encode()) for k in presented)
+        authed = any(token_matches(k, st.key) for k in presented)
 
         if raw_path == "/a2c/health" and self.command == "GET":
             if not authed:
@@ -311,16 +276,15 @@ class _Handler(BaseHTTPRequestHandler):
             sent.append(chunk)
             meter.feed(chunk)
             if chunked_out:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.write_chunk(chunk)
             else:
                 self.wfile.write(chunk)
-            self.wfile.flush()
+                self.wfile.flush()
         if error is not None:
             # No terminating chunk: the client sees an incomplete answer, not a short one.
             self.close_connection = True
         elif chunked_out:
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.end_chunks()
         return error
 
     @staticmethod
@@ -354,11 +318,8 @@ def serve(run_dir: Path) -> int:
     state = GatewayState(run_dir)
     paths = state.paths
     sock = Path(state.config.get("socket") or paths.driver_socket)
-    sock.parent.mkdir(parents=True, exist_ok=True)
-    if sock.exists() or sock.is_symlink():
-        sock.unlink()
-    server = _Server(str(sock), state)
-    os.chmod(sock, 0o666)           # the agent runs as another (unprivileged) user
+    # 0666: the agent runs as another (unprivileged) user
+    server = listen_unix(sock, _Handler, mode=0o666, server_cls=_Server, state=state)
     state.ledger.write_totals()
     stop = threading.Event()
 

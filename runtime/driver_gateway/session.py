@@ -21,9 +21,10 @@ from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
+from a2c.unixhttp import UnixHTTPConnection
 
 from .config import prepare_gateway, read_key
-from .process import DriverGatewayProcess, _UnixHTTPConnection, read_totals
+from .process import DriverGatewayProcess, read_totals
 
 WIRE_ORDER = ["anthropic", "openai-chat", "gemini", "openai-responses"]
 SCRIPTED_MODEL = "claude-sonnet-4-5"
@@ -89,7 +90,7 @@ class AnalysisGateway:
             timeout: float = 900.0) -> str:
         path, body = _request(self.wire, self.model, system, user, max_tokens)
         key = read_key(self.folder)
-        conn = _UnixHTTPConnection(str(self.config["socket"]), timeout)
+        conn = UnixHTTPConnection(str(self.config["socket"]), timeout)
         try:
             conn.request("POST", path, body=json.dumps(body).encode(),
                          headers={"Content-Type": "application/json", "x-api-key": key,

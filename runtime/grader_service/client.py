@@ -1,24 +1,13 @@
 """A small Python client for the grading service (the runtime's side; the agent has its own
-standard-library copy in the workspace, `a2c_client.py`)."""
+standard-library copy in the workspace, `a2c_client.py`). Its connections are `a2c.unixhttp`'s."""
 
 from __future__ import annotations
 
 import http.client
 import json
-import socket
 from typing import Any
 
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, socket_path: str, timeout: float = 30.0):
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = socket_path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.socket_path)
-        self.sock = sock
+from a2c.unixhttp import connect
 
 
 class GraderClientError(Exception):
@@ -35,11 +24,7 @@ class ServiceClient:
         self.url, self.token, self.timeout = url, token, timeout
 
     def _connection(self) -> http.client.HTTPConnection:
-        if self.url.startswith("unix:"):
-            return UnixHTTPConnection(self.url[len("unix:"):], self.timeout)
-        rest = self.url.split("://", 1)[-1].rstrip("/")
-        host, _, port = rest.partition(":")
-        return http.client.HTTPConnection(host, int(port or 80), timeout=self.timeout)
+        return connect(self.url, self.timeout)
 
     def request(self, method: str, path: str, body: Any = None,
                 raise_for_status: bool = True) -> tuple[int, dict[str, Any]]:

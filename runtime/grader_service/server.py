@@ -8,7 +8,6 @@ is 0660 (group `socket_gid` when set: the sandboxed agent's).
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
 import signal
@@ -16,7 +15,6 @@ import socketserver
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +25,15 @@ from a2c.fsutil import write_bytes_atomic
 from a2c.runtime.grader_service.connections import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.runtime.grader_service.core import GradingService, Refusal, log
 from a2c.settings import get_bool
+from a2c.unixhttp import Handler as BaseHandler
+from a2c.unixhttp import LoopbackServer, listen_unix, serve_in_thread, token_matches
+from a2c.unixhttp import UnixServer as BaseUnixServer
 
 MAX_BODY = 64 * 1024
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(BaseHandler):
     server_version = "a2c-grader/1"
-    protocol_version = "HTTP/1.1"
     service: GradingService  # set on the subclass made per server
     timeout = 10.0           # idle seconds before the connection is closed (request_timeout_s)
 
@@ -48,23 +48,14 @@ class Handler(BaseHTTPRequestHandler):
         else:
             log(text[:200])
 
-    def address_string(self) -> str:  # Unix sockets have no peer address
-        addr = self.client_address
-        return addr[0] if isinstance(addr, tuple) and addr else "unix"
-
     def log_message(self, format: str, *args: Any) -> None:
         if get_bool("A2C_GRADER_ACCESS_LOG"):
             log(f"{self.address_string()} {format % args}")
 
     # ---------------------------------------------------------------- plumbing
     def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n"
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(status, body, {"Cache-Control": "no-store"}, ensure_ascii=False,
+                       newline=True)
 
     def _refuse(self, refusal: Refusal) -> None:
         self._send(refusal.status, refusal.body())
@@ -72,9 +63,7 @@ class Handler(BaseHTTPRequestHandler):
     def _authorized(self) -> bool:
         header = self.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        expected = self.service.cfg.token.encode()
-        ok = hmac.compare_digest(token.strip().encode(), expected) and scheme.lower() == "bearer"
-        return ok
+        return token_matches(token.strip(), self.service.cfg.token) and scheme.lower() == "bearer"
 
     def _read_body(self) -> bytes | Refusal:
         """Read the whole body (so a refused request leaves the connection usable)."""
@@ -150,15 +139,12 @@ class Handler(BaseHTTPRequestHandler):
         self._running("POST")
 
 
-class TCPServer(BoundedMixin, ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
+class TCPServer(BoundedMixin, LoopbackServer):
+    pass
 
 
-class UnixServer(BoundedMixin, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    request_queue_size = 64
+class UnixServer(BoundedMixin, BaseUnixServer):
+    pass
 
 
 def _handler_for(service: GradingService) -> type[Handler]:
@@ -190,17 +176,10 @@ def serve(run_dir: str | Path) -> int:
     info: dict[str, Any] = {"pid": os.getpid(), "started_at": time.time()}
     if cfg.socket_path:
         sock_path = Path(cfg.socket_path)
-        sock_path.parent.mkdir(parents=True, exist_ok=True)
-        if sock_path.exists() or sock_path.is_symlink():
-            sock_path.unlink()
-        old_umask = os.umask(0o117)   # the socket is created 0660, never 0666 even briefly
-        try:
-            unix = UnixServer(str(sock_path), handler)
-        finally:
-            os.umask(old_umask)
-        if cfg.socket_gid is not None:   # the sandboxed agent runs as another uid, in this group
-            os.chown(sock_path, -1, cfg.socket_gid)
-        os.chmod(sock_path, 0o660)
+        # created 0660, never 0666 even briefly; group socket_gid when set: the sandboxed agent
+        # runs as another uid, in this group
+        unix = listen_unix(sock_path, handler, mode=0o660, gid=cfg.socket_gid,
+                           server_cls=UnixServer)
         drops.append(_bound(unix, cfg, "unix"))
         servers.append(unix)
         info["socket_path"] = str(sock_path)
@@ -211,10 +190,8 @@ def serve(run_dir: str | Path) -> int:
         host, port = tcp.server_address[:2]
         servers.append(tcp)
         info.update(host=host, port=port, url=f"http://{host}:{port}")
-    threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.2},
-                                daemon=True, name=f"http-{i}") for i, s in enumerate(servers)]
-    for t in threads:
-        t.start()
+    for i, s in enumerate(servers):
+        serve_in_thread(s, f"http-{i}", poll_interval=0.2)
     service.start()
     stop = threading.Event()
     terms = {"n": 0}

@@ -22,14 +22,13 @@ unchanged. Every request is logged (method, path, status) to the run's logs.
 from __future__ import annotations
 
 import http.client
-import os
-import socketserver
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from a2c.unixhttp import Handler, UnixServer, listen_unix, remove_stale, serve_in_thread
 
 INSIDE_DIR = "/run/a2c/env"
 PASS_HEADERS = ("Content-Type", "Location", "Content-Encoding")
@@ -47,24 +46,14 @@ def path_segments(path: str) -> list[str]:
     return [urllib.parse.unquote(p) for p in raw.split("/")] if raw else []
 
 
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, path: str, gateway: SidecarGateway):
-        self.gateway = gateway
-        super().__init__(path, _Handler)
+class _Server(UnixServer):
+    gateway: SidecarGateway      # set by listen_unix
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(Handler):     # quiet: the gateway keeps its own log
     server_version = "a2c-gateway/1"
     protocol_version = "HTTP/1.0"
-
-    def address_string(self) -> str:       # Unix socket: no client address
-        return "agent"
-
-    def log_message(self, fmt, *args):     # the gateway keeps its own log
-        pass
+    peer = "agent"
 
     def do_GET(self):  # noqa: N802 - http.server naming
         self._forward("GET")
@@ -76,8 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
         gw: SidecarGateway = self.server.gateway
         body = None
         if method == "POST":
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+            body = self.read_body()
         segments = path_segments(self.path)
         if ".." in segments or not gw.allow(self.path):
             gw.record(method, self.path, 403)       # counted before the agent hears back
@@ -105,12 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(status, data, passed)
 
     def _reply(self, status: int, data: bytes, headers: dict) -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_body(status, data, headers)
 
 
 class SidecarGateway:
@@ -132,14 +115,10 @@ class SidecarGateway:
         self._thread: threading.Thread | None = None
 
     def start(self) -> SidecarGateway:
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-        if self.socket_path.exists():
-            self.socket_path.unlink()
-        self._server = _Server(str(self.socket_path), self)
-        os.chmod(self.socket_path, 0o666)     # the agent may run as another user (docker)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name=f"gateway-{self.socket_path.stem}")
-        self._thread.start()
+        # 0666: the agent may run as another user (docker)
+        self._server = listen_unix(self.socket_path, _Handler, mode=0o666, server_cls=_Server,
+                                   gateway=self)
+        self._thread = serve_in_thread(self._server, f"gateway-{self.socket_path.stem}")
         return self
 
     def record(self, method: str, path: str, status: int) -> None:
@@ -155,8 +134,7 @@ class SidecarGateway:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-        if self.socket_path.exists():
-            self.socket_path.unlink()
+        remove_stale(self.socket_path)
 
 
 def agent_gateways(task: dict, records_file: Path, socket_dir: Path,

@@ -53,9 +53,9 @@ from html.parser import HTMLParser
 
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat
-from a2c.runtime.grader_service.client import UnixHTTPConnection
 from a2c.runtime.sidecars.gateway import env_var, path_segments
 from a2c.settings import get as setting
+from a2c.unixhttp import UnixHTTPConnection
 
 DEFAULT_URL = "http://127.0.0.1:3000"
 SCORE_LABEL = "Your score (min 0.0, max 1.0)"

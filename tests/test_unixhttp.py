@@ -1,0 +1,53 @@
+"""a2c/unixhttp.py: the one Unix-socket HTTP client and server base (bodies whole or chunked,
+over-limit bodies refused, JSON answers, the socket's mode from the start)."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+from a2c.unixhttp import BodyTooLarge, Handler, connect, listen_unix, serve_in_thread
+
+
+class Echo(Handler):
+    def do_POST(self):  # noqa: N802
+        try:
+            body = self.read_body(limit=16)
+        except BodyTooLarge:
+            self.send_json(413, {"error": "too large"})
+            return
+        self.send_json(200, {"got": body.decode(), "peer": self.address_string()},
+                       {"Cache-Control": "no-store"}, newline=True)
+
+
+def test_round_trip_over_a_unix_socket(tmp_path):
+    sock = tmp_path / "sub" / "s.sock"
+    sock.parent.mkdir()
+    sock.write_text("stale")                    # whatever was left at the path goes
+    server = listen_unix(sock, Echo, mode=0o660, marker="x")
+    try:
+        assert stat.S_IMODE(sock.stat().st_mode) == 0o660 and server.marker == "x"
+        serve_in_thread(server, "echo", poll_interval=0.05)
+        conn = connect(f"unix:{sock}", timeout=5)
+        conn.request("POST", "/", body=b"hello")
+        resp = conn.getresponse()
+        raw = resp.read()
+        assert resp.status == 200 and raw.endswith(b"\n")
+        assert json.loads(raw) == {"got": "hello", "peer": "unix"}
+        assert resp.getheader("Cache-Control") == "no-store"
+        conn.request("POST", "/", body=iter([b"abc", b"def"]),
+                     headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
+        assert json.loads(conn.getresponse().read())["got"] == "abcdef"
+        conn.close()
+        conn = connect(f"unix:{sock}", timeout=5)
+        conn.request("POST", "/", body=b"x" * 17)
+        assert conn.getresponse().status == 413
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_connect_names_tcp_too():
+    conn = connect("http://127.0.0.1:8123/", timeout=1)
+    assert (conn.host, conn.port) == ("127.0.0.1", 8123)
