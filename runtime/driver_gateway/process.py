@@ -14,11 +14,8 @@ on 127.0.0.1:0; its port becomes the gateway's upstream, and it is stopped with 
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +24,10 @@ from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
-from a2c.fsutil import read_tail, write_json_atomic
+from a2c.fsutil import write_json_atomic
+from a2c.runtime import hostproc
+from a2c.runtime.hostproc import HostProcess, file_ready, pid_file_ready, unlink_quiet
+from a2c.unixhttp import UnixHTTPConnection
 
 from .config import read_config
 from .ledger import empty_totals
@@ -36,22 +36,10 @@ GATEWAY_MODULE = "a2c.runtime.driver_gateway"
 SCRIPTED_MODULE = "a2c.runtime.scripted_driver"
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
-
-
 def probe(socket_path: str | Path, key: str, timeout: float = 5.0) -> tuple[bool, str]:
     """Ask the gateway's health endpoint with the run key: (True, "driver ... serving ...") or
     (False, why)."""
-    conn = _UnixHTTPConnection(str(socket_path), timeout)
+    conn = UnixHTTPConnection(str(socket_path), timeout)
     try:
         conn.request("GET", "/a2c/health", headers={"x-api-key": key})
         resp = conn.getresponse()
@@ -92,40 +80,23 @@ def read_totals(run_dir: str | Path) -> dict[str, Any]:
             return empty_totals({})
 
 
-def _wait_file(path: Path, proc: subprocess.Popen, deadline: float, what: str, log: Path,
-               check=lambda text: bool(text.strip())) -> str:
-    while time.monotonic() < deadline:
-        if path.is_file():
-            text = path.read_text(encoding="utf-8")
-            if check(text):
-                return text
-        if proc.poll() is not None:
-            raise RunError(f"the {what} exited with status {proc.returncode}:\n"
-                           f"{read_tail(log, 1500)}")
-        time.sleep(0.02)
-    proc.kill()
-    raise RunError(f"the {what} was not ready within the time allowed (see {log})")
-
-
-def _stop(proc: subprocess.Popen | None, grace: float) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 class DriverGatewayProcess:
-    """The run's driver gateway process (see the module doc)."""
+    """The run's driver gateway process (see the module doc); `proc` and `scripted` are the
+    processes (subprocess.Popen), None until started."""
 
     def __init__(self, run_dir: str | Path):
         self.run_dir = Path(run_dir).resolve()
         self.paths = RunPaths(self.run_dir)
-        self.proc: subprocess.Popen | None = None
-        self.scripted: subprocess.Popen | None = None
+        self.gateway: HostProcess | None = None
+        self.scripted_driver: HostProcess | None = None
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.gateway.proc if self.gateway else None
+
+    @property
+    def scripted(self) -> subprocess.Popen | None:
+        return self.scripted_driver.proc if self.scripted_driver else None
 
     def start(self, timeout: float = 30.0, env: dict[str, str] | None = None,
               python: str | None = None) -> None:
@@ -136,66 +107,48 @@ class DriverGatewayProcess:
         python = python or sys.executable
         env = dict(os.environ if env is None else env)
         deadline = time.monotonic() + timeout
-        log = self.paths.driver_log
-        log.parent.mkdir(parents=True, exist_ok=True)
         if config.get("scripted"):
             self._start_scripted(config, python, env, deadline)
+        unlink_quiet(self.paths.driver_ready)
+        self.gateway = HostProcess.spawn([python, "-m", GATEWAY_MODULE, str(self.run_dir)],
+                                         what="driver gateway", log=self.paths.driver_log,
+                                         env=env)
         try:
-            self.paths.driver_ready.unlink()
-        except FileNotFoundError:
-            pass
-        with open(log, "ab") as out:
-            self.proc = subprocess.Popen([python, "-m", GATEWAY_MODULE, str(self.run_dir)],
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         env=env, start_new_session=True)
-        pid = str(self.proc.pid)
-        try:
-            _wait_file(self.paths.driver_ready, self.proc, deadline, "driver gateway", log,
-                       check=lambda t: _json(t).get("pid") == int(pid))
+            self.gateway.wait_ready(pid_file_ready(self.paths.driver_ready, self.gateway.pid),
+                                    deadline=deadline)
         except RunError:
-            _stop(self.scripted, 5)
+            if self.scripted_driver is not None:
+                self.scripted_driver.stop(5)
             raise
 
     def _start_scripted(self, config: dict, python: str, env: dict, deadline: float) -> None:
         port_file = self.paths.driver / "scripted.port"
-        try:
-            port_file.unlink()
-        except FileNotFoundError:
-            pass
+        unlink_quiet(port_file)
         log = self.paths.scripted_driver_log
         log.parent.mkdir(parents=True, exist_ok=True)
         # The scripted driver gets no provider key: it needs none.
         child_env = {k: v for k, v in env.items() if not k.endswith("_API_KEY")}
-        with open(self.paths.logs / "scripted-driver.stderr.log", "ab") as err:
-            self.scripted = subprocess.Popen(
-                [python, "-m", SCRIPTED_MODULE, "--script", config["scripted"]["script"],
-                 "--port-file", str(port_file), "--log", str(log),
-                 "--model", config["model"]],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=child_env,
-                start_new_session=True)
-        (self.paths.driver / "scripted.pid").write_text(str(self.scripted.pid))
-        text = _wait_file(port_file, self.scripted, deadline, "scripted driver",
-                          self.paths.logs / "scripted-driver.stderr.log",
-                          check=lambda t: t.strip().isdigit())
-        config["upstream"]["base_url"] = f"http://127.0.0.1:{int(text.strip())}"
+        self.scripted_driver = HostProcess.spawn(
+            [python, "-m", SCRIPTED_MODULE, "--script", config["scripted"]["script"],
+             "--port-file", str(port_file), "--log", str(log), "--model", config["model"]],
+            what="scripted driver", log=self.paths.logs / "scripted-driver.stderr.log",
+            env=child_env)
+        self.scripted_driver.write_pid(self.paths.driver / "scripted.pid")
+        port = self.scripted_driver.wait_ready(
+            file_ready(port_file, lambda t: int(t.strip()) if t.strip().isdigit() else None),
+            deadline=deadline)
+        config["upstream"]["base_url"] = f"http://127.0.0.1:{port}"
         write_json_atomic(self.paths.driver_config, config, mode=0o600)
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.gateway is not None and self.gateway.alive()
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM: the gateway finishes writing its record, then exits; the scripted driver
         follows. SIGKILL after `grace` s."""
-        _stop(self.proc, grace)
-        _stop(self.scripted, grace)
-
-
-def _json(text: str) -> dict:
-    try:
-        out = json.loads(text)
-        return out if isinstance(out, dict) else {}
-    except ValueError:
-        return {}
+        for helper in (self.gateway, self.scripted_driver):
+            if helper is not None:
+                helper.stop(grace)
 
 
 def stop_stale(run_dir: str | Path) -> None:
@@ -204,14 +157,4 @@ def stop_stale(run_dir: str | Path) -> None:
     paths = RunPaths(Path(run_dir).resolve())
     for pid_file, module in ((paths.driver_pid, GATEWAY_MODULE),
                              (paths.driver / "scripted.pid", SCRIPTED_MODULE)):
-        try:
-            pid = int(pid_file.read_text())
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError):
-            continue
-        marker = str(paths.root).encode()
-        if module.encode() in cmd and any(marker in part for part in cmd):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        hostproc.stop_stale(pid_file, [module, str(paths.root)])

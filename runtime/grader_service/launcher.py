@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
 import sys
 import time
@@ -18,15 +16,19 @@ from typing import Any
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.errors import RunError
-from a2c.fsutil import read_tail
 from a2c.runtime.grader_service.client import GraderClientError, ServiceClient
+from a2c.runtime.hostproc import HostProcess, pid_file_ready, unlink_quiet
 
 SERVICE_MODULE = "a2c.runtime.grader_service"   # `python -m SERVICE_MODULE RUN_DIR`
 
 
 class ServiceHandle:
-    def __init__(self, run_dir: Path, proc: subprocess.Popen, ready: dict[str, Any], token: str):
-        self.run_dir, self.proc, self.ready, self.token = run_dir, proc, ready, token
+    def __init__(self, run_dir: Path, helper: HostProcess, ready: dict[str, Any], token: str):
+        self.run_dir, self.helper, self.ready, self.token = run_dir, helper, ready, token
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.helper.proc
 
     @property
     def pid(self) -> int:
@@ -68,13 +70,8 @@ class ServiceHandle:
         `drain=True` first waits for the queue to empty. After `timeout` s: SIGKILL."""
         if drain:
             self.wait_idle(timeout)
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return self.proc.wait()
+        # The service alone: it ends its evaluation child itself (its own session).
+        return self.helper.stop(timeout, group=False)
 
     def kill(self) -> None:
         """SIGKILL the service (its evaluation child dies with it)."""
@@ -95,29 +92,8 @@ def start_grader_service(run_dir: str | Path, *, timeout_s: float = 60.0,
     if not paths.service_json.is_file():
         raise RunError(f"{paths.service_json}: missing; write it with write_service_config first")
     token = read_service_fields(run_dir)["token"]
-    ready = paths.ready
-    try:
-        ready.unlink()
-    except FileNotFoundError:
-        pass
-    log_path = Path(log_path) if log_path else paths.grader_log
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([python or sys.executable, "-m", SERVICE_MODULE,
-                                 str(run_dir)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                env=env, start_new_session=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if ready.is_file():
-            try:
-                info = json.loads(ready.read_text(encoding="utf-8"))
-                if info.get("pid") == proc.pid:
-                    return ServiceHandle(run_dir, proc, info, token)
-            except ValueError:
-                pass
-        if proc.poll() is not None:
-            tail = read_tail(log_path, 1500)
-            raise RunError(f"the grading service exited with status {proc.returncode}:\n{tail}")
-        time.sleep(0.05)
-    proc.kill()
-    raise RunError(f"the grading service was not ready within {timeout_s:g} s (see {log_path})")
+    unlink_quiet(paths.ready)
+    helper = HostProcess.spawn([python or sys.executable, "-m", SERVICE_MODULE, str(run_dir)],
+                               what="grading service", log=log_path or paths.grader_log, env=env)
+    info = helper.wait_ready(pid_file_ready(paths.ready, helper.pid), timeout_s, poll=0.05)
+    return ServiceHandle(run_dir, helper, info, token)

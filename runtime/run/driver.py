@@ -13,6 +13,7 @@ from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError, RunError
+from a2c.unixhttp import remove_stale
 
 BUDGET_KEYS = ("driver_tokens", "driver_cost_usd", "driver_calls")
 
@@ -82,8 +83,7 @@ class DriverGateway:
 
     def start(self) -> None:
         from a2c.runtime.driver_gateway import DriverGatewayProcess
-        if self.paths.driver_socket.exists() or self.paths.driver_socket.is_symlink():
-            self.paths.driver_socket.unlink()
+        remove_stale(self.paths.driver_socket)
         self.process = DriverGatewayProcess(self.run_dir)
         self.process.start()
 

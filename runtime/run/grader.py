@@ -9,6 +9,7 @@ from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.runtime.run.context import READY_TIMEOUT_S
+from a2c.unixhttp import remove_stale
 
 SERVICE_MODULE = "a2c.runtime.grader_service"
 
@@ -30,11 +31,11 @@ class GraderProcess:
     def start(self, timeout: float = READY_TIMEOUT_S) -> None:
         from a2c.runtime.grader_service import start_grader_service
         sock = read_service_fields(self.run_dir).get("socket_path")
-        if sock and Path(sock).exists():
-            Path(sock).unlink()
+        if sock:
+            remove_stale(sock)
         self.handle = start_grader_service(self.run_dir, timeout_s=timeout,
                                            log_path=self.paths.grader_log, env=self.env())
-        self.paths.service_pid.write_text(str(self.handle.pid))
+        self.handle.helper.write_pid(self.paths.service_pid)
 
     def alive(self) -> bool:
         return self.handle is not None and self.handle.alive()
@@ -44,29 +45,13 @@ class GraderProcess:
             self.handle.stop(timeout=grace)
 
 
-
-
 def kill_stale(run_dir: Path, run: RunInfo) -> None:
     """After a crash: stop a grader service, a driver gateway and agent processes left over."""
+    from a2c.runtime.hostproc import stop_stale as stop_stale_helper
     from a2c.runtime.sandbox.proctree import kill_tree
-    pid_file = RunPaths(run_dir).service_pid
-    if pid_file.is_file():
-        try:
-            pid = int(pid_file.read_text())
-            if _is_grader_service(pid, run_dir):
-                kill_tree(pid, pid, None, grace=5.0)
-        except (ValueError, OSError):
-            pass
+    stop_stale_helper(RunPaths(run_dir).service_pid, [SERVICE_MODULE, str(run_dir)], grace=5.0)
     if RunPaths(run_dir).driver_pid.is_file():   # a scaffold's driver gateway, likewise
         from a2c.runtime.driver_gateway import stop_stale
         stop_stale(run_dir)
     if run.get("sandbox_id"):
         kill_tree(None, None, run["sandbox_id"], grace=2.0)
-
-
-def _is_grader_service(pid: int, run_dir: Path) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return SERVICE_MODULE.encode() in cmd and str(run_dir).encode() in cmd

@@ -9,7 +9,7 @@ The runtime starts them before any grading (the baseline included) and stops the
 or as a context manager (`with sidecars_running(specs, log_dir=...) as group:`).
 
 A service is `{name, command, port, health, startup_timeout_s}` (the resolved spec). `command` is a
-shell command line, run outside the agent's sandbox in its own process group, with `{port}`
+shell command line, run outside the agent's sandbox in its own process group (runtime/hostproc.py), with `{port}`
 replaced by the port and `$A2C_SERVICE_PORT` set; `python` on its PATH is the interpreter running
 a2c (the venv's bin folder comes first). Readiness: when `health` is a URL path, an HTTP GET of
 `http://127.0.0.1:<port><health>` must answer 200; without one, a TCP connection to the port must
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.fsutil import read_tail
+from a2c.runtime.hostproc import HelperExited, HelperNotReady, HostProcess
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 POLL_S = 0.1
@@ -71,39 +71,27 @@ class SidecarSpec:
 @dataclass
 class RunningSidecar:
     spec: SidecarSpec
-    proc: subprocess.Popen
-    log_path: Path | None
+    helper: HostProcess
     started_at: float = field(default_factory=time.monotonic)
 
     @property
+    def proc(self) -> subprocess.Popen:
+        return self.helper.proc
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.helper.log
+
+    @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.helper.pid
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.helper.alive()
 
     def stop(self, grace: float = 5.0) -> int | None:
-        if self.proc.poll() is None:
-            _signal_group(self.proc, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.proc, signal.SIGKILL)
-                try:
-                    self.proc.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    pass
-        return self.proc.poll()
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)          # started with start_new_session: pgid == pid
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.send_signal(sig)
-        except ProcessLookupError:
-            pass
+        """SIGTERM to its process group, SIGKILL after `grace` s."""
+        return self.helper.stop(grace)
 
 
 def probe(spec: SidecarSpec, timeout: float = 2.0) -> bool:
@@ -140,38 +128,30 @@ def start_sidecar(spec: SidecarSpec | dict, *, log_dir: str | Path | None = None
         raise SidecarError(f"service {spec.name!r}: port {spec.port} is already in use "
                            f"(something answers at {spec.url}); stop it or change the port")
     command = spec.command.replace("{port}", str(spec.port))
-    log_path = None
-    if log_dir is not None:
-        Path(log_dir).mkdir(parents=True, exist_ok=True)
-        log_path = Path(log_dir) / f"service-{spec.name}.log"
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    log_path = Path(log_dir) / f"service-{spec.name}.log" if log_dir is not None else None
     try:
-        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=str(cwd) if cwd else None,
-                                env=_environment(spec, env), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        helper = HostProcess.spawn(["/bin/sh", "-c", command], what=f"service {spec.name!r}",
+                                   log=log_path, env=_environment(spec, env), cwd=cwd)
     except OSError as exc:
         raise SidecarError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
-    finally:
-        if log_path:
-            out.close()
-    running = RunningSidecar(spec, proc, log_path)
     deadline = time.monotonic() + spec.startup_timeout_s
     what = f"GET {spec.url}{spec.health} -> 200" if spec.health else f"a connection to {spec.url}"
-    while True:
-        if proc.poll() is not None:
-            tail = read_tail(log_path, 1500).strip()
-            raise SidecarError(f"service {spec.name!r} exited with status {proc.returncode} "
-                               f"before it was ready (command: {command})"
-                               + (f"\n--- log tail ({log_path}) ---\n{tail}" if tail else ""))
-        if probe(spec, timeout=min(2.0, max(0.1, deadline - time.monotonic()))):
-            return running
-        if time.monotonic() >= deadline:
-            running.stop(grace=2.0)
-            tail = read_tail(log_path, 1500).strip()
-            raise SidecarError(f"service {spec.name!r} not healthy within "
-                               f"{spec.startup_timeout_s:g}s (waited for {what}; command: {command})"
-                               + (f"\n--- log tail ({log_path}) ---\n{tail}" if tail else ""))
-        time.sleep(POLL_S)
+
+    def tail() -> str:
+        text = read_tail(log_path, 1500).strip()
+        return f"\n--- log tail ({log_path}) ---\n{text}" if text else ""
+    try:
+        helper.wait_ready(lambda: probe(spec, timeout=min(2.0, max(0.1, deadline -
+                                                                   time.monotonic()))),
+                          deadline=deadline, poll=POLL_S, stop_grace=2.0)
+    except HelperExited as exc:
+        raise SidecarError(f"service {spec.name!r} exited with status {exc.returncode} "
+                           f"before it was ready (command: {command})" + tail()) from None
+    except HelperNotReady:
+        raise SidecarError(f"service {spec.name!r} not healthy within "
+                           f"{spec.startup_timeout_s:g}s (waited for {what}; command: {command})"
+                           + tail()) from None
+    return RunningSidecar(spec, helper)
 
 
 class SidecarGroup:
