@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, register
+from a2c.wires.base import Wire, positive_int, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
 from a2c.wires.usage import Usage, count
 
+MIN_THINKING = 1024
+"""The smallest thinking budget the API accepts (it must also stay below max_tokens)."""
 _USAGE = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
           ("cache_read_input_tokens", "cache_read_tokens"),
           ("cache_creation_input_tokens", "cache_write_tokens"))
@@ -48,6 +50,19 @@ class Anthropic(Wire):
     provider = "anthropic"
     auth = "x-api-key"
     budget_status = 400     # a spent credit balance: 400 invalid_request_error
+
+    def output_cap(self, body: dict) -> tuple[int | None, int]:
+        return positive_int(body.get("max_tokens")), 1
+
+    def set_output_cap(self, body: dict, cap: int) -> None:
+        body["max_tokens"] = cap
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and positive_int(thinking.get("budget_tokens")) and \
+                thinking["budget_tokens"] >= cap:
+            if cap - 1 >= MIN_THINKING:
+                thinking["budget_tokens"] = cap - 1
+            else:
+                body.pop("thinking")
 
     def read_usage(self, obj: Any, u: Usage) -> None:
         if not isinstance(obj, dict):

@@ -40,6 +40,19 @@ class Wire:
     def request_streams(self, rt: Route, body: Any) -> bool:
         return isinstance(body, dict) and body.get("stream") is True
 
+    # -- the output cap (the gateway's admission reads it, and lowers it to what a budget has)
+    def output_cap(self, body: dict) -> tuple[int | None, int]:
+        """(the request's own output cap or None, the number of candidates it asks for)."""
+        raise NotImplementedError
+
+    def set_output_cap(self, body: dict, cap: int) -> None:
+        raise NotImplementedError
+
+    def ask_stream_usage(self, body: dict) -> bool:
+        """Make a streaming request report its usage in the stream; whether the body changed
+        (only OpenAI Chat needs asking; the others report usage in-stream by themselves)."""
+        return False
+
     # -- usage
     def read_usage(self, obj: Any, u: Usage) -> None:
         """Fold one JSON object (a whole answer, or one streamed event's data) into `u`."""
@@ -83,6 +96,12 @@ class Wire:
 
 WIRES: dict[str, Wire] = {}
 """The wires by name, in the order of `routes.NAMES` (filled by the wire modules)."""
+
+
+def positive_int(value: Any) -> int | None:
+    """A count field that holds a positive int, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
 
 
 def register(cls: type[Wire]) -> type[Wire]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, register
+from a2c.wires.base import Wire, positive_int, register
 from a2c.wires.content import arguments, history_text, lower_types, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
 from a2c.wires.routes import Route
@@ -50,6 +50,18 @@ class Gemini(Wire):
 
     def request_streams(self, rt: Route, body: Any) -> bool:
         return rt.path_stream
+
+    def output_cap(self, body: dict) -> tuple[int | None, int]:
+        config = body.get("generationConfig")
+        config = config if isinstance(config, dict) else {}
+        return positive_int(config.get("maxOutputTokens")), \
+            positive_int(config.get("candidateCount")) or 1
+
+    def set_output_cap(self, body: dict, cap: int) -> None:
+        config = body.get("generationConfig")
+        if not isinstance(config, dict):
+            config = body["generationConfig"] = {}
+        config["maxOutputTokens"] = cap
 
     def read_usage(self, obj: Any, u: Usage) -> None:
         if not isinstance(obj, dict):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, register
+from a2c.wires.base import Wire, positive_int, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
 from a2c.wires.usage import Usage, count
@@ -38,6 +38,24 @@ def _function_call(call: dict[str, Any]) -> ToolCall:
 class OpenAIChat(Wire):
     name = "openai-chat"
     provider = "openai"
+
+    def output_cap(self, body: dict) -> tuple[int | None, int]:
+        caps = [c for c in (positive_int(body.get("max_completion_tokens")),
+                            positive_int(body.get("max_tokens"))) if c]
+        return (min(caps) if caps else None), positive_int(body.get("n")) or 1
+
+    def set_output_cap(self, body: dict, cap: int) -> None:
+        named = [k for k in ("max_completion_tokens", "max_tokens") if k in body]
+        for k in named or ["max_completion_tokens"]:
+            body[k] = cap
+
+    def ask_stream_usage(self, body: dict) -> bool:
+        opts = body.get("stream_options")
+        if isinstance(opts, dict) and opts.get("include_usage") is True:
+            return False
+        body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
+                                  "include_usage": True}
+        return True
 
     def read_usage(self, obj: Any, u: Usage) -> None:
         if not isinstance(obj, dict):

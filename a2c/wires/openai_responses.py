@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, register
+from a2c.wires.base import Wire, positive_int, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.openai_chat import openai_error
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
@@ -51,6 +51,12 @@ def _output(output: list[Any], turn: Turn) -> Turn:
 class OpenAIResponses(Wire):
     name = "openai-responses"
     provider = "openai"
+
+    def output_cap(self, body: dict) -> tuple[int | None, int]:
+        return positive_int(body.get("max_output_tokens")), 1
+
+    def set_output_cap(self, body: dict, cap: int) -> None:
+        body["max_output_tokens"] = cap
 
     def read_usage(self, obj: Any, u: Usage) -> None:
         if not isinstance(obj, dict):

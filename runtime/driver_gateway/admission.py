@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from a2c.wires import Usage
+from a2c.wires import WIRES, Usage, Wire
 
 DEFAULT_OUTPUT_CAP = 32768
 BYTES_PER_TOKEN = 4
-ANTHROPIC_MIN_THINKING = 1024
-
-
 ADDED_FIELDS_TOKENS = 16
 
 
@@ -36,48 +32,14 @@ def input_estimate(body: bytes) -> int:
     return len(body) // BYTES_PER_TOKEN + ADDED_FIELDS_TOKENS
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
-        else None
+def _wire(name: str) -> Wire:
+    return WIRES.get(name) or WIRES["gemini"]
 
 
 def output_cap(wire: str, body: dict) -> tuple[int | None, int]:
-    """(the request's own output cap or None, the number of candidates it asks for)."""
-    if wire == "anthropic":
-        return _int(body.get("max_tokens")), 1
-    if wire == "openai-chat":
-        caps = [c for c in (_int(body.get("max_completion_tokens")),
-                            _int(body.get("max_tokens"))) if c]
-        return (min(caps) if caps else None), _int(body.get("n")) or 1
-    if wire == "openai-responses":
-        return _int(body.get("max_output_tokens")), 1
-    config = body.get("generationConfig")
-    config = config if isinstance(config, dict) else {}
-    return _int(config.get("maxOutputTokens")), _int(config.get("candidateCount")) or 1
-
-
-def _set_cap(wire: str, body: dict, cap: int) -> None:
-    if wire == "anthropic":
-        body["max_tokens"] = cap
-        thinking = body.get("thinking")
-        if isinstance(thinking, dict) and _int(thinking.get("budget_tokens")) and \
-                thinking["budget_tokens"] >= cap:
-            # the thinking budget must stay below max_tokens (and at least 1024)
-            if cap - 1 >= ANTHROPIC_MIN_THINKING:
-                thinking["budget_tokens"] = cap - 1
-            else:
-                body.pop("thinking")
-    elif wire == "openai-chat":
-        named = [k for k in ("max_completion_tokens", "max_tokens") if k in body]
-        for k in named or ["max_completion_tokens"]:
-            body[k] = cap
-    elif wire == "openai-responses":
-        body["max_output_tokens"] = cap
-    else:
-        config = body.get("generationConfig")
-        if not isinstance(config, dict):
-            config = body["generationConfig"] = {}
-        config["maxOutputTokens"] = cap
+    """(the request's own output cap or None, the number of candidates it asks for): each
+    wire names them in its own fields (`Wire.output_cap`)."""
+    return _wire(wire).output_cap(body)
 
 
 @dataclass
@@ -108,15 +70,9 @@ def forward_body(wire: str, body: dict, stream: bool, cap: int, requested: int |
     """The body to forward (None: forward the agent's bytes unchanged). `cap` is the output
     cap the ledger granted; it is written when lower than the request's own, or when the
     request names none and a budget needs the bound (`bounded`)."""
-    changed = False
-    if wire == "openai-chat" and stream:
-        opts = body.get("stream_options")
-        if not isinstance(opts, dict) or opts.get("include_usage") is not True:
-            body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
-                                      "include_usage": True}
-            changed = True
+    changed = stream and _wire(wire).ask_stream_usage(body)
     if (requested is not None and cap < requested) or (requested is None and bounded):
-        _set_cap(wire, body, cap)
+        _wire(wire).set_output_cap(body, cap)
         changed = True
     return body if changed else None
 

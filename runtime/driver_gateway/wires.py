@@ -6,7 +6,7 @@ and takes its normal branch: retry on 5xx/timeout, stop on out-of-credit)."""
 
 from __future__ import annotations
 
-from a2c.wires import BUDGET_STATUS, WIRES, Route, Usage, error_body  # noqa: F401 - re-exported
+from a2c.wires import BUDGET_STATUS, WIRES, Route, error_body  # noqa: F401 - re-exported
 from a2c.wires.reading import UsageMeter  # noqa: F401 - re-exported
 
 
