@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.errors import RunError
+from a2c.runtime.sandbox.bwrap import Bwrap
 
 UID_VAR, GID_VAR = "A2C_AGENT_UID", "A2C_AGENT_GID"
 UNSAFE_ROOT_VAR = "A2C_UNSAFE_ROOT_AGENT"
@@ -131,8 +132,8 @@ def nested_userns_argv(bwrap: str) -> list[str]:
     be root outside), drops every capability, and caps further nesting
     (`--disable-userns`): `unshare -Ur` and a nested `bwrap --unshare-user` fail inside. Its
     view is the outer sandbox's own (`--bind / /`, recursive: read-only binds stay read-only)."""
-    return [bwrap, "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-            "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--die-with-parent", "--"]
+    return (Bwrap(bwrap).unshare("user").disable_userns().caps().bind("/").dev_bind("/dev")
+            .die_with_parent().command())
 
 
 _NESTED: dict[tuple, bool] = {}
@@ -144,8 +145,8 @@ def nested_userns_works(bwrap: str, setpriv: str, ids: AgentIds) -> bool:
     key = (bwrap, setpriv, ids)
     if key not in _NESTED:
         import subprocess
-        argv = [*drop_argv(ids, setpriv), bwrap, "--unshare-user", "--disable-userns",
-                "--ro-bind", "/", "/", "true"]
+        argv = [*drop_argv(ids, setpriv),
+                *Bwrap(bwrap).unshare("user").disable_userns().ro_bind("/").command("true")]
         try:
             _NESTED[key] = subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
