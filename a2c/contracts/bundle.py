@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from a2c.canonical import sha256_file, sha256_json
 from a2c.errors import BundleError
 
+from .spec import SPEC_CLASSES, AgentSpec, SuiteSpec, TaskSpec
+
 BUNDLE_FORMAT = "a2c-bundle/1"
 KINDS = ("Task", "Agent", "Suite")
 MANIFESTS = {"Task": "bundle.json", "Agent": "agent.json", "Suite": "suite.json"}
@@ -58,14 +60,15 @@ class BundleVerificationError(BundleError):
 
 @dataclass(frozen=True)
 class BundleManifest:
-    """The fields every manifest has; `body` is the resolved spec under the kind's key."""
+    """The fields every manifest has; `body` is the resolved spec under the kind's key, typed
+    (a2c.contracts.spec: TaskSpec, AgentSpec, SuiteSpec), written back exactly as resolved."""
 
     KIND: ClassVar[str] = ""
     id: str
     spec_hash: str
     files: dict[str, str]
     digest: str
-    body: dict[str, Any] = field(default_factory=dict)
+    body: TaskSpec | AgentSpec | SuiteSpec = field(default_factory=TaskSpec)
     compiler_version: str | None = None
     format: str = BUNDLE_FORMAT
 
@@ -84,7 +87,8 @@ class BundleManifest:
         spec_hash = sha256_json(resolved)
         hashes = dict(sorted(hashes.items()))
         return cls(id=ident, spec_hash=spec_hash, files=hashes,
-                   digest=bundle_digest(spec_hash, hashes), body=resolved,
+                   digest=bundle_digest(spec_hash, hashes),
+                   body=SPEC_CLASSES[cls.KIND].from_dict(resolved),
                    compiler_version=compiler_version)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,7 +97,7 @@ class BundleManifest:
                                "digest": self.digest}
         if self.compiler_version is not None:
             out["compiler_version"] = self.compiler_version
-        out[self.key] = self.body
+        out[self.key] = self.body.to_dict()
         return out
 
     @staticmethod
@@ -109,7 +113,8 @@ class BundleManifest:
         return cls(id=str(data.get("id", "")), spec_hash=str(data.get("spec_hash", "")),
                    files={str(k): str(v) for k, v in files.items()},
                    digest=str(data.get("digest", "")),
-                   body=body if isinstance(body, dict) else {},
+                   body=SPEC_CLASSES[cls.KIND].from_dict(body if isinstance(body, dict)
+                                                         else {}),
                    compiler_version=data.get("compiler_version"),
                    format=str(data.get("format", "")))
 
@@ -172,6 +177,20 @@ class Bundle:
         if self.kind != "Agent":
             raise BundleError(f"{self.root}: is a {self.kind} bundle, not an agent bundle")
         return self.manifest.get("agent", self.manifest)
+
+    @property
+    def spec(self) -> TaskSpec | AgentSpec | SuiteSpec:
+        """The resolved spec, typed (a2c.contracts.spec), read from the manifest."""
+        body = self.agent if self.kind == "Agent" else self.manifest.get(self.kind.lower())
+        return SPEC_CLASSES[self.kind].from_dict(body if isinstance(body, dict) else {})
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return TaskSpec.from_dict(self.task)
+
+    @property
+    def agent_spec(self) -> AgentSpec:
+        return AgentSpec.from_dict(self.agent)
 
     def path(self, relative: str) -> Path:
         return self.root / relative

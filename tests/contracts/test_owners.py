@@ -51,7 +51,7 @@ PENDING: dict[tuple[str, str], str] = {
     ("analysis/trajectory.py", "events.jsonl"): "read_events_tolerant",
     ("analysis/trajectory.py", "agent.json"): "read_manifest(RunPaths.agent, 'Agent')",
     ("compiler/bundlecheck.py", "bundle.json"): "the compiler listing its bundles: is_bundle",
-    ("runtime/agents/common.py", "agent.json"): "RunPaths.agent_manifest / read_manifest",
+    ("runtime/agents/params.py", "agent.json"): "is_bundle(folder, 'Agent') / read_manifest",
     ("runtime/grader_service/final.py", "baseline_result"): "grade_result.read_result",
     ("runtime/run/prepare.py", "agent_manifest"): "read_manifest(paths.agent, 'Agent')",
 }

@@ -81,6 +81,38 @@ def record_schema(cls: type, *, const: dict[str, str] | None = None) -> dict[str
     return out
 
 
+def spec_schemas(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+    """A resolved-spec record's schema (a2c.contracts.spec) into `defs`, with its nested ones:
+    each field's `doc` its description. No key is required (the compiler writes them all; a
+    reader takes an older or hand-made manifest without some) and keys the record does not
+    know are allowed (a reader keeps them)."""
+    from a2c.contracts.spec import DOC, SpecRecord
+
+    if cls.__name__ in defs:
+        return {"$ref": f"#/$defs/{cls.__name__}"}
+    defs[cls.__name__] = {}
+    hints = typing.get_type_hints(cls)
+    props: dict[str, Any] = {}
+    for f in cls.fields_of():
+        for inner in _nested(hints[f.name]):
+            if isinstance(inner, type) and issubclass(inner, SpecRecord):
+                spec_schemas(inner, defs)
+        props[f.name] = {**type_schema(hints[f.name]), "description": f.metadata[DOC]}
+    out: dict[str, Any] = {"type": "object",
+                           "description": " ".join((cls.__doc__ or "").split()),
+                           "properties": props}
+    defs[cls.__name__] = out
+    return {"$ref": f"#/$defs/{cls.__name__}"}
+
+
+def _nested(tp: Any) -> list[Any]:
+    """`tp` and every type argument inside it."""
+    out = [tp]
+    for arg in typing.get_args(tp):
+        out += _nested(arg)
+    return out
+
+
 def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"$schema": DRAFT, "$id": f"{BASE_ID}{name}.schema.json", "title": title, **body}
 
@@ -94,12 +126,14 @@ def generate_all() -> dict[str, dict[str, Any]]:
         journal,
         run_info,
         service_config,
+        spec,
         trajectory,
     )
 
     out: dict[str, dict[str, Any]] = {}
 
-    # Bundle manifests: one schema, the kind picks the body's key.
+    # Bundle manifests: one schema, the kind picks the body's key (a2c.contracts.spec).
+    spec_defs: dict[str, Any] = {}
     manifest = {"type": "object", "required": ["format", "kind", "id", "spec_hash", "files",
                                                "digest"],
                 "properties": {"format": {"const": bundle.BUNDLE_FORMAT},
@@ -109,10 +143,11 @@ def generate_all() -> dict[str, dict[str, Any]]:
                                "files": {"type": "object",
                                          "additionalProperties": {"type": "string"}},
                                "digest": {"type": "string"},
-                               **{k.lower(): {"type": "object"} for k in bundle.KINDS}},
+                               **{k.lower(): spec_schemas(spec.SPEC_CLASSES[k], spec_defs)
+                                  for k in bundle.KINDS}},
                 "description": " ".join((bundle.BundleManifest.__doc__ or "").split())}
     out["bundle"] = _document("bundle", "a2c bundle manifest (bundle.json, agent.json, "
-                                        "suite.json)", manifest)
+                                        "suite.json)", {**manifest, "$defs": spec_defs})
 
     defs = {cls.__name__: record_schema(cls) for cls in events.EVENT_TYPES.values()}
     envelope = record_schema(events.Event)
