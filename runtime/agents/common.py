@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from a2c.runtime.agents.params import params, sub_agent_env  # noqa: F401  (the agents' one reader)
+
 DEFAULT_PATTERN = r"####\s*(-?[\d,.]+)"
 
 
@@ -121,13 +123,13 @@ class AnswerFormat:
 
     @classmethod
     def from_task(cls, task: dict) -> AnswerFormat:
-        params = dict(task.get("grader_params") or {})
-        params.setdefault("pattern", task.get("answer_pattern") or DEFAULT_PATTERN)
+        given = dict(task.get("grader_params") or {})
+        given.setdefault("pattern", task.get("answer_pattern") or DEFAULT_PATTERN)
         if not task.get("grader_params"):
-            params.setdefault("normalize", "number")
-        params.setdefault("fallback", "none")
-        return cls(template=task.get("answer_format") or params.get("answer_format")
-                   or DEFAULT_FORMAT, params=params)
+            given.setdefault("normalize", "number")
+        given.setdefault("fallback", "none")
+        return cls(template=task.get("answer_format") or given.get("answer_format")
+                   or DEFAULT_FORMAT, params=given)
 
     @property
     def grader(self):
@@ -304,48 +306,6 @@ def save_model(model, tokenizer, out_dir: Path) -> Path:
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     return out_dir
-
-
-def _declared(agent_id: str) -> dict:
-    """The agent's param declarations: its bundle's `agent.json` — the run's copy
-    (`$A2C_AGENT_DIR`) when it is this agent's, else the checkout's `generated/agents/<id>/` (an
-    agent started by hand, a test) — or {} when neither is there."""
-    candidates = []
-    if os.environ.get("A2C_AGENT_DIR"):
-        candidates.append(Path(os.environ["A2C_AGENT_DIR"]) / "agent.json")
-    try:
-        from a2c.paths import project_root
-        candidates.append(project_root() / "generated" / "agents" / agent_id / "agent.json")
-    except Exception:  # noqa: BLE001 - no checkout inside a sandbox: the run gives every value
-        pass
-    for path in candidates:
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if manifest.get("id") == agent_id:
-            return (manifest.get("agent") or {}).get("params") or {}
-    return {}
-
-
-def params(agent_id: str) -> dict:
-    """This agent's hyperparameters: the declared defaults of `agent_id`'s spec (`params:`),
-    overlaid by the run's values (`$A2C_AGENT_PARAMS`, a JSON object: the runtime gives every
-    declared param, each already checked), typed by the declarations. A name that is neither
-    declared nor given is a KeyError: the agent's code and its spec disagree."""
-    from a2c.contracts.agent_params import ENV_VAR, check_value, from_env
-    decls = _declared(agent_id)
-    values = {name: decl.get("default") for name, decl in decls.items()}
-    for name, value in from_env(os.environ.get(ENV_VAR)).items():
-        values[name] = check_value(name, decls[name], value) if name in decls else value
-    return values
-
-
-def sub_agent_env(values: dict) -> dict[str, str]:
-    """The environment for a sub-agent this agent starts as its own command (a warm-up): this
-    process's, with `values` as the sub-agent's params."""
-    from a2c.contracts.agent_params import ENV_VAR, to_env
-    return dict(os.environ, **{ENV_VAR: to_env(values)})
 
 
 def set_threads(threads: int = 0) -> None:

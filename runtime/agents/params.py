@@ -1,0 +1,55 @@
+"""A reference agent's hyperparameters: its spec's `params:`, as the run gives them.
+
+The runtime hands an agent the effective values of every param it declares, one JSON object in
+`$A2C_AGENT_PARAMS` (the runtime → agent interface; `a2c.contracts.agent_params`); an agent
+started by hand or by a test falls back to the declared defaults of its bundle. Read through
+`common.params(AGENT_ID)`, so no agent parses a variable of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def _declared(agent_id: str) -> dict:
+    """The agent's param declarations: its bundle's `agent.json` — the run's copy
+    (`$A2C_AGENT_DIR`) when it is this agent's, else the checkout's `generated/agents/<id>/` (an
+    agent started by hand, a test) — or {} when neither is there."""
+    candidates = []
+    if os.environ.get("A2C_AGENT_DIR"):
+        candidates.append(Path(os.environ["A2C_AGENT_DIR"]) / "agent.json")
+    try:
+        from a2c.paths import project_root
+        candidates.append(project_root() / "generated" / "agents" / agent_id / "agent.json")
+    except Exception:  # noqa: BLE001 - no checkout inside a sandbox: the run gives every value
+        pass
+    for path in candidates:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if manifest.get("id") == agent_id:
+            return (manifest.get("agent") or {}).get("params") or {}
+    return {}
+
+
+def params(agent_id: str) -> dict:
+    """This agent's hyperparameters: the declared defaults of `agent_id`'s spec (`params:`),
+    overlaid by the run's values (`$A2C_AGENT_PARAMS`, a JSON object: the runtime gives every
+    declared param, each already checked), typed by the declarations. A name that is neither
+    declared nor given is a KeyError: the agent's code and its spec disagree."""
+    from a2c.contracts.agent_params import ENV_VAR, check_value, from_env
+    decls = _declared(agent_id)
+    values = {name: decl.get("default") for name, decl in decls.items()}
+    for name, value in from_env(os.environ.get(ENV_VAR)).items():
+        values[name] = check_value(name, decls[name], value) if name in decls else value
+    return values
+
+
+def sub_agent_env(values: dict) -> dict[str, str]:
+    """The environment for a sub-agent this agent starts as its own command (a warm-up): this
+    process's, with `values` as the sub-agent's params."""
+    from a2c.contracts.agent_params import ENV_VAR, to_env
+    return dict(os.environ, **{ENV_VAR: to_env(values)})
