@@ -7,8 +7,8 @@ the native session log captured, a verified record, a trajectory that validates.
 
 The base model here is the built-in tiny one: what this test proves is the scaffold, the sandbox
 and the gateway, and a tiny model's SFT takes seconds where SmolLM2's takes minutes. That the
-same recipe through the same CLIs raises SmolLM2-135M's score above the baseline is proven in
-the container backend (tests/agents/test_scaffolds_docker_e2e.py), where the whole path (image,
+same recipe raises SmolLM2-135M's score above the baseline is proven in the container backend
+(tests/agents/test_scaffolds_docker_e2e.py, its GAIN_SCAFFOLD), where the whole path (image,
 gateway relay, limits) is longer.
 
 Slow (well under a minute per scaffold); CI runs it.
