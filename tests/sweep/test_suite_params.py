@@ -47,6 +47,12 @@ def test_a_trial_without_params_keeps_its_id(write_suite):
     assert same["ref-sft"]["id"] == given["ref-sft"]["id"]
 
 
+def test_trials_md_shows_the_params_beside_the_agent(write_suite):
+    (art,) = plan([write_suite(BASE + "agent_params: {ref-sft: {steps: 10}}\n")])
+    table = art.files["TRIALS.md"].decode()
+    assert "| arith | ref-sft (steps=10) | — |" in table and "| arith | ref-copy | — |" in table
+
+
 def test_groups_merge_params_over_the_top_level(write_suite):
     ts = trials(write_suite(
         "tasks: [arith]\nagents: [ref-sft]\nagent_params: {ref-sft: {steps: 10, batch: 4}}\n"
