@@ -313,6 +313,7 @@ def check_grader(report: Report, grader_cfg: dict, splits: dict[str, list[dict]]
 
 def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: dict,
                    heldout: list[dict], work: Path) -> dict | None:
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime import models
     from a2c.runtime.data import write_jsonl
     from a2c.runtime.grader_service.baseline import compute_baseline
@@ -322,8 +323,9 @@ def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: di
     if grader_cfg.get("kind") == "pairwise_judge":
         report.skip("(4) baseline:", "needs the judge endpoint (A2C_JUDGE_*); not run offline")
         return None
+    spec = TaskSpec.from_dict(task)
     try:
-        model = Path(models.resolve_base_model(model_cfg(None, task.get("base_model") or {}),
+        model = Path(models.resolve_base_model(model_cfg(None, spec.base_model.to_dict()),
                                                bundle_root))
     except Exception as exc:  # noqa: BLE001 - a hub model offline, a missing folder
         report.cannot_check = True
@@ -331,11 +333,10 @@ def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: di
                     + " ".join(str(exc).split()))
         return None
     path = write_jsonl(work / "heldout.jsonl", heldout)
-    budget = task.get("budget") or {}
-    summary = compute_baseline(task_id=task["id"], base_model=model, grader_cfg=grader_cfg,
+    summary = compute_baseline(task_id=spec.id, base_model=model, grader_cfg=grader_cfg,
                                heldout=path, backend=(grader_cfg.get("inference") or {}).get(
                                    "backend", "auto"), cache_dir=baseline_cache(),
-                               timeout_s=float(budget.get("eval_timeout_s") or 3600))
+                               timeout_s=float(spec.budget.eval_timeout_s or 3600))
     if not summary.get("valid"):
         report.fail("(4) baseline:", f"the base model could not be scored: {summary.get('error')}"
                     f"; fix the grader's inference settings")
@@ -448,7 +449,8 @@ def run(args: argparse.Namespace) -> int:
         task = bundle.task
         grader_json = bundle.root / GRADER_JSON
         grader_cfg = read_grader_json(grader_json) if grader_json.is_file() else task["grader"]
-        print(f"a2c check {task['id']}: level {task['level']}, grader {grader_cfg.get('kind')}, "
+        print(f"a2c check {bundle.task_spec.id}: level {bundle.task_spec.level}, "
+              f"grader {grader_cfg.get('kind')}, "
               f"bundle {bundle.root}", flush=True)
         splits, splits_line = check_splits(report, task, bundle.root)
         if splits is not None:

@@ -140,7 +140,9 @@ def _task_services(task: dict):
     """Start the task's declared side services for the evaluation (logs in a temporary folder)."""
     import contextlib
 
-    services = (task.get("environment") or {}).get("services") or []
+    from a2c.contracts.spec import TaskSpec
+
+    services = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
     if not services:
         return contextlib.nullcontext()
     from a2c.runtime.sidecars import sidecars_running
@@ -157,9 +159,9 @@ def run(args: argparse.Namespace) -> int:
     from a2c.runtime.graders import get_grader
 
     bundle = resolve_bundle(args.bundle)
-    task = bundle.task
+    task, spec = bundle.task, bundle.task_spec
     grader_cfg = task["grader"]
-    kind = grader_cfg.get("kind")
+    kind = spec.grader.kind
     if args.model and not Path(args.model).exists():
         raise EvalError(f"model not found: {args.model}")
     preds = read_predictions(args.predictions) if args.predictions else None
@@ -174,14 +176,14 @@ def run(args: argparse.Namespace) -> int:
         missing = check_predictions(preds, records, kind, args.split, args.predictions)
         result = grader.grade_predictions(preds, records)
     else:
-        backend = args.backend or (grader_cfg.get("inference") or {}).get("backend") or "auto"
+        backend = args.backend or spec.grader.inference.get("backend") or "auto"
         with _task_services(task):
             result = grader.grade_model(args.model, records, backend)
     result.metrics.setdefault("n_missing", len(missing))
     if args.out:
         _write_jsonl(Path(args.out), [_json_safe(it) for it in result.items])
     summary = result.to_dict(items=False)
-    summary.update({"task": task.get("id"), "level": task.get("level"), "split": args.split,
+    summary.update({"task": spec.id, "level": spec.level, "split": args.split,
                     "bundle_digest": bundle.digest, "spec_hash": bundle.spec_hash,
                     "source": "predictions" if preds is not None else "model",
                     "model": str(args.model) if args.model else None,
@@ -192,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=True))
     else:
         lo, hi = result.ci95
-        print(f"{task.get('id')} [{args.split}] {result.grader} v{result.grader_version}: "
+        print(f"{spec.id} [{args.split}] {result.grader} v{result.grader_version}: "
               f"score {result.score:.2f} (95% CI {lo:.2f}-{hi:.2f}) on {result.n_items} items, "
               f"backend {result.backend}, {result.elapsed_s:.1f}s")
         for key in ("accuracy", "pass@1", "win_rate", "lc_win_rate", "judge_failures",

@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.bundle import MANIFESTS, load_bundle
+from a2c.contracts.bundle import MANIFESTS, is_bundle, load_bundle
+from a2c.contracts.spec import AgentSpec
 from a2c.errors import RunError
 
 TASK_MANIFEST = MANIFESTS["Task"]
@@ -25,14 +26,14 @@ def _project_root() -> Path:
 
 def find_bundle(ref: str | Path, kind: str) -> Path | None:
     """A bundle folder, or an id built under generated/ -> its folder; None when neither."""
-    manifest = TASK_MANIFEST if kind == "Task" else AGENT_MANIFEST
+    kind = "Task" if kind == "Task" else "Agent"
     path = Path(ref)
-    if path.is_dir() and (path / manifest).is_file():
+    if path.is_dir() and is_bundle(path, kind):
         return path.resolve()
     if not path.exists():
         generated = _project_root() / "generated"
         generated = generated / str(ref) if kind == "Task" else generated / "agents" / str(ref)
-        if (generated / manifest).is_file():
+        if is_bundle(generated, kind):
             return generated.resolve()
     return None
 
@@ -57,6 +58,11 @@ def resolve_agent_bundle(ref: str | Path) -> Path:
 def load_agent(root: Path, verify: bool = True) -> dict[str, Any]:
     """The resolved agent spec of the agent bundle at `root` (verified by the one bundle check)."""
     return load_bundle(root, kind="Agent", verify=verify).agent
+
+
+def load_agent_spec(root: Path, verify: bool = True) -> AgentSpec:
+    """`load_agent`, typed (a2c.contracts.spec.AgentSpec)."""
+    return load_bundle(root, kind="Agent", verify=verify).agent_spec
 
 
 def model_cfg(override: str | None, task_cfg: dict) -> dict:

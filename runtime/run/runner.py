@@ -13,6 +13,7 @@ from a2c.contracts.bundle import read_manifest
 from a2c.contracts.run_info import RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import update_service_config
+from a2c.contracts.spec import BudgetSpec, TaskSpec
 from a2c.durations import format_duration
 from a2c.errors import A2CError
 from a2c.runtime.budget import BudgetGuard
@@ -225,7 +226,7 @@ class Runner:
         """Start the task's declared services (e.g. the WebShop server) before any grading."""
         paths = RunPaths(self.run_dir)   # (tests drive this method with a bare namespace)
         task = read_manifest(paths.bundle, "Task").get("task") or {}
-        specs = (task.get("environment") or {}).get("services") or []
+        specs = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
         if specs and self.env_services is None:
             from a2c.runtime.sidecars import describe, start_sidecars
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
@@ -385,9 +386,9 @@ class Runner:
         if thread is not None:
             thread.join(timeout=120)
         self.snapshot("final")
-        budget = self.run.budget or {}
+        budget = BudgetSpec.from_dict(self.run.budget or {})
         pending = journal_state(self.run_dir)["pending"]
-        self.drain(float(budget.get("eval_timeout_s") or 3600) * max(1, len(pending)) + 30)
+        self.drain(float(budget.eval_timeout_s or 3600) * max(1, len(pending)) + 30)
         self.service.stop()
         self.stop_gateway()
         self.stop_env_services()
