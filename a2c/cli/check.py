@@ -290,10 +290,11 @@ def check_rollout(report: Report, grader, records: list[dict]) -> None:
 
 
 def check_grader(report: Report, grader_cfg: dict, splits: dict[str, list[dict]]) -> None:
+    from a2c.contracts.spec import GraderSpec
     from a2c.runtime.graders import get_grader
 
-    kind = grader_cfg.get("kind")
-    params = grader_cfg.get("params") or {}
+    grader_spec = GraderSpec.from_dict(grader_cfg)
+    kind, params = grader_spec.kind, grader_spec.params or {}
     heldout = splits["heldout"]
     if kind == "pairwise_judge":
         check_judge(report, params, heldout)
@@ -313,14 +314,15 @@ def check_grader(report: Report, grader_cfg: dict, splits: dict[str, list[dict]]
 
 def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: dict,
                    heldout: list[dict], work: Path) -> dict | None:
-    from a2c.contracts.spec import TaskSpec
+    from a2c.contracts.spec import GraderSpec, TaskSpec
     from a2c.runtime import models
     from a2c.runtime.data import write_jsonl
     from a2c.runtime.grader_service.baseline import compute_baseline
     from a2c.runtime.run.prepare import baseline_cache
     from a2c.runtime.run.resolve import model_cfg
 
-    if grader_cfg.get("kind") == "pairwise_judge":
+    grader_spec = GraderSpec.from_dict(grader_cfg)
+    if grader_spec.kind == "pairwise_judge":
         report.skip("(4) baseline:", "needs the judge endpoint (A2C_JUDGE_*); not run offline")
         return None
     spec = TaskSpec.from_dict(task)
@@ -334,8 +336,9 @@ def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: di
         return None
     path = write_jsonl(work / "heldout.jsonl", heldout)
     summary = compute_baseline(task_id=spec.id, base_model=model, grader_cfg=grader_cfg,
-                               heldout=path, backend=(grader_cfg.get("inference") or {}).get(
-                                   "backend", "auto"), cache_dir=baseline_cache(),
+                               heldout=path,
+                               backend=(grader_spec.inference or {}).get("backend", "auto"),
+                               cache_dir=baseline_cache(),
                                timeout_s=float(spec.budget.eval_timeout_s or 3600))
     if not summary.get("valid"):
         report.fail("(4) baseline:", f"the base model could not be scored: {summary.get('error')}"

@@ -471,9 +471,9 @@ class Runner:
         if run.deadline is None:
             now = time.time()
             run.agent_started_at = iso_utc(now)
-            run.deadline = now + float(run.budget["wall_clock_s"])
+            run.deadline = now + float(BudgetSpec.from_dict(run.budget).wall_clock_s)
             run.task_format = task_format(grader_cfg(self.paths.bundle, {}))
-        wall = float(run.budget["wall_clock_s"])
+        wall = float(BudgetSpec.from_dict(run.budget).wall_clock_s)
         guard = BudgetGuard(started_at=run.deadline - wall, wall_clock_s=wall)
         guard.warned = {t for t in guard.thresholds if guard.fraction_used() >= t}
         guard.deadline_hit = False
