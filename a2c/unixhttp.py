@@ -10,7 +10,7 @@ environment gateways, the scripted driver).
     serve_in_thread(server, "my-service")
 
 The servers make one daemon thread per connection (a connection limit, where a service needs
-one, mixes in on top: runtime/grader_service/connections.py). A socket is created with its final
+one, mixes in on top: a2c/connlimit.py). A socket is created with its final
 mode (never wider, even briefly) after any stale one at its path is removed.
 
 Standard library only and in the bottom layer, because the agent's side imports it too: the

@@ -2,7 +2,7 @@
 
 Standard library only (`http.server`): a handful of endpoints, one client at a time in practice,
 and no dependency the sandboxed agent's side would also need. Connections are bounded in number
-and time (connections.py: `max_connections` per listener, `request_timeout_s` idle); the socket
+and time (a2c/connlimit.py: `max_connections` per listener, `request_timeout_s` idle); the socket
 is 0660 (group `socket_gid` when set: the sandboxed agent's).
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.connlimit import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
-from a2c.runtime.grader_service.connections import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.runtime.grader_service.core import GradingService, Refusal, log
 from a2c.settings import get_bool
 from a2c.unixhttp import Handler as BaseHandler
@@ -153,7 +153,7 @@ def _handler_for(service: GradingService) -> type[Handler]:
 
 
 def _bound(server: BoundedMixin, cfg: ServiceConfig, name: str) -> DropLog:
-    drops = DropLog(name)
+    drops = DropLog(name, log=log)
     server.limiter = ConnectionLimiter(cfg.max_connections, drops)
     return drops
 

@@ -1,5 +1,10 @@
-"""Bounded connections for the service's listeners: at most `limit` open per listener, each idle
-at most `timeout_s` (the handler's socket timeout), and a one-line log of what was dropped.
+"""Bounded connections for a service's listeners (the threads of `a2c.unixhttp`'s servers): at
+most `limit` open per listener, each idle at most `timeout_s` (the handler's socket timeout), and
+a one-line log of what was dropped.
+
+    class Server(BoundedMixin, unixhttp.UnixServer): ...
+    server.limiter = ConnectionLimiter(64, DropLog("unix", log=my_log))
+    # the handler marks a request's run: server.limiter.busy(self.request, True/False)
 
 A new connection over the limit takes the place of the connection idle the longest (one waiting
 for its next request, or sending one slowly); only when every open connection is running a
@@ -11,18 +16,24 @@ Drops are counted and logged at most once a second, one line each time, never a 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from a2c.runtime.grader_service.common import log
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 class DropLog:
-    """Counts dropped connections by reason; writes one line a second at most."""
+    """Counts dropped connections by reason; writes one line a second at most (`log`: the
+    service's own log line, default stderr)."""
 
-    def __init__(self, name: str, every_s: float = 1.0):
-        self.name, self.every_s = name, every_s
+    def __init__(self, name: str, every_s: float = 1.0, log: Callable[[str], None] = _stderr):
+        self.name, self.every_s, self.log = name, every_s, log
         self.lock = threading.Lock()
         self.counts: dict[str, int] = {}
         self.last = 0.0
@@ -39,7 +50,7 @@ class DropLog:
                 return
             text = ", ".join(f"{n} {why}" for why, n in sorted(self.counts.items()))
             self.counts, self.last = {}, now
-        log(f"{self.name}: dropped connections: {text}")
+        self.log(f"{self.name}: dropped connections: {text}")
 
 
 class ConnectionLimiter:
@@ -99,7 +110,5 @@ class BoundedMixin:
         super().shutdown_request(request)  # type: ignore[misc]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
         exc = sys.exc_info()[1]
         self.limiter.drops.note(f"ended by {type(exc).__name__}")
