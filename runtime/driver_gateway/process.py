@@ -6,8 +6,9 @@
     ...
     gw.stop(); read_totals(run_dir)                 # driver/totals.json
 
-Like the grader service, the gateway is its own process in its own session: an agent that
-kills its process group cannot take it down, and a gateway crash cannot take the runtime down.
+Like the grader service, the gateway is its own process in its own session (runtime/hostproc.py):
+an agent that kills its process group cannot take it down, and a gateway crash cannot take the
+runtime down.
 For a scripted driver the scripted driver server (a2c.runtime.scripted_driver) is started first
 on 127.0.0.1:0; its port becomes the gateway's upstream, and it is stopped with the gateway.
 """

@@ -3,6 +3,8 @@
     handle = start_grader_service(run_dir)    # returns once RUN_DIR/grader/ready names its pid
     handle.client().list(); handle.wait_idle(600)
     handle.stop()                             # SIGTERM: the running evaluation finishes
+
+The process is a `runtime/hostproc.py` helper (its own session, the ready file naming its pid).
 """
 
 from __future__ import annotations
