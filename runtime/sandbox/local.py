@@ -60,8 +60,7 @@ INSIDE_DRIVER_SOCKET = "/run/a2c/driver.sock"   # the driver gateway (runtime/dr
 INSIDE_HOME = "/run/a2c/home"                   # a scaffold's HOME (RUN/agent-home)
 INSIDE_VENV = "/run/a2c/venv"   # a symlink to the venv: PATH and VIRTUAL_ENV name no host path
 # every namespace but the user namespace (the root case; see privileges.py)
-NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-              "--unshare-cgroup-try")
+NAMESPACES = ("pid", "net", "ipc", "uts", "cgroup-try")
 
 
 def python_binds() -> list[str]:
@@ -117,7 +116,7 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
     for inside, host in sorted(spec.extra_ro.items()):
         box.ro_bind(host, inside)
     if ids is not None:  # root: no user namespace (uid 0 in one is root outside), setpriv drops
-        box.add(*NAMESPACES).caps("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
+        box.unshare(*NAMESPACES).caps("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
     else:
         box.unshare("all", "user").disable_userns().caps()
     box.die_with_parent().new_session().chdir(INSIDE_WORKSPACE)
