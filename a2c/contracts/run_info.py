@@ -19,6 +19,8 @@ from typing import Any
 
 from a2c.fsutil import write_json_atomic
 
+from .spec import BudgetSpec, ScoringSpec
+
 RUN_JSON = "run.json"              # relative to the run directory
 RUN_INFO_FORMAT = "a2c-run/1"
 
@@ -115,12 +117,26 @@ class RunInfo:
     final_split_score: Any = UNSET    # float | None
     final_split_baseline: Any = UNSET  # float | None
     selection_gap: Any = UNSET        # float | None
+    # the devices the run holds, when it holds any: {agent: [ids], grader: [ids]}
+    # (runtime/run/devices.py; a sweep's resume replaces them with the new placement)
+    gpus: Any = UNSET                 # dict
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "status":
             value = RunStatus.of(value)
         object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------------------ typed views
+    @property
+    def budget_spec(self) -> BudgetSpec:
+        """`budget` (the task's, as the run took it), typed."""
+        return BudgetSpec.from_dict(self.budget or {})
+
+    @property
+    def scoring_spec(self) -> ScoringSpec:
+        """`scoring` (the task's policy), typed."""
+        return ScoringSpec.from_dict(self.scoring or {})
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:

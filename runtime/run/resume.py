@@ -39,13 +39,13 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     kill_stale(run_dir, run)
     if gpus is not None or grader_gpus is not None:   # a sweep's new placement: Ray's ids now
         from a2c.runtime.run import devices
-        record = run.get("gpus") or {}
+        record = run.get("gpus") or {}      # UNSET until the run holds devices
         assigned, lease = devices.assign(
             gpus if gpus is not None else ",".join(record.get("agent") or []) or "none",
             grader_gpus if grader_gpus is not None else
             ",".join(record.get("grader") or []) or "none", 0)
         devices.register(run_dir, lease)
-        run["gpus"] = assigned
+        run.gpus = assigned
     ctx = RunContext(run_dir, run)
     started = any(e["type"] == "run_started" for e in read_events(paths.events)) \
         if paths.events.exists() else False

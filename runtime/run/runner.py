@@ -13,7 +13,7 @@ from a2c.contracts.bundle import read_manifest
 from a2c.contracts.run_info import RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import update_service_config
-from a2c.contracts.spec import BudgetSpec, TaskSpec
+from a2c.contracts.spec import TaskSpec
 from a2c.durations import format_duration
 from a2c.errors import A2CError
 from a2c.runtime.budget import BudgetGuard
@@ -107,7 +107,7 @@ class Runner:
         return self.ctx.events.append(type_, data or {})
 
     def refresh(self) -> dict:
-        policy = (self.run.scoring or {}).get("policy", "best")
+        policy = self.run.scoring_spec.policy
         scores = score_run(self.run_dir, policy)
         self.run.update({k: scores[k] for k in SCORE_KEYS})
         self.run.baseline_score = baseline_score(self.run_dir)
@@ -386,7 +386,7 @@ class Runner:
         if thread is not None:
             thread.join(timeout=120)
         self.snapshot("final")
-        budget = BudgetSpec.from_dict(self.run.budget or {})
+        budget = self.run.budget_spec
         pending = journal_state(self.run_dir)["pending"]
         self.drain(float(budget.eval_timeout_s or 3600) * max(1, len(pending)) + 30)
         self.service.stop()
@@ -471,9 +471,9 @@ class Runner:
         if run.deadline is None:
             now = time.time()
             run.agent_started_at = iso_utc(now)
-            run.deadline = now + float(BudgetSpec.from_dict(run.budget).wall_clock_s)
+            run.deadline = now + float(run.budget_spec.wall_clock_s)
             run.task_format = task_format(grader_cfg(self.paths.bundle, {}))
-        wall = float(BudgetSpec.from_dict(run.budget).wall_clock_s)
+        wall = float(run.budget_spec.wall_clock_s)
         guard = BudgetGuard(started_at=run.deadline - wall, wall_clock_s=wall)
         guard.warned = {t for t in guard.thresholds if guard.fraction_used() >= t}
         guard.deadline_hit = False
@@ -570,7 +570,7 @@ class Runner:
     def _abort(self, status: RunStatus) -> None:
         try:
             from a2c.runtime.sandbox.proctree import kill_tree
-            kill_tree(None, None, self.run.get("sandbox_id"), grace=2.0)
+            kill_tree(None, None, self.run.sandbox_id, grace=2.0)
             self.service.stop()
             self.stop_gateway()
             self.stop_env_services()
