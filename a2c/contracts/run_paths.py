@@ -302,6 +302,11 @@ class RunPaths:
         return self.bundle / "workspace"
 
     @property
+    def bundle_run_meta(self) -> Path:
+        """bundle/workspace/run_meta.json: the bundle's template of workspace/run_meta.json."""
+        return self.bundle_workspace / "run_meta.json"
+
+    @property
     def bundle_hooks(self) -> Path:
         return self.bundle / "hooks"
 
