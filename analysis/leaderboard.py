@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.events import EVENTS_FILE
+from a2c.contracts.run_info import RUN_JSON
 from a2c.errors import A2CError
 
 from .contamination import contamination_section
@@ -61,7 +63,7 @@ def find_runs(runs_dir: Path) -> list[Path]:
         raise A2CError(f"{runs_dir}: no such directory")
     found = []
     for dirpath, dirnames, filenames in os.walk(runs_dir):
-        if "run.json" in filenames and ("events.jsonl" in filenames or dirpath != str(runs_dir)):
+        if RUN_JSON in filenames and (EVENTS_FILE in filenames or dirpath != str(runs_dir)):
             found.append(Path(dirpath))
             dirnames[:] = []  # never descend into a run (workspaces can be huge)
             continue
