@@ -145,15 +145,19 @@ def agent_view(visible: list[str], staged: Path | None) -> AgentView:
         return any(path == r or r in path.parents for r in roots)
 
     view = AgentView()
-    tops = package_roots()
-    for name, folder in sorted(tops.items()):
-        if any(other in folder.parents for other in tops.values()):
-            continue   # nested in another top folder (a wheel's a2c/runtime): shown with it
+    # every folder each top package loads from (an editable hook's and the import system's: a
+    # wheel's site-packages/a2c too, should both be installed)
+    tops = {name: {folder} | package_dirs(name) for name, folder in package_roots().items()}
+    every = {folder for found in tops.values() for folder in found}
+    for name, found in sorted(tops.items()):
         source = staged.joinpath(*name.split(".")) if staged is not None else None
-        if source is not None and source.is_dir():
-            view.binds.append((str(source), str(folder)))
-        elif seen(folder):
-            view.empty_dirs.append(str(folder))
+        for folder in sorted(found):
+            if any(other in folder.parents for other in every):
+                continue   # nested in another top folder (a wheel's a2c/runtime): shown with it
+            if source is not None and source.is_dir():
+                view.binds.append((str(source), str(folder)))
+            elif seen(folder):
+                view.empty_dirs.append(str(folder))
     view.empty_files = [str(f) for f in heldout_package_files() if seen(f)]
     return view
 
