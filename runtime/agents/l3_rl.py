@@ -337,24 +337,69 @@ def write_history(ctx, history: list[dict]) -> None:
     os.replace(part, path)
 
 
+def iterate(ctx, hp: dict, arena, policy, learner, records: list[dict], it: int, cursor: int,
+            bonus: float, update, name: str) -> tuple[dict, int, float]:
+    """Iteration `it`: play a group of episodes of the next training games, update the model
+    from the informative ones; (its history record, the next games' cursor, the valid-action
+    bonus from now on: it ends once the model's own actions are valid often enough)."""
+    model, tokenizer, optimizer = learner
+    t0 = time.time()
+    games = [records[(cursor + k) % len(records)]
+             for k in range(min(hp["games"], len(records)))]
+    policy.sync(model)
+    explore = max(hp["explore_min"], hp["explore"] * hp["explore_decay"] ** (it - 1))
+    played = play_groups(arena, policy, games, hp["group"], hp["temperature"],
+                         seed=ctx.seed * 1000 + it, bonus=bonus, explore=explore)
+    groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
+                                hp["max_groups"])
+    rate = 100.0 * sum(e.info["return"] for e in played) / max(1, len(played))
+    steps = sum(len(e.valid) for e in played)
+    valid = 100.0 * sum(sum(e.valid) for e in played) / max(1, steps)
+    own_valid = own_valid_share(played, policy.explored)
+    if bonus > 0 and own_valid >= hp["valid_until"]:
+        log(f"iteration {it}: the model's own actions are valid {100 * own_valid:.0f}% of "
+            f"the time; the valid-action bonus ends", event="note")
+        bonus = 0.0
+    rollout_s = time.time() - t0
+    stats = update(model, tokenizer, played, groups, optimizer, lr=hp["lr"], seed=ctx.seed + it,
+                   work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
+    record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
+              "valid_actions": round(valid, 1), "own_valid_actions": round(100 * own_valid, 1),
+              "explore": round(explore, 3),
+              "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
+              **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
+    log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
+        f"{rate:.1f}%, valid actions {valid:.0f}% (the model's own {100 * own_valid:.0f}%), "
+        f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
+        f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
+    return record, cursor + len(games), bonus
+
+
+def submit_model(ctx, learner, it: int, name: str, lr: float, note: str) -> str | None:
+    """Save the model as `l3-rl-<it>`, record what trained it, submit it."""
+    model, tokenizer, _ = learner
+    out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
+    common.record_hyperparameters(ctx, method=name, iterations=it, learning_rate=lr)
+    return common.submit(ctx, out, note=note)
+
+
 def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     import torch
 
     ctx = common.AgentContext.from_env()
-    p = common.params(AGENT_ID)
-    common.set_threads(p["threads"])
+    hp = common.params(AGENT_ID)
+    common.set_threads(hp["threads"])
     arena = Arena(ctx.workspace, ctx.data_dir)
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
-    started = time.time()
-    margin = common.submit_margin(ctx, ctx.deadline - started)
+    margin = common.submit_margin(ctx, ctx.deadline - time.time())
     max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 5)
     update = update or default_update
     log(f"l3 RL agent: {len(records)} training games, env {arena.cfg['kind']}, mode {ctx.mode}, "
         f"update {name}, {ctx.remaining():.0f}s left", event="start")
     submitted: list[str] = []
     start_dir = ctx.base_model
-    if ctx.mode in ("free", "sft-only") and p["warmup"]:
+    if ctx.mode in ("free", "sft-only") and hp["warmup"]:
         start_dir = warm_up(ctx) or ctx.base_model
         warmed = start_dir != ctx.base_model
     else:
@@ -367,82 +412,49 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     model, tokenizer = load_trainable(start_dir)
     policy = Policy(start_dir, arena.cfg.get("options") or {})
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
-    lr = p["lr"]
-    frozen = freeze_lower(model, p["freeze"])
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    lr, frozen = hp["lr"], freeze_lower(model, hp["freeze"])
+    optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=lr)
+    learner = (model, tokenizer, optimizer)
     log(f"policy: {frozen} lower layers and the embeddings frozen, lr {lr:g}", event="note")
-    n_games, group, temperature = p["games"], p["group"], p["temperature"]
-    bonus, valid_until, max_groups = p["valid_bonus"], p["valid_until"], p["max_groups"]
-    explore_start, explore_decay = p["explore"], p["explore_decay"]
-    explore_min, max_iters = p["explore_min"], p["max_iters"]
-    check_every, check_n = max(1, p["check_every"]), p["check_games"]
+    check_every, check_n = max(1, hp["check_every"]), hp["check_games"]
     check_games = records[:check_n] if check_n else records
     best = 0.0          # the base model's (the baseline): nothing to measure
     if warmed:          # the warm-up's, so that only a better RL model is submitted
         best = greedy_success(arena, policy, check_games)
         log(f"start policy: greedy success {best:.1f}% on {len(check_games)} training games",
             event="check", success=best, iteration=0)
-    last_submitted_iter, it, cursor, costs = 0, 0, 0, []
-    history = []
+    last_submitted_iter, it, cursor, costs, history = 0, 0, 0, [], []
+    bonus = hp["valid_bonus"]
     while True:
         left = ctx.deadline - margin - time.time()
         expected = 1.3 * max(costs[-3:], default=0.0)
-        if (max_iters and it >= max_iters) or left < expected or left < 10:
+        if (hp["max_iters"] and it >= hp["max_iters"]) or left < expected or left < 10:
             break
         t0 = time.time()
         it += 1
-        games = [records[(cursor + k) % len(records)] for k in range(min(n_games, len(records)))]
-        cursor += len(games)
-        policy.sync(model)
-        explore = max(explore_min, explore_start * explore_decay ** (it - 1))
-        played = play_groups(arena, policy, games, group, temperature, seed=ctx.seed * 1000 + it,
-                             bonus=bonus, explore=explore)
-        groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
-                                    max_groups)
-        rate = 100.0 * sum(p.info["return"] for p in played) / max(1, len(played))
-        steps = sum(len(p.valid) for p in played)
-        valid = 100.0 * sum(sum(p.valid) for p in played) / max(1, steps)
-        own_valid = own_valid_share(played, policy.explored)
-        if bonus > 0 and own_valid >= valid_until:
-            log(f"iteration {it}: the model's own actions are valid {100 * own_valid:.0f}% of "
-                f"the time; the valid-action bonus ends", event="note")
-            bonus = 0.0
-        rollout_s = time.time() - t0
-        stats = update(model, tokenizer, played, groups, optimizer, lr=lr, seed=ctx.seed + it,
-                       work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
-        record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
-                  "valid_actions": round(valid, 1), "own_valid_actions": round(100 * own_valid, 1),
-                  "explore": round(explore, 3),
-                  "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
-                  **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
+        record, cursor, bonus = iterate(ctx, hp, arena, policy, learner, records, it, cursor,
+                                        bonus, update, name)
         history.append(record)
         write_history(ctx, history)      # each iteration: a deadline kill keeps what was done
-        log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
-            f"{rate:.1f}%, valid actions {valid:.0f}% (the model's own {100 * own_valid:.0f}%), "
-            f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
-            f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
-        if it % check_every == 0 and (stats.get("seconds") or 0) > 0:
+        if it % check_every == 0 and (record.get("seconds") or 0) > 0:
             policy.sync(model)
             score = greedy_success(arena, policy, check_games)
             log(f"iteration {it}: greedy success {score:.1f}% on training games (best {best:.1f})",
                 event="check", success=score, iteration=it)
             if score > best and len(submitted) < max_subs - 1:
                 best = score
-                out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
-                common.record_hyperparameters(ctx, method=name, iterations=it, learning_rate=lr)
-                sid = common.submit(ctx, out, note=f"l3 {name} from online rollouts, iteration "
-                                                   f"{it}{' after the warm-up' if warmed else ''} "
-                                                   f"(train greedy {score:.1f}%)")
+                sid = submit_model(ctx, learner, it, name, lr,
+                                   f"l3 {name} from online rollouts, iteration {it}"
+                                   f"{' after the warm-up' if warmed else ''} "
+                                   f"(train greedy {score:.1f}%)")
                 if sid:
                     submitted.append(sid)
                     last_submitted_iter = it
         costs.append(time.time() - t0)
     if it > last_submitted_iter and history and any(h.get("seconds") for h in history) and \
             len(submitted) < max_subs:
-        out = common.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
-        common.record_hyperparameters(ctx, method=name, iterations=it, learning_rate=lr)
-        sid = common.submit(ctx, out, note=f"l3 {name} from online rollouts, final "
-                                           f"(iteration {it})")
+        sid = submit_model(ctx, learner, it, name, lr,
+                           f"l3 {name} from online rollouts, final (iteration {it})")
         if sid:
             submitted.append(sid)
     write_history(ctx, history)
