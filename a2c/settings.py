@@ -241,7 +241,7 @@ SETTINGS: tuple[Setting, ...] = (
     # ------------------------------------------------------------------ test and development
     _s("A2C_NO_BWRAP", "bool", False, T,
        "Pretend this host has no bubblewrap (tests of the detection); runs use `--no-bwrap`.",
-       "runtime/sandbox/local.py"),
+       "runtime/sandbox/bwrap.py"),
     _s("A2C_WHEEL_TEST", "bool", False, T, "tests/test_packaging.py checks the installed wheel.",
        "noxfile.py"),
     _s("A2C_VLLM_SERVER_TEST", "bool", False, T, "Run the vLLM server test.", "noxfile.py"),
