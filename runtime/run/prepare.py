@@ -116,6 +116,11 @@ def check_options(opts: RunOptions) -> None:
     from a2c.runtime.sandbox import BACKENDS
     if opts.backend not in BACKENDS:
         raise RunError(f"unknown sandbox backend {opts.backend!r} (choose local or docker)")
+    reserved = sorted(str(k) for k in opts.agent_env or {} if str(k).startswith("A2C_"))
+    if reserved:   # the interface is the runtime's; an agent's settings are its params
+        raise RunError(f"agent_env {', '.join(reserved)}: A2C_* variables are set by the "
+                       "runtime (the runtime → agent interface); pass an agent's settings as "
+                       "its params (RunOptions.agent_params, a2c run --agent-param NAME=VALUE)")
     from a2c.runtime.sandbox import get_backend
     if opts.backend == "docker":  # fail fast, before anything is written, without an engine
         get_backend("docker", build=False)

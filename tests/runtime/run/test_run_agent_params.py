@@ -76,3 +76,9 @@ def test_the_cli_passes_the_params_to_the_run(monkeypatch):
     with pytest.raises(SystemExit):
         run_cli.handle_run(args)
     assert seen["opts"].agent_params == {"steps": "10", "lr": "1e-4"}
+
+
+def test_agent_env_cannot_set_the_runtimes_variables(tmp_path):
+    from a2c.errors import RunError
+    with pytest.raises(RunError, match="A2C_AGENT_PARAMS, A2C_SEED: A2C_\\* variables"):
+        _prepare(tmp_path, agent_env={"A2C_SEED": "1", "A2C_AGENT_PARAMS": "{}"})
