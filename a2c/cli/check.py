@@ -52,6 +52,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--agent", help="also run this (reference) agent, e.g. ref-sft")
     p.add_argument("--budget", default=DEFAULT_BUDGET,
                    help=f"the agent's wall clock with --agent (default {DEFAULT_BUDGET})")
+    p.add_argument("--agent-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="with --agent: set one of the agent's params (its spec's `params:`, "
+                        "as `a2c run --agent-param`); repeatable")
     p.add_argument("--runs-dir", help="where the agent's run directory goes (default: ./runs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-baseline", action="store_true",
@@ -390,13 +393,24 @@ def _run_baseline(run_dir: Path, baseline: dict) -> dict:
     return result if result is not None else baseline.get("result") or {}
 
 
+def check_agent_params(args: argparse.Namespace, work: Path) -> None:
+    """The agent's --agent-param values, checked against its declarations before point (1), so a
+    typo costs a second, not the minutes of points (1)-(4)."""
+    from a2c.cli.run import compile_if_needed
+    from a2c.contracts.agent_params import effective, parse_assignments
+    from a2c.runtime.run.resolve import load_agent, resolve_agent_bundle
+    args.agent = compile_if_needed(args.agent, "Agent", work)
+    effective(load_agent(resolve_agent_bundle(args.agent)), parse_assignments(args.agent_param))
+
+
 def check_agent(report: Report, args: argparse.Namespace, bundle_root: Path,
                 baseline: dict) -> None:
     from a2c.cli.run import prepare_from_refs
+    from a2c.contracts.agent_params import parse_assignments
     from a2c.runtime import run as run_mod
-
     opts = run_mod.RunOptions(bundle=str(bundle_root), agent=args.agent, budget=args.budget,
-                              runs_dir=args.runs_dir, seed=args.seed, backend="local")
+                              runs_dir=args.runs_dir, seed=args.seed, backend="local",
+                              agent_params=parse_assignments(args.agent_param or []))
     started = time.monotonic()
     ctx = prepare_from_refs(opts, lambda message: None)
     report.note(f"running {args.agent} for {args.budget} (a line per submission and score)")
@@ -437,6 +451,8 @@ def run(args: argparse.Namespace) -> int:
     from a2c.errors import SpecError
 
     parse_duration(args.budget)        # a bad --budget is refused now (exit 2), not at point (5)
+    if args.agent_param and not args.agent:
+        raise SpecError("--agent-param sets the params of the agent of point (5): give --agent")
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="a2c-check-"))
     report = Report()
@@ -449,6 +465,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"a2c check {args.task}: the spec does not compile; fix the lines above",
                   flush=True)
             return EXIT_FAILED
+        if args.agent:
+            check_agent_params(args, work / "agent")   # a refused param: exit 2, nothing run
         task = bundle.task
         grader_json = bundle.root / GRADER_JSON
         grader_cfg = read_grader_json(grader_json) if grader_json.is_file() else task["grader"]

@@ -162,3 +162,16 @@ def test_check_and_report_give_one_interval_for_one_run(tmp_path, capsys):
     progress_line(Report(), 0.0, "snapshot (periodic) skipped: busy")
     out = capsys.readouterr().out
     assert "submission 1 scored 67.0" in out and "snapshot" not in out
+
+
+def test_agent_params_are_checked_before_point_1(tmp_path, check):
+    """A misspelt or refused --agent-param is exit 2 in a second, naming the agent's params,
+    before the minutes of points (1)-(4); and it needs --agent."""
+    spec = write_task(tmp_path)
+    code, out, err = check(spec, "--agent", "ref-sft", "--agent-param", "stepz=3")
+    assert code == 2 and "PASS" not in out
+    assert "ref-sft has no param stepz" in err and "steps" in err
+    code, out, err = check(spec, "--agent", "ref-sft", "--agent-param", "steps=-1")
+    assert code == 2 and "PASS" not in out and "steps" in err
+    code, out, err = check(spec, "--agent-param", "steps=3", "--no-baseline")
+    assert code == 2 and "--agent" in err and "PASS" not in out
