@@ -23,7 +23,7 @@ defaults (repetition penalty, default sampling) are ignored on both backends.
 
 from .loading import (
     KINDS,
-    Backend,
+    InferenceBackend,
     cuda_available,
     generate_records,
     load_backend,
@@ -35,7 +35,7 @@ from .settings import GenerationSettings, InferenceError, Prompt
 
 __all__ = [
     "KINDS",
-    "Backend",
+    "InferenceBackend",
     "GenerationSettings",
     "InferenceError",
     "Prompt",

@@ -13,7 +13,7 @@ KINDS = ("auto", "transformers", "vllm")
 
 
 @runtime_checkable
-class Backend(Protocol):
+class InferenceBackend(Protocol):
     name: str
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[str]: ...
@@ -45,7 +45,7 @@ def resolve_kind(kind: str = "auto") -> str:
     return kind
 
 
-def load_backend(model_path: str | Path, kind: str = "auto", **kwargs) -> Backend:
+def load_backend(model_path: str | Path, kind: str = "auto", **kwargs) -> InferenceBackend:
     """Load `model_path` (a save_pretrained folder) on the backend `kind`.
 
     `chat_template=` (a template string, named templates, or None for none) replaces the
@@ -72,7 +72,7 @@ def render_prompt(template: str | None, record: dict) -> str:
                              f"{record.get('id')!r}: {type(exc).__name__}: {exc}") from None
 
 
-def generate_records(backend: Backend, records: Sequence[dict], settings: GenerationSettings,
+def generate_records(backend: InferenceBackend, records: Sequence[dict], settings: GenerationSettings,
                      prompt_template: str | None = None) -> list[dict]:
     """Generate for records: [{"id", "prompt", "output", "backend"}] in record order."""
     prompts = [render_prompt(prompt_template, r) for r in records]

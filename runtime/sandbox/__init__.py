@@ -1,5 +1,11 @@
 """Sandbox backends: where and how an agent's process runs (the interface: `spec`)."""
 
-from a2c.runtime.sandbox.spec import BACKENDS, Backend, SandboxProcess, SandboxSpec, get_backend
+from a2c.runtime.sandbox.spec import (
+    BACKENDS,
+    SandboxBackend,
+    SandboxProcess,
+    SandboxSpec,
+    get_backend,
+)
 
-__all__ = ["BACKENDS", "Backend", "SandboxProcess", "SandboxSpec", "get_backend"]
+__all__ = ["BACKENDS", "SandboxBackend", "SandboxProcess", "SandboxSpec", "get_backend"]

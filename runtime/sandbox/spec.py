@@ -60,7 +60,7 @@ class SandboxProcess(Protocol):
     def returncode(self) -> int | None: ...
 
 
-class Backend(Protocol):
+class SandboxBackend(Protocol):
     name: str
     isolation: str
 
@@ -73,7 +73,7 @@ _BACKEND_CLASSES = {"local": "a2c.runtime.sandbox.local:LocalBackend",
 BACKENDS = tuple(_BACKEND_CLASSES)
 
 
-def get_backend(name: str, **options) -> Backend:
+def get_backend(name: str, **options) -> SandboxBackend:
     if name not in _BACKEND_CLASSES:
         raise RunError(f"unknown sandbox backend {name!r} (choose {' or '.join(BACKENDS)})")
     module, _, cls = _BACKEND_CLASSES[name].partition(":")

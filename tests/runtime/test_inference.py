@@ -177,7 +177,7 @@ def test_generate_records_carries_the_backend_name(tiny):
                                      prompt_template="Q: {prompt}")
     assert [o["id"] for o in out] == ["a", "b"]
     assert out[0]["prompt"] == "Q: What is 1 plus 2?" and out[0]["backend"] == "transformers"
-    assert isinstance(tiny, inference.Backend)
+    assert isinstance(tiny, inference.InferenceBackend)
     with pytest.raises(InferenceError, match="cannot be filled"):
         inference.render_prompt("{question}", recs[0])
 
