@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from a2c.contracts.run_paths import RunPaths
 from a2c.timefmt import parse_time
 
 from .record import RunRecord
@@ -67,6 +68,12 @@ def _step_view(step: dict[str, Any], record: RunRecord) -> dict[str, Any]:
             "output_tokens": metrics.get("completion_tokens"),
             "cached_tokens": metrics.get("cached_tokens"), "cost_usd": metrics.get("cost_usd"),
             "tool_calls": calls, "results": results, "submission": None}
+
+
+def _trajectory_file(record: RunRecord) -> str | None:
+    """RUN/trajectory.json, relative to the run directory, when the run has one."""
+    path = RunPaths(record.root).trajectory
+    return path.relative_to(record.root).as_posix() if path.is_file() else None
 
 
 def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -155,6 +162,5 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
         "threads": fextra.get("threads") or [],
         "sources": (trajectory.get("extra") or {}).get("sources") or [],
         "warnings": ((trajectory.get("extra") or {}).get("warnings") or [])[:20],
-        "trajectory_file": "trajectory.json" if (record.root / "trajectory.json").is_file()
-        else None,
+        "trajectory_file": _trajectory_file(record),
     }

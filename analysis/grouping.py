@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.run_info import RunStatus, read_run_mapping
 from a2c.timefmt import parse_time
 
 from .templating import duration
@@ -31,7 +32,8 @@ from .templating import duration
 # params (run.json `options.agent_params`; a record from before params: the variables it passed
 # the agent, `options.agent_env`). Level and isolation follow from the task and the backend.
 CONFIG_KEYS = ("budget", "model", "agent_params")
-LIVE_STATUSES = ("queued", "prepared", "running")
+# "queued" is a sweep trial's status before its run directory has a status of its own
+LIVE_STATUSES = ("queued", RunStatus.PREPARED, RunStatus.RUNNING)
 STALE_GRACE_S = 900          # after the deadline plus one evaluation, "running" is a stopped run
 
 
@@ -161,10 +163,10 @@ def run_state(run_dir: Path, now: float | None = None) -> tuple[str | None, str 
     """("live", status) for a run in progress, ("stale", why) for one marked running whose
     deadline has long passed (the runtime stopped without ending it), (None, None) otherwise."""
     try:
-        info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+        info = read_run_mapping(run_dir)
     except (OSError, ValueError):
         return None, None
-    if not isinstance(info, dict) or info.get("status") not in LIVE_STATUSES:
+    if info.get("status") not in LIVE_STATUSES:
         return None, None
     deadline = parse_time(info.get("deadline"))
     budget = info.get("budget") if isinstance(info.get("budget"), dict) else {}

@@ -13,6 +13,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+from a2c.contracts.run_paths import RunPaths
 from a2c.timefmt import parse_time
 
 from .record import RunRecord
@@ -40,12 +41,13 @@ def launched_training(record: RunRecord) -> list[tuple[float | None, FileTrainin
     """The training code launched, each with the time it was first launched (None: from the
     launcher, i.e. from the start)."""
     sources: list[tuple[float | None, str]] = []
-    launch = record.root / "agent" / "launch.sh"
+    paths = RunPaths(record.root)
+    launch = paths.launch
     if launch.is_file():
         for line in launch.read_text(encoding="utf-8", errors="replace").splitlines():
             if not line.lstrip().startswith("#"):
                 sources.append((None, line))
-    commands = record.root / "logs" / "commands.log"
+    commands = paths.commands_log
     if commands.is_file() and commands.stat().st_size < 8_000_000:
         for line in commands.read_text(encoding="utf-8", errors="replace").splitlines():
             stamp = parse_time(line.split("\t", 1)[0]) if "\t" in line else None

@@ -22,7 +22,10 @@ from typing import Any
 
 from a2c import __version__
 from a2c.canonical import canonical_json, sha256_bytes
+from a2c.contracts.bundle import read_manifest
+from a2c.contracts.events import read_events_tolerant
 from a2c.contracts.records import read_jsonl_tolerant
+from a2c.contracts.run_info import read_run_mapping
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.trajectory import (
     ATIF_VERSION,
@@ -407,7 +410,7 @@ def transcript_path(run_dir: Path, run: dict[str, Any]) -> Path | None:
     candidates = []
     if named:
         candidates.append(Path(named) if Path(named).is_absolute() else run_dir / named)
-    candidates += sorted((run_dir / "logs").glob("transcript.*"))
+    candidates += sorted(RunPaths(run_dir).logs.glob("transcript.*"))
     for path in candidates:
         try:
             if (path.is_file() or path.is_dir()) and not path.is_symlink() and \
@@ -535,14 +538,13 @@ def _enrich(steps: list[dict[str, Any]], path: Path | None) -> bool:
 # ----------------------------------------------------------------------------- assembling
 def _read_run(run_dir: Path) -> dict[str, Any]:
     try:
-        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        return read_run_mapping(run_dir)
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:
-    rows, _ = read_jsonl_tolerant(run_dir / "events.jsonl")
+    rows, _ = read_events_tolerant(run_dir)
     return rows
 
 
@@ -610,7 +612,7 @@ def _agent_version(root: Path, run: dict[str, Any], started: dict[str, Any]) -> 
     """The scaffold's version from the agent bundle (RUN/agent/agent.json) when it names one,
     else the agent bundle's digest (short), else "unknown"."""
     try:
-        manifest = json.loads((root / "agent" / "agent.json").read_text(encoding="utf-8"))
+        manifest = read_manifest(RunPaths(root).agent, "Agent")
     except (OSError, ValueError):
         manifest = {}
     spec = manifest.get("agent") if isinstance(manifest, dict) else None
@@ -740,7 +742,7 @@ def maybe_write_trajectory(run_dir: str | Path) -> Path | None:
     is over and recorded either way; `a2c verify` names a stale or missing-body record)."""
     root = Path(run_dir)
     try:
-        rows, _ = read_jsonl_tolerant(root / "events.jsonl")
+        rows, _ = read_events_tolerant(root)
         if not any(r.get("type") == "driver_call" for r in rows):
             return None
         return write_trajectory(root)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from a2c.contracts.run_info import RunStatus, read_run_mapping
 from a2c.contracts.run_paths import RunPaths
 
 from .leaderboard import COLUMNS, HEADINGS, build_leaderboard, find_runs, rows_for_display
@@ -30,7 +31,8 @@ from .templating import environment
 SWEEP_FILE = "sweep.json"      # a2c/sweep/record.py SWEEP_FILE
 PAGE = "index.html"
 REFRESH_S = 5
-LIVE = ("queued", "running", "prepared")
+# run statuses still moving ("queued": a sweep trial whose run has not started)
+LIVE = ("queued", RunStatus.RUNNING, RunStatus.PREPARED)
 REPORT_PAGE = ("report", "report.html")     # below a run directory
 MAX_PAGE_BYTES = 256 << 20
 
@@ -44,6 +46,14 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _read_run(run_dir: Path) -> dict[str, Any]:
+    """A run's run.json as written ({} when it is missing or unreadable)."""
+    try:
+        return read_run_mapping(RunPaths(run_dir).run_json)
+    except (OSError, ValueError):
+        return {}
 
 
 def _report_link(runs_dir: Path, run_dir: Path) -> str | None:
@@ -74,7 +84,7 @@ def served_runs(runs_dir: Path) -> dict[str, Path]:
     for run_dir in find_runs(runs_dir) if runs_dir.is_dir() else []:
         if any(p.is_symlink() for p in (run_dir, RunPaths(run_dir).run_json)):
             continue
-        info = _read_json(RunPaths(run_dir).run_json) or {}
+        info = _read_run(run_dir)
         if info.get("status") in LIVE:
             continue
         rid = run_id_of(runs_dir, run_dir)
@@ -132,7 +142,7 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
     seen: set[str] = set()
     for t in (sweep or {}).get("trials") or []:
         run_dir = Path(t["run_dir"])
-        info = _read_json(RunPaths(run_dir).run_json) or {}
+        info = _read_run(run_dir)
         seen.add(str(run_dir.resolve()))
         rows.append({"id": t["id"], "task": t["task"], "agent": t["agent"],
                      "driver": t.get("driver"), "mode": t["mode"], "seed": t["seed"],
@@ -147,7 +157,7 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
     for run_dir in found:
         if str(run_dir.resolve()) in seen:
             continue
-        info = _read_json(RunPaths(run_dir).run_json) or {}
+        info = _read_run(run_dir)
         rows.append({"id": info.get("run_id", run_dir.name), "task": info.get("task"),
                      "agent": info.get("agent"), "driver": info.get("driver"),
                      "mode": info.get("mode"), "seed": info.get("seed"),
@@ -194,7 +204,7 @@ def write_missing_reports(runs_dir: Path) -> list[Path]:
     from .report import write_report
     written = []
     for run_dir in find_runs(Path(runs_dir)):
-        info = _read_json(RunPaths(run_dir).run_json) or {}
+        info = _read_run(run_dir)
         if info.get("status") in LIVE:
             continue
         page = run_dir / "report" / "report.html"

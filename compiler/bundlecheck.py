@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from a2c.compiler.build import human_duration
-from a2c.contracts.bundle import load_bundle
+from a2c.contracts.bundle import is_bundle, load_bundle
 from a2c.errors import BundleError
 
 
@@ -124,7 +124,7 @@ def check_bundle(root: Path) -> list[str]:
 
 
 def task_bundles(out: Path) -> list[Path]:
-    return sorted(p.parent for p in out.glob("*/bundle.json"))
+    return sorted(p for p in out.iterdir() if is_bundle(p, "Task")) if out.is_dir() else []
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,12 +8,12 @@ contracts only, and Ray), verifies records and writes the leaderboard with the a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from a2c.contracts.spec import SuiteSpec
 from a2c.errors import A2CError
 
 LEADERBOARD_NAME = "leaderboard"
@@ -55,41 +55,41 @@ def register(subparsers) -> None:
 
 # ------------------------------------------------------------------------- the suite's bundles
 
-def _load_suite(ref: str) -> tuple[dict, str, Any]:
+def _load_suite(ref: str) -> tuple[SuiteSpec, str, Any]:
     """(suite body, suite digest, where its task and agent bundles come from).
 
     A suite bundle folder (generated/suites/<id>) runs the task and agent bundles built beside it,
     which must have the digests its trials were derived from. A suite id or spec is compiled here,
     with its tasks and agents (in memory; `_bundles` writes them)."""
-    from a2c.contracts.bundle import load_bundle
+    from a2c.contracts.bundle import MANIFESTS, is_bundle, load_bundle, parse_manifest
     path = Path(ref)
-    if (path / "suite.json").is_file():
+    if is_bundle(path, "Suite"):
         bundle = load_bundle(path, "Suite")
-        return bundle.manifest["suite"], bundle.digest, path.resolve().parent.parent
+        return cast(SuiteSpec, bundle.spec), bundle.digest, path.resolve().parent.parent
     from a2c.compiler.build import plan
     from a2c.compiler.load import find_spec
     spec = find_spec(ref, kind="Suite")
     (suite_art,) = plan([spec])
-    manifest = json.loads(suite_art.files["suite.json"])
-    suite = manifest["suite"]
+    manifest = parse_manifest(suite_art.files[MANIFESTS["Suite"]])
+    suite = cast(SuiteSpec, manifest.body)
     root = spec.resolve().parent.parent
 
     def spec_of(folder: str, ident: str) -> Path:
         yaml = root / folder / f"{ident}.yaml"
         return yaml if yaml.is_file() else yaml.with_suffix(".yml")
-    referenced = [spec_of("tasks", t) for t in suite["tasks"]] + \
-        [spec_of("agents", a) for a in suite["agents"]]
-    return suite, manifest["digest"], plan(referenced)
+    referenced = [spec_of("tasks", t) for t in suite.tasks] + \
+        [spec_of("agents", a) for a in suite.agents]
+    return suite, manifest.digest, plan(referenced)
 
 
-def _bundles(suite: dict, source: Any, bundles_dir: Path | None
+def _bundles(suite: SuiteSpec, source: Any, bundles_dir: Path | None
              ) -> tuple[dict[str, Path], dict[str, Path]]:
     """{task: bundle dir}, {agent: bundle dir}. Compiled bundles are written to `bundles_dir` (in
     the runs folder, so every node of a cluster reads the same ones; None for a dry run, which
     writes nothing)."""
     if isinstance(source, Path):
-        tasks = {t: source / t for t in suite["tasks"]}
-        agents = {a: source / "agents" / a for a in suite["agents"]}
+        tasks = {t: source / t for t in suite.tasks}
+        agents = {a: source / "agents" / a for a in suite.agents}
         _check_digests(suite, tasks, agents)
         return tasks, agents
     from a2c.compiler.build import write_artifact
@@ -103,9 +103,9 @@ def _bundles(suite: dict, source: Any, bundles_dir: Path | None
     return tasks, agents
 
 
-def _check_digests(suite: dict, tasks: dict[str, Path], agents: dict[str, Path]) -> None:
+def _check_digests(suite: SuiteSpec, tasks: dict[str, Path], agents: dict[str, Path]) -> None:
     from a2c.contracts.bundle import load_bundle
-    for trial in suite.get("trials") or []:
+    for trial in suite.trials:
         for kind, folder, want in (("Task", tasks[trial["task"]], trial["task_digest"]),
                                    ("Agent", agents[trial["agent"]], trial["agent_digest"])):
             have = load_bundle(folder, kind).digest
@@ -205,10 +205,10 @@ def handle_sweep(args: argparse.Namespace) -> int:
         from a2c.runtime.preflight import sweep_checks
         preflight(sweep_checks(), print, fatal=("Ray",))
     suite, digest, source = _load_suite(args.suite)
-    runs_dir = Path(args.runs_dir or Path("runs") / suite["id"]).resolve()
+    runs_dir = Path(args.runs_dir or Path("runs") / suite.id).resolve()
     tasks, agents = _bundles(suite, source, None if args.dry_run
                              else runs_dir / engine.LOG_DIR / "bundles")
-    plans = plan_trials(suite, runs_dir, tasks, agents)
+    plans = plan_trials(suite.to_dict(), runs_dir, tasks, agents)
     if args.dry_run:
         if args.assume_cluster:
             return dry_run(plans, assumed_cluster(args.assume_cluster),
@@ -232,13 +232,13 @@ def _local_gpus() -> int:
     return len(list(gpus.iterdir())) if gpus.is_dir() else 0
 
 
-def _run(args, suite: dict[str, Any], digest: str, plans, runs_dir: Path) -> int:
+def _run(args, suite: SuiteSpec, digest: str, plans, runs_dir: Path) -> int:
     from a2c.sweep import engine
     from a2c.sweep.progress import SweepProgress
     from a2c.sweep.record import SweepRecord
     from a2c.timefmt import iso_utc
     runs_dir.mkdir(parents=True, exist_ok=True)
-    record = SweepRecord(runs_dir, suite, digest, plans, args.address)
+    record = SweepRecord(runs_dir, suite.to_dict(), digest, plans, args.address)
     record.save()
     progress = SweepProgress(record)
     verify = _verifier()
@@ -290,7 +290,7 @@ def _run(args, suite: dict[str, Any], digest: str, plans, runs_dir: Path) -> int
     record.save()
     progress.console.print((runs_dir / f"{LEADERBOARD_NAME}.md").read_text(encoding="utf-8"))
     counts = record.counts()
-    progress.console.print(f"sweep {suite['id']}: {counts['finished']} finished, "
+    progress.console.print(f"sweep {suite.id}: {counts['finished']} finished, "
                            f"{counts['failed']} failed, {len(result.ran)} run now; "
                            f"{runs_dir / 'sweep.json'}")
     return 0 if not counts["failed"] else 1

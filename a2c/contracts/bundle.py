@@ -253,6 +253,15 @@ def read_manifest(root: str | Path, kind: str = "Task") -> dict[str, Any]:
     return data
 
 
+def parse_manifest(text: str | bytes) -> BundleManifest:
+    """A manifest held in memory (a build's artifact before it is written), typed; unchecked
+    like `read_manifest`. ValueError when it is not JSON, BundleError when not a manifest."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("manifest: not a JSON object")
+    return BundleManifest.from_dict(data)
+
+
 def load_bundle(root: str | Path, kind: str | None = None, verify: bool = True) -> Bundle:
     """Read (and by default verify) the bundle at `root`: the one bundle check.
 

@@ -20,12 +20,12 @@ configuration; a second call (a resumed run) finds the events and scores nothing
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
 from a2c.contracts.events import EventLog, FinalScored, read_events
+from a2c.contracts.grade_result import read_result, read_result_or_none
 from a2c.contracts.journal import journal_state
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
@@ -61,9 +61,8 @@ def _write(path: Path, data: dict[str, Any]) -> str:
 
 
 def _baseline_feedback(paths: RunPaths) -> float | None:
-    try:
-        data = json.loads(paths.baseline_result.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    data = read_result_or_none(paths.baseline_result)
+    if data is None:
         return None
     return data.get("score") if data.get("valid") is not False else None
 
@@ -142,7 +141,7 @@ def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: dict
     common = {"subject": "submission", "submission_id": int(sid) if sid.isdigit() else sid,
               "feedback_score": entry.get("score"), "weights_hash": entry.get("weights_hash")}
     if model is None:   # a copy of the base model: its final score is the baseline's
-        result = json.loads((paths.root / base["result"]).read_text(encoding="utf-8"))
+        result = read_result(paths.root / base["result"])
         rel = _write(paths.final_result(sid), {**result, "subject": "submission",
                                                "submission_id": common["submission_id"],
                                                "copy_of_base": True})

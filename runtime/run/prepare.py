@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.agent_params import effective as effective_params
-from a2c.contracts.bundle import Bundle
+from a2c.contracts.bundle import Bundle, read_manifest
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
@@ -21,7 +21,7 @@ from a2c.durations import format_duration, parse_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
-from a2c.runtime.run.context import Reporter, RunContext, RunOptions, read_json, versions
+from a2c.runtime.run.context import Reporter, RunContext, RunOptions, versions
 from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget
 from a2c.runtime.run.resolve import (
     load_agent,
@@ -333,7 +333,7 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
     info = RunInfo(
         run_id=run_id, task=task["id"], level=task.get("level"),
         title=task.get("title"), agent=agent["id"],
-        agent_digest=read_json(paths.agent_manifest).get("digest"),
+        agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
         base_model={"spec": model, "path": str(model_path), "fingerprint": model_fp},
