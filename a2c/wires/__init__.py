@@ -10,7 +10,14 @@ from __future__ import annotations
 
 # Importing a wire module registers it (in routes.NAMES order, whatever the import order).
 from a2c.wires import anthropic, gemini, openai_chat, openai_responses  # noqa: F401
-from a2c.wires.base import WIRES, Wire, error_body, provider_wires, wire_for_path
+from a2c.wires.base import (
+    WIRES,
+    Wire,
+    error_body,
+    provider_wires,
+    request_streams,
+    wire_for_path,
+)
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn
 from a2c.wires.routes import NAMES, Route, generation_call, normalize, route
 from a2c.wires.usage import Usage
@@ -26,4 +33,4 @@ Gemini with 429 RESOURCE_EXHAUSTED and a per-day QuotaFailure."""
 
 __all__ = ["BUDGET_STATUS", "NAMES", "PROVIDER_WIRES", "WIRES", "Conversation", "Item", "Route",
            "Tool", "ToolCall", "Turn", "Usage", "Wire", "error_body", "generation_call",
-           "normalize", "route", "wire_for_path"]
+           "normalize", "request_streams", "route", "wire_for_path"]

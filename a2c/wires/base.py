@@ -119,6 +119,13 @@ def wire_for_path(path: str | None) -> Wire | None:
     return WIRES.get(name) if name else None
 
 
+def request_streams(rt: Route, body: Any) -> bool:
+    """Whether a request asks for a stream (Gemini: by its path; the others: `stream: true`); a
+    route no wire claims is read as OpenAI Chat's."""
+    wire = WIRES.get(rt.wire or "") or WIRES["openai-chat"]
+    return wire.request_streams(rt, body)
+
+
 def provider_wires() -> dict[str, tuple[str, ...]]:
     """Each built-in provider's wires, providers in name order, wires in `routes.NAMES` order."""
     out: dict[str, list[str]] = {}

@@ -30,13 +30,14 @@ from typing import Any
 
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
+from a2c.wires import BUDGET_STATUS, error_body, request_streams
+from a2c.wires.reading import UsageMeter
 
 from . import admission
 from .admission import Reservation
 from .routes import Refused, Target, check_target, guess_wire
 from .server_tools import provider_tools
 from .state import GatewayState, model_list
-from .wires import BUDGET_STATUS, UsageMeter, error_body, request_streams
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
@@ -137,7 +138,7 @@ class _Handler(Handler):
             return refuse(400, "bad_request", "a2c driver gateway: the request body is not a "
                           "JSON object")
         model = rt.path_model or parsed.get("model")
-        stream = request_streams(rt, parsed, "")
+        stream = request_streams(rt, parsed)
         if not isinstance(model, str) or not st.model_ok(model):
             return refuse(400, "model", f"a2c driver gateway: this run's driver model is "
                           f"{st.model} (it may name {', '.join(st.allowed)}); the request "
