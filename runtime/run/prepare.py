@@ -17,6 +17,7 @@ from a2c.contracts.bundle import Bundle, read_manifest
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
+from a2c.contracts.spec import AgentSpec, DriverSpec, TaskSpec
 from a2c.durations import format_duration, parse_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
@@ -129,35 +130,39 @@ def check_options(opts: RunOptions) -> None:
 
 
 def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
+    agent_spec, task_spec = AgentSpec.from_dict(agent), TaskSpec.from_dict(task)
     if opts.backend == "docker":
         # the agent layer installs npm/pip packages (docker_scaffolds.py), not install commands
         from a2c.runtime.sandbox.docker_scaffolds import unsupported
         if unsupported(agent):
-            raise RunError(f"agent {agent['id']}: the docker backend does not run install "
+            raise RunError(f"agent {agent_spec.id}: the docker backend does not run install "
                            f"commands ({'; '.join(unsupported(agent))}) in its image; run it "
                            "with --backend local")
-    if opts.mode not in task.get("modes", MODES):
-        raise RunError(f"task {task['id']} does not offer mode {opts.mode!r} "
-                       f"(it offers {', '.join(task.get('modes', []))})")
-    driver = agent.get("driver") if isinstance(agent.get("driver"), dict) else {}
-    if driver.get("required") and not (opts.driver or driver.get("default")):
-        raise RunError(f"agent {agent['id']} needs a driver model: pass --driver MODEL")
+    if opts.mode not in task_spec.get("modes", MODES):
+        raise RunError(f"task {task_spec.id} does not offer mode {opts.mode!r} "
+                       f"(it offers {', '.join(task_spec.modes)})")
+    # the driver section as written (`get` leaves an unwritten `required` unset: a hand-made
+    # agent without one needs no driver)
+    driver = DriverSpec.from_dict(agent["driver"] if isinstance(agent.get("driver"), dict)
+                                  else {})
+    if driver.get("required") and not (opts.driver or driver.default):
+        raise RunError(f"agent {agent_spec.id} needs a driver model: pass --driver MODEL")
     overrides = {"--driver-tokens": opts.driver_tokens, "--driver-cost": opts.driver_cost,
                  "--driver-calls": opts.driver_calls}
     if not uses_gateway(agent):
         given = [flag for flag, value in overrides.items() if value is not None]
         if given:
-            raise RunError(f"{', '.join(given)}: agent {agent['id']} has no driver model (a "
+            raise RunError(f"{', '.join(given)}: agent {agent_spec.id} has no driver model (a "
                            f"{agent.get('type')} agent); driver budgets apply to scaffolds "
                            "(agents of type cli)")
         return
-    if not (opts.driver or driver.get("default")):
-        raise RunError(f"agent {agent['id']} needs a driver model: pass --driver MODEL")
+    if not (opts.driver or driver.default):
+        raise RunError(f"agent {agent_spec.id} needs a driver model: pass --driver MODEL")
     for flag, value in overrides.items():
         if value is not None and not value > 0:
             raise RunError(f"{flag} {value}: a driver budget must be positive")
     key_envs = key_env_names(None, dict(os.environ))
-    refuse_provider_keys(agent, list((agent.get("launch") or {}).get("pass_env") or []), key_envs)
+    refuse_provider_keys(agent, list(agent_spec.launch.pass_env or []), key_envs)
     refuse_provider_keys(agent, list(opts.agent_env or {}), key_envs)
 
 
@@ -165,7 +170,8 @@ def _run_dir(opts: RunOptions, task: dict, agent: dict) -> tuple[str, Path]:
     from a2c.paths import project_root
     runs_dir = Path(opts.runs_dir) if opts.runs_dir else project_root() / "runs"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    run_id = opts.run_id or f"{task['id']}-{agent['id']}-{stamp}-{secrets.token_hex(2)}"
+    task_id, agent_id = TaskSpec.from_dict(task).id, AgentSpec.from_dict(agent).id
+    run_id = opts.run_id or f"{task_id}-{agent_id}-{stamp}-{secrets.token_hex(2)}"
     return run_id, (runs_dir / run_id).resolve()
 
 
@@ -184,8 +190,9 @@ def _prepare_data(paths: RunPaths, task: dict, report: Reporter) -> dict[str, An
     from a2c.runtime import data as data_mod
     cache = None
     splits = data_mod.load_splits(task, paths.bundle, cache)
+    final_split = TaskSpec.from_dict(task).scoring.final
     feedback, final = data_mod.split_final(splits["heldout"],
-                                           (task.get("scoring") or {}).get("final"))
+                                           final_split.to_dict() if final_split else None)
     splits["heldout"] = feedback
     data_mod.write_jsonl(paths.train, splits["agent"])
     data_mod.write_jsonl(paths.heldout, feedback)
@@ -215,7 +222,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     agent = load_agent(agent_src)
     _check_task_and_agent(opts, task, agent)
     params = effective_params(agent, opts.agent_params)   # a refused param: nothing written
-    budget_cfg = dict(task.get("budget") or {})
+    budget_cfg = dict(task.get("budget") or {})   # the task's keys as written, into run.json
     wall = parse_duration(opts.budget) if opts.budget is not None \
         else float(budget_cfg.get("wall_clock_s") or 3600)
     budget_cfg["wall_clock_s"] = wall
@@ -282,6 +289,7 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
            budget_cfg: dict, run_id: str, run_dir: Path, report: Reporter,
            params: dict[str, Any]) -> RunContext:
     wall = budget_cfg["wall_clock_s"]
+    agent_spec, task_spec = AgentSpec.from_dict(agent), TaskSpec.from_dict(task)
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -317,22 +325,21 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         workspace=str(paths.workspace), bundle=str(paths.bundle), heldout=str(paths.heldout),
         backend=(grader.get("inference") or {}).get("backend", "auto"),
         base_model=str(model_path), baseline_cache=str(baseline_cache()),
-        task_id=task["id"], baseline=False)
+        task_id=task_spec.id, baseline=False)
 
-    driver = agent.get("driver")
-    driver_name = opts.driver or ((driver or {}).get("default") if isinstance(driver, dict)
-                                  else driver)
+    driver = agent_spec.driver       # an old agent may name its driver as a plain string
+    driver_name = opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)
     if uses_gateway(agent):
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
         config = configure(paths, driver_name, agent,
                            {key: budget_cfg.get(key) for key in BUDGET_KEYS})
-        refuse_provider_keys(agent, list((agent.get("launch") or {}).get("pass_env") or []),
+        refuse_provider_keys(agent, list(agent_spec.launch.pass_env or []),
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(
-        run_id=run_id, task=task["id"], level=task.get("level"),
-        title=task.get("title"), agent=agent["id"],
+        run_id=run_id, task=task_spec.id, level=task_spec.get("level"),
+        title=task_spec.get("title"), agent=agent_spec.id,
         agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
