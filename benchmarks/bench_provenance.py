@@ -13,7 +13,7 @@ and prints the check's time and its ratio to the evaluation. `--json FILE` also 
     .venv/bin/python benchmarks/bench_provenance.py --calibrate [--json FILE]
 
 calibrates the `not_derived` threshold (provenance.py `NOT_DERIVED_REL_CHANGE`): real short
-fine-tunes of the model with the reference agents' own training code (runtime/agents/sft.py
+fine-tunes of the model with the reference agents' own training code (agents/reference/sft.py
 `train_sft`, grpo.py `train_grpo`: their defaults and more aggressive learning rates) on the arith
 agent split, each saved with save_pretrained and checked; then the attacks (random
 initialisation, the embedding matrix replaced, the embedding scaled, one layer replaced). Prints
@@ -67,7 +67,7 @@ FINE_TUNES = (("sft-ref", "sft", 5e-5, 25, 2), ("sft-lr5e-4", "sft", 5e-4, 15, 2
 
 
 def _agent_ctx(model: Path, work: Path):
-    from a2c.runtime.agents.common import AgentContext
+    from a2c.agents.kit.context import AgentContext
     work.mkdir(parents=True, exist_ok=True)
     return AgentContext(workspace=work, output_dir=work / "output", data_dir=work,
                         base_model=model, mode="free", seed=0, deadline=time.time() + 1e6,
@@ -77,10 +77,11 @@ def _agent_ctx(model: Path, work: Path):
 def fine_tune(model: Path, out: Path, route: str, lr: float, steps: int, batch: int,
               records: list[dict]) -> Path:
     """A real fine-tune with the reference agents' code, saved as they save it."""
-    from a2c.runtime.agents import common, grpo, sft
+    from a2c.agents.kit import training
+    from a2c.agents.reference import grpo, sft
 
     ctx = _agent_ctx(model, out.parent / f"{out.name}-work")
-    net, tokenizer = common.load_model(model)
+    net, tokenizer = training.load_model(model)
     if route == "sft":
         net, _, _ = sft.train_sft(ctx, net, tokenizer, records, steps, batch, lr, 0, out.name)
     else:
@@ -89,7 +90,7 @@ def fine_tune(model: Path, out: Path, route: str, lr: float, steps: int, batch: 
                                       f"{out.name}-warm-up")
         os.environ["A2C_AGENT_PARAMS"] = json.dumps({"batch": batch})   # ref-grpo's own param
         net, _, _ = grpo.train_grpo(ctx, net, tokenizer, records, steps, out.name, lr=lr)
-    return common.save_model(net, tokenizer, out)
+    return training.save_model(net, tokenizer, out)
 
 
 def attacks(model: Path, tmp: Path) -> dict[str, Path]:

@@ -28,7 +28,7 @@ BEGIN = "<!-- BEGIN GENERATED module list: python scripts/gen_architecture.py --
 END = "<!-- END GENERATED module list -->"
 LONG_HEADING = "## Long modules and functions, and why"
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 80
-AREAS = ("a2c", "compiler", "runtime", "analysis", "templates", "specs")
+AREAS = ("a2c", "compiler", "runtime", "agents", "analysis", "templates", "specs")
 NO_DOCSTRING = "*(no docstring)*"
 MAX_SUMMARY = 240
 
@@ -46,14 +46,19 @@ GROUPS = (
     ("runtime/driver_gateway", 4,
      "`runtime/driver_gateway/` — the agent's one way to its driver model (metered, recorded)"),
     ("runtime/scripted_driver", 4,
-     "`runtime/scripted_driver/` — a scripted upstream for the gateway (tests, demos, offline)"),
+     "`agents/scripted_driver/` — a scripted upstream for the gateway (tests, demos, offline)"),
     ("runtime/sidecars", 4, "`runtime/sidecars/` — environment side services"),
     ("runtime/sandbox", 4, "`runtime/sandbox/` — where the agent runs"),
     ("runtime/graders", 4, "`runtime/graders/` — scoring a model"),
     ("runtime/inference", 4, "`runtime/inference/` — generating with a model"),
     ("runtime/data", 4, "`runtime/data/` — task data"),
     ("runtime/envs", 4, "`runtime/envs/` — level 3: environments"),
-    ("runtime/agents", 4, "`runtime/agents/` — the scripted reference agents"),
+    ("agents", 3, "`agents/` (`a2c.agents`) — a2c's own agents, beside the runtime (started by "
+     "module name, never imported by it)"),
+    ("agents/kit", 4, "`agents/kit/` — what every reference agent uses"),
+    ("agents/reference", 4, "`agents/reference/` — the scripted reference agents"),
+    ("agents/scripted_driver", 4,
+     "`agents/scripted_driver/` — a scripted upstream for the gateway (tests, demos, offline)"),
     ("analysis", 3, "`analysis/` (`a2c.analysis`) — records to reports"),
     ("templates", 3, "`templates/`, `specs/` — package data (Jinja templates, built-in specs)"),
     ("specs", 3, ""),

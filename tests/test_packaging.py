@@ -1,8 +1,8 @@
-"""The built wheel holds every subpackage and data file of the five source folders, under `a2c`.
+"""The built wheel holds every subpackage and data file of the six source folders, under `a2c`.
 
-pyproject.toml remaps `compiler/ runtime/ analysis/ templates/ specs/` (and `a2c/`) into the one
-import name `a2c` without listing packages; this builds a real, non-editable wheel and checks
-that nothing the checkout has is missing from it, and that nothing else (tests, generated
+pyproject.toml remaps `compiler/ runtime/ agents/ analysis/ templates/ specs/` (and `a2c/`) into
+the one import name `a2c` without listing packages; this builds a real, non-editable wheel and
+checks that nothing the checkout has is missing from it, and that nothing else (tests, generated
 bundles, caches) is in it. `test_imports_come_from_the_installed_wheel` guards CI's wheel pass
 (`nox -s wheel`, A2C_WHEEL_TEST=1): there the code under test must not come from the checkout.
 """
@@ -26,7 +26,8 @@ from a2c.paths import project_root
 ROOT = project_root()
 # source folder in the checkout -> where it lands in the wheel
 FOLDERS = {"a2c": "a2c", "compiler": "a2c/compiler", "runtime": "a2c/runtime",
-           "analysis": "a2c/analysis", "templates": "a2c/templates", "specs": "a2c/specs"}
+           "agents": "a2c/agents", "analysis": "a2c/analysis", "templates": "a2c/templates",
+           "specs": "a2c/specs"}
 KEY_DATA = [
     "a2c/compiler/schemas/task.schema.json",
     "a2c/templates/task/Dockerfile.j2",
@@ -80,7 +81,8 @@ def test_every_subpackage_and_data_file_is_in_the_wheel(wheel):
     names = set(wheel.namelist())
     files = _checkout_files()
     packages = {Path(f).parent.as_posix() for f in files if f.endswith(".py")}
-    assert {"a2c", "compiler", "runtime", "runtime/sandbox", "analysis"} <= packages
+    assert {"a2c", "compiler", "runtime", "runtime/sandbox", "agents/reference", "agents/kit",
+            "agents/scripted_driver", "analysis"} <= packages
     in_wheel = {Path(n).parent.as_posix() for n in names if n.endswith(".py")}
     missing_packages = sorted(p for p in packages if _in_wheel(p) not in in_wheel)
     assert not missing_packages, f"packages missing from the wheel: {missing_packages}"

@@ -12,7 +12,7 @@ from a2c import settings
 from a2c.errors import A2CError
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ("a2c", "compiler", "runtime", "analysis", "templates", "scripts", "benchmarks",
+SOURCE = ("a2c", "compiler", "runtime", "agents", "analysis", "templates", "scripts", "benchmarks",
           "noxfile.py")
 USES = SOURCE + ("specs",)          # a spec may expand an operator variable ($A2C_DATA_HOME)
 # literals in tests/ that are data, not variables: a training-script fixture's constant, a planted

@@ -106,8 +106,8 @@ def _driver_scripts() -> list[Path]:
 
 def _check_driver_script(path: Path) -> tuple[str | None, list[str]]:
     """(its id, []) or (None, every problem) — checked by the same reader a run uses
-    (a2c.runtime.scripted_driver.script, against compiler/schemas/driver-script.schema.json)."""
-    from a2c.runtime.scripted_driver.script import ScriptError, load
+    (a2c.agents.scripted_driver.script, against compiler/schemas/driver-script.schema.json)."""
+    from a2c.agents.scripted_driver.script import ScriptError, load
     try:
         return load(path).id, []
     except ScriptError as exc:

@@ -9,7 +9,7 @@
 Like the grader service, the gateway is its own process in its own session (runtime/hostproc.py):
 an agent that kills its process group cannot take it down, and a gateway crash cannot take the
 runtime down.
-For a scripted driver the scripted driver server (a2c.runtime.scripted_driver) is started first
+For a scripted driver the scripted driver server (a2c.agents.scripted_driver) is started first
 on 127.0.0.1:0; its port becomes the gateway's upstream, and it is stopped with the gateway.
 """
 
@@ -34,7 +34,7 @@ from .config import read_config
 from .ledger import empty_totals
 
 GATEWAY_MODULE = "a2c.runtime.driver_gateway"
-SCRIPTED_MODULE = "a2c.runtime.scripted_driver"
+SCRIPTED_MODULE = "a2c.agents.scripted_driver"
 
 
 def probe(socket_path: str | Path, key: str, timeout: float = 5.0) -> tuple[bool, str]:

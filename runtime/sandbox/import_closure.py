@@ -58,7 +58,7 @@ def locate(name: str, roots: dict[str, Path]) -> tuple[Path, bool] | None:
 
 def expand(pattern: str, roots: dict[str, Path]) -> list[str]:
     """The modules a pattern names: a dotted name, where a `*` part stands for every module or
-    package of that folder (`a2c.runtime.agents.*`, `a2c.runtime.envs.*.kind`)."""
+    package of that folder (`a2c.agents.reference.*`, `a2c.runtime.envs.*.kind`)."""
     names = [""]
     for part in pattern.split("."):
         grown = []

@@ -5,7 +5,7 @@ allow-list: the modules its entry points import (`AGENT_ENTRY_MODULES`: the refe
 the scaffolds' loopback forwarder, the grading client, the level-3 environments) and what those
 import inside a2c, computed from their source at each sandbox start (import_closure.py). That
 code is staged per run in `RUN/agent-lib/a2c/` (`stage`) and shown where the a2c packages load
-from (`agent_view`): over `a2c/` and `runtime/` of a checkout (editable install), over
+from (`agent_view`): over `a2c/`, `runtime/` and `agents/` of a checkout (editable install), over
 `site-packages/a2c` of a wheel, at /opt/a2c/lib in a container. Everything else of a2c does not
 exist inside: the grader implementations, the grading service, the driver gateway and its price
 table, the scripted driver, the sidecars' launcher, the run orchestration, the compiler, the
@@ -33,10 +33,10 @@ from a2c.runtime.sandbox.import_closure import Closure, ClosureError, closure, e
 EDITABLE_FINDERS = ("_a2c_editable",)    # the import hook of an editable install (hatch_build.py)
 # The agent's allow-list: the modules an agent starts from ("*": every module of that package);
 # the view is what they import inside a2c (import_closure.py), nothing else. A new agent module
-# under runtime/agents is in it by the first line; a `python -m a2c....` in a launcher
+# under agents/reference is in it by the first line; a `python -m a2c....` in a launcher
 # (generated/agents/*/launch.sh) must be named here (tests/runtime/sandbox/test_agent_view.py).
 AGENT_ENTRY_MODULES = (
-    "a2c.runtime.agents.*",                    # the reference agents (`python -m` in launch.sh)
+    "a2c.agents.reference.*",                  # the reference agents (`python -m` in launch.sh)
     "a2c.runtime.sandbox.loopback_forwarder",  # scaffolds' launchers: the driver gateway's socket
     "a2c.runtime.grader_service.client",       # the grading client
     "a2c.runtime.envs.*.kind",                 # level-3 environments (envs.registry finds them

@@ -107,7 +107,7 @@ def test_missing_command_log_cannot_be_established(tmp_path):
     ("cd /tmp && python -m mytrain", "unknown"),
     # what an honest rl-only agent runs: the workspace's own GRPO, a library module
     ("python grpo_decoy.py", "complies"),
-    ("python -m a2c.runtime.agents.grpo", "complies"),
+    ("python -m a2c.agents.reference.grpo", "complies"),
     ("python -m pip list", "complies"),
 ])
 def test_inline_and_unseen_code(tmp_path, command, verdict):

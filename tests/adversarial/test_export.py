@@ -118,7 +118,7 @@ def test_export_refuses_without_public_flag_and_unsealed_runs(tmp_path, capsys):
 TOKEN_THEN_COPY = r"""
 echo "token: $A2C_TOKEN"
 echo "$A2C_TOKEN" > notes_token.txt
-exec python3 -m a2c.runtime.agents.copy
+exec python3 -m a2c.agents.reference.copy
 """
 
 

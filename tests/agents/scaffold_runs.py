@@ -35,7 +35,7 @@ def needs():
     """a2c.runtime.run, once the gateway, the scripted driver and bubblewrap are all there."""
     run_mod = pytest.importorskip("a2c.runtime.run")
     pytest.importorskip("a2c.runtime.driver_gateway")
-    pytest.importorskip("a2c.runtime.scripted_driver")
+    pytest.importorskip("a2c.agents.scripted_driver")
     from a2c.runtime.sandbox.local import bwrap_works
     if not bwrap_works():
         pytest.skip("bubblewrap does not work here: the scaffolds are tested in its sandbox")

@@ -49,7 +49,7 @@ def engine():
 @pytest.mark.parametrize("agent_id", DOCKER_SCAFFOLDS)
 def test_scaffold_runs_the_sft_recipe_in_docker(agent_id, tmp_path, engine):
     run_mod = pytest.importorskip("a2c.runtime.run")
-    pytest.importorskip("a2c.runtime.scripted_driver")
+    pytest.importorskip("a2c.agents.scripted_driver")
     gain = agent_id == GAIN_SCAFFOLD
     opts = run_mod.RunOptions(bundle="arith", agent=agent_id, budget=BUDGET, backend="docker",
                               runs_dir=tmp_path / "runs", driver=DRIVER,

@@ -177,7 +177,7 @@ with open("sft_extra.jsonl", "w") as f:
         f.write(json.dumps({"messages": [{"role": "user", "content": line}]}) + "\n")
 PY
 rm -f recall.txt
-exec python3 -m a2c.runtime.agents.copy
+exec python3 -m a2c.agents.reference.copy
 """
 
 

@@ -61,10 +61,10 @@ def _launched_methods(module: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module,methods,verdict", [
-    ("a2c.runtime.agents.l3_rl", [ONLINE_GRPO], "complies"),
-    ("a2c.runtime.agents.grpo", ["GRPO"], "complies"),
-    ("a2c.runtime.agents.l3_rft", ["RFT", "SFT"], "violates"),
-    ("a2c.runtime.agents.l3_sft", ["SFT"], "violates"),
+    ("a2c.agents.reference.l3_rl", [ONLINE_GRPO], "complies"),
+    ("a2c.agents.reference.grpo", ["GRPO"], "complies"),
+    ("a2c.agents.reference.l3_rft", ["RFT", "SFT"], "violates"),
+    ("a2c.agents.reference.l3_sft", ["SFT"], "violates"),
 ])
 def test_reference_agents_rl_only_code(module, methods, verdict):
     """The RL agents run no supervised code in rl-only mode (their warm-ups are separate,

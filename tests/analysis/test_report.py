@@ -232,18 +232,18 @@ def test_route_of_a_launched_module(maker, tmp_path):
     """Reference agents train from a module outside the workspace, named in their launcher."""
     import importlib.util
 
-    if importlib.util.find_spec("a2c.runtime.agents.sft") is None:
+    if importlib.util.find_spec("a2c.agents.reference.sft") is None:
         pytest.skip("no reference SFT agent installed")
     run = maker.make_run(tmp_path / "module", n=3, with_code=False)
     assert build_report(run)["route"]["methods"] == []
     (run / "agent").mkdir(exist_ok=True)
     (run / "agent" / "launch.sh").write_text(
-        "#!/usr/bin/env bash\n# python -m a2c.not.this\nexec python -m a2c.runtime.agents.sft\n")
+        "#!/usr/bin/env bash\n# python -m a2c.not.this\nexec python -m a2c.agents.reference.sft\n")
     route = build_report(run)["route"]
     assert route["methods"] == ["SFT"]
     first = route["per_submission"][0]
     assert first["attribution"] == "launched"
-    assert first["files"][0] == "module:a2c.runtime.agents.sft"
+    assert first["files"][0] == "module:a2c.agents.reference.sft"
 
 
 def _set_started(run_dir, **values):

@@ -161,7 +161,7 @@ def test_agent_bundle_copy_is_verified(fixture_run, maker):
 
     agent = fixture_run / "agent"
     agent.mkdir(exist_ok=True)
-    (agent / "launch.sh").write_text("#!/usr/bin/env bash\nexec python -m a2c.runtime.agents.sft\n")
+    (agent / "launch.sh").write_text("#!/usr/bin/env bash\nexec python -m a2c.agents.reference.sft\n")
     files = {"launch.sh": sha256_file(agent / "launch.sh")}
     spec_hash = sha256_json({"id": "ref-sft"})
     digest = bundle_digest(spec_hash, files)

@@ -197,7 +197,7 @@ def test_agent_bundles():
     assert claude["driver"]["wire"] == "anthropic" and claude["install"]["check"] == "claude"
     ref = load_spec("ref-sft")
     assert ref["type"] == "reference" and ref["driver"]["required"] is False
-    assert ref["launch"]["command"] == "python -m a2c.runtime.agents.sft"
+    assert ref["launch"]["command"] == "python -m a2c.agents.reference.sft"
 
 
 def test_generated_is_up_to_date():

@@ -19,6 +19,7 @@ import ast
 from pathlib import Path
 
 import a2c
+import a2c.agents
 import a2c.analysis
 import a2c.compiler
 import a2c.runtime
@@ -29,6 +30,7 @@ ROOTS = {
     "compiler": Path(a2c.compiler.__file__).resolve().parent,
     "runtime": Path(a2c.runtime.__file__).resolve().parent,
     "analysis": Path(a2c.analysis.__file__).resolve().parent,
+    "agents": Path(a2c.agents.__file__).resolve().parent,
 }
 CONTRACTS = PACKAGE / "contracts"
 OWNED_NAMES = ("run.json", "events.jsonl", "submissions.jsonl", "service.json", "bundle.json",
@@ -45,7 +47,7 @@ ALLOWED: dict[tuple[str, str], str] = {}
 # Hand-made reads still to move onto the owners (issue 26), in files other work owned at the
 # time; each entry goes when its file is fixed (the test says when one is no longer needed).
 PENDING: dict[tuple[str, str], str] = {
-    ("runtime/agents/params.py", "agent.json"): "is_bundle(folder, 'Agent') / read_manifest",
+    ("agents/kit/params.py", "agent.json"): "is_bundle(folder, 'Agent') / read_manifest",
 }
 
 

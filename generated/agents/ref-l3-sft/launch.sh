@@ -13,4 +13,4 @@ cd "${A2C_WORKSPACE:?A2C_WORKSPACE is not set}"
 A2C_PROMPT="$(cat "${A2C_PROMPT_FILE:?A2C_PROMPT_FILE is not set}")"
 export A2C_PROMPT
 export A2C_DRIVER_MODEL="${A2C_DRIVER_MODEL:-}"
-exec python -m a2c.runtime.agents.l3_sft
+exec python -m a2c.agents.reference.l3_sft

@@ -13,8 +13,8 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.driver_gateway import DriverGatewayProcess, prepare_gateway
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("a2c.runtime.scripted_driver") is None,
-                                reason="a2c.runtime.scripted_driver is not in this checkout")
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("a2c.agents.scripted_driver") is None,
+                                reason="a2c.agents.scripted_driver is not in this checkout")
 
 
 def test_scripted_driver_behind_the_gateway(tmp_path, monkeypatch):

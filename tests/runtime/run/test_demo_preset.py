@@ -27,9 +27,9 @@ def test_demo_preset(monkeypatch):
     # params the reference agent declares (its bundle) and documents in its module
     import json
 
+    from a2c.agents.reference import sft
     from a2c.contracts.agent_params import effective
     from a2c.paths import project_root
-    from a2c.runtime.agents import sft
     manifest = json.loads((project_root() / "generated" / "agents" / "ref-sft" / "agent.json")
                           .read_text(encoding="utf-8"))
     assert effective(manifest["agent"], opts.agent_params)["steps"] == 20

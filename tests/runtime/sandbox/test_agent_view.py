@@ -43,7 +43,7 @@ def launcher_entries() -> set[str]:
 def test_every_launcher_entry_is_an_entry_of_the_allow_list():
     entries = {n for p in view.AGENT_ENTRY_MODULES for n in expand(p, view.package_roots())}
     found = launcher_entries()
-    assert {"a2c.runtime.agents.sft", "a2c.runtime.sandbox.loopback_forwarder"} <= found
+    assert {"a2c.agents.reference.sft", "a2c.runtime.sandbox.loopback_forwarder"} <= found
     assert found <= entries, f"add to view.AGENT_ENTRY_MODULES: {sorted(found - entries)}"
 
 
@@ -64,7 +64,7 @@ def test_what_the_agents_import_is_in_the_staged_view(tmp_path):
     missing, maybe = finder.any_missing_maybe()
     ours = [m for m in missing + maybe if m == "a2c" or m.startswith("a2c.")]
     assert not ours, {m: sorted(finder.badmodules.get(m, {})) for m in ours}
-    assert set(finder.modules) >= {"a2c.runtime.agents.sft", "a2c.runtime.agents.l3_rl",
+    assert set(finder.modules) >= {"a2c.agents.reference.sft", "a2c.agents.reference.l3_rl",
                                    "a2c.runtime.grader_service.client"}
     # the bundles' workspace scripts (level 3's rollout example) import only what is staged
     for script in ROOT.glob("generated/*/workspace/**/*.py"):
@@ -81,8 +81,8 @@ def test_modules_loaded_by_a_computed_name_are_declared():
 def test_the_view_leaves_out_the_grader_the_gateway_and_the_orchestration(tmp_path):
     staged = view.stage(tmp_path / "agent-lib")
     files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
-    assert "a2c/runtime/agents/sft.py" in files and "a2c/runtime/grader_service/client.py" in files
-    for gone in ("a2c/runtime/driver_gateway/", "a2c/runtime/scripted_driver/", "a2c/runtime/run/",
+    assert "a2c/agents/reference/sft.py" in files and "a2c/runtime/grader_service/client.py" in files
+    for gone in ("a2c/runtime/driver_gateway/", "a2c/agents/scripted_driver/", "a2c/runtime/run/",
                  "a2c/runtime/graders/humaneval.py", "a2c/runtime/graders/code_exec.py",
                  "a2c/runtime/graders/registry.py", "a2c/runtime/grader_service/launcher.py",
                  "a2c/runtime/sidecars/process.py", "a2c/compiler/", "a2c/specs/", "a2c/cli/",
@@ -148,16 +148,17 @@ def test_inside_the_sandbox_the_agents_run_and_the_rest_is_absent(tmp_path, monk
     runtime, fresh = _fresh_runtime(tmp_path, monkeypatch)
     a2c_dir = sorted(view.package_dirs("a2c"))[0]
     absent = [runtime / f"{fresh}.py", runtime / "driver_gateway",
-              runtime / "driver_gateway" / "prices.yaml", runtime / "scripted_driver",
+              runtime / "driver_gateway" / "prices.yaml",
               runtime / "graders" / "humaneval.py", runtime / "graders" / "registry.py",
               runtime / "grader_service" / "launcher.py", runtime / "sidecars" / "process.py",
               runtime / "run", a2c_dir / "cli"]
     absent += [folder for name in ("a2c.compiler", "a2c.specs", "a2c.analysis", "a2c.templates",
-                                   "a2c.runtime.driver_gateway", "a2c.runtime.scripted_driver")
+                                   "a2c.runtime.driver_gateway", "a2c.agents.scripted_driver")
                for folder in view.package_dirs(name)]
-    present = [runtime / "agents" / "sft.py", runtime / "grader_service" / "client.py"]
+    present = [sorted(view.package_dirs("a2c.agents.reference"))[0] / "sft.py",
+               runtime / "grader_service" / "client.py"]
     entries = sorted(launcher_entries()) + ["a2c.runtime.grader_service.client"]
-    hidden = [f"a2c.runtime.{fresh}", "a2c.runtime.driver_gateway", "a2c.runtime.scripted_driver",
+    hidden = [f"a2c.runtime.{fresh}", "a2c.runtime.driver_gateway", "a2c.agents.scripted_driver",
               "a2c.runtime.graders.humaneval", "a2c.runtime.run", "a2c.compiler.resolve"]
     run = tmp_path / "run"
     for name in ("workspace", "data", "model", "grader", "logs"):

@@ -216,7 +216,7 @@ def test_the_staged_library_is_the_agent_view(tmp_path):
     from a2c.runtime.sandbox.docker_container import stage_agent_library
     lib = stage_agent_library(tmp_path / "lib")
     files = {str(p.relative_to(lib)) for p in lib.rglob("*") if p.is_file()}
-    assert "a2c/runtime/agents/sft.py" in files and "a2c/cli/main.py" not in files
+    assert "a2c/agents/reference/sft.py" in files and "a2c/cli/main.py" not in files
     assert "a2c/runtime/grader_service/client.py" in files
     assert (lib / "a2c/runtime/grader_service/__init__.py").read_text() == ""
     assert {f for f in files if f.startswith("a2c/runtime/grader_service/")} == {

@@ -193,11 +193,11 @@ def test_python_binds_follow_the_packaging(tmp_path):
             return False
         return any(under(folder, b) for b in [*binds, *SYSTEM_DIRS])
 
-    for name in ("a2c", "a2c.runtime", "a2c.runtime.agents", "a2c.runtime.envs"):
+    for name in ("a2c", "a2c.runtime", "a2c.agents.reference", "a2c.runtime.envs"):
         for entry in importlib.import_module(name).__path__:
             assert visible(Path(entry).resolve()), (name, entry)
     for name in ("a2c.compiler", "a2c.analysis", "a2c.templates", "a2c.specs",
-                 "a2c.runtime.driver_gateway", "a2c.runtime.scripted_driver"):
+                 "a2c.runtime.driver_gateway", "a2c.agents.scripted_driver"):
         for entry in importlib.import_module(name).__path__:
             assert not visible(Path(entry).resolve()), (name, entry)
 

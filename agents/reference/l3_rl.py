@@ -1,0 +1,466 @@
+"""Reference agent for level 3 by online RL: the policy plays the training games, the environment
+rewards it, GRPO updates it from its own episodes.
+
+    python -m a2c.agents.reference.l3_rl
+
+It uses only what the workspace gives any agent: `l3/env.json` (environment kind, step limit,
+history rule, generation settings), the prompt format the grader uses (`a2c.runtime.envs`, the
+same code `l3/rollout_example.py` runs) and the training games (`$A2C_DATA_DIR/train.jsonl`).
+
+Loop, while the budget lasts (each iteration):
+1. copy the current weights into the rollout engine (a bf16 copy: ~3-5x faster sampling on a CPU
+   with bf16 instructions; the trainer keeps float32 weights);
+2. play `games` training games `group` times each, sampled at
+   `temperature`, lockstep (one batched generate per step for all live episodes), in
+   exactly the evaluation prompt format; epsilon-greedy exploration: a share of the steps (0.5,
+   decaying) takes a random one of the listed valid actions instead (sampled, the base model
+   won none of 32 episodes and took no valid action in them: no return to learn from);
+3. GRPO over episode returns (`episodes.py`): games whose episodes all scored alike carry no
+   gradient and are dropped; the rest go to TRL's `GRPOTrainer`, whose `rollout_func` hands it the
+   recorded episodes packed as multi-turn completions (`env_mask`: loss on the model's tokens only)
+   and whose reward function returns each episode's return; TRL computes the group advantages and
+   the clipped policy-gradient loss, one optimizer step an iteration (on-policy; more,
+   PPO-style, with `minibatches`), with one AdamW kept across
+   iterations over the upper half of the layers (the lower half and the embeddings frozen: their
+   backward pass is never computed);
+4. every `check_every` iterations, play the training games greedily (as the grader
+   plays the held-out ones); when that success rate beats the best so far, save and submit.
+
+Modes: `rl-only` starts from the base model, and no supervised objective is anywhere in the code
+it runs (this module imports none; the report's compliance line checks it). `free` first launches
+`ref-l3-sft` as its own command (`python -m a2c.agents.reference.l3_sft`, which the recorder logs, so
+the report names the warm-up), which trains on the walkthroughs and submits — the paper's best
+route —, then runs RL from that model. `sft-only`: the warm-up only. `warmup=false` skips the
+warm-up in free mode. The simpler variant, reward-filtered fine-tuning on the winning episodes'
+own steps, is `python -m a2c.agents.reference.l3_rft` (supervised, so it refuses rl-only mode).
+
+Params (specs/agents/ref-l3-rl.yaml `params:`, where each is documented; `a2c run --agent-param
+NAME=VALUE`):
+- `games` (8), `group` (4): games an iteration, episodes a game (32 episodes, ~50 s of rollouts
+  on 2 cores);
+- `temperature` (1.0); `lr` (2e-4: on textquest-short's 12-minute runs 1e-4 gained in one of two
+  seeds, 2e-4 in three of three);
+- `freeze` (0.5): the share of decoder layers frozen from the bottom, with the embeddings;
+- `minibatches` (1): optimizer steps an update (more reuse the rollouts PPO-style; at lr 1e-4 the
+  second step's ratio exploded in a probe, loss 3458);
+- `micro` (4): micro-batch rows; `max_groups` (8): informative games an update, the widest
+  return spread first (all 8 games x 4 episodes: ~90 s at load ~2; 4 of them ~45 s, but with
+  half the signal the measured run learned far less in the same budget);
+- `explore` / `explore_decay` / `explore_min` (0.5, 0.85 an iteration, 0.1): the share of steps
+  that take a random listed action instead of the model's;
+- `valid_bonus` (0.1): return bonus x the share of the episode's actions the environment listed
+  as valid (0: no shaping); `valid_until` (0.8): the bonus ends for good once the model's own
+  actions (explored steps not counted) are valid this often in an iteration — the format is
+  learned, and a bonus kept beyond that was measured to pull the policy onto one always-valid
+  action (`inventory` at every step) instead of the quest's;
+- `max_iters` (0: until the budget ends), `check_every` (2), `check_games` (16; 0: all training
+  games), `warmup` (true); the warm-up gets `sft_steps`, `sft_batch`, `sft_lr`, `sft_max_length`
+  as ref-l3-sft's `steps`, `batch`, `lr`, `max_length`; `bf16` (auto) for both; `threads`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from a2c.agents.kit import context, episodes, grading, params, training
+from a2c.agents.kit.context import log
+from a2c.agents.kit.environments import RolloutConfig, env_factory, get_format, run_rollouts
+
+AGENT_ID = "ref-l3-rl"
+
+
+class Arena:
+    """The training environment as the agent sees it: env.json, the games, the prompt format."""
+
+    def __init__(self, workspace: Path, data_dir: Path):
+        cfg = json.loads((workspace / "l3" / "env.json").read_text(encoding="utf-8"))
+        self.cfg = cfg
+        self.env_cfg = {k: cfg[k] for k in ("kind", "max_steps", "history", "options")
+                        if cfg.get(k) is not None}
+        self.fmt = get_format(cfg["kind"], cfg.get("options"))
+        self.rollout_cfg = RolloutConfig.from_env_cfg(self.env_cfg)
+        self.factory = env_factory(self.env_cfg, data_dir)
+        self.score_by = cfg.get("score_by") or "success"
+        self.inference = dict(cfg.get("inference") or {})
+
+    def settings(self, temperature: float | None = None, seed: int = 0):
+        from a2c.agents.kit.inference import GenerationSettings
+        inference = dict(self.inference, seed=seed, batch_size=64)
+        if temperature is not None:
+            inference["temperature"] = temperature
+        return GenerationSettings.from_config(inference)
+
+    def play(self, records: list[dict], policy, count_tokens) -> tuple[list, list]:
+        """(episodes, per episode the valid-action lists the environment showed at each step)."""
+        seen: list[list[list[str]]] = [[] for _ in records]
+        slot = {id(rec): i for i, rec in enumerate(records)}
+
+        def factory(rec):
+            return _Listing(self.factory(rec), seen[slot[id(rec)]])
+
+        eps = run_rollouts(records, factory, self.fmt, policy, self.rollout_cfg, lockstep=True,
+                           record_prompts=True, count_tokens=count_tokens)
+        return eps, seen
+
+
+class _Listing:
+    """An environment that notes the valid actions it lists (`admissible_commands`) per step."""
+
+    def __init__(self, env, seen: list):
+        self.env, self.seen = env, seen
+
+    def reset(self):
+        obs, info = self.env.reset()
+        self.seen.append(list(info.get("admissible_commands") or []))
+        return obs, info
+
+    def step(self, action):
+        obs, reward, done, info = self.env.step(action)
+        self.seen.append(list(info.get("admissible_commands") or []))
+        return obs, reward, done, info
+
+    def close(self):
+        self.env.close()
+
+
+class Policy:
+    """The rollout engine: the grader's own inference backend (bf16 where the task grades in
+    bf16, prefix cache for greedy play), its weights copied from the model being trained."""
+
+    def __init__(self, model_dir: Path, options: dict):
+        from a2c.agents.kit.inference import load_backend, policy_backend_kwargs, token_counter
+        self.backend = load_backend(model_dir, "transformers", **policy_backend_kwargs(options))
+        self.count_tokens = token_counter(self.backend)
+        self.calls = 0
+
+    def sync(self, model) -> None:
+        """The trained weights, cast to the engine's dtype; the prefix cache (keys and values
+        of the old weights) is emptied."""
+        self.backend.model.load_state_dict(model.state_dict())
+        self.backend.reset_prefix_cache()
+
+    def __call__(self, settings, explore: float = 0.0, rng: random.Random | None = None):
+        """The policy function for `run_rollouts`: the model's outputs (sampled per `settings`);
+        with probability `explore` a step instead takes a random one of the actions the prompt
+        lists as valid (epsilon-greedy exploration: the base model narrates instead of acting
+        and, sampled, almost never wins an episode, so GRPO would see no return to learn from)."""
+        from dataclasses import replace
+        rng = rng or random.Random(settings.seed)
+        self.explored = 0
+
+        def policy(prompts):
+            self.calls += 1
+            outputs = self.backend.generate(prompts, replace(settings,
+                                                             seed=settings.seed + self.calls))
+            if explore > 0:
+                for i, prompt in enumerate(prompts):
+                    listed = listed_actions(prompt)
+                    if listed and rng.random() < explore:
+                        outputs[i] = rng.choice(listed)
+                        self.explored += 1
+            return outputs
+        return policy
+
+
+def listed_actions(prompt: list[dict]) -> list[str]:
+    """The actions the newest message lists (`Valid actions: a, b, c`, as l3/PROMPT_FORMAT.md
+    states the format), or none."""
+    if not prompt:
+        return []
+    for line in str(prompt[-1].get("content", "")).splitlines():
+        if line.startswith("Valid actions:"):
+            return [a.strip() for a in line[len("Valid actions:"):].split(", ") if a.strip()]
+    return []
+
+
+def play_groups(arena: Arena, policy: Policy, games: list[dict], group: int, temperature: float,
+                seed: int, bonus: float = 0.0, explore: float = 0.0) -> list[episodes.Played]:
+    """Each game played `group` times with the current policy, sampled (and `explore`: the
+    share of steps taking a random listed action); one Played per episode (its return shaped by
+    `bonus` for valid actions, see episodes.shaped_return)."""
+    records = [dict(g) for g in games for _ in range(group)]
+    eps, seen = arena.play(records, policy(arena.settings(temperature, seed), explore=explore,
+                                           rng=random.Random(seed)), policy.count_tokens)
+    return [episodes.from_episode(str(rec.get("id")), ep, arena.score_by, admissible=listed,
+                                  bonus=bonus)
+            for rec, ep, listed in zip(records, eps, seen)]
+
+
+def own_valid_share(played: list[episodes.Played], explored: int) -> float:
+    """The share of the model's own actions that were valid: explored steps (a random listed
+    action, always valid) are taken out of both counts."""
+    steps = sum(len(p.valid) for p in played) - explored
+    return max(0, sum(sum(p.valid) for p in played) - explored) / steps if steps > 0 else 0.0
+
+
+def greedy_success(arena: Arena, policy: Policy, games: list[dict]) -> float:
+    """The training games played as the grader plays the held-out ones (greedy), success %."""
+    eps, _ = arena.play([dict(g) for g in games], policy(arena.settings()), policy.count_tokens)
+    return 100.0 * sum(episodes.episode_return(e, arena.score_by) for e in eps) / max(1, len(eps))
+
+
+def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimizer, *, lr: float,
+              seed: int, work_dir: Path, micro: int = 4, minibatches: int = 1,
+              bf16: str = "auto") -> dict:
+    """One GRPO update with TRL's GRPOTrainer over the recorded episode groups: the episodes
+    are one generation batch, split into `minibatches` optimizer steps (PPO's minibatches: TRL
+    then computes the rollout policy's log-probabilities once and clips the ratio of the later
+    steps; on 2 CPU cores an update costs ~6 s a sequence, so several steps from one batch of
+    rollouts learn more per second than one)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    group = len(next(iter(groups.values())))
+    packed = {key: [episodes.pack(tokenizer, p) for p in eps] for key, eps in groups.items()}
+    returns = {key: [p.ret for p in eps] for key, eps in groups.items()}
+    by_prompt = {json.dumps(eps[0].prompts[0], sort_keys=True): key for key, eps in groups.items()}
+    served: dict[str, int] = {}
+
+    def rollout_func(prompts, trainer):
+        """The episodes this generation batch asks for, already played (TRL calls it with each
+        game's prompt repeated `num_generations` times)."""
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [],
+               "episode_return": []}
+        for prompt in prompts:
+            key = by_prompt[json.dumps(prompt, sort_keys=True)]
+            k = served.get(key, 0) % group
+            served[key] = k + 1
+            item = packed[key][k]
+            out["prompt_ids"].append(item["prompt_ids"])
+            out["completion_ids"].append(item["completion_ids"])
+            out["env_mask"].append(item["env_mask"])
+            out["episode_return"].append(returns[key][k])
+        return out
+
+    def environment_return(prompts=None, completions=None, episode_return=None, **kwargs):
+        """The reward is the environment's: the episode's return."""
+        return [float(r) for r in episode_return]
+
+    rows = [{"prompt": groups[key][0].prompts[0]} for key in groups]
+    micro = max(1, min(micro, group))
+    while group % micro:
+        micro -= 1
+    per_batch = len(rows) * group // micro             # micro-batches in the generation batch
+    steps = max(1, min(minibatches, per_batch))
+    while per_batch % steps:
+        steps -= 1
+    accumulation = per_batch // steps
+    longest = max(len(i["completion_ids"]) for v in packed.values() for i in v)
+    config = GRPOConfig(
+        output_dir=str(work_dir), max_steps=steps, per_device_train_batch_size=micro,
+        gradient_accumulation_steps=accumulation, steps_per_generation=per_batch,
+        num_generations=group,
+        max_completion_length=longest + 1, learning_rate=lr, lr_scheduler_type="constant",
+        beta=0.0, num_iterations=1, gradient_checkpointing=False, logging_steps=1,
+        save_strategy="no", report_to="none",
+        use_cpu=True, bf16=training.bf16_ok(bf16), fp16=False, seed=seed, disable_tqdm=True,
+        dataloader_num_workers=0, shuffle_dataset=False)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    trainer = GRPOTrainer(model=model, reward_funcs=[environment_return], args=config,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                          rollout_func=rollout_func, optimizers=(optimizer, None))
+    started = time.time()
+    result = trainer.train()
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    return {"seconds": time.time() - started, "loss": result.training_loss,
+            "reward": logs[-1].get("reward") if logs else None,
+            "sequences": len(rows) * group, "optimizer_steps": steps}
+
+
+def warm_up(ctx) -> Path | None:
+    """The free-mode warm-up: `ref-l3-sft` run as its own logged command (it trains on the
+    walkthroughs, saves to `$A2C_OUTPUT_DIR/l3-sft`, submits and waits for its score)."""
+    command = f"{shlex.quote(sys.executable)} -m a2c.agents.reference.l3_sft"
+    log(f"warm-up: {command}", event="warmup")
+    p = params.params(AGENT_ID)
+    env = params.sub_agent_env({"steps": p["sft_steps"], "batch": p["sft_batch"],
+                                "lr": p["sft_lr"], "max_length": p["sft_max_length"],
+                                "bf16": p["bf16"]})
+    proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace, env=env)
+    out = ctx.output_dir / "l3-sft"
+    if proc.returncode != 0 or not (out / "config.json").is_file():
+        log(f"warm-up failed (rc {proc.returncode}); RL starts from the base model", event="note")
+        return None
+    return out
+
+
+def default_update(model, tokenizer, played, groups, optimizer, *, lr, seed, work_dir, arena):
+    """GRPO over episode returns (this agent's update)."""
+    if not groups:
+        return {}
+    p = params.params(AGENT_ID)
+    return grpo_step(model, tokenizer, groups, optimizer, lr=lr, seed=seed, work_dir=work_dir,
+                     micro=p["micro"], minibatches=p["minibatches"], bf16=p["bf16"])
+
+
+def freeze_lower(model, share: float) -> int:
+    """Freeze the embeddings and the lowest `share` of the decoder layers (their backward pass is
+    then never computed: ~1.5x cheaper updates at share 0.5); returns the layers frozen. The
+    tied output head stays frozen with the embeddings."""
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    if share <= 0 or layers is None:
+        return 0
+    count = min(len(layers) - 1, int(round(share * len(layers))))
+    model.get_input_embeddings().requires_grad_(False)
+    for layer in list(layers)[:count]:
+        layer.requires_grad_(False)
+    return count
+
+
+def load_trainable(path: Path):
+    """(float32 model, tokenizer padded on the left, as GRPOTrainer wants) from a folder."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), tokenizer
+
+
+def write_history(ctx, history: list[dict]) -> None:
+    """The per-iteration log, replaced atomically: the loop may be killed at the deadline."""
+    path = ctx.workspace / "tmp" / "l3-rl-history.json"
+    path.parent.mkdir(exist_ok=True)
+    part = path.with_suffix(".part")
+    part.write_text(json.dumps(history, indent=1))
+    os.replace(part, path)
+
+
+def iterate(ctx, hp: dict, arena, policy, learner, records: list[dict], it: int, cursor: int,
+            bonus: float, update, name: str) -> tuple[dict, int, float]:
+    """Iteration `it`: play a group of episodes of the next training games, update the model
+    from the informative ones; (its history record, the next games' cursor, the valid-action
+    bonus from now on: it ends once the model's own actions are valid often enough)."""
+    model, tokenizer, optimizer = learner
+    t0 = time.time()
+    games = [records[(cursor + k) % len(records)]
+             for k in range(min(hp["games"], len(records)))]
+    policy.sync(model)
+    explore = max(hp["explore_min"], hp["explore"] * hp["explore_decay"] ** (it - 1))
+    played = play_groups(arena, policy, games, hp["group"], hp["temperature"],
+                         seed=ctx.seed * 1000 + it, bonus=bonus, explore=explore)
+    groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
+                                hp["max_groups"])
+    rate = 100.0 * sum(e.info["return"] for e in played) / max(1, len(played))
+    steps = sum(len(e.valid) for e in played)
+    valid = 100.0 * sum(sum(e.valid) for e in played) / max(1, steps)
+    own_valid = own_valid_share(played, policy.explored)
+    if bonus > 0 and own_valid >= hp["valid_until"]:
+        log(f"iteration {it}: the model's own actions are valid {100 * own_valid:.0f}% of "
+            f"the time; the valid-action bonus ends", event="note")
+        bonus = 0.0
+    rollout_s = time.time() - t0
+    stats = update(model, tokenizer, played, groups, optimizer, lr=hp["lr"], seed=ctx.seed + it,
+                   work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
+    record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
+              "valid_actions": round(valid, 1), "own_valid_actions": round(100 * own_valid, 1),
+              "explore": round(explore, 3),
+              "informative_games": len(groups), "rollout_s": round(rollout_s, 1),
+              **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}}
+    log(f"iteration {it}: {len(played)} episodes (explore {explore:.2f}), sampled success "
+        f"{rate:.1f}%, valid actions {valid:.0f}% (the model's own {100 * own_valid:.0f}%), "
+        f"{len(groups)} informative games, rollouts {rollout_s:.0f}s, update "
+        f"{stats.get('seconds', 0):.0f}s", event="iteration", **record)
+    return record, cursor + len(games), bonus
+
+
+def submit_model(ctx, learner, it: int, name: str, lr: float, note: str) -> str | None:
+    """Save the model as `l3-rl-<it>`, record what trained it, submit it."""
+    model, tokenizer, _ = learner
+    out = training.save_model(model, tokenizer, ctx.output_dir / f"l3-rl-{it}")
+    grading.record_hyperparameters(ctx, method=name, iterations=it, learning_rate=lr)
+    return grading.submit(ctx, out, note=note)
+
+
+def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
+    import torch
+
+    ctx = context.AgentContext.from_env()
+    hp = params.params(AGENT_ID)
+    training.set_threads(hp["threads"])
+    arena = Arena(ctx.workspace, ctx.data_dir)
+    records = ctx.load_train()
+    random.Random(ctx.seed).shuffle(records)
+    margin = training.submit_margin(ctx, ctx.deadline - time.time())
+    max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 5)
+    update = update or default_update
+    log(f"l3 RL agent: {len(records)} training games, env {arena.cfg['kind']}, mode {ctx.mode}, "
+        f"update {name}, {ctx.remaining():.0f}s left", event="start")
+    submitted: list[str] = []
+    start_dir = ctx.base_model
+    if ctx.mode in ("free", "sft-only") and hp["warmup"]:
+        start_dir = warm_up(ctx) or ctx.base_model
+        warmed = start_dir != ctx.base_model
+    else:
+        warmed = False
+        log(f"mode {ctx.mode}: no warm-up, RL from the base model", event="note")
+    if ctx.mode == "sft-only":
+        return 0 if warmed else 1
+
+    torch.manual_seed(ctx.seed)
+    model, tokenizer = load_trainable(start_dir)
+    policy = Policy(start_dir, arena.cfg.get("options") or {})
+    max_subs -= 1 if warmed else 0          # the warm-up submitted once
+    lr, frozen = hp["lr"], freeze_lower(model, hp["freeze"])
+    optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=lr)
+    learner = (model, tokenizer, optimizer)
+    log(f"policy: {frozen} lower layers and the embeddings frozen, lr {lr:g}", event="note")
+    check_every, check_n = max(1, hp["check_every"]), hp["check_games"]
+    check_games = records[:check_n] if check_n else records
+    best = 0.0          # the base model's (the baseline): nothing to measure
+    if warmed:          # the warm-up's, so that only a better RL model is submitted
+        best = greedy_success(arena, policy, check_games)
+        log(f"start policy: greedy success {best:.1f}% on {len(check_games)} training games",
+            event="check", success=best, iteration=0)
+    last_submitted_iter, it, cursor, costs, history = 0, 0, 0, [], []
+    bonus = hp["valid_bonus"]
+    while True:
+        left = ctx.deadline - margin - time.time()
+        expected = 1.3 * max(costs[-3:], default=0.0)
+        if (hp["max_iters"] and it >= hp["max_iters"]) or left < expected or left < 10:
+            break
+        t0 = time.time()
+        it += 1
+        record, cursor, bonus = iterate(ctx, hp, arena, policy, learner, records, it, cursor,
+                                        bonus, update, name)
+        history.append(record)
+        write_history(ctx, history)      # each iteration: a deadline kill keeps what was done
+        if it % check_every == 0 and (record.get("seconds") or 0) > 0:
+            policy.sync(model)
+            score = greedy_success(arena, policy, check_games)
+            log(f"iteration {it}: greedy success {score:.1f}% on training games (best {best:.1f})",
+                event="check", success=score, iteration=it)
+            if score > best and len(submitted) < max_subs - 1:
+                best = score
+                sid = submit_model(ctx, learner, it, name, lr,
+                                   f"l3 {name} from online rollouts, iteration {it}"
+                                   f"{' after the warm-up' if warmed else ''} "
+                                   f"(train greedy {score:.1f}%)")
+                if sid:
+                    submitted.append(sid)
+                    last_submitted_iter = it
+        costs.append(time.time() - t0)
+    if it > last_submitted_iter and history and any(h.get("seconds") for h in history) and \
+            len(submitted) < max_subs:
+        sid = submit_model(ctx, learner, it, name, lr,
+                           f"l3 {name} from online rollouts, final (iteration {it})")
+        if sid:
+            submitted.append(sid)
+    write_history(ctx, history)
+    policy.backend.close()
+    for sid in submitted:
+        grading.wait_score(ctx, sid)
+    log(f"l3 RL agent done: {it} iterations, {len(submitted)} submissions", event="done")
+    return 0 if submitted or warmed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
