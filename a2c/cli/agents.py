@@ -24,8 +24,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from a2c.errors import RunError
+
+if TYPE_CHECKING:
+    from a2c.contracts.spec import AgentSpec
 
 
 def register(subparsers) -> None:
@@ -90,13 +94,14 @@ def load_one(ref: str) -> dict:
 
 # ----------------------------------------------------------------------------- list
 def handle_list(args: argparse.Namespace) -> int:
-    from a2c.runtime.run.scaffold import check_command, install_steps
+    from a2c.contracts.spec import DriverSpec
+    from a2c.runtime.run.scaffold import check_command, install_steps, typed
     rows = []
-    for agent in load_agents():
-        command = check_command(agent) if agent.get("type") == "cli" else None
-        rows.append({"id": agent["id"], "type": agent.get("type"), "title": agent.get("title"),
-                     "driver": (agent.get("driver") or {}).get("default"),
-                     "command": command,
+    for agent in map(typed, load_agents()):
+        command = check_command(agent) if agent.type == "cli" else None
+        driver = agent.driver.default if isinstance(agent.driver, DriverSpec) else None
+        rows.append({"id": agent.id, "type": agent.get("type"), "title": agent.get("title"),
+                     "driver": driver, "command": command,
                      "found": bool(command and shutil.which(command, path=_search_path())),
                      "install": [s["shell"] for s in install_steps(agent)]})
     if args.json:
@@ -130,16 +135,16 @@ def _search_path(prefix: Path | None = None) -> str:
     return os.pathsep.join(dict.fromkeys(parts))
 
 
-def plan(agent: dict, prefix: Path) -> list[dict]:
+def plan(agent: dict | AgentSpec, prefix: Path) -> list[dict]:
     """The commands that install `agent`: {argv | shell, print, kind} in order."""
-    from a2c.runtime.run.scaffold import install_steps
+    from a2c.runtime.run.scaffold import install_steps, typed
     out = []
     for step in install_steps(agent):
         if step["kind"] == "npm":
             argv = ["npm", "install", "-g", *step["packages"]]
             out.append({"kind": "npm", "argv": argv, "print": shlex.join(argv)})
         elif step["kind"] == "pip":
-            venv = prefix / "lib" / "a2c-agents" / agent["id"]
+            venv = prefix / "lib" / "a2c-agents" / typed(agent).id
             create = [sys.executable, "-m", "venv", "--clear", str(venv)]
             pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input",
                    "--disable-pip-version-check", *step["packages"]]
@@ -180,10 +185,12 @@ def _link(venv: Path, bin_dir: Path, before: set[str], echo) -> list[str]:
     return linked
 
 
-def install(agent: dict, prefix: Path, dry_run: bool, echo=print) -> list[dict]:
+def install(agent: dict | AgentSpec, prefix: Path, dry_run: bool, echo=print) -> list[dict]:
+    from a2c.runtime.run.scaffold import typed
     steps = plan(agent, prefix)
+    ident = typed(agent).id
     if not steps:
-        echo(f"{agent['id']}: nothing to install ({agent.get('type')} agent without install "
+        echo(f"{ident}: nothing to install ({typed(agent).type} agent without install "
              "entries)")
         return steps
     before: set[str] = set()
@@ -197,20 +204,20 @@ def install(agent: dict, prefix: Path, dry_run: bool, echo=print) -> list[dict]:
         if step["kind"] == "pip":
             before = _venv_bin_names(step["venv"])
         if step["kind"] == "npm" and shutil.which("npm") is None:
-            raise RunError(f"{agent['id']}: npm is not installed (it comes with Node.js: "
+            raise RunError(f"{ident}: npm is not installed (it comes with Node.js: "
                            "https://nodejs.org, or apt-get install nodejs npm)")
         try:
             proc = subprocess.run(step["argv"], check=False)
         except OSError as exc:
-            raise RunError(f"{agent['id']}: could not run {step['print']}: {exc}") from exc
+            raise RunError(f"{ident}: could not run {step['print']}: {exc}") from exc
         if proc.returncode != 0:
-            raise RunError(f"{agent['id']}: `{step['print']}` failed with status "
+            raise RunError(f"{ident}: `{step['print']}` failed with status "
                            f"{proc.returncode}")
     return steps
 
 
 def handle_install(args: argparse.Namespace) -> int:
-    from a2c.runtime.run.scaffold import check_command, install_steps
+    from a2c.runtime.run.scaffold import check_command, install_steps, typed
     if bool(args.agent) == bool(args.all):
         raise RunError("usage: a2c agents install ID [ID ...] [--dry-run] (or --all)")
     agents = [a for a in load_agents() if install_steps(a)] if args.all \
@@ -218,25 +225,25 @@ def handle_install(args: argparse.Namespace) -> int:
     several = args.all or len(agents) > 1   # go on past a failure, then name every one
     prefix = Path(args.prefix).resolve() if args.prefix else default_prefix()
     failed = []
-    for agent in agents:
-        command = check_command(agent) if agent.get("type") == "cli" else None
+    for agent in map(typed, agents):
+        command = check_command(agent) if agent.type == "cli" else None
         found = shutil.which(command, path=_search_path(prefix)) if command else None
         if args.missing and found:
-            print(f"{agent['id']}: `{command}` is {found} (already installed)")
+            print(f"{agent.id}: `{command}` is {found} (already installed)")
             continue
-        print(f"{agent['id']}:")
+        print(f"{agent.id}:")
         try:
             install(agent, prefix, args.dry_run)
         except RunError as exc:
             if not several:
                 raise
             print(f"error: {exc}", file=sys.stderr)
-            failed.append(agent["id"])
+            failed.append(agent.id)
             continue
         if command and not args.dry_run:
             where = shutil.which(command, path=_search_path(prefix))
-            print(f"{agent['id']}: `{command}` is {where}" if where else
-                  f"{agent['id']}: note: `{command}` is not on the sandbox's PATH "
+            print(f"{agent.id}: `{command}` is {where}" if where else
+                  f"{agent.id}: note: `{command}` is not on the sandbox's PATH "
                   f"({_search_path(prefix)}); a2c run will say so before it starts")
     if failed:
         raise RunError(f"not installed: {', '.join(failed)}")

@@ -12,6 +12,7 @@ import re
 import shlex
 from typing import Any
 
+from a2c.contracts.spec import AgentSpec, DriverSpec, InstallSpec
 from a2c.errors import RunError
 
 # Provider key variables a scaffold's pass_env may never carry into the sandbox (the gateway
@@ -28,9 +29,14 @@ class PreflightError(RunError):
     exit_code = 2
 
 
-def uses_gateway(agent: dict) -> bool:
+def typed(agent: dict | AgentSpec) -> AgentSpec:
+    """The resolved agent spec, typed (a2c.contracts.spec); the functions here take either."""
+    return agent if isinstance(agent, AgentSpec) else AgentSpec.from_dict(agent)
+
+
+def uses_gateway(agent: dict | AgentSpec) -> bool:
     """Agents of type `cli` (an LLM scaffold) reach their driver through the run's gateway."""
-    return agent.get("type") == "cli"
+    return typed(agent).type == "cli"
 
 
 def strip_provider(model: str | None) -> str:
@@ -40,15 +46,14 @@ def strip_provider(model: str | None) -> str:
     return model.split("/", 1)[1] if "/" in model else model
 
 
-def driver_model(driver: str | None, agent: dict) -> str:
+def driver_model(driver: str | None, agent: dict | AgentSpec) -> str:
     """The model part the scaffold is told (A2C_DRIVER_MODEL): of `provider/model`, the model;
     of `scripted:NAME`, the model the agent spec's `driver.default` names (the scripted driver
     impersonates it)."""
     driver = str(driver or "")
     if driver.startswith(SCRIPTED):
-        default = (agent.get("driver") or {}).get("default") if isinstance(agent.get("driver"),
-                                                                           dict) else None
-        return strip_provider(default)
+        spec = typed(agent).driver   # an old agent's driver may be a plain string
+        return strip_provider(spec.default if isinstance(spec, DriverSpec) else None)
     return strip_provider(driver)
 
 
@@ -67,20 +72,25 @@ def key_env_names(config: dict | None, environ: dict[str, str]) -> set[str]:
     return names
 
 
-def refuse_provider_keys(agent: dict, names: list[str], key_envs: set[str]) -> None:
+def refuse_provider_keys(agent: dict | AgentSpec, names: list[str], key_envs: set[str]) -> None:
     """A cli agent with a gateway never gets a provider key: a pass_env (or agent_env) entry
     naming one is refused before anything is written."""
     bad = sorted({str(n) for n in names
                   if str(n) in key_envs or PROVIDER_KEY.search(str(n))})
     if bad:
         raise RunError(
-            f"{agent.get('id')}: launch.pass_env names {', '.join(bad)}, a provider key: a "
+            f"{typed(agent).id}: launch.pass_env names {', '.join(bad)}, a provider key: a "
             "scaffold reaches its driver model only through the run's gateway, which keeps the "
             "key on the host; remove it from the agent spec's pass_env (the gateway reads it "
             "from the host environment)")
 
 
 # ----------------------------------------------------------------------------- install steps
+def _install(spec: AgentSpec) -> InstallSpec:
+    """The agent's install section (none when it names none, or names it as something else)."""
+    return spec.install if isinstance(spec.install, InstallSpec) else InstallSpec()
+
+
 def _pinned(entry: Any, sep: str) -> str:
     """An install entry as one package argument: `pkg@1.2.3` (npm) / `pkg==1.2.3` (pip); a
     mapping {package|name, version} is joined with `sep`."""
@@ -91,45 +101,45 @@ def _pinned(entry: Any, sep: str) -> str:
     return str(entry)
 
 
-def install_steps(agent: dict) -> list[dict[str, Any]]:
+def install_steps(agent: dict | AgentSpec) -> list[dict[str, Any]]:
     """The agent's install entries as steps: {kind: npm|pip|command, packages|command, shell}.
     `shell` is the line printed to the user (and what `a2c agents install` runs, pip excepted:
     it goes into its own virtual environment, see a2c/cli/agents.py)."""
-    install = agent.get("install") or {}
+    install = _install(typed(agent))
     steps: list[dict[str, Any]] = []
-    npm = [_pinned(e, "@") for e in install.get("npm") or []]
+    npm = [_pinned(e, "@") for e in install.npm or []]
     if npm:
         steps.append({"kind": "npm", "packages": npm,
                       "shell": "npm install -g " + " ".join(shlex.quote(p) for p in npm)})
-    pip = [_pinned(e, "==") for e in install.get("pip") or []]
+    pip = [_pinned(e, "==") for e in install.pip or []]
     if pip:
         steps.append({"kind": "pip", "packages": pip,
                       "shell": "pip install " + " ".join(shlex.quote(p) for p in pip)})
-    for command in install.get("commands") or []:
+    for command in install.commands or []:
         command = command.get("run") if isinstance(command, dict) else command
         if command:
             steps.append({"kind": "command", "command": str(command), "shell": str(command)})
     return steps
 
 
-def install_hint(agent: dict) -> str:
+def install_hint(agent: dict | AgentSpec) -> str:
     """`a2c agents install ID (npm install -g PKG@VERSION)`."""
     steps = "; ".join(s["shell"] for s in install_steps(agent))
-    hint = f"a2c agents install {agent.get('id')}"
+    hint = f"a2c agents install {typed(agent).id}"
     return f"{hint} ({steps})" if steps else hint
 
 
-def check_command(agent: dict) -> str | None:
+def check_command(agent: dict | AgentSpec) -> str | None:
     """The command the pre-flight looks for: install.check, else the launch command's first
     word (skipping VAR=value assignments and `exec`/`env`)."""
-    install = agent.get("install") if isinstance(agent.get("install"), dict) else {}
-    check = (install or {}).get("check")
+    spec = typed(agent)
+    check = _install(spec).check
     if check:
         return str(check)
     try:
-        words = shlex.split(str((agent.get("launch") or {}).get("command") or ""))
+        words = shlex.split(str(spec.launch.command or ""))
     except ValueError:
-        words = str((agent.get("launch") or {}).get("command") or "").split()
+        words = str(spec.launch.command or "").split()
     for word in words:
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word) or word in ("exec", "env"):
             continue
@@ -137,10 +147,9 @@ def check_command(agent: dict) -> str | None:
     return None
 
 
-def check_script(agent: dict, command: str) -> str:
+def check_script(agent: dict | AgentSpec, command: str) -> str:
     """The shell the pre-flight runs in the sandbox: the launcher's own variables (launch.env,
     e.g. a PATH addition), then `command -v`."""
-    lines = [f'export {k}="{v}"' for k, v in sorted(((agent.get("launch") or {}).get("env")
-                                                     or {}).items())]
+    lines = [f'export {k}="{v}"' for k, v in sorted((typed(agent).launch.env or {}).items())]
     lines.append(f"command -v {shlex.quote(command)}")
     return "\n".join(lines) + "\n"
