@@ -13,8 +13,8 @@ Who a variable is for (`Audience`):
   sets. Run and agent settings are spec fields or CLI flags, never new variables.
 - `interface`: the runtime → agent interface: set by the runtime in the agent's sandbox, read by
   the agent, its scaffold or the workspace client.
-- `internal`: a2c to its own child processes (the code-execution child, the evaluator, sidecars,
-  the bash hook), or a Dockerfile build argument; nobody sets them by hand.
+- `internal`: a2c to its own child processes (the code-execution child, the evaluator, environment
+  services, the bash hook), or a Dockerfile build argument; nobody sets them by hand.
 - `test`: test and development switches (nox, the benchmarks, scripts/); not for a real run.
 - `marker`: a literal that looks like a variable but is not one (a heredoc delimiter).
 
@@ -118,8 +118,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("A2C_SEARXNG_URL", "url", None, OPS,
        "DeepSearchQA's SearxNG endpoint when a task's search backend is `searxng`.",
        "runtime/envs/deepsearchqa/search.py"),
-    _s("A2C_WEBSHOP_URL", "url", "<the sidecar's URL>", OPS,
-       "A WebShop server to use instead of the task's sidecar.", "runtime/envs/webshop/env.py"),
+    _s("A2C_WEBSHOP_URL", "url", "<the environment service's URL>", OPS,
+       "A WebShop server to use instead of the task's environment service.",
+       "runtime/envs/webshop/env.py"),
     # ------------------------------------------------------------------ operator: judge endpoint
     _s("A2C_JUDGE_CONFIG", "path", None, OPS,
        "A JSON/YAML file with the judge endpoint's keys (lower-case, no prefix).", _JUDGE),
@@ -209,8 +210,8 @@ SETTINGS: tuple[Setting, ...] = (
        "The gateway as a loopback URL (launch.sh starts the forwarder).",
        "templates/agent/launch.sh.j2, runtime/sandbox/loopback_forwarder.py"),
     _s("A2C_SERVICE_URL_<NAME>", "url", None, IFC,
-       "A task sidecar's gateway inside the sandbox (`unix:/run/a2c/env/<name>.sock`).",
-       "runtime/sidecars/gateway.py"),
+       "A task environment service's proxy inside the sandbox (`unix:/run/a2c/env/<name>.sock`).",
+       "runtime/env_services/proxy.py"),
     # ------------------------------------------------------------------ internal
     _s("A2C_SANDBOX_ID", "str", None, N,
        "The run's marker in the agent's environment, to find every process it started.",
@@ -224,9 +225,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("A2C_EXEC_FSIZE", "int", 0, N, "Its file-size limit, bytes.", "runtime/graders/code_exec.py"),
     _s("A2C_EXEC_BLOCK", "list", None, N, "The modules it may not import.",
        "runtime/graders/code_exec.py"),
-    _s("A2C_SERVICE_PORT", "int", None, N, "The port a sidecar listens on.",
-       "runtime/sidecars/process.py"),
-    _s("A2C_SERVICE_NAME", "str", None, N, "The sidecar's name.", "runtime/sidecars/process.py"),
+    _s("A2C_SERVICE_PORT", "int", None, N, "The port an environment service listens on.",
+       "runtime/env_services/process.py"),
+    _s("A2C_SERVICE_NAME", "str", None, N, "The environment service's name.",
+       "runtime/env_services/process.py"),
     _s("A2C_HOOK_ACTIVE", "bool", False, N,
        "Set by the outermost hooked shell so nested shells do not log twice.",
        "templates/task/hooks/bash_logging.sh.j2"),

@@ -1,6 +1,6 @@
 """HTTP over a Unix socket (or loopback TCP): the one client connection and the one server base
 of every service the runtime runs on a socket (the grading service, the driver gateway, the
-environment gateways, the scripted driver).
+environment service proxies, the scripted driver).
 
     conn = connect("unix:/run/a2c/grader.sock", timeout=30)   # or "http://127.0.0.1:8000"
     conn.request("GET", "/health"); conn.getresponse().read()
@@ -14,7 +14,7 @@ one, mixes in on top: a2c/connlimit.py). A socket is created with its final
 mode (never wider, even briefly) after any stale one at its path is removed.
 
 Standard library only and in the bottom layer, because the agent's side imports it too: the
-grading client the environment gateways' adapters use (`runtime/grader_service/client.py`, the
+grading client the environments' adapters use (`runtime/grader_service/client.py`, the
 one grading-service file the sandbox shows) reaches its socket through it.
 """
 

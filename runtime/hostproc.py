@@ -1,6 +1,6 @@
 """Helper processes on the host: the one way the runtime starts, waits for, stops and cleans up
 the services it runs beside the agent (the grading service, the driver gateway, the scripted
-driver, a task's sidecars).
+driver, a task's environment services).
 
     hp = HostProcess.spawn([python, "-m", MODULE, RUN], what="grading service", log=LOG)
     info = hp.wait_ready(pid_file_ready(READY, hp.pid), timeout=60)   # or any probe

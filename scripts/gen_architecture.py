@@ -47,7 +47,7 @@ GROUPS = (
      "`runtime/driver_gateway/` — the agent's one way to its driver model (metered, recorded)"),
     ("runtime/scripted_driver", 4,
      "`agents/scripted_driver/` — a scripted upstream for the gateway (tests, demos, offline)"),
-    ("runtime/sidecars", 4, "`runtime/sidecars/` — environment side services"),
+    ("runtime/env_services", 4, "`runtime/env_services/` — the task's environment services"),
     ("runtime/sandbox", 4, "`runtime/sandbox/` — where the agent runs"),
     ("runtime/graders", 4, "`runtime/graders/` — scoring a model"),
     ("runtime/inference", 4, "`runtime/inference/` — generating with a model"),

@@ -145,12 +145,12 @@ def _task_services(task: dict):
     services = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
     if not services:
         return contextlib.nullcontext()
-    from a2c.runtime.sidecars import sidecars_running
+    from a2c.runtime.env_services import env_services_running
 
     log_dir = Path(tempfile.mkdtemp(prefix="a2c-eval-services-"))
     print(f"starting {len(services)} service(s) for the evaluation; logs in {log_dir}",
           file=sys.stderr)
-    return sidecars_running(services, log_dir=log_dir)
+    return env_services_running(services, log_dir=log_dir)
 
 
 def run(args: argparse.Namespace) -> int:

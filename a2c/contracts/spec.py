@@ -197,7 +197,7 @@ class ScoringSpec(SpecRecord):
 
 @dataclass
 class ServiceSpec(SpecRecord):
-    """A process the task runs beside the agent (runtime/sidecars), e.g. the WebShop server."""
+    """A process the task runs beside the agent (runtime/env_services), e.g. the WebShop server."""
 
     name: str = doc("the service's name", "")
     command: str = doc("its command line ({port} is filled in)", "")

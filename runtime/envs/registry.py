@@ -6,7 +6,7 @@ an `EnvKind` and registers it with `@env_kind`.
     fmt = kind.prompt_format()(options)                # its PromptFormat
     kind.score_key                                     # "success" | "reward"
     kind.generator, kind.data_generator()              # its data generator, if it has one
-    kind.agent_path_filter()                           # optional hook: the agent's gateway rule
+    kind.agent_path_filter()                           # optional hook: the agent's proxy rule
 
 Registration is lazy: this module imports only the standard library, and the kinds' `kind.py`
 modules (small, no engine imports: each imports its engine or adapter only when a method asks for
@@ -54,8 +54,8 @@ class EnvKind:
 
     def agent_path_filter(self) -> Callable[[list[dict]], PathFilter] | None:
         """For kinds served by a side service: given the agent split's records, the rule saying
-        which request paths the agent's gateway passes (`sidecars.gateway.agent_gateways`).
-        None (the default): the kind needs no gateway."""
+        which request paths the agent's proxy passes (`env_services.proxy.agent_proxies`).
+        None (the default): the kind needs no proxy."""
         return None
 
 

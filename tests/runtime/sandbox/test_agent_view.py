@@ -85,7 +85,7 @@ def test_the_view_leaves_out_the_grader_the_gateway_and_the_orchestration(tmp_pa
     for gone in ("a2c/runtime/driver_gateway/", "a2c/agents/scripted_driver/", "a2c/runtime/run/",
                  "a2c/runtime/graders/humaneval.py", "a2c/runtime/graders/code_exec.py",
                  "a2c/runtime/graders/registry.py", "a2c/runtime/grader_service/launcher.py",
-                 "a2c/runtime/sidecars/process.py", "a2c/compiler/", "a2c/specs/", "a2c/cli/",
+                 "a2c/runtime/env_services/process.py", "a2c/compiler/", "a2c/specs/", "a2c/cli/",
                  "a2c/analysis/", "a2c/templates/", "a2c/runtime/sandbox/local.py"):
         assert not any(f.startswith(gone) for f in files), gone
     assert not any(f.endswith((".yaml", ".json")) for f in files)   # prices.yaml among them
@@ -150,7 +150,7 @@ def test_inside_the_sandbox_the_agents_run_and_the_rest_is_absent(tmp_path, monk
     absent = [runtime / f"{fresh}.py", runtime / "driver_gateway",
               runtime / "driver_gateway" / "prices.yaml",
               runtime / "graders" / "humaneval.py", runtime / "graders" / "registry.py",
-              runtime / "grader_service" / "launcher.py", runtime / "sidecars" / "process.py",
+              runtime / "grader_service" / "launcher.py", runtime / "env_services" / "process.py",
               runtime / "run", a2c_dir / "cli"]
     absent += [folder for name in ("a2c.compiler", "a2c.specs", "a2c.analysis", "a2c.templates",
                                    "a2c.runtime.driver_gateway", "a2c.agents.scripted_driver")

@@ -1,4 +1,4 @@
-"""The agent's gateway to the WebShop service (runtime/sidecars/gateway.py): training sessions
+"""The agent's proxy to the WebShop service (runtime/env_services/proxy.py): training sessions
 pass, held-out and random ones are refused, also from inside the bubblewrap sandbox."""
 
 from __future__ import annotations
@@ -11,20 +11,20 @@ import pytest
 from l3_webshop_helpers import FIXTURE_COMMAND
 from l3_webshop_helpers import webshop_fixture as fx
 
+from a2c.runtime.env_services.proxy import EnvServiceProxy, agent_proxies, service_url_var
 from a2c.runtime.envs.base import EnvCrash
 from a2c.runtime.envs.webshop.env import WebShopEnv, agent_path_filter
 from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox.docker import container_kwargs
 from a2c.runtime.sandbox.local import LocalBackend, build_bwrap_argv, bwrap_works
-from a2c.runtime.sidecars.gateway import SidecarGateway, agent_gateways, env_var
 
 TRAIN = [{"id": "fixed_1", "session": "fixed_1"}, {"id": "fixed_2", "session": "fixed_2"}]
 
 
 @pytest.fixture()
-def gateway(webshop_url, tmp_path):
-    gw = SidecarGateway(tmp_path / "s" / "webshop.sock", webshop_url, agent_path_filter(TRAIN),
-                        log_path=tmp_path / "gateway.log").start()
+def proxy(webshop_url, tmp_path):
+    gw = EnvServiceProxy(tmp_path / "s" / "webshop.sock", webshop_url, agent_path_filter(TRAIN),
+                         log_path=tmp_path / "proxy.log").start()
     yield gw
     gw.stop()
 
@@ -50,27 +50,27 @@ def test_the_filter_knows_webshops_routes():
         assert not allow(path), path
 
 
-def test_training_session_plays_through_the_gateway_held_out_is_refused(gateway, monkeypatch,
+def test_training_session_plays_through_the_proxy_held_out_is_refused(proxy, monkeypatch,
                                                                           tmp_path):
-    monkeypatch.setenv(env_var("webshop"), f"unix:{gateway.socket_path}")
-    env = WebShopEnv({"id": "fixed_1"}, {"base_url": "http://127.0.0.1:9"})  # gateway wins
-    assert env.base_url == f"unix:{gateway.socket_path}"
+    monkeypatch.setenv(service_url_var("webshop"), f"unix:{proxy.socket_path}")
+    env = WebShopEnv({"id": "fixed_1"}, {"base_url": "http://127.0.0.1:9"})  # proxy wins
+    assert env.base_url == f"unix:{proxy.socket_path}"
     obs, info = env.reset()
     assert fx.GOALS[1]["instruction_text"] in obs
     assert buy(env, fx.GOALS[1]) == (1.0, True)
     for session in ("fixed_0", "random-session"):
         with pytest.raises(EnvCrash, match="403.*outside the agent's training split"):
             WebShopEnv({"id": session}).reset()
-    assert gateway.counts["denied"] == 2 and gateway.counts["forwarded"] >= 5
-    log = (tmp_path / "gateway.log").read_text().splitlines()
+    assert proxy.counts["denied"] == 2 and proxy.counts["forwarded"] >= 5
+    log = (tmp_path / "proxy.log").read_text().splitlines()
     assert any(line.endswith("/fixed_0 403") for line in log)
 
 
 def test_service_down_is_an_env_crash_not_a_hang(tmp_path, monkeypatch):
-    gw = SidecarGateway(tmp_path / "w.sock", "http://127.0.0.1:9", agent_path_filter(TRAIN),
-                        timeout=5).start()
+    gw = EnvServiceProxy(tmp_path / "w.sock", "http://127.0.0.1:9", agent_path_filter(TRAIN),
+                         timeout=5).start()
     try:
-        monkeypatch.setenv(env_var("webshop"), f"unix:{gw.socket_path}")
+        monkeypatch.setenv(service_url_var("webshop"), f"unix:{gw.socket_path}")
         with pytest.raises(EnvCrash, match="502"):
             WebShopEnv({"id": "fixed_1"}).reset()
         assert gw.counts["failed"] == 1
@@ -78,16 +78,16 @@ def test_service_down_is_an_env_crash_not_a_hang(tmp_path, monkeypatch):
         gw.stop()
     assert not gw.socket_path.exists()
     with pytest.raises(ValueError, match="http://"):
-        SidecarGateway(tmp_path / "x.sock", "unix:/nowhere", agent_path_filter(TRAIN))
+        EnvServiceProxy(tmp_path / "x.sock", "unix:/nowhere", agent_path_filter(TRAIN))
 
 
-def test_agent_gateways_only_for_an_adapter_with_a_filter(tmp_path, webshop_url):
+def test_agent_proxies_only_for_an_adapter_with_a_filter(tmp_path, webshop_url):
     records = tmp_path / "train.jsonl"
     records.write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
     port = int(webshop_url.rsplit(":", 1)[1])
     services = [{"name": "webshop", "command": "x", "port": port}]
     task = {"grader": {"env": {"kind": "webshop"}}, "environment": {"services": services}}
-    gws = agent_gateways(task, records, tmp_path / "socks", log_dir=tmp_path)
+    gws = agent_proxies(task, records, tmp_path / "socks", log_dir=tmp_path)
     try:
         assert list(gws) == ["webshop"] and gws["webshop"].allow("/fixed_2")
         assert not gws["webshop"].allow("/fixed_0")
@@ -95,18 +95,18 @@ def test_agent_gateways_only_for_an_adapter_with_a_filter(tmp_path, webshop_url)
         for gw in gws.values():
             gw.stop()
     two = [*services, {"name": "other", "command": "y", "port": 1}]
-    assert agent_gateways({**task, "environment": {"services": two}}, records, tmp_path) == {}
+    assert agent_proxies({**task, "environment": {"services": two}}, records, tmp_path) == {}
     named = {"grader": {"env": {"kind": "webshop", "options": {"service": "other"}}},
              "environment": {"services": two}}
-    gws = agent_gateways(named, records, tmp_path / "socks2")
+    gws = agent_proxies(named, records, tmp_path / "socks2")
     try:
         assert list(gws) == ["other"]
     finally:
         for gw in gws.values():
             gw.stop()
     tw = {"grader": {"env": {"kind": "textworld"}}, "environment": {"services": services}}
-    assert agent_gateways(tw, records, tmp_path) == {}          # files, no service to guard
-    assert agent_gateways({"grader": {"env": {"kind": "webshop"}}}, records, tmp_path) == {}
+    assert agent_proxies(tw, records, tmp_path) == {}          # files, no service to guard
+    assert agent_proxies({"grader": {"env": {"kind": "webshop"}}}, records, tmp_path) == {}
 
 
 def _spec(tmp_path, command, sockets) -> SandboxSpec:
@@ -117,11 +117,11 @@ def _spec(tmp_path, command, sockets) -> SandboxSpec:
     return SandboxSpec(command=command, workspace=run / "workspace", data_dir=run / "data",
                        model_dir=run / "model", socket_path=None,
                        log_path=run / "logs" / "agent.log", command_log=None,
-                       env={env_var("webshop"): "unix:/run/a2c/env/webshop.sock"},
+                       env={service_url_var("webshop"): "unix:/run/a2c/env/webshop.sock"},
                        marker=f"gw-{time.time_ns()}", env_sockets=sockets)
 
 
-def test_sandboxes_mount_the_gateway_folder(tmp_path):
+def test_sandboxes_mount_the_proxy_folder(tmp_path):
     spec = _spec(tmp_path, ["true"], tmp_path / "socks")
     argv = build_bwrap_argv(spec, python_dirs=[])
     i = argv.index(str(tmp_path / "socks"))
@@ -148,8 +148,8 @@ open("result.json", "w").write(json.dumps(out))
 
 
 @pytest.mark.skipif(not bwrap_works(), reason="bubblewrap not available")
-def test_agent_in_bwrap_reaches_training_sessions_only(gateway, tmp_path):
-    spec = _spec(tmp_path, [sys.executable, "-c", PLAY], gateway.socket_path.parent)
+def test_agent_in_bwrap_reaches_training_sessions_only(proxy, tmp_path):
+    spec = _spec(tmp_path, [sys.executable, "-c", PLAY], proxy.socket_path.parent)
     proc = LocalBackend(use_bwrap=True).start(spec)
     assert proc.wait(timeout=120) == 0, spec.log_path.read_text()
     out = json.loads((spec.workspace / "result.json").read_text())
@@ -157,8 +157,8 @@ def test_agent_in_bwrap_reaches_training_sessions_only(gateway, tmp_path):
     assert "403" in out["heldout"], out
 
 
-def test_runner_opens_the_gateway_with_the_service_and_closes_it(tmp_path):
-    """run.py: the service starts, the gateway for the agent's split opens beside it, both stop."""
+def test_runner_opens_the_proxy_with_the_service_and_closes_it(tmp_path):
+    """run.py: the service starts, the proxy for the agent's split opens beside it, both stop."""
     import socket
     from types import SimpleNamespace
 
@@ -176,15 +176,15 @@ def test_runner_opens_the_gateway_with_the_service_and_closes_it(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
     said = []
-    fake = SimpleNamespace(run_dir=tmp_path, env_services=None, env_gateways={},
+    fake = SimpleNamespace(run_dir=tmp_path, env_services=None, env_proxies={},
                            report=said.append)
     Runner.start_env_services(fake)
     try:
-        gw = fake.env_gateways["webshop"]
+        gw = fake.env_proxies["webshop"]
         assert gw.socket_path.parent == _env_socket_dir(tmp_path) and gw.socket_path.exists()
-        assert "gateway" in said[-1]
+        assert "proxy" in said[-1]
         obs, _ = WebShopEnv({"id": "fixed_2"}, {"base_url": f"unix:{gw.socket_path}"}).reset()
         assert fx.GOALS[2]["instruction_text"] in obs
     finally:
         Runner.stop_env_services(fake)
-    assert fake.env_gateways == {} and not gw.socket_path.exists()
+    assert fake.env_proxies == {} and not gw.socket_path.exists()

@@ -1,22 +1,25 @@
-"""The agent's door to a task's environment service, limited to its training split.
+"""The environment service proxy: the agent's door to a task's environment service, limited to
+its training split. (Not the driver gateway, `runtime/driver_gateway/`: that one meters driver-model calls.)
 
 A level-3 agent collects its own trajectories, so it needs the environment of its training split
 (issue: "the agent's workspace gets what it needs"). A TextWorld or ALFWorld game is a file; a
 WebShop episode is a session on the WebShop server, which the runtime runs outside the sandbox
-(`runtime/sidecars/process.py`) and which the sandbox's own network namespace cannot reach. And the server
-serves every instruction, held-out ones included. So the runtime puts a gateway between them:
+(`runtime/env_services/process.py`) and which the sandbox's own network namespace cannot reach. And the server
+serves every instruction, held-out ones included. So the runtime puts a proxy between them:
 
-    gw = SidecarGateway(RUN/"env-sockets"/"webshop.sock", "http://127.0.0.1:3000", allow)
-    gw.start()            # the socket's folder is mounted at /run/a2c/env in the sandbox
+    proxy = EnvServiceProxy(RUN/"env-sockets"/"webshop.sock", "http://127.0.0.1:3000", allow)
+    proxy.start()         # the socket's folder is mounted at /run/a2c/env in the sandbox
     ...
-    gw.stop()
+    proxy.stop()
 
 an HTTP proxy on a Unix socket that forwards a request to the service only when `allow(path)`
 says the path belongs to the agent's split (WebShop: the session id in it is one of the agent
 split's records, `WebShopKind.agent_path_filter`), and answers 403 otherwise. Inside the sandbox
 `$A2C_SERVICE_URL_<NAME>` (`unix:/run/a2c/env/<name>.sock`) names it, and the adapter uses it
 ahead of its configured URL, so the workspace's `l3/rollout_example.py` plays training sessions
-unchanged. Every request is logged (method, path, status) to the run's logs.
+unchanged. Every request is logged (method, path, status) to the run's logs
+(`logs/gateway-<name>.log`, a run-directory file name kept from before the rename). The
+answers the proxy makes itself still say "a2c gateway" (what the agent has always read).
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ INSIDE_DIR = "/run/a2c/env"
 PASS_HEADERS = ("Content-Type", "Location", "Content-Encoding")
 
 
-def env_var(service: str) -> str:
-    """`A2C_SERVICE_URL_<NAME>`: the variable that names a service's gateway inside the sandbox."""
+def service_url_var(service: str) -> str:
+    """`A2C_SERVICE_URL_<NAME>`: the variable that names a service's proxy inside the sandbox."""
     name = "".join(c if c.isalnum() else "_" for c in service).upper()
     return f"A2C_SERVICE_URL_{name}"
 
@@ -47,10 +50,10 @@ def path_segments(path: str) -> list[str]:
 
 
 class _Server(UnixServer):
-    gateway: SidecarGateway      # set by listen_unix
+    proxy: EnvServiceProxy      # set by listen_unix
 
 
-class _Handler(Handler):     # quiet: the gateway keeps its own log
+class _Handler(Handler):     # quiet: the proxy keeps its own log
     server_version = "a2c-gateway/1"
     protocol_version = "HTTP/1.0"
     peer = "agent"
@@ -62,7 +65,7 @@ class _Handler(Handler):     # quiet: the gateway keeps its own log
         self._forward("POST")
 
     def _forward(self, method: str) -> None:
-        gw: SidecarGateway = self.server.gateway
+        gw: EnvServiceProxy = self.server.proxy
         body = None
         if method == "POST":
             body = self.read_body()
@@ -96,14 +99,14 @@ class _Handler(Handler):     # quiet: the gateway keeps its own log
         self.send_body(status, data, headers)
 
 
-class SidecarGateway:
+class EnvServiceProxy:
     """An allow-listing HTTP proxy from a Unix socket to a service on loopback (see module doc)."""
 
     def __init__(self, socket_path: Path, upstream: str, allow: Callable[[str], bool], *,
                  log_path: Path | None = None, timeout: float = 60.0):
         url = urllib.parse.urlsplit(upstream)
         if url.scheme != "http" or not url.hostname:
-            raise ValueError(f"gateway upstream must be an http:// URL, got {upstream!r}")
+            raise ValueError(f"proxy upstream must be an http:// URL, got {upstream!r}")
         self.socket_path = Path(socket_path)
         self.host, self.port = url.hostname, url.port or 80
         self.allow = allow
@@ -114,11 +117,11 @@ class SidecarGateway:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> SidecarGateway:
+    def start(self) -> EnvServiceProxy:
         # 0666: the agent may run as another user (docker)
         self._server = listen_unix(self.socket_path, _Handler, mode=0o666, server_cls=_Server,
-                                   gateway=self)
-        self._thread = serve_in_thread(self._server, f"gateway-{self.socket_path.stem}")
+                                   proxy=self)
+        self._thread = serve_in_thread(self._server, f"env-proxy-{self.socket_path.stem}")
         return self
 
     def record(self, method: str, path: str, status: int) -> None:
@@ -137,9 +140,9 @@ class SidecarGateway:
         remove_stale(self.socket_path)
 
 
-def agent_gateways(task: dict, records_file: Path, socket_dir: Path,
-                   log_dir: Path | None = None) -> dict[str, SidecarGateway]:
-    """Start a gateway for the declared service a level-3 task's environment talks to, when its
+def agent_proxies(task: dict, records_file: Path, socket_dir: Path,
+                  log_dir: Path | None = None) -> dict[str, EnvServiceProxy]:
+    """Start a proxy for the declared service a level-3 task's environment talks to, when its
     kind says which paths belong to the agent's split (`EnvKind.agent_path_filter()(records)`, the
     records of `records_file`, the run's data/train.jsonl); the service is
     `grader.env.options.service`, or the task's only service. {} when none applies."""
@@ -158,10 +161,10 @@ def agent_gateways(task: dict, records_file: Path, socket_dir: Path,
     chosen = [s for s in services if s["name"] == wanted] if wanted else \
         (services if len(services) == 1 else [])
     records = read_jsonl(records_file) if chosen else []
-    gateways = {}
+    proxies = {}
     for svc in chosen:
-        gw = SidecarGateway(socket_dir / f"{svc['name']}.sock",
-                            f"http://127.0.0.1:{int(svc['port'])}", make_filter(records),
-                            log_path=(log_dir / f"gateway-{svc['name']}.log") if log_dir else None)
-        gateways[svc["name"]] = gw.start()
-    return gateways
+        proxy = EnvServiceProxy(socket_dir / f"{svc['name']}.sock",
+                                f"http://127.0.0.1:{int(svc['port'])}", make_filter(records),
+                                log_path=(log_dir / f"gateway-{svc['name']}.log") if log_dir else None)
+        proxies[svc["name"]] = proxy.start()
+    return proxies

@@ -1,12 +1,12 @@
-"""Sidecars: the side services a task declares (`environment.services`, e.g. the WebShop server).
+"""Environment services: the services a task declares (`environment.services`, e.g. WebShop's server).
 
 The runtime starts them before any grading (the baseline included) and stops them after the run:
 
-    group = start_sidecars(task["environment"]["services"], log_dir=RUN/"logs")
+    group = start_env_services(task["environment"]["services"], log_dir=RUN/"logs")
     ...
     group.stop()
 
-or as a context manager (`with sidecars_running(specs, log_dir=...) as group:`).
+or as a context manager (`with env_services_running(specs, log_dir=...) as group:`).
 
 A service is `{name, command, port, health, startup_timeout_s}` (the resolved spec). `command` is a
 shell command line, run outside the agent's sandbox in its own process group (runtime/hostproc.py), with `{port}`
@@ -14,7 +14,7 @@ replaced by the port and `$A2C_SERVICE_PORT` set; `python` on its PATH is the in
 a2c (the venv's bin folder comes first). Readiness: when `health` is a URL path, an HTTP GET of
 `http://127.0.0.1:<port><health>` must answer 200; without one, a TCP connection to the port must
 succeed. A service that exits before it is ready, or is not ready within `startup_timeout_s`,
-raises `SidecarError` naming it, the reason and the tail of its log, and every service already
+raises `EnvServiceError` naming it, the reason and the tail of its log, and every service already
 started by the same call is stopped. Stopping sends SIGTERM to the process group, then SIGKILL
 after a grace period.
 """
@@ -42,12 +42,12 @@ DEFAULT_STARTUP_TIMEOUT_S = 60.0
 POLL_S = 0.1
 
 
-class SidecarError(RunError):
+class EnvServiceError(RunError):
     """A declared service could not be started or did not become healthy."""
 
 
 @dataclass(frozen=True)
-class SidecarSpec:
+class EnvServiceSpec:
     name: str
     command: str
     port: int
@@ -56,7 +56,7 @@ class SidecarSpec:
     host: str = "127.0.0.1"
 
     @classmethod
-    def from_dict(cls, d: dict) -> SidecarSpec:
+    def from_dict(cls, d: dict) -> EnvServiceSpec:
         return cls(name=str(d["name"]), command=str(d["command"]), port=int(d["port"]),
                    health=d.get("health") or None,
                    startup_timeout_s=float(d.get("startup_timeout_s")
@@ -69,8 +69,8 @@ class SidecarSpec:
 
 
 @dataclass
-class RunningSidecar:
-    spec: SidecarSpec
+class RunningEnvService:
+    spec: EnvServiceSpec
     helper: HostProcess
     started_at: float = field(default_factory=time.monotonic)
 
@@ -94,7 +94,7 @@ class RunningSidecar:
         return self.helper.stop(grace)
 
 
-def probe(spec: SidecarSpec, timeout: float = 2.0) -> bool:
+def probe(spec: EnvServiceSpec, timeout: float = 2.0) -> bool:
     """One readiness check: HTTP 200 on the health path, or a TCP connect without one."""
     if spec.health:
         try:
@@ -109,7 +109,7 @@ def probe(spec: SidecarSpec, timeout: float = 2.0) -> bool:
         return False
 
 
-def _environment(spec: SidecarSpec, extra: dict[str, str] | None) -> dict[str, str]:
+def _env_vars(spec: EnvServiceSpec, extra: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra or {})
     bindir = str(Path(sys.executable).parent)
@@ -120,20 +120,21 @@ def _environment(spec: SidecarSpec, extra: dict[str, str] | None) -> dict[str, s
     return env
 
 
-def start_sidecar(spec: SidecarSpec | dict, *, log_dir: str | Path | None = None,
-                  cwd: str | Path | None = None, env: dict[str, str] | None = None) -> RunningSidecar:
-    """Start one service and wait until it is healthy; raise SidecarError otherwise."""
-    spec = spec if isinstance(spec, SidecarSpec) else SidecarSpec.from_dict(spec)
+def start_env_service(spec: EnvServiceSpec | dict, *, log_dir: str | Path | None = None,
+                      cwd: str | Path | None = None,
+                      env: dict[str, str] | None = None) -> RunningEnvService:
+    """Start one service and wait until it is healthy; raise EnvServiceError otherwise."""
+    spec = spec if isinstance(spec, EnvServiceSpec) else EnvServiceSpec.from_dict(spec)
     if probe(spec, timeout=0.5):
-        raise SidecarError(f"service {spec.name!r}: port {spec.port} is already in use "
+        raise EnvServiceError(f"service {spec.name!r}: port {spec.port} is already in use "
                            f"(something answers at {spec.url}); stop it or change the port")
     command = spec.command.replace("{port}", str(spec.port))
     log_path = Path(log_dir) / f"service-{spec.name}.log" if log_dir is not None else None
     try:
         helper = HostProcess.spawn(["/bin/sh", "-c", command], what=f"service {spec.name!r}",
-                                   log=log_path, env=_environment(spec, env), cwd=cwd)
+                                   log=log_path, env=_env_vars(spec, env), cwd=cwd)
     except OSError as exc:
-        raise SidecarError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
+        raise EnvServiceError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
     deadline = time.monotonic() + spec.startup_timeout_s
     what = f"GET {spec.url}{spec.health} -> 200" if spec.health else f"a connection to {spec.url}"
 
@@ -145,22 +146,22 @@ def start_sidecar(spec: SidecarSpec | dict, *, log_dir: str | Path | None = None
                                                                    time.monotonic()))),
                           deadline=deadline, poll=POLL_S, stop_grace=2.0)
     except HelperExited as exc:
-        raise SidecarError(f"service {spec.name!r} exited with status {exc.returncode} "
+        raise EnvServiceError(f"service {spec.name!r} exited with status {exc.returncode} "
                            f"before it was ready (command: {command})" + tail()) from None
     except HelperNotReady:
-        raise SidecarError(f"service {spec.name!r} not healthy within "
+        raise EnvServiceError(f"service {spec.name!r} not healthy within "
                            f"{spec.startup_timeout_s:g}s (waited for {what}; command: {command})"
                            + tail()) from None
-    return RunningSidecar(spec, helper)
+    return RunningEnvService(spec, helper)
 
 
-class SidecarGroup:
+class EnvServiceGroup:
     """The services of one run, started in order and stopped in reverse order."""
 
-    def __init__(self, services: list[RunningSidecar] | None = None):
+    def __init__(self, services: list[RunningEnvService] | None = None):
         self.services = list(services or [])
 
-    def __iter__(self) -> Iterator[RunningSidecar]:
+    def __iter__(self) -> Iterator[RunningEnvService]:
         return iter(self.services)
 
     def __len__(self) -> int:
@@ -176,20 +177,21 @@ class SidecarGroup:
         while self.services:
             self.services.pop().stop(grace=grace)
 
-    def __enter__(self) -> SidecarGroup:
+    def __enter__(self) -> EnvServiceGroup:
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-def start_sidecars(specs: Iterable[SidecarSpec | dict] | None, *, log_dir: str | Path | None = None,
-                   cwd: str | Path | None = None, env: dict[str, str] | None = None) -> SidecarGroup:
+def start_env_services(specs: Iterable[EnvServiceSpec | dict] | None, *,
+                       log_dir: str | Path | None = None, cwd: str | Path | None = None,
+                       env: dict[str, str] | None = None) -> EnvServiceGroup:
     """Start every declared service (in order); on any failure stop those started and raise."""
-    group = SidecarGroup()
+    group = EnvServiceGroup()
     try:
         for spec in specs or []:
-            group.services.append(start_sidecar(spec, log_dir=log_dir, cwd=cwd, env=env))
+            group.services.append(start_env_service(spec, log_dir=log_dir, cwd=cwd, env=env))
     except BaseException:
         group.stop(grace=2.0)
         raise
@@ -197,14 +199,14 @@ def start_sidecars(specs: Iterable[SidecarSpec | dict] | None, *, log_dir: str |
 
 
 @contextmanager
-def sidecars_running(specs, **kwargs) -> Iterator[SidecarGroup]:
-    group = start_sidecars(specs, **kwargs)
+def env_services_running(specs, **kwargs) -> Iterator[EnvServiceGroup]:
+    group = start_env_services(specs, **kwargs)
     try:
         yield group
     finally:
         group.stop()
 
 
-def describe(spec: SidecarSpec | dict) -> str:
-    spec = spec if isinstance(spec, SidecarSpec) else SidecarSpec.from_dict(spec)
+def describe(spec: EnvServiceSpec | dict) -> str:
+    spec = spec if isinstance(spec, EnvServiceSpec) else EnvServiceSpec.from_dict(spec)
     return f"{spec.name} ({shlex.quote(spec.command)} on port {spec.port})"

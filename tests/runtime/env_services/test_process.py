@@ -1,4 +1,4 @@
-"""Declared side services, the sidecars (runtime/sidecars/process.py): start, health wait, clear failures, stop."""
+"""Declared environment services (runtime/env_services/process.py): start, health wait, clear failures, stop."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import urllib.request
 
 import pytest
 
-from a2c.runtime.sidecars import (
-    SidecarError,
-    SidecarSpec,
+from a2c.runtime.env_services import (
+    EnvServiceError,
+    EnvServiceSpec,
+    env_services_running,
     probe,
-    sidecars_running,
-    start_sidecar,
-    start_sidecars,
+    start_env_service,
+    start_env_services,
 )
 
 
@@ -36,14 +36,14 @@ def test_start_health_and_stop(tmp_path):
     port = free_port()
     spec = {"name": "web", "command": http_server(port, 0.3), "port": port, "health": "/",
             "startup_timeout_s": 20}
-    group = start_sidecars([spec], log_dir=tmp_path)
+    group = start_env_services([spec], log_dir=tmp_path)
     try:
         assert group.alive() == {"web": True}
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
             assert r.status == 200
     finally:
         group.stop()
-    assert not probe(SidecarSpec.from_dict(spec))
+    assert not probe(EnvServiceSpec.from_dict(spec))
     assert (tmp_path / "service-web.log").is_file()
 
 
@@ -52,8 +52,8 @@ def test_port_placeholder_python_on_path_and_tcp_probe(tmp_path):
     code = ("import socket,time;s=socket.socket();"
             "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
             "s.bind(('127.0.0.1',{port}));s.listen();time.sleep(60)")
-    spec = SidecarSpec(name="tcp", command=f'python -c "{code}"', port=port, startup_timeout_s=20)
-    with sidecars_running([spec], log_dir=tmp_path) as group:
+    spec = EnvServiceSpec(name="tcp", command=f'python -c "{code}"', port=port, startup_timeout_s=20)
+    with env_services_running([spec], log_dir=tmp_path) as group:
         assert list(group.alive().values()) == [True]
         proc = group.services[0].proc
     assert proc.poll() is not None          # stopped on leaving the block
@@ -62,8 +62,8 @@ def test_port_placeholder_python_on_path_and_tcp_probe(tmp_path):
 def test_exit_before_ready_names_the_service_and_log(tmp_path):
     spec = {"name": "broken", "command": "echo boom-on-start >&2; exit 3", "port": free_port(),
             "health": "/health", "startup_timeout_s": 10}
-    with pytest.raises(SidecarError) as err:
-        start_sidecar(spec, log_dir=tmp_path)
+    with pytest.raises(EnvServiceError) as err:
+        start_env_service(spec, log_dir=tmp_path)
     msg = str(err.value)
     assert "'broken'" in msg and "status 3" in msg and "boom-on-start" in msg
 
@@ -76,20 +76,20 @@ def test_health_timeout_stops_the_process_and_earlier_services(tmp_path):
     slow = {"name": "slow", "command": http_server(free_port()), "port": bad_port,
             "health": "/health", "startup_timeout_s": 1.0}
     started = time.monotonic()
-    with pytest.raises(SidecarError, match=r"'slow' not healthy within 1s"):
-        start_sidecars([good, slow], log_dir=tmp_path)
+    with pytest.raises(EnvServiceError, match=r"'slow' not healthy within 1s"):
+        start_env_services([good, slow], log_dir=tmp_path)
     assert time.monotonic() - started < 15
     time.sleep(0.3)
-    assert not probe(SidecarSpec.from_dict(good))      # the first one was stopped too
+    assert not probe(EnvServiceSpec.from_dict(good))      # the first one was stopped too
 
 
 def test_port_already_in_use_is_refused(tmp_path):
     port = free_port()
     spec = {"name": "a", "command": http_server(port), "port": port, "health": "/",
             "startup_timeout_s": 20}
-    with sidecars_running([spec], log_dir=tmp_path):
-        with pytest.raises(SidecarError, match="already in use"):
-            start_sidecar({**spec, "name": "b"}, log_dir=tmp_path)
+    with env_services_running([spec], log_dir=tmp_path):
+        with pytest.raises(EnvServiceError, match="already in use"):
+            start_env_service({**spec, "name": "b"}, log_dir=tmp_path)
 
 
 def test_runner_starts_and_stops_the_bundles_services(tmp_path):
@@ -108,8 +108,8 @@ def test_runner_starts_and_stops_the_bundles_services(tmp_path):
     fake = SimpleNamespace(run_dir=tmp_path, env_services=None, report=said.append)
     Runner.start_env_services(fake)
     try:
-        assert probe(SidecarSpec.from_dict(svc)) and "web" in said[0]
+        assert probe(EnvServiceSpec.from_dict(svc)) and "web" in said[0]
     finally:
         Runner.stop_env_services(fake)
-    assert fake.env_services is None and not probe(SidecarSpec.from_dict(svc))
+    assert fake.env_services is None and not probe(EnvServiceSpec.from_dict(svc))
     assert (tmp_path / "logs" / "service-web.log").is_file()
