@@ -10,7 +10,7 @@
                    (never visible to the agent)
       logs/        agent.log, commands.log, transcript.<ext>, grader.log
       bundle/      the task bundle the run used
-      env-sockets/ the environment gateways' sockets (mounted at /run/a2c/env in the sandbox)
+      env-sockets/ the environment service proxies' sockets (at /run/a2c/env in the sandbox)
       agent-tmp/   the agent's /tmp (bound at /tmp in the sandbox)
 
 Nothing else in the runtime spells these names: the run, the grader service and the baseline all
@@ -30,7 +30,7 @@ from a2c.contracts.service_config import GRADER_JSON, SERVICE_JSON
 # The folders prepare creates before anything is copied in (bundle/ and agent/ are copies).
 CREATED_DIRS = ("workspace", "grader", "logs", "results", "data")
 SOCKET_LIMIT = 100       # a Unix socket path must stay under 108 bytes
-ENV_SOCKET_LIMIT = 80    # room for "<service>.sock" below the folder
+ENV_SERVICE_SOCKET_LIMIT = 80   # room for "<service>.sock" below the folder
 
 
 @dataclass(frozen=True)
@@ -186,10 +186,11 @@ class RunPaths:
         return short / "grader.sock"
 
     @property
-    def env_sockets(self) -> Path:
-        """Where the environment gateways' sockets live (RUN/env-sockets, or a short tmp dir)."""
+    def env_service_sockets(self) -> Path:
+        """Where the environment service proxies' sockets live (RUN/env-sockets, or a short
+        tmp dir)."""
         candidate = self.root / "env-sockets"
-        if len(str(candidate)) < ENV_SOCKET_LIMIT:
+        if len(str(candidate)) < ENV_SERVICE_SOCKET_LIMIT:
             return candidate
         return Path(tempfile.gettempdir()) / f"a2c-{self._short_id}-env"
 
@@ -315,6 +316,6 @@ class RunPaths:
         return self.bundle_hooks / "bash_logging.sh"
 
 
-def env_socket_dir(run_dir: str | Path) -> Path:
-    """RunPaths(run_dir).env_sockets, for callers holding only the folder."""
-    return RunPaths(Path(run_dir)).env_sockets
+def env_service_socket_dir(run_dir: str | Path) -> Path:
+    """RunPaths(run_dir).env_service_sockets, for callers holding only the folder."""
+    return RunPaths(Path(run_dir)).env_service_sockets

@@ -233,7 +233,7 @@ class Runner:
             self.env_services = start_env_services(specs, log_dir=paths.logs)
             # the agent's own way in, limited to its training split (env_services/proxy.py)
             from a2c.runtime.env_services import agent_proxies
-            self.env_proxies = agent_proxies(task, paths.train, paths.env_sockets,
+            self.env_proxies = agent_proxies(task, paths.train, paths.env_service_sockets,
                                              log_dir=paths.logs)
             for name in self.env_proxies:
                 self.report(f"service {name}: the agent reaches it through a proxy limited "

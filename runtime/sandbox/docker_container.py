@@ -22,7 +22,7 @@ from a2c.runtime.sandbox.local import (
     INSIDE_COMMAND_LOG,
     INSIDE_DATA,
     INSIDE_DRIVER_SOCKET,
-    INSIDE_ENV_SOCKETS,
+    INSIDE_ENV_SERVICE_SOCKETS,
     INSIDE_HOME,
     INSIDE_MODEL,
     INSIDE_SOCKET,
@@ -65,8 +65,9 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
     }
     if spec.socket_path:
         volumes[str(spec.socket_path)] = {"bind": INSIDE_SOCKET, "mode": "rw"}
-    if spec.env_sockets:
-        volumes[str(spec.env_sockets)] = {"bind": INSIDE_ENV_SOCKETS, "mode": "rw"}
+    if spec.env_service_sockets:
+        volumes[str(spec.env_service_sockets)] = {"bind": INSIDE_ENV_SERVICE_SOCKETS,
+                                                  "mode": "rw"}
     if spec.driver_socket:   # the container's only way to a driver model (network: none)
         volumes[str(spec.driver_socket)] = {"bind": INSIDE_DRIVER_SOCKET, "mode": "rw"}
     if spec.agent_home:

@@ -54,7 +54,7 @@ INSIDE_DATA = "/data"
 INSIDE_MODEL = "/model"
 INSIDE_RUN = "/run/a2c"
 INSIDE_SOCKET = "/run/a2c/grader.sock"
-INSIDE_ENV_SOCKETS = "/run/a2c/env"     # environment service proxies (runtime/env_services/proxy.py)
+INSIDE_ENV_SERVICE_SOCKETS = "/run/a2c/env"   # environment service proxies (env_services/proxy.py)
 INSIDE_COMMAND_LOG = "/run/a2c/commands.log"
 INSIDE_DRIVER_SOCKET = "/run/a2c/driver.sock"   # the driver gateway (runtime/driver_gateway)
 INSIDE_HOME = "/run/a2c/home"                   # a scaffold's HOME (RUN/agent-home)
@@ -108,7 +108,8 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
         box.hide_file(path)
     box.ro_bind(spec.data_dir, INSIDE_DATA).ro_bind(spec.model_dir, INSIDE_MODEL)
     box.bind(spec.workspace, INSIDE_WORKSPACE).dir(INSIDE_RUN).symlink(sys.prefix, INSIDE_VENV)
-    for host, inside in ((spec.socket_path, INSIDE_SOCKET), (spec.env_sockets, INSIDE_ENV_SOCKETS),
+    for host, inside in ((spec.socket_path, INSIDE_SOCKET),
+                         (spec.env_service_sockets, INSIDE_ENV_SERVICE_SOCKETS),
                          (spec.driver_socket, INSIDE_DRIVER_SOCKET), (spec.agent_home, INSIDE_HOME),
                          (spec.command_log, INSIDE_COMMAND_LOG)):
         if host:
@@ -249,12 +250,13 @@ def _inside(root: Path, paths) -> list[Path]:
 def grants(spec: SandboxSpec) -> dict:
     """What the agent's uid gets on the host (privileges.grant_agent), for every backend: the
     workspace and its home (chowned), the command log, the grader's and the driver gateway's
-    sockets, the environment service proxies' folder, and group read on the run's read-only trees."""
+    sockets, the environment service proxies' folder, and group read on the run's read-only
+    trees."""
     return {"writable_trees": [spec.workspace, *[p for p in (spec.agent_home, spec.agent_tmp)
                                                  if p]],
             "writable_files": [spec.command_log] if spec.command_log else [],
             "sockets": [p for p in (spec.socket_path, spec.driver_socket) if p],
-            "socket_dirs": [spec.env_sockets] if spec.env_sockets else [],
+            "socket_dirs": [spec.env_service_sockets] if spec.env_service_sockets else [],
             "readable_trees": [spec.data_dir, *_inside(spec.workspace.parent,
                                                        spec.extra_ro.values())]}
 

@@ -36,7 +36,7 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)   # A2C_* (non-path) variables
     marker: str = ""                    # unique per run: finds escaped processes
     extra_ro: dict[str, Path] = field(default_factory=dict)  # inside path -> host path (agent files, hooks)
-    env_sockets: Path | None = None     # environment service proxies' sockets (rw), /run/a2c/env
+    env_service_sockets: Path | None = None   # environment service proxies' sockets, /run/a2c/env
     driver_socket: Path | None = None   # the driver gateway's socket, at /run/a2c/driver.sock
     agent_home: Path | None = None      # the scaffold's HOME (rw), at /run/a2c/home
     agent_tmp: Path | None = None       # the agent's /tmp (rw, RUN/agent-tmp); None: a tmpfs

@@ -118,7 +118,7 @@ def _spec(tmp_path, command, sockets) -> SandboxSpec:
                        model_dir=run / "model", socket_path=None,
                        log_path=run / "logs" / "agent.log", command_log=None,
                        env={service_url_var("webshop"): "unix:/run/a2c/env/webshop.sock"},
-                       marker=f"gw-{time.time_ns()}", env_sockets=sockets)
+                       marker=f"gw-{time.time_ns()}", env_service_sockets=sockets)
 
 
 def test_sandboxes_mount_the_proxy_folder(tmp_path):
@@ -162,7 +162,7 @@ def test_runner_opens_the_proxy_with_the_service_and_closes_it(tmp_path):
     import socket
     from types import SimpleNamespace
 
-    from a2c.contracts.run_paths import env_socket_dir as _env_socket_dir
+    from a2c.contracts.run_paths import env_service_socket_dir as _env_service_socket_dir
     from a2c.runtime.run import Runner
 
     with socket.socket() as s:
@@ -181,7 +181,8 @@ def test_runner_opens_the_proxy_with_the_service_and_closes_it(tmp_path):
     Runner.start_env_services(fake)
     try:
         gw = fake.env_proxies["webshop"]
-        assert gw.socket_path.parent == _env_socket_dir(tmp_path) and gw.socket_path.exists()
+        assert gw.socket_path.parent == _env_service_socket_dir(tmp_path)
+        assert gw.socket_path.exists()
         assert "proxy" in said[-1]
         obs, _ = WebShopEnv({"id": "fixed_2"}, {"base_url": f"unix:{gw.socket_path}"}).reset()
         assert fx.GOALS[2]["instruction_text"] in obs
