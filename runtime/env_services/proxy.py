@@ -65,18 +65,18 @@ class _Handler(Handler):     # quiet: the proxy keeps its own log
         self._forward("POST")
 
     def _forward(self, method: str) -> None:
-        gw: EnvServiceProxy = self.server.proxy
+        proxy: EnvServiceProxy = self.server.proxy
         body = None
         if method == "POST":
             body = self.read_body()
         segments = path_segments(self.path)
-        if ".." in segments or not gw.allow(self.path):
-            gw.record(method, self.path, 403)       # counted before the agent hears back
+        if ".." in segments or not proxy.allow(self.path):
+            proxy.record(method, self.path, 403)       # counted before the agent hears back
             self._reply(403, b"a2c gateway: this path is outside the agent's training split\n",
                         {"Content-Type": "text/plain; charset=utf-8"})
             return
         try:
-            conn = http.client.HTTPConnection(gw.host, gw.port, timeout=gw.timeout)
+            conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=proxy.timeout)
             try:
                 headers = {"Content-Type": self.headers["Content-Type"]} \
                     if self.headers.get("Content-Type") else {}
@@ -88,11 +88,11 @@ class _Handler(Handler):     # quiet: the proxy keeps its own log
             finally:
                 conn.close()
         except (OSError, http.client.HTTPException) as exc:
-            gw.record(method, self.path, 502)
+            proxy.record(method, self.path, 502)
             self._reply(502, f"a2c gateway: service unreachable: {exc}\n".encode(),
                         {"Content-Type": "text/plain; charset=utf-8"})
             return
-        gw.record(method, self.path, status)
+        proxy.record(method, self.path, status)
         self._reply(status, data, passed)
 
     def _reply(self, status: int, data: bytes, headers: dict) -> None:
