@@ -12,7 +12,9 @@ model; defaults to `python -m a2c.runtime.grader_service.evaluate_one`), `snapsh
 disables code snapshots), `baseline` (true: the service scores the baseline first),
 `max_submission_bytes` / `max_submission_files` (the grader's copy of one submission; 64 GiB and
 10,000 by default), `max_connections` (per listener, 32) and `request_timeout_s` (10), `socket_gid`
-(the group given the 0660 socket: the sandboxed agent's gid).
+(the group given the 0660 socket: the sandboxed agent's gid), `use_bwrap` (false when the run was
+started with `--no-bwrap`: the evaluator's box and the code execution go without bubblewrap too;
+written only then).
 
 `grader/grader.json` (the grader section of a task, in a bundle and in a run directory) is read
 here too, by `load_grader_config`.
@@ -83,6 +85,7 @@ class ServiceConfig:
     max_connections: int = 32               # open connections per listener
     request_timeout_s: float = 10.0         # a connection idle this long (mid-request) is closed
     socket_gid: int | None = None           # group of the 0660 socket (the agent's gid)
+    use_bwrap: bool = True                  # false: the run said --no-bwrap (no evaluator box)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -129,6 +132,7 @@ class ServiceConfig:
             max_connections=int(raw.get("max_connections") or 32),
             request_timeout_s=float(raw.get("request_timeout_s") or 10.0),
             socket_gid=(int(raw["socket_gid"]) if raw.get("socket_gid") is not None else None),
+            use_bwrap=raw.get("use_bwrap", True) is not False,
             raw=raw,
         )
 

@@ -58,7 +58,7 @@ def _write_json_atomic(path: Path, data: Any) -> None:
 
 
 def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_dir, grader_cfg,
-                        evaluator, base_model, heldout, backend, timeout_s):
+                        evaluator, base_model, heldout, backend, timeout_s, use_bwrap=True):
     result: dict[str, Any] | None = None
     error: str | None = None
     cached = False
@@ -81,7 +81,7 @@ def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_
             evaluator or [sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
             grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
             backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
-            log_path=work / "eval" / "baseline.log")
+            log_path=work / "eval" / "baseline.log", use_bwrap=use_bwrap)
         if outcome.valid:
             result = outcome.result
             if key is None:  # the registry was not importable here: the child knows the version
@@ -101,7 +101,7 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
                      heldout: str | Path, backend: str = "auto",
                      cache_dir: str | Path | None = None, timeout_s: float = 3600.0,
                      run_dir: str | Path | None = None, evaluator: list[str] | None = None,
-                     use_cache: bool = True) -> dict[str, Any]:
+                     use_cache: bool = True, use_bwrap: bool = True) -> dict[str, Any]:
     """Score the base model on the held-out set, from the cache when possible.
 
     Returns {"valid", "score" (None when failed), "ci95", "error", "cached", "key", "key_parts",
@@ -127,7 +127,7 @@ def compute_baseline(*, task_id: str, base_model: str | Path, grader_cfg: dict[s
         result, error, cached, key, key_parts = _lookup_or_evaluate(
             key, key_parts, parts_for, use_cache=use_cache, cache_dir=cache_dir,
             run_dir=run_dir, grader_cfg=grader_cfg, evaluator=evaluator, base_model=base_model,
-            heldout=heldout, backend=backend, timeout_s=timeout_s)
+            heldout=heldout, backend=backend, timeout_s=timeout_s, use_bwrap=use_bwrap)
     valid = error is None
     summary = {
         "valid": valid, "score": (result or {}).get("score") if valid else None,
@@ -162,4 +162,5 @@ def compute_baseline_for_run(run_dir: str | Path, *, use_cache: bool = True) -> 
                             grader_cfg=cfg.grader_config(), heldout=cfg.heldout,
                             backend=cfg.backend, cache_dir=cfg.baseline_cache,
                             timeout_s=cfg.eval_timeout_s, run_dir=cfg.run_dir,
-                            evaluator=cfg.evaluator, use_cache=use_cache)
+                            evaluator=cfg.evaluator, use_cache=use_cache,
+                            use_bwrap=cfg.use_bwrap)

@@ -289,7 +289,7 @@ class GradingService:
                                    grader_cfg=self.cfg.grader_config(), heldout=self.cfg.heldout,
                                    backend=self.cfg.backend, cache_dir=self.cfg.baseline_cache,
                                    timeout_s=self.cfg.eval_timeout_s, run_dir=self.run_dir,
-                                   evaluator=self.cfg.evaluator)
+                                   evaluator=self.cfg.evaluator, use_bwrap=self.cfg.use_bwrap)
         log(f"baseline: valid={summary['valid']} score={summary['score']} "
             f"cached={summary['cached']}")
 
@@ -342,7 +342,8 @@ class GradingService:
             heldout=Path(self.cfg.heldout) if self.cfg.heldout else Path(os.devnull),
             backend=self.cfg.backend, out_path=self.paths.eval_dir / f"{sid}.json",
             timeout_s=self.cfg.eval_timeout_s,
-            log_path=self.paths.eval_dir / f"{sid}.log", slot=self.slot)
+            log_path=self.paths.eval_dir / f"{sid}.log", slot=self.slot,
+            use_bwrap=self.cfg.use_bwrap)
         result = outcome.result
         if outcome.error is not None:
             result = {"score": None, "ci95": None, "n_items": 0, "items": [], "metrics": {},

@@ -91,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--out", required=True, help="where to write the GradeResult JSON")
     parser.add_argument("--parent-pid", type=int, default=None)
+    parser.add_argument("--no-bwrap", action="store_true",
+                        help="no bubblewrap for generated code (the run said --no-bwrap)")
     args = parser.parse_args(argv)
+    if args.no_bwrap:
+        from a2c.runtime.sandbox import bwrap
+        bwrap.turn_off()
     _drop_ambient_caps()
     _die_with_parent(args.parent_pid)
     grader_cfg = json.loads(Path(args.grader).read_text(encoding="utf-8"))

@@ -156,12 +156,14 @@ def _collect_boxed(box_dir: Path, out_path: Path) -> None:
 def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, heldout: Path,
                    backend: str, out_path: Path, timeout_s: float, log_path: Path,
                    slot: ProcessSlot | None = None,
-                   env: dict[str, str] | None = None) -> EvalOutcome:
+                   env: dict[str, str] | None = None, use_bwrap: bool = True) -> EvalOutcome:
     """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`.
 
     The built-in evaluator gets `evaluator_env`; for a grader in `evaluator_box.BOXED_KINDS`,
     where the box can be built, it runs in its own bubblewrap (runtime/sandbox/evaluator_box.py)
-    and writes its result inside its box folder, moved to `out_path` after it exits."""
+    and writes its result inside its box folder, moved to `out_path` after it exits. Without
+    `use_bwrap` (a run started with --no-bwrap) there is no box, and the built-in evaluator is
+    told `--no-bwrap` (its code execution goes without bubblewrap too)."""
     from a2c.runtime.sandbox import evaluator_box
     out_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,7 +173,7 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
         pass
     builtin = is_builtin(command)
     box_dir = None
-    if builtin and evaluator_box.boxed(_grader_kind(grader_cfg_path)):
+    if builtin and use_bwrap and evaluator_box.boxed(_grader_kind(grader_cfg_path)):
         ids = evaluator_box.eval_ids()
         box_dir = out_path.parent / f"box-{out_path.stem}"
         shutil.rmtree(box_dir, ignore_errors=True)
@@ -187,7 +189,8 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
     else:
         argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
                 "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
-                "--parent-pid", str(os.getpid())]
+                "--parent-pid", str(os.getpid())] + ([] if use_bwrap or not builtin
+                                                     else ["--no-bwrap"])
         if env is None and builtin:
             env = evaluator_env(out_path.parent / "home")
     started = time.monotonic()

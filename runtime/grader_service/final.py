@@ -101,7 +101,7 @@ def score_final_split(run_dir: str | Path, policy: str = "best") -> dict[str, An
                                    grader_cfg=grader_cfg, heldout=paths.final_heldout,
                                    backend=cfg.backend, cache_dir=cfg.baseline_cache,
                                    timeout_s=cfg.eval_timeout_s, run_dir=None,
-                                   evaluator=cfg.evaluator)
+                                   evaluator=cfg.evaluator, use_bwrap=cfg.use_bwrap)
         result = summary.get("result") or {}
         rel = _write(paths.final_result("baseline"), {
             **result, "subject": "baseline", "valid": summary["valid"],
@@ -162,7 +162,8 @@ def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: dict
                              heldout=paths.final_heldout, backend=cfg.backend,
                              out_path=paths.eval_dir / f"final-{sid}.json",
                              timeout_s=cfg.eval_timeout_s,
-                             log_path=paths.eval_dir / f"final-{sid}.log")
+                             log_path=paths.eval_dir / f"final-{sid}.log",
+                             use_bwrap=cfg.use_bwrap)
     result = outcome.result or {}
     valid = outcome.valid
     rel = _write(paths.final_result(sid), {

@@ -325,7 +325,9 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         workspace=str(paths.workspace), bundle=str(paths.bundle), heldout=str(paths.heldout),
         backend=(grader.get("inference") or {}).get("backend", "auto"),
         base_model=str(model_path), baseline_cache=str(baseline_cache()),
-        task_id=task_spec.id, baseline=False)
+        task_id=task_spec.id, baseline=False,
+        # --no-bwrap: the grading service goes without bubblewrap too (written only then)
+        **({"use_bwrap": False} if opts.use_bwrap is False else {}))
 
     driver = agent_spec.driver       # an old agent may name its driver as a plain string
     driver_name = opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)

@@ -4,7 +4,9 @@ Three sandboxes are built with bubblewrap: the agent's (local.py), the evaluator
 (evaluator_box.py) and the throw-away box of generated code (graders/code_exec.py). Each says
 what it binds, in order, through `Bwrap`; each asks `available()` whether it can be built at
 all, so the documented override (`a2c run --no-bwrap`, `A2C_NO_BWRAP=1` for tests) turns every
-one of them off alike, and a host whose bubblewrap cannot make namespaces is found once.
+one of them off alike, and a host whose bubblewrap cannot make namespaces is found once. A run's
+`--no-bwrap` reaches the grading service as service.json `use_bwrap: false` (no evaluator box)
+and its evaluator child as `--no-bwrap`, which calls `turn_off()` (no code-execution box).
 
     argv = (Bwrap(bwrap_path()).system(SYSTEM_DIRS).proc().dev().tmpfs("/tmp", perms="1777")
             .ro_bind(model).bind(box_dir).unshare("net", "ipc").die_with_parent()
@@ -30,11 +32,19 @@ SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc")
 
 _lock = threading.Lock()
 _works: dict[str, bool] = {}
+_off = False     # this process was told to go without bubblewrap (turn_off)
+
+
+def turn_off() -> None:
+    """No bubblewrap in this process from now on: the evaluator child of a run started with
+    `--no-bwrap` (its own process, so nothing else is affected)."""
+    global _off
+    _off = True
 
 
 def bwrap_path() -> str | None:
     """bubblewrap on the PATH, or None where there is none or the override says so."""
-    if get_bool("A2C_NO_BWRAP"):   # a test switch; a run says --no-bwrap
+    if _off or get_bool("A2C_NO_BWRAP"):   # a test switch; a run says --no-bwrap
         return None
     return shutil.which("bwrap")
 
