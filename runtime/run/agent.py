@@ -14,8 +14,9 @@ from a2c.contracts.agent_params import to_env as params_to_env
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
+from a2c.contracts.spec import BudgetSpec, GraderSpec
 from a2c.runtime.redact import redact_bytes
-from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, uses_gateway
+from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, typed, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
 from a2c.timefmt import iso_utc
 
@@ -27,9 +28,9 @@ CONFINED = ("bubblewrap", "docker")
 
 def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
-    inference = grader.get("inference") or {}
-    params = grader.get("params") or {}
-    return {"grader": grader.get("kind"), "prompt_template": inference.get("prompt_template"),
+    spec = GraderSpec.from_dict(grader)
+    inference, params = spec.inference or {}, spec.params or {}
+    return {"grader": spec.get("kind"), "prompt_template": inference.get("prompt_template"),
             "chat_template": inference.get("chat_template", "auto"),
             "max_new_tokens": inference.get("max_new_tokens"),
             "answer_pattern": params.get("pattern")}
@@ -39,7 +40,7 @@ def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str
     """What run_meta.json tells the agent: the bundle's copy (RUN/bundle, the runtime's own)
     updated from the runtime's state; the workspace copy is never read."""
     try:
-        meta = json.loads((paths.bundle_workspace / "run_meta.json").read_text(encoding="utf-8"))
+        meta = json.loads(paths.bundle_run_meta.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         meta = {}
     if not isinstance(meta, dict):
@@ -126,8 +127,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     hooks = paths.bash_logging_hook
     if hooks.is_file():
         env["BASH_ENV"] = f"{INSIDE_HOOKS}/{hooks.name}" if confined else str(hooks)
-    launch = agent.get("launch") or {}
-    for key in launch.get("pass_env") or []:  # e.g. API keys: from the host, never stored
+    for key in typed(agent).launch.pass_env or []:  # e.g. API keys: from the host, never stored
         if gateway and PROVIDER_KEY.search(str(key)):
             continue   # never a provider key past the gateway (refused at prepare already)
         if key in os.environ and not str(key).startswith("A2C_"):
@@ -156,23 +156,25 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         agent_home=paths.agent_home if gateway else None,
         agent_tmp=paths.agent_tmp,
         gpu_ids=tuple(str(g) for g in (run.get("gpus") or {}).get("agent") or ()),
-        **spec_limits(run.budget or {}))
+        **spec_limits(run.budget_spec))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
     return spec
 
 
-def spec_limits(budget: dict) -> dict:
+def spec_limits(budget: BudgetSpec | dict) -> dict:
     """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields, for
     every backend: docker's engine enforces them, the local backend a cgroup per run
     (sandbox/cgroups.py)."""
+    if isinstance(budget, dict):
+        budget = BudgetSpec.from_dict(budget)
     limits: dict = {}
-    if budget.get("memory_mb"):
-        limits["mem_limit"] = f"{int(budget['memory_mb'])}m"
-    if budget.get("cpus"):
-        limits["cpus"] = float(budget["cpus"])
-    if budget.get("pids"):
-        limits["pids"] = int(budget["pids"])
+    if budget.memory_mb:
+        limits["mem_limit"] = f"{int(budget.memory_mb)}m"
+    if budget.cpus:
+        limits["cpus"] = float(budget.cpus)
+    if budget.pids:
+        limits["pids"] = int(budget.pids)
     return limits
 
 
