@@ -45,8 +45,6 @@ GROUPS = (
     ("runtime/grader_service", 4, "`runtime/grader_service/` — the grading service (its own process)"),
     ("runtime/driver_gateway", 4,
      "`runtime/driver_gateway/` — the agent's one way to its driver model (metered, recorded)"),
-    ("runtime/scripted_driver", 4,
-     "`agents/scripted_driver/` — a scripted upstream for the gateway (tests, demos, offline)"),
     ("runtime/env_services", 4, "`runtime/env_services/` — the task's environment services"),
     ("runtime/sandbox", 4, "`runtime/sandbox/` — where the agent runs"),
     ("runtime/graders", 4, "`runtime/graders/` — scoring a model"),

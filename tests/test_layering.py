@@ -35,15 +35,15 @@ AREAS = {
 }
 ALLOWED = {("compiler", "a2c.runtime.envs.prompts")}
 # The runtime modules a2c.agents may import, each from the one kit module that wraps it: the level-3
-# environments and rollouts, the inference backends with the grader's rollout settings, and the
-# grader's own answer extraction (so an agent trains and generates exactly as it is scored).
+# environments and rollouts, and the inference backends with the rollouts' policy settings (so an
+# agent trains and generates exactly as it is scored). No grader: the answer check is the bottom
+# layer's a2c.answer_match, which the exact_match grader scores with.
 AGENTS_MAY_IMPORT = {
     "a2c.runtime.envs.prompts": "kit/environments.py",
     "a2c.runtime.envs.registry": "kit/environments.py",
     "a2c.runtime.envs.rollout": "kit/environments.py",
-    "a2c.runtime.envs.rollout_grader": "kit/inference.py",
+    "a2c.runtime.envs.policy": "kit/inference.py",
     "a2c.runtime.inference": "kit/inference.py",
-    "a2c.runtime.graders.exact_match": "kit/answers.py",
 }
 
 

@@ -2,8 +2,8 @@
 whether an output is right exactly when the grader would score it right.
 
 `AnswerFormat` reads `run_meta.json`'s `task.answer_format` and `task.grader_params`; the check
-itself is the grader's own extraction (`ExactMatchGrader`), so a training target or a reward
-never disagrees with the score.
+itself is the exact_match grader's own reading (`a2c.answer_match`, which the grader scores
+with), so a training target or a reward never disagrees with the score.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-DEFAULT_PATTERN = r"####\s*(-?[\d,.]+)"
+from a2c.answer_match import DEFAULT_PATTERN, AnswerMatch
+
 _NUM = re.compile(r"-?\d+(?:\.\d+)?")
 DEFAULT_FORMAT = "#### {answer}"
 
@@ -20,9 +21,9 @@ DEFAULT_FORMAT = "#### {answer}"
 class AnswerFormat:
     """How the task writes and reads an answer: the template the bundle states
     (`run_meta.json` `task.answer_format`, e.g. `Answer: {answer}`) and the grader's own
-    extraction (`task.grader_params`, read with the real `ExactMatchGrader`), so a training target
-    or a reward is right exactly when the grader would score it right. A bundle compiled before
-    the answer format existed gives the arithmetic task's `#### {answer}`."""
+    extraction (`task.grader_params`, read with the grader's `a2c.answer_match`), so a training
+    target or a reward is right exactly when the grader would score it right. A bundle compiled
+    before the answer format existed gives the arithmetic task's `#### {answer}`."""
 
     template: str = DEFAULT_FORMAT
     params: dict = field(default_factory=lambda: {"pattern": DEFAULT_PATTERN,
@@ -39,30 +40,27 @@ class AnswerFormat:
                    or DEFAULT_FORMAT, params=given)
 
     @property
-    def grader(self):
-        from a2c.runtime.graders.exact_match import ExactMatchGrader
-        cached = self.__dict__.get("_grader")
+    def matcher(self) -> AnswerMatch:
+        cached = self.__dict__.get("_matcher")
         if cached is None:
-            cached = ExactMatchGrader({"kind": "exact_match", "params": self.params})
-            self.__dict__["_grader"] = cached
+            cached = AnswerMatch(self.params)
+            self.__dict__["_matcher"] = cached
         return cached
 
     def gold(self, record: dict) -> str:
         """The gold answer as the grader reads it (the text after '####' for GSM8K answers)."""
-        return self.grader.gold_answer({"id": record.get("id"), "answer":
-                                        str(record.get("answer", "")).strip()})
+        return self.matcher.gold(str(record.get("answer", "")).strip())
 
     def write(self, answer: str) -> str:
         return self.template.replace("{answer}", str(answer))
 
     def found(self, text: str) -> bool:
         """The pattern reads an answer out of `text` (the format, right or wrong)."""
-        return self.grader.extract(text)[1] == "pattern"
+        return self.matcher.extract(text)[1] == "pattern"
 
     def correct(self, text: str, gold_text: str) -> bool:
         """The grader would score `text` right against the record answer `gold_text`."""
-        item = self.grader.score_item({"id": "-", "answer": str(gold_text)}, None, text)
-        return bool(item["correct"])
+        return self.matcher.compare(text, str(gold_text))["correct"]
 
 
 def final_answer(record: dict, fmt: AnswerFormat | None = None) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
+from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import env_factory, score_key
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
@@ -42,29 +43,6 @@ def env_data_root(env_cfg: dict) -> Path:
         if cand:
             return Path(cand)
     return Path.cwd()
-
-
-PREFIX_CACHE_MB = 1024
-
-
-def policy_backend_kwargs(options: dict) -> dict:
-    """How the policy's backend is loaded for rollouts (grader, example script, benchmark alike):
-    the weights dtype, and the prefix cache, so each step computes only the conversation's new
-    tokens (transformers: `inference/prefix_cache.py`; vLLM: its automatic prefix caching)."""
-    kwargs = {"prefix_cache_mb": int(options.get("prefix_cache_mb", PREFIX_CACHE_MB) or 0)}
-    if options.get("dtype"):
-        kwargs["dtype"] = options["dtype"]
-    return kwargs
-
-
-def tokenizer_counter(tokenizer) -> Callable[[str], int]:
-    """The history rule's token count: the policy's own tokens, without special tokens."""
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-
-
-def token_counter(backend) -> Callable[[str], int] | None:
-    tok = getattr(backend, "tokenizer", None)
-    return None if tok is None else tokenizer_counter(tok)
 
 
 class RolloutGrader(Grader):

@@ -6,25 +6,19 @@ regular expression whose first group, if any, is the answer); when the pattern d
 Both the extracted answer and the gold answer (itself extracted with the same pattern when the
 gold text contains it, as GSM8K's rationale-plus-`#### N` answers do) are normalised before they
 are compared: thousands separators, `$` and `%`, surrounding punctuation, a leading `+`, and
-trailing zeros after a decimal point (`72.0` == `72`, `-0` == `0`).
+trailing zeros after a decimal point (`72.0` == `72`, `-0` == `0`). The reading itself is
+`a2c.answer_match` (bottom layer), which the reference agents use too.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from a2c.answer_match import AnswerMatch, AnswerMatchError
 from a2c.contracts.grade_result import GradeResult
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
-
-DEFAULT_PATTERN = r"####\s*(-?[\d,.]+)"
-NUMBER_RE = re.compile(r"[-+\u2212]?\s?[$\u20ac\u00a3]?\s?(?:\d[\d,]*(?:\.\d+)?|\.\d+)%?")
-NORMALIZE_STEPS = ("unicode_minus", "currency", "percent", "thousands", "punctuation", "sign",
-                   "trailing_zeros", "lowercase")
-_PUNCT = " \t\r\n.,;:!?()[]{}*\"'`_"
 
 
 class ExactMatchGrader(Grader):
@@ -33,107 +27,27 @@ class ExactMatchGrader(Grader):
 
     def __init__(self, grader_cfg: dict[str, Any]):
         super().__init__(grader_cfg)
-        pattern = self.params.get("pattern") or DEFAULT_PATTERN
         try:
-            self.pattern = re.compile(pattern)
-        except re.error as exc:
-            raise GraderError(f"exact_match: pattern {pattern!r} is not a valid regular "
-                              f"expression: {exc}") from None
-        self.fallback = self.params.get("fallback", "last_number") or "none"
-        if self.fallback not in ("last_number", "none"):
-            raise GraderError(f"exact_match: fallback must be last_number or none, "
-                              f"not {self.fallback!r}")
-        self.match = self.params.get("match", "first")
-        if self.match not in ("first", "last"):
-            raise GraderError(f"exact_match: match must be first or last, not {self.match!r}")
-        norm = self.params.get("normalize", "number")
-        if norm is True or norm in ("all", "number"):
-            self.steps = set(NORMALIZE_STEPS) - {"lowercase"}
-        elif norm == "text":
-            self.steps = {"lowercase", "unicode_minus"}
-        elif norm in (False, None, "none"):
-            self.steps = set()
-        elif isinstance(norm, (list, tuple)):
-            unknown = set(norm) - set(NORMALIZE_STEPS)
-            if unknown:
-                raise GraderError(f"exact_match: unknown normalize steps {sorted(unknown)} "
-                                  f"(known: {', '.join(NORMALIZE_STEPS)})")
-            self.steps = set(norm)
-        else:
-            raise GraderError(f"exact_match: normalize must be number, text or none, "
-                              f"not {norm!r}")
-        self.normalize_mode = norm if isinstance(norm, str) else "custom"
-        answer_pattern = self.params.get("answer_pattern")
-        try:
-            self.answer_pattern = re.compile(answer_pattern) if answer_pattern else self.pattern
-        except re.error as exc:
-            raise GraderError(f"exact_match: answer_pattern {answer_pattern!r} is not a valid "
-                              f"regular expression: {exc}") from None
+            self.matcher = AnswerMatch(self.params)
+        except AnswerMatchError as exc:
+            raise GraderError(str(exc)) from None
+        self.pattern, self.answer_pattern = self.matcher.pattern, self.matcher.answer_pattern
+        self.fallback, self.match = self.matcher.fallback, self.matcher.match
+        self.steps, self.normalize_mode = self.matcher.steps, self.matcher.normalize_mode
 
     # ---------------------------------------------------------------- extraction
     def extract(self, output: str | None) -> tuple[str | None, str]:
         """(answer, how) where how is 'pattern', 'last_number' or 'none'."""
-        if not output:
-            return None, "none"
-        if "unicode_minus" in self.steps:
-            output = output.replace("\u2212", "-")
-        matches = list(self.pattern.finditer(output))
-        if matches:
-            m = matches[0] if self.match == "first" else matches[-1]
-            text = m.group(1) if m.groups() else m.group(0)
-            return text.strip(), "pattern"
-        if self.fallback == "last_number":
-            numbers = NUMBER_RE.findall(output)
-            if numbers:
-                return numbers[-1].strip(), "last_number"
-        return None, "none"
+        return self.matcher.extract(output)
 
     def gold_answer(self, record: dict[str, Any]) -> str:
         gold = record.get("answer")
         if gold is None:
             raise GraderError(f"record {record.get('id')!r} has no 'answer' field")
-        gold = str(gold)
-        matches = list(self.answer_pattern.finditer(gold))
-        if matches:
-            m = matches[-1]
-            return (m.group(1) if m.groups() else m.group(0)).strip()
-        return gold.strip()
+        return self.matcher.gold(str(gold))
 
     def normalize(self, text: str | None) -> str | None:
-        if text is None:
-            return None
-        s = text.strip()
-        steps = self.steps
-        if "unicode_minus" in steps:
-            s = s.replace("\u2212", "-").replace("\u2013", "-")
-        # A captured answer may carry words ("72 dollars", "= 72"): keep its first number when it
-        # has one and numeric normalisation is on.
-        if steps & {"thousands", "trailing_zeros"}:
-            m = NUMBER_RE.search(s)
-            if m:
-                s = m.group(0)
-        if "currency" in steps:
-            s = re.sub(r"[$\u20ac\u00a3]", "", s)
-        if "percent" in steps:
-            s = s.replace("%", "")
-        if "punctuation" in steps:
-            s = s.strip(_PUNCT)
-        s = re.sub(r"^([-+])\s+", r"\1", s)
-        if "thousands" in steps and re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s) or "thousands" in steps and re.fullmatch(r"[-+]?[\d,]+(\.\d+)?", s):
-            s = s.replace(",", "")
-        if "sign" in steps and s.startswith("+"):
-            s = s[1:]
-        if "trailing_zeros" in steps and re.fullmatch(r"-?(\d+(\.\d*)?|\.\d+)", s):
-            try:
-                d = Decimal(s)
-                s = format(d.normalize(), "f")
-                if s in ("-0", "-0.0"):
-                    s = "0"
-            except InvalidOperation:
-                pass
-        if "lowercase" in steps:
-            s = " ".join(s.casefold().split())
-        return s
+        return self.matcher.normalize(text)
 
     # ---------------------------------------------------------------- scoring
     def score_item(self, record: dict[str, Any], prompt: Any, output: str | None,

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from a2c.runtime import inference  # noqa: E402
-from a2c.runtime.envs.rollout_grader import PREFIX_CACHE_MB, policy_backend_kwargs  # noqa: E402
+from a2c.runtime.envs.policy import PREFIX_CACHE_MB, policy_backend_kwargs  # noqa: E402
 from a2c.runtime.inference import GenerationSettings  # noqa: E402
 from a2c.runtime.inference import prefix_cache as pc  # noqa: E402
 

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             episodes += run_rollouts([rec], factory, fmt, expert_policy(rec), rollout_cfg,
                                      lockstep=False, record_prompts=True)
     else:
-        from a2c.runtime.envs.rollout_grader import policy_backend_kwargs, token_counter
+        from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
         from a2c.runtime.inference import GenerationSettings, load_backend
 
         inference = dict(cfg["inference"], seed=args.seed)
