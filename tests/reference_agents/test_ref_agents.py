@@ -85,8 +85,9 @@ def run_mod_journal(run_dir):
 
 @pytest.mark.slow
 def test_grpo_reference_agent_beats_baseline(tmp_path):
+    # the warm-up at the demo's 20 SFT steps (0 -> 66 on arith), then one GRPO stage of 4 steps
     ctx, summary = _reference_run(tmp_path, "ref-grpo", "7m",
-                                  {"steps": 4, "stages": 1})
+                                  {"sft_steps": 20, "steps": 4, "stages": 1})
     assert summary["status"] == "finished"
     assert summary["submissions"] == 2, summary
     assert summary["best_score"] > summary["baseline_score"], summary
