@@ -481,7 +481,7 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     with _task_services(task):
                         check_grader(report, grader_cfg, splits)
-                except A2CError as exc:     # a side service that cannot start on this machine
+                except A2CError as exc:     # an environment service that cannot start here
                     report.cannot_check = True
                     report.skip("(1)(2):", "the task's environment cannot run here: "
                                 f"{str(exc).splitlines()[0]}")

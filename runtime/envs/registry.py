@@ -53,8 +53,8 @@ class EnvKind:
         raise NotImplementedError(f"environment kind {self.name!r} has no data generator")
 
     def agent_path_filter(self) -> Callable[[list[dict]], PathFilter] | None:
-        """For kinds served by a side service: given the agent split's records, the rule saying
-        which request paths the agent's proxy passes (`env_services.proxy.agent_proxies`).
+        """For kinds served by an environment service: given the agent split's records, the rule
+        saying which request paths the agent's proxy passes (`env_services.proxy.agent_proxies`).
         None (the default): the kind needs no proxy."""
         return None
 

@@ -1,7 +1,7 @@
 """The `webshop` environment kind: WebShop sessions over its HTTP protocol (`env.py`), the server
-running as a side service the task declares; the `webshop` data generator (`data.py`) names the
-sessions of each split. An item scores the WebShop reward; the agent's proxy passes only the
-sessions of its split (`agent_path_filter`)."""
+running as an environment service the task declares; the `webshop` data generator (`data.py`)
+names the sessions of each split. An item scores the WebShop reward; the agent's proxy passes
+only the sessions of its split (`agent_path_filter`)."""
 
 from __future__ import annotations
 
