@@ -16,7 +16,7 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
 from a2c.contracts.spec import BudgetSpec, GraderSpec
 from a2c.runtime.redact import redact_bytes
-from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, typed, uses_gateway
+from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
 from a2c.timefmt import iso_utc
 
@@ -127,7 +127,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     hooks = paths.bash_logging_hook
     if hooks.is_file():
         env["BASH_ENV"] = f"{INSIDE_HOOKS}/{hooks.name}" if confined else str(hooks)
-    for key in typed(agent).launch.pass_env or []:  # e.g. API keys: from the host, never stored
+    for key in launch_of(agent).pass_env or []:  # e.g. API keys: from the host, never stored
         if gateway and PROVIDER_KEY.search(str(key)):
             continue   # never a provider key past the gateway (refused at prepare already)
         if key in os.environ and not str(key).startswith("A2C_"):

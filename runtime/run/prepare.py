@@ -32,6 +32,7 @@ from a2c.runtime.run.resolve import (
 )
 from a2c.runtime.run.scaffold import (
     key_env_names,
+    launch_of,
     refuse_provider_keys,
     uses_gateway,
 )
@@ -162,7 +163,7 @@ def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
         if value is not None and not value > 0:
             raise RunError(f"{flag} {value}: a driver budget must be positive")
     key_envs = key_env_names(None, dict(os.environ))
-    refuse_provider_keys(agent, list(agent_spec.launch.pass_env or []), key_envs)
+    refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []), key_envs)
     refuse_provider_keys(agent, list(opts.agent_env or {}), key_envs)
 
 
@@ -336,7 +337,7 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         os.chmod(paths.agent_home, 0o700)
         config = configure(paths, driver_name, agent,
                            {key: budget_cfg.get(key) for key in BUDGET_KEYS})
-        refuse_provider_keys(agent, list(agent_spec.launch.pass_env or []),
+        refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(

@@ -12,7 +12,7 @@ import re
 import shlex
 from typing import Any
 
-from a2c.contracts.spec import AgentSpec, DriverSpec, InstallSpec
+from a2c.contracts.spec import AgentSpec, DriverSpec, InstallSpec, LaunchSpec
 from a2c.errors import RunError
 
 # Provider key variables a scaffold's pass_env may never carry into the sandbox (the gateway
@@ -32,6 +32,12 @@ class PreflightError(RunError):
 def typed(agent: dict | AgentSpec) -> AgentSpec:
     """The resolved agent spec, typed (a2c.contracts.spec); the functions here take either."""
     return agent if isinstance(agent, AgentSpec) else AgentSpec.from_dict(agent)
+
+
+def launch_of(agent: dict | AgentSpec) -> LaunchSpec:
+    """The agent's launch section (an empty one when it has none, or a null)."""
+    launch = typed(agent).launch
+    return launch if isinstance(launch, LaunchSpec) else LaunchSpec()
 
 
 def uses_gateway(agent: dict | AgentSpec) -> bool:
@@ -137,9 +143,9 @@ def check_command(agent: dict | AgentSpec) -> str | None:
     if check:
         return str(check)
     try:
-        words = shlex.split(str(spec.launch.command or ""))
+        words = shlex.split(str(launch_of(spec).command or ""))
     except ValueError:
-        words = str(spec.launch.command or "").split()
+        words = str(launch_of(spec).command or "").split()
     for word in words:
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word) or word in ("exec", "env"):
             continue
@@ -150,6 +156,6 @@ def check_command(agent: dict | AgentSpec) -> str | None:
 def check_script(agent: dict | AgentSpec, command: str) -> str:
     """The shell the pre-flight runs in the sandbox: the launcher's own variables (launch.env,
     e.g. a PATH addition), then `command -v`."""
-    lines = [f'export {k}="{v}"' for k, v in sorted((typed(agent).launch.env or {}).items())]
+    lines = [f'export {k}="{v}"' for k, v in sorted((launch_of(agent).env or {}).items())]
     lines.append(f"command -v {shlex.quote(command)}")
     return "\n".join(lines) + "\n"
