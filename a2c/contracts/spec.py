@@ -235,7 +235,7 @@ class TaskSpec(SpecRecord):
 # ----------------------------------------------------------------------------- agent
 @dataclass
 class InstallSpec(SpecRecord):
-    """What the agent's image installs (runtime/agents)."""
+    """What the agent's image installs: an LLM scaffold's pinned packages (`a2c agents install`)."""
 
     npm: list[str] = doc("npm packages", factory=list)
     pip: list[str] = doc("pip requirements", factory=list)

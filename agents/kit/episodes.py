@@ -2,7 +2,7 @@
 the informative groups, and an episode packed as one multi-turn completion for TRL.
 
 Pure functions (a tokenizer is the only outside object), so the level-3 RL agent's arithmetic is
-tested without a model or an environment (`tests/runtime/agents/test_l3_rl.py`).
+tested without a model or an environment (`tests/reference_agents/test_l3_rl.py`).
 
 *GRPO over episode returns*: every training game is played G times with the current policy; an
 episode's return is its score (won: 1/0 on TextWorld, or the environment's reward); the advantage

@@ -3,31 +3,31 @@
 The runtime hands an agent the effective values of every param it declares, one JSON object in
 `$A2C_AGENT_PARAMS` (the runtime → agent interface; `a2c.contracts.agent_params`); an agent
 started by hand or by a test falls back to the declared defaults of its bundle. Read through
-`common.params(AGENT_ID)`, so no agent parses a variable of its own.
+`params(AGENT_ID)`, so no agent parses a variable of its own.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 
 def _declared(agent_id: str) -> dict:
-    """The agent's param declarations: its bundle's `agent.json` — the run's copy
+    """The agent's param declarations: its bundle's manifest — the run's copy
     (`$A2C_AGENT_DIR`) when it is this agent's, else the checkout's `generated/agents/<id>/` (an
     agent started by hand, a test) — or {} when neither is there."""
-    candidates = []
+    from a2c.contracts.bundle import read_manifest
+    folders = []
     if os.environ.get("A2C_AGENT_DIR"):
-        candidates.append(Path(os.environ["A2C_AGENT_DIR"]) / "agent.json")
+        folders.append(Path(os.environ["A2C_AGENT_DIR"]))
     try:
         from a2c.paths import project_root
-        candidates.append(project_root() / "generated" / "agents" / agent_id / "agent.json")
+        folders.append(project_root() / "generated" / "agents" / agent_id)
     except Exception:  # noqa: BLE001 - no checkout inside a sandbox: the run gives every value
         pass
-    for path in candidates:
+    for folder in folders:
         try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
+            manifest = read_manifest(folder, "Agent")
         except (OSError, ValueError):
             continue
         if manifest.get("id") == agent_id:
