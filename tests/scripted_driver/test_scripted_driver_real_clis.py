@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -122,9 +123,21 @@ BINARIES = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini",
             "opencode": "opencode", "opencode-chat": "opencode", "opencode-gemini": "opencode"}
 
 
+@pytest.fixture
+def open_tmp():
+    """A folder the CLI's unprivileged uid can reach: under /tmp itself, not pytest's base folder
+    (which any pytest session starting beside this one, a side job's, makes private again)."""
+    folder = Path(tempfile.mkdtemp(prefix="a2c-real-cli-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("name", ["claude-code", "codex", "gemini-cli", "opencode",
                                   "opencode-chat", "opencode-gemini", "mini-swe-agent"])
-def test_real_cli_plays_the_script(name, tmp_path):
+def test_real_cli_plays_the_script(name, open_tmp):
+    tmp_path = open_tmp
     binary = _mini() if name == "mini-swe-agent" else shutil.which(BINARIES[name])
     if not binary:
         pytest.skip(f"{name} is not installed")
@@ -137,8 +150,6 @@ def test_real_cli_plays_the_script(name, tmp_path):
         if os.geteuid() == 0:       # Claude Code refuses to skip permissions as root
             for path in (tmp_path, *tmp_path.rglob("*")):
                 path.chmod(0o777)
-            for parent in tmp_path.parents:
-                parent.chmod(parent.stat().st_mode | 0o011)
             argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
         proc = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=240)
