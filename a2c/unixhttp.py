@@ -27,6 +27,7 @@ import json
 import os
 import socket
 import socketserver
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class _QuietWhenTheClientLeft:
+    """A caller that hangs up before its answer (a refused body, a timeout on its side) is no
+    server error: nothing to print on the service's log but a traceback of a closed socket."""
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class UnixServer(_QuietWhenTheClientLeft, socketserver.ThreadingMixIn,
+                 socketserver.UnixStreamServer):
     """A threading HTTP server on a Unix socket (one daemon thread per connection)."""
 
     daemon_threads = True
@@ -143,7 +155,7 @@ class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     request_queue_size = 64
 
 
-class LoopbackServer(http.server.ThreadingHTTPServer):
+class LoopbackServer(_QuietWhenTheClientLeft, http.server.ThreadingHTTPServer):
     """A threading HTTP server on TCP (loopback: every caller binds 127.0.0.1)."""
 
     daemon_threads = True
