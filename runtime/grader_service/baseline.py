@@ -44,11 +44,28 @@ def grader_identity(grader_cfg: dict[str, Any]) -> tuple[str, str | None]:
         return kind, None
 
 
+# Where a grader finds its data on this machine, not what it grades: a run (RUN/grader/...) and
+# `a2c check` (its own copy of the bundle) score the same held-out items from two folders.
+LOCATION_KEYS = {"env": ("data_root",)}
+
+
+def portable_config(grader_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The grader config without machine-local locations (LOCATION_KEYS), so that one baseline
+    serves every run and check of the same task, model, grader and held-out items (the items
+    themselves are in the key by their fingerprint)."""
+    out = dict(grader_cfg)
+    for section, keys in LOCATION_KEYS.items():
+        if isinstance(out.get(section), dict):
+            out[section] = {k: v for k, v in out[section].items() if k not in keys}
+    return out
+
+
 def baseline_key_parts(*, task_id: str, base_fingerprint: str, grader_cfg: dict[str, Any],
                        grader_version: str, heldout_fp: str) -> dict[str, Any]:
     return {"task_id": task_id, "base_model": base_fingerprint,
             "grader_kind": str(grader_cfg.get("kind", "unknown")),
-            "grader_version": grader_version, "grader_config": sha256_json(grader_cfg),
+            "grader_version": grader_version,
+            "grader_config": sha256_json(portable_config(grader_cfg)),
             "heldout": heldout_fp}
 
 

@@ -58,6 +58,24 @@ def test_baseline_cache_hit(tmp_path, heldout, eval_log):
     assert len(eval_log()) == 5
 
 
+def test_one_baseline_wherever_the_data_lies(tmp_path, heldout, eval_log):
+    """A run (its RUN/grader copy) and `a2c check` (its own bundle copy) score the same held-out
+    items from two folders: `env.data_root` is a place, not part of the key; the environment's
+    other settings are."""
+    base = make_model(tmp_path / "base", SCORE=12)
+    cache = tmp_path / "cache"
+    rollout = {"kind": "rollout", "env": {"kind": "textworld", "max_steps": 4}}
+    first = baseline(base, heldout, cache,
+                     grader_cfg={**rollout, "env": {**rollout["env"], "data_root": "/run/a"}})
+    again = baseline(base, heldout, cache,
+                     grader_cfg={**rollout, "env": {**rollout["env"], "data_root": "/check/b"}})
+    assert again["cached"] and again["key"] == first["key"]
+    other = baseline(base, heldout, cache,
+                     grader_cfg={**rollout, "env": {**rollout["env"], "max_steps": 8}})
+    assert not other["cached"]
+    assert len(eval_log()) == 2
+
+
 def test_failed_baseline_is_not_cached_and_not_zero(tmp_path, heldout, eval_log):
     base = make_model(tmp_path / "base", CRASH=1)
     cache = tmp_path / "cache"
