@@ -28,10 +28,11 @@ ASSERT_GAIN = os.environ.get("A2C_L3_RL_TEST_GAIN") == "1"
 TASK = os.environ.get("A2C_L3_RL_TEST_TASK", "textquest-short")
 BUDGET = os.environ.get("A2C_L3_RL_TEST_BUDGET", "12m" if ASSERT_GAIN else "5m")
 # What CI can afford for the route alone: 4 games x 4 episodes an iteration, 2 of them in the
-# update (~60-100 s an iteration); with ASSERT_GAIN the agent's own defaults.
+# update (~60-100 s an iteration), the greedy check after the second on 4 training games (16 by
+# default); with ASSERT_GAIN the agent's own defaults.
 # Two iterations at most: the route needs one update; the budget stays the upper bound.
 CI_PARAMS = {} if ASSERT_GAIN else {"games": 4, "max_groups": 2, "check_every": 2,
-                                    "max_iters": 2}
+                                    "check_games": 4, "max_iters": 2}
 
 
 @pytest.mark.slow
