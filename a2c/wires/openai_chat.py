@@ -11,7 +11,7 @@ from typing import Any
 from a2c.wires.base import Wire, positive_int, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
-from a2c.wires.usage import Usage, count
+from a2c.wires.usage import Usage
 
 _ERRORS = {"auth": ("invalid_request_error", "invalid_api_key"),
            "model": ("invalid_request_error", "model_not_found"),
@@ -62,12 +62,8 @@ class OpenAIChat(Wire):
             return
         u.model = obj.get("model") or u.model
         if isinstance(obj.get("usage"), dict):
-            usage = obj["usage"]
-            prompt = count(usage.get("prompt_tokens"))
-            cached = count((usage.get("prompt_tokens_details") or {}).get("cached_tokens"))
-            u.input_tokens, u.cache_read_tokens = max(prompt - cached, 0), cached
-            u.output_tokens = count(usage.get("completion_tokens"))
-            u.seen = True
+            u.read_openai_counts(obj["usage"], "prompt_tokens", "prompt_tokens_details",
+                                 "completion_tokens")
 
     def usage_fields(self, u: Usage) -> dict:
         prompt = u.input_tokens + u.cache_read_tokens

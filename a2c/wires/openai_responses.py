@@ -11,7 +11,7 @@ from a2c.wires.base import Wire, positive_int, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.openai_chat import openai_error
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
-from a2c.wires.usage import Usage, count
+from a2c.wires.usage import Usage
 
 # Responses items the model produced (everything else in `input` came from the user or tools).
 _MODEL_ITEMS = {"function_call", "local_shell_call", "custom_tool_call", "reasoning",
@@ -66,12 +66,8 @@ class OpenAIResponses(Wire):
             return
         u.model = resp.get("model") or u.model
         if isinstance(resp.get("usage"), dict):
-            usage = resp["usage"]
-            prompt = count(usage.get("input_tokens"))
-            cached = count((usage.get("input_tokens_details") or {}).get("cached_tokens"))
-            u.input_tokens, u.cache_read_tokens = max(prompt - cached, 0), cached
-            u.output_tokens = count(usage.get("output_tokens"))
-            u.seen = True
+            u.read_openai_counts(resp["usage"], "input_tokens", "input_tokens_details",
+                                 "output_tokens")
 
     def usage_fields(self, u: Usage) -> dict:
         prompt = u.input_tokens + u.cache_read_tokens

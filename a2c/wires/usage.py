@@ -40,6 +40,15 @@ class Usage:
             return default or cls()
         return cls(**{k: int(data.get(k, 0)) for k in _COUNTS})
 
+    def read_openai_counts(self, usage: dict, prompt: str, details: str, output: str) -> None:
+        """OpenAI's two wires count the cached part inside the prompt total (`<details>.
+        cached_tokens`); here it is counted apart. The field names are the wire's."""
+        total = count(usage.get(prompt))
+        cached = count((usage.get(details) or {}).get("cached_tokens"))
+        self.input_tokens, self.cache_read_tokens = max(total - cached, 0), cached
+        self.output_tokens = count(usage.get(output))
+        self.seen = True
+
     def as_dict(self) -> dict:
         """The counts a script can set (cache writes only when there are some)."""
         out = {k: getattr(self, k) for k in _COUNTS}
