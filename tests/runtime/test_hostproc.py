@@ -67,11 +67,15 @@ def test_stop_takes_the_group_and_a_term_ignoring_child(tmp_path):
 def test_stale_helper_only_when_its_command_line_names_the_run(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    hp = HostProcess.spawn([sys.executable, "-c", "import time; time.sleep(60)", "helper.mod",
-                            str(run)], what="helper")
+    ready = tmp_path / "ready"
+    hp = HostProcess.spawn([sys.executable, "-c", READY, str(ready), "helper.mod", str(run)],
+                           what="helper")
     pid_file = tmp_path / "helper.pid"
     hp.write_pid(pid_file)
     try:
+        # Popen returns once exec has begun, before the kernel has set the new command line
+        # (it reads empty for a moment); a stale helper is one that has long been running.
+        hp.wait_ready(pid_file_ready(ready, hp.pid), timeout=30)
         assert is_helper(hp.pid, ["helper.mod", str(run)])
         assert not is_helper(hp.pid, ["helper.mod", str(run)[:-1]])   # RUN0 is not RUN
         assert not stop_stale(pid_file, ["helper.mod", str(tmp_path / "other")])
