@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 # The record keys (a2c.contracts.record_key) of this test session, never the operator's own: the
 # signing key (Ed25519, record.ed25519 + .pub) and the legacy HMAC key file's place.
 _KEYS = tempfile.mkdtemp(prefix="a2c-test-key-")
+atexit.register(shutil.rmtree, _KEYS, ignore_errors=True)   # per process (each xdist worker)
 os.environ["A2C_RECORD_KEY_FILE"] = os.path.join(_KEYS, "record.key")
 os.environ["A2C_RECORD_SIGNING_KEY"] = os.path.join(_KEYS, "record.ed25519")
 
