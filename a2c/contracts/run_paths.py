@@ -194,6 +194,17 @@ class RunPaths:
             return candidate
         return Path(tempfile.gettempdir()) / f"a2c-{self._short_id}-env"
 
+    def temp_socket_dirs(self) -> list[Path]:
+        """The short folders under the system's temporary directory that the sockets above use
+        when the run's own path is too long (nothing is created here): the run removes them
+        when it ends, so long run paths do not leave one behind each."""
+        dirs = []
+        if len(str(self.grader / "grader.sock")) >= SOCKET_LIMIT:
+            dirs.append(Path(tempfile.gettempdir()) / f"a2c-{self._short_id}")
+        if len(str(self.root / "env-sockets")) >= ENV_SERVICE_SOCKET_LIMIT:
+            dirs.append(Path(tempfile.gettempdir()) / f"a2c-{self._short_id}-env")
+        return dirs
+
     @property
     def _short_id(self) -> str:
         return sha256_bytes(str(self.root).encode())[:12]

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import threading
 import time
 
@@ -247,6 +248,11 @@ class Runner:
             self.env_services.stop()
             self.env_services = None
 
+    def release_temp_socket_dirs(self) -> None:
+        """After the services stopped: the short socket folders a long run path needed."""
+        for folder in self.paths.temp_socket_dirs():
+            shutil.rmtree(folder, ignore_errors=True)
+
     # ---------------------------------------------------------------- phases
     def baseline(self) -> None:
         if self.paths.baseline_result.is_file():
@@ -392,6 +398,7 @@ class Runner:
         self.service.stop()
         self.stop_gateway()
         self.stop_env_services()
+        self.release_temp_socket_dirs()
         self.score_final_split()
         self.redact_logs()
         transcript = copy_transcript(self.agent, self.paths, self.secrets)
@@ -574,6 +581,7 @@ class Runner:
             self.service.stop()
             self.stop_gateway()
             self.stop_env_services()
+            self.release_temp_socket_dirs()
             self.redact_logs()
             self.refresh_driver()
             self.run.update(status=status, ended_at=iso_utc(time.time()))

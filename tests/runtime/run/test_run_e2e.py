@@ -152,3 +152,18 @@ def test_resume_after_sigkill_of_the_runtime(tmp_path, agent_factory):
     service_pid = int((ctx.run_dir / "grader" / "service.pid").read_text())
     assert not os.path.exists(f"/proc/{service_pid}") or \
         open(f"/proc/{service_pid}/stat").read().split()[2] == "Z"
+
+
+@pytest.mark.slow
+def test_a_long_run_path_leaves_no_socket_folder_behind(tmp_path, agent_factory):
+    """A run folder too long for a Unix socket path puts its sockets in a short folder under
+    the system's temporary directory; the run removes it when it ends."""
+    from a2c.contracts.run_paths import RunPaths
+    agent = agent_factory("quick", "echo hello\n")
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    ctx = _run(deep, agent, "30s")
+    folders = RunPaths(ctx.run_dir).temp_socket_dirs()
+    assert folders and folders[0].is_dir()          # the grader's socket lives there
+    summary = run_mod.execute(ctx, report=lambda _: None)
+    assert summary["status"] in ("finished", "no_submission"), summary
+    assert not any(folder.exists() for folder in folders)
