@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -89,28 +90,33 @@ def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_
             except (OSError, ValueError, KeyError):
                 result = None
     if result is None:
-        work = (RunPaths(Path(run_dir)).grader if run_dir
-                else Path(tempfile.mkdtemp(prefix="a2c-baseline-")))
-        work.mkdir(parents=True, exist_ok=True)
-        cfg_path = work / "baseline.grader.json"
-        _write_json_atomic(cfg_path, grader_cfg)
-        outcome = run_evaluation(
-            evaluator or [sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
-            grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
-            backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
-            log_path=work / "eval" / "baseline.log", use_bwrap=use_bwrap)
-        if outcome.valid:
-            result = outcome.result
-            if key is None:  # the registry was not importable here: the child knows the version
-                key_parts = parts_for(str(result.get("grader_version", "unknown")))
-                key = sha256_json(key_parts)
-            if use_cache and cache_dir:
-                _write_json_atomic(cache_dir / f"{key}.json",
-                                   {"key": key, "key_parts": key_parts, "result": result,
-                                    "created_unix": time.time()})
-        else:
-            error = outcome.message
-            result = outcome.result
+        # without a run: a scratch folder for the config and the evaluation log, removed after
+        scratch = None if run_dir else Path(tempfile.mkdtemp(prefix="a2c-baseline-"))
+        work = RunPaths(Path(run_dir)).grader if run_dir else scratch
+        try:
+            work.mkdir(parents=True, exist_ok=True)
+            cfg_path = work / "baseline.grader.json"
+            _write_json_atomic(cfg_path, grader_cfg)
+            outcome = run_evaluation(
+                evaluator or [sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
+                grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
+                backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
+                log_path=work / "eval" / "baseline.log", use_bwrap=use_bwrap)
+            if outcome.valid:
+                result = outcome.result
+                if key is None:  # the registry was not importable here: the child knows the version
+                    key_parts = parts_for(str(result.get("grader_version", "unknown")))
+                    key = sha256_json(key_parts)
+                if use_cache and cache_dir:
+                    _write_json_atomic(cache_dir / f"{key}.json",
+                                       {"key": key, "key_parts": key_parts, "result": result,
+                                        "created_unix": time.time()})
+            else:
+                error = outcome.message
+                result = outcome.result
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
     return result, error, cached, key, key_parts
 
 

@@ -36,7 +36,11 @@ def baseline(base, heldout, cache, **kw):
     return compute_baseline(**args)
 
 
-def test_baseline_cache_hit(tmp_path, heldout, eval_log):
+def test_baseline_cache_hit(tmp_path, heldout, eval_log, monkeypatch):
+    import tempfile
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
     base = make_model(tmp_path / "base", SCORE=12)
     cache = tmp_path / "cache"
     first = baseline(base, heldout, cache)
@@ -56,6 +60,7 @@ def test_baseline_cache_hit(tmp_path, heldout, eval_log):
     (base / "model.safetensors").write_text("retrained")
     assert not baseline(base, heldout, cache)["cached"]
     assert len(eval_log()) == 5
+    assert not list(scratch_root.iterdir())   # no run: the scratch folders went with it
 
 
 def test_one_baseline_wherever_the_data_lies(tmp_path, heldout, eval_log):
