@@ -1,4 +1,5 @@
-"""`a2c agents list` and `a2c agents install ID|--all [--dry-run] [--prefix DIR]`.
+"""`a2c agents list`, `a2c agents params ID` and `a2c agents install ID|--all [--dry-run]
+[--prefix DIR]`.
 
 The agents are the compiled agent bundles (generated/agents/<id>/agent.json; an id with no bundle
 is compiled from its spec first, as `a2c run` does). `install` runs the bundle's install entries
@@ -44,6 +45,13 @@ def register(subparsers) -> None:
                                          "command is found here")
     p_list.add_argument("--json", action="store_true", help="print one JSON object")
     p_list.set_defaults(handler=handle_list)
+
+    p_params = sub.add_parser("params", help="an agent's declared params: type, default, "
+                                             "bounds and what each does (set them with "
+                                             "a2c run --agent-param NAME=VALUE)")
+    p_params.add_argument("agent", metavar="ID", help="agent id (or bundle, spec)")
+    p_params.add_argument("--json", action="store_true", help="print one JSON object")
+    p_params.set_defaults(handler=handle_params)
 
     p_inst = sub.add_parser("install", help="install a scaffold (npm, pip, commands); prints "
                                             "every command it runs")
@@ -103,7 +111,8 @@ def handle_list(args: argparse.Namespace) -> int:
         rows.append({"id": agent.id, "type": agent.get("type"), "title": agent.get("title"),
                      "driver": driver, "command": command,
                      "found": bool(command and shutil.which(command, path=_search_path())),
-                     "install": [s["shell"] for s in install_steps(agent)]})
+                     "install": [s["shell"] for s in install_steps(agent)],
+                     "params": sorted(agent.params)})
     if args.json:
         import json
         print(json.dumps({"agents": rows}, indent=2))
@@ -119,6 +128,48 @@ def handle_list(args: argparse.Namespace) -> int:
     Console(highlight=False).print(listing("agents (generated/agents)", [
         "id", "type", "driver", "command", "install"], cells, ids=("id", "driver")))
     return 0
+
+
+# ----------------------------------------------------------------------------- params
+def _bounds(decl: dict) -> str:
+    parts = []
+    if "minimum" in decl:
+        parts.append(f">= {decl['minimum']}")
+    if "maximum" in decl:
+        parts.append(f"<= {decl['maximum']}")
+    if decl.get("enum"):
+        parts.append("one of " + ", ".join(map(str, decl["enum"])))
+    return "; ".join(parts) or "—"
+
+
+def handle_params(args: argparse.Namespace) -> int:
+    """What `--agent-param` accepts for one agent, from its resolved spec (so from the bundle a
+    run would use)."""
+    from a2c.contracts.agent_params import declarations
+    agent = load_one(args.agent)
+    params = declarations(agent)
+    if args.json:
+        import json
+        print(json.dumps({"agent": agent["id"], "params": params}, indent=2))
+        return 0
+    if not params:
+        print(f"{agent['id']} declares no params")
+        return 0
+    from rich.console import Console
+
+    from a2c.cli.tables import listing
+    cells = [[name, str(decl.get("type")), json_value(decl.get("default")), _bounds(decl),
+              str(decl.get("description") or "")] for name, decl in params.items()]
+    Console(highlight=False).print(listing(
+        f"{agent['id']} params (a2c run --agent-param NAME=VALUE)",
+        ["name", "type", "default", "bounds", "description"], cells, ids=("name",)))
+    return 0
+
+
+def json_value(value) -> str:
+    """A default as the user would type it back (true, 0.0001, "text")."""
+    import json
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 # ----------------------------------------------------------------------------- install

@@ -60,6 +60,22 @@ def test_agents_list_names_every_bundle(capsys):
     assert rows["claude-code"]["type"] == "cli" and rows["ref-sft"]["type"] == "reference"
     assert rows["claude-code"]["install"][0].startswith("npm install -g @anthropic-ai/claude-code")
     assert rows["ref-sft"]["command"] is None
+    assert "steps" in rows["ref-sft"]["params"] and rows["claude-code"]["params"] == []
+
+
+def test_agents_params_shows_what_agent_param_accepts(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["agents", "params", "ref-l3-rl", "--json"]) == 0
+    params = json.loads(capsys.readouterr().out)["params"]
+    assert params["bf16"]["enum"] == ["auto", "on", "off"] and params["games"]["type"] == "integer"
+    assert main(["agents", "params", "ref-sft"]) == 0
+    out = capsys.readouterr().out
+    assert "a2c run --agent-param NAME=VALUE" in out
+    assert "steps" in out and "integer" in out and ">= 1" in out and "5e-05" in out
+    assert main(["agents", "params", "claude-code"]) == 0
+    assert "claude-code declares no params" in capsys.readouterr().out
+    assert main(["agents", "params", "no-such-agent"]) == 2
+    assert "no-such-agent" in capsys.readouterr().err
 
 
 def test_agents_install_dry_run_prints_only(capsys, tmp_path, monkeypatch):
