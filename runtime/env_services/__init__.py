@@ -12,13 +12,14 @@ the WebShop server), run outside the agent's sandbox, and the agent's proxy to t
 from a2c.runtime.env_services.process import (
     EnvServiceError,
     EnvServiceGroup,
-    EnvServiceSpec,
     RunningEnvService,
+    as_spec,
     describe,
     env_services_running,
     probe,
     start_env_service,
     start_env_services,
+    url_of,
 )
 from a2c.runtime.env_services.proxy import (
     INSIDE_DIR,
@@ -28,7 +29,7 @@ from a2c.runtime.env_services.proxy import (
 )
 
 __all__ = [
-    "INSIDE_DIR", "EnvServiceError", "EnvServiceGroup", "EnvServiceProxy", "EnvServiceSpec",
+    "INSIDE_DIR", "EnvServiceError", "EnvServiceGroup", "EnvServiceProxy", "as_spec", "url_of",
     "RunningEnvService", "agent_proxies", "describe", "env_services_running", "probe",
     "service_url_var", "start_env_service", "start_env_services",
 ]

@@ -8,7 +8,8 @@ The runtime starts them before any grading (the baseline included) and stops the
 
 or as a context manager (`with env_services_running(specs, log_dir=...) as group:`).
 
-A service is `{name, command, port, health, startup_timeout_s}` (the resolved spec). `command` is a
+A service is the resolved spec's entry, `a2c.contracts.spec.ServiceSpec` (name, command, port,
+health, startup_timeout_s), the one type for it. `command` is a
 shell command line, run outside the agent's sandbox in its own process group (runtime/hostproc.py), with `{port}`
 replaced by the port and `$A2C_SERVICE_PORT` set; `python` on its PATH is the interpreter running
 a2c (the venv's bin folder comes first). Readiness: when `health` is a URL path, an HTTP GET of
@@ -34,11 +35,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from a2c.contracts.spec import ServiceSpec
 from a2c.errors import RunError
 from a2c.fsutil import read_tail
 from a2c.runtime.hostproc import HelperExited, HelperNotReady, HostProcess
 
-DEFAULT_STARTUP_TIMEOUT_S = 60.0
 POLL_S = 0.1
 
 
@@ -46,31 +47,27 @@ class EnvServiceError(RunError):
     """A declared service could not be started or did not become healthy."""
 
 
-@dataclass(frozen=True)
-class EnvServiceSpec:
-    name: str
-    command: str
-    port: int
-    health: str | None = None
-    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
-    host: str = "127.0.0.1"
+HOST = "127.0.0.1"   # a task's services listen on loopback, outside the agent's sandbox
 
-    @classmethod
-    def from_dict(cls, d: dict) -> EnvServiceSpec:
-        return cls(name=str(d["name"]), command=str(d["command"]), port=int(d["port"]),
-                   health=d.get("health") or None,
-                   startup_timeout_s=float(d.get("startup_timeout_s")
-                                           or d.get("startup_timeout") or DEFAULT_STARTUP_TIMEOUT_S),
-                   host=str(d.get("host") or "127.0.0.1"))
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+def as_spec(spec: ServiceSpec | dict) -> ServiceSpec:
+    """The resolved spec's service entry, typed (the contract's `ServiceSpec`); a dict from an
+    older spec may still spell its timeout `startup_timeout`."""
+    if isinstance(spec, ServiceSpec):
+        return spec
+    typed = ServiceSpec.from_dict(spec)
+    if "startup_timeout_s" not in spec and isinstance(spec.get("startup_timeout"), (int, float)):
+        typed.startup_timeout_s = float(spec["startup_timeout"])
+    return typed
+
+
+def url_of(spec: ServiceSpec) -> str:
+    return f"http://{HOST}:{spec.port}"
 
 
 @dataclass
 class RunningEnvService:
-    spec: EnvServiceSpec
+    spec: ServiceSpec
     helper: HostProcess
     started_at: float = field(default_factory=time.monotonic)
 
@@ -94,22 +91,22 @@ class RunningEnvService:
         return self.helper.stop(grace)
 
 
-def probe(spec: EnvServiceSpec, timeout: float = 2.0) -> bool:
+def probe(spec: ServiceSpec, timeout: float = 2.0) -> bool:
     """One readiness check: HTTP 200 on the health path, or a TCP connect without one."""
     if spec.health:
         try:
-            with urllib.request.urlopen(spec.url + spec.health, timeout=timeout) as resp:
+            with urllib.request.urlopen(url_of(spec) + spec.health, timeout=timeout) as resp:
                 return resp.status == 200
         except (urllib.error.URLError, OSError, ValueError):
             return False
     try:
-        with socket.create_connection((spec.host, spec.port), timeout=timeout):
+        with socket.create_connection((HOST, spec.port), timeout=timeout):
             return True
     except OSError:
         return False
 
 
-def _env_vars(spec: EnvServiceSpec, extra: dict[str, str] | None) -> dict[str, str]:
+def _env_vars(spec: ServiceSpec, extra: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra or {})
     bindir = str(Path(sys.executable).parent)
@@ -120,14 +117,14 @@ def _env_vars(spec: EnvServiceSpec, extra: dict[str, str] | None) -> dict[str, s
     return env
 
 
-def start_env_service(spec: EnvServiceSpec | dict, *, log_dir: str | Path | None = None,
+def start_env_service(spec: ServiceSpec | dict, *, log_dir: str | Path | None = None,
                       cwd: str | Path | None = None,
                       env: dict[str, str] | None = None) -> RunningEnvService:
     """Start one service and wait until it is healthy; raise EnvServiceError otherwise."""
-    spec = spec if isinstance(spec, EnvServiceSpec) else EnvServiceSpec.from_dict(spec)
+    spec = as_spec(spec)
     if probe(spec, timeout=0.5):
         raise EnvServiceError(f"service {spec.name!r}: port {spec.port} is already in use "
-                           f"(something answers at {spec.url}); stop it or change the port")
+                           f"(something answers at {url_of(spec)}); stop it or change the port")
     command = spec.command.replace("{port}", str(spec.port))
     log_path = Path(log_dir) / f"service-{spec.name}.log" if log_dir is not None else None
     try:
@@ -136,7 +133,8 @@ def start_env_service(spec: EnvServiceSpec | dict, *, log_dir: str | Path | None
     except OSError as exc:
         raise EnvServiceError(f"service {spec.name!r}: cannot run {command!r}: {exc}") from None
     deadline = time.monotonic() + spec.startup_timeout_s
-    what = f"GET {spec.url}{spec.health} -> 200" if spec.health else f"a connection to {spec.url}"
+    url = url_of(spec)
+    what = f"GET {url}{spec.health} -> 200" if spec.health else f"a connection to {url}"
 
     def tail() -> str:
         text = read_tail(log_path, 1500).strip()
@@ -171,7 +169,7 @@ class EnvServiceGroup:
         return {s.spec.name: s.alive() for s in self.services}
 
     def urls(self) -> dict[str, str]:
-        return {s.spec.name: s.spec.url for s in self.services}
+        return {s.spec.name: url_of(s.spec) for s in self.services}
 
     def stop(self, grace: float = 5.0) -> None:
         while self.services:
@@ -184,7 +182,7 @@ class EnvServiceGroup:
         self.stop()
 
 
-def start_env_services(specs: Iterable[EnvServiceSpec | dict] | None, *,
+def start_env_services(specs: Iterable[ServiceSpec | dict] | None, *,
                        log_dir: str | Path | None = None, cwd: str | Path | None = None,
                        env: dict[str, str] | None = None) -> EnvServiceGroup:
     """Start every declared service (in order); on any failure stop those started and raise."""
@@ -207,6 +205,6 @@ def env_services_running(specs, **kwargs) -> Iterator[EnvServiceGroup]:
         group.stop()
 
 
-def describe(spec: EnvServiceSpec | dict) -> str:
-    spec = spec if isinstance(spec, EnvServiceSpec) else EnvServiceSpec.from_dict(spec)
+def describe(spec: ServiceSpec | dict) -> str:
+    spec = as_spec(spec)
     return f"{spec.name} ({shlex.quote(spec.command)} on port {spec.port})"

@@ -9,9 +9,10 @@ import urllib.request
 
 import pytest
 
+from a2c.contracts.spec import ServiceSpec
 from a2c.runtime.env_services import (
     EnvServiceError,
-    EnvServiceSpec,
+    as_spec,
     env_services_running,
     probe,
     start_env_service,
@@ -43,7 +44,7 @@ def test_start_health_and_stop(tmp_path):
             assert r.status == 200
     finally:
         group.stop()
-    assert not probe(EnvServiceSpec.from_dict(spec))
+    assert not probe(as_spec(spec))
     assert (tmp_path / "service-web.log").is_file()
 
 
@@ -52,7 +53,7 @@ def test_port_placeholder_python_on_path_and_tcp_probe(tmp_path):
     code = ("import socket,time;s=socket.socket();"
             "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
             "s.bind(('127.0.0.1',{port}));s.listen();time.sleep(60)")
-    spec = EnvServiceSpec(name="tcp", command=f'python -c "{code}"', port=port, startup_timeout_s=20)
+    spec = ServiceSpec(name="tcp", command=f'python -c "{code}"', port=port, startup_timeout_s=20)
     with env_services_running([spec], log_dir=tmp_path) as group:
         assert list(group.alive().values()) == [True]
         proc = group.services[0].proc
@@ -80,7 +81,7 @@ def test_health_timeout_stops_the_process_and_earlier_services(tmp_path):
         start_env_services([good, slow], log_dir=tmp_path)
     assert time.monotonic() - started < 15
     time.sleep(0.3)
-    assert not probe(EnvServiceSpec.from_dict(good))      # the first one was stopped too
+    assert not probe(as_spec(good))      # the first one was stopped too
 
 
 def test_port_already_in_use_is_refused(tmp_path):
@@ -108,8 +109,8 @@ def test_runner_starts_and_stops_the_bundles_services(tmp_path):
     fake = SimpleNamespace(run_dir=tmp_path, env_services=None, report=said.append)
     Runner.start_env_services(fake)
     try:
-        assert probe(EnvServiceSpec.from_dict(svc)) and "web" in said[0]
+        assert probe(as_spec(svc)) and "web" in said[0]
     finally:
         Runner.stop_env_services(fake)
-    assert fake.env_services is None and not probe(EnvServiceSpec.from_dict(svc))
+    assert fake.env_services is None and not probe(as_spec(svc))
     assert (tmp_path / "logs" / "service-web.log").is_file()
