@@ -21,27 +21,24 @@ from urllib.parse import parse_qs, urlsplit
 from a2c.agents.scripted_driver import conversation, player, wires
 from a2c.agents.scripted_driver.script import Script
 from a2c.unixhttp import Handler, LoopbackServer, serve_in_thread
+from a2c.wires import routes
 
 MAX_BODY = 64 * 1024 * 1024
 DEFAULT_MODEL = "scripted"
-_GEMINI = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
+_API_ROOT = re.compile(r"/v1(beta)?/")
 
 
 def route(path: str) -> tuple[str, str, str]:
-    """(wire, action, gemini model) for a request path, or ("", "", "") when unknown."""
-    if path.endswith("/messages/count_tokens"):
-        return "anthropic", "count", ""
-    if path.endswith("/messages"):
-        return "anthropic", "generate", ""
-    if path.endswith("/chat/completions"):
-        return "openai-chat", "generate", ""
-    if path.endswith("/responses"):
-        return "openai-responses", "generate", ""
-    found = _GEMINI.search(path)
-    if found:
-        action = {"generateContent": "generate", "streamGenerateContent": "stream",
-                  "countTokens": "count"}[found.group(2)]
-        return "gemini", action, found.group(1)
+    """(wire, action, gemini model) for a request path, or ("", "", "") when unknown: the
+    gateway's own routes (a2c/wires/routes.py), after any prefix before `/v1` or `/v1beta`
+    (a scaffold pointed here without the gateway builds its URL from the base URL its own way).
+    action: generate | stream (Gemini's streaming route) | count."""
+    prefixed = _API_ROOT.search(path)
+    found = routes.route(routes.normalize(path[prefixed.start():] if prefixed else path))
+    if found.kind == "count":
+        return found.wire, "count", found.path_model or ""
+    if found.kind == "generate":
+        return found.wire, "stream" if found.path_stream else "generate", found.path_model or ""
     return "", "", ""
 
 
@@ -127,8 +124,9 @@ class _Handler(Handler):     # quiet: the JSON log is the record
             return
         if action == "count":
             tokens = max(1, len(json.dumps(body)) // 4)
-            self._json(200, {"input_tokens": tokens} if wire == "anthropic"
-                       else {"totalTokens": tokens})
+            self._json(200, {"totalTokens": tokens} if wire == "gemini" else
+                       {"object": "response.input_tokens", "input_tokens": tokens}
+                       if wire == "openai-responses" else {"input_tokens": tokens})
             return
         alt_sse = parse_qs(split.query).get("alt", [""])[0] == "sse"
         conv = conversation.read(wire, body, gemini_model, stream=action == "stream")

@@ -123,8 +123,11 @@ def test_count_tokens_and_models_and_unknown_paths(driver):
     status, models = get(driver.base, "/v1/models")
     assert status == 200 and models["data"][0]["id"] == "claude-sonnet-4-5"
     assert models["models"][0]["name"] == "models/claude-sonnet-4-5"
-    status, _, raw = post(driver.base, "/v1/nothing", {})
-    assert status == 404
+    status, _, raw = post(driver.base, "/v1/responses/input_tokens", {"model": "m", "input": "hi"})
+    assert status == 200 and json.loads(raw)["input_tokens"] >= 1
+    for path in ("/v1/nothing", "/v1/messages/batches", "/v1/files"):   # the gateway's routes
+        status, _, raw = post(driver.base, path, {})
+        assert status == 404, path
     assert driver.entries == []          # none of these is a model reply
 
 
