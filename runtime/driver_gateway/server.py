@@ -13,6 +13,11 @@ answer comes back chunk by chunk as it arrives (an SSE stream is never buffered 
 `UsageMeter` reads the usage fields out of the passing bytes. Everything the gateway answers
 itself (refusals, upstream failures) is a body in the wire's own error format, and everything
 is recorded by the `Ledger`; nothing refused ever reaches the upstream.
+
+Connections are bounded (a2c/connlimit.py, as the grading service's): at most
+`MAX_CONNECTIONS` open; over it the one idle longest is closed, so an agent that opens thousands
+of connections costs a bounded number of threads and descriptors and its next call is answered.
+No idle timeout: a scaffold keeps its connection while its tools run for minutes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from a2c.connlimit import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
 from a2c.wires import BUDGET_STATUS, error_body, request_streams
@@ -43,9 +49,10 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
        "trailers", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
 READ_CHUNK = 65536
 MAX_BODY = 64 * 1024 * 1024
+MAX_CONNECTIONS = 128    # a scaffold holds a few; each is a thread and a descriptor here
 
 
-class _Server(UnixServer):
+class _Server(BoundedMixin, UnixServer):
     state: GatewayState      # set by listen_unix
 
 
@@ -58,7 +65,11 @@ class _Handler(Handler):
     def _any_method(self):
         if self.command == "HEAD":
             self.close_connection = True      # the refusal's body is not framed for HEAD
-        self._handle()
+        self.server.limiter.busy(self.request, True)     # never the one closed to make room
+        try:
+            self._handle()
+        finally:
+            self.server.limiter.busy(self.request, False)
 
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _any_method
 
@@ -321,6 +332,8 @@ def serve(run_dir: Path) -> int:
     sock = Path(state.config.get("socket") or paths.driver_socket)
     # 0666: the agent runs as another (unprivileged) user
     server = listen_unix(sock, _Handler, mode=0o666, server_cls=_Server, state=state)
+    server.limiter = ConnectionLimiter(MAX_CONNECTIONS, DropLog(
+        "driver gateway", log=lambda line: print(line, flush=True)))
     state.ledger.write_totals()
     stop = threading.Event()
 

@@ -422,3 +422,42 @@ def test_provider_side_tools_are_refused(gateway, upstream, wire, path, body):
     client.pop("mcp_servers", None)
     client.pop("web_search_options", None)
     assert _raw(gw, "POST", path, client)[0] == 200
+
+
+def test_a_flood_of_idle_connections_costs_bounded_threads_and_calls_still_go_through(gateway):
+    """An agent that opens connection after connection and sends nothing: the gateway keeps at
+    most MAX_CONNECTIONS (closing the ones idle longest), and the next call is answered."""
+    import re
+    import socket
+    import time
+
+    from a2c.runtime.driver_gateway.server import MAX_CONNECTIONS
+    gw = gateway()
+    pid = int(gw.paths.driver_pid.read_text())
+    flood = []
+    try:
+        for _ in range(MAX_CONNECTIONS * 3):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(None)            # blocking: wait while the listen backlog is full
+            s.connect(str(gw.paths.driver_socket))
+            flood.append(s)
+        # a blocking connect waits its turn in the listen queue the flood may still fill
+        for method, path, body in (("GET", "/a2c/health", None), ("POST", "/v1/messages", MSG)):
+            conn = UnixHTTP(gw.paths.driver_socket, timeout=None)
+            conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
+                         headers={"x-api-key": gw.key, "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            assert resp.status == 200, (path, resp.status, resp.read())
+            resp.read()
+            conn.close()
+        deadline = time.monotonic() + 10     # a closed connection's thread ends on its own
+        while True:
+            threads = int(re.search(r"Threads:\s+(\d+)",
+                                    Path(f"/proc/{pid}/status").read_text()).group(1))
+            if threads <= MAX_CONNECTIONS + 16 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert threads <= MAX_CONNECTIONS + 16, threads
+    finally:
+        for s in flood:
+            s.close()
