@@ -20,6 +20,11 @@ ahead of its configured URL, so the workspace's `l3/rollout_example.py` plays tr
 unchanged. Every request is logged (method, path, status) to the run's logs
 (`logs/gateway-<name>.log`, a run-directory file name kept from before the rename). The
 answers the proxy makes itself still say "a2c gateway" (what the agent has always read).
+
+The proxy runs as threads of the runtime itself, so its connections are bounded
+(a2c/connlimit.py: `MAX_CONNECTIONS` open, the one idle longest closed to make room, a request
+line awaited `REQUEST_TIMEOUT_S` at most): an agent that floods the socket cannot take the
+runtime's threads or descriptors.
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
+from a2c.connlimit import BoundedMixin, ConnectionLimiter, DropLog
 from a2c.unixhttp import Handler, UnixServer, listen_unix, remove_stale, serve_in_thread
 
 INSIDE_DIR = "/run/a2c/env"
 PASS_HEADERS = ("Content-Type", "Location", "Content-Encoding")
+MAX_CONNECTIONS = 64      # the adapters make one request a connection (HTTP/1.0)
+REQUEST_TIMEOUT_S = 30.0  # a connection that sends nothing (or too slowly) is closed
 
 
 def service_url_var(service: str) -> str:
@@ -49,7 +57,7 @@ def path_segments(path: str) -> list[str]:
     return [urllib.parse.unquote(p) for p in raw.split("/")] if raw else []
 
 
-class _Server(UnixServer):
+class _Server(BoundedMixin, UnixServer):
     proxy: EnvServiceProxy      # set by listen_unix
 
 
@@ -57,12 +65,24 @@ class _Handler(Handler):     # quiet: the proxy keeps its own log
     server_version = "a2c-gateway/1"
     protocol_version = "HTTP/1.0"
     peer = "agent"
+    timeout = REQUEST_TIMEOUT_S
 
     def do_GET(self):  # noqa: N802 - http.server naming
-        self._forward("GET")
+        self._running("GET")
 
     def do_POST(self):  # noqa: N802
-        self._forward("POST")
+        self._running("POST")
+
+    def log_error(self, format, *args) -> None:
+        """A timed-out or malformed request: counted in the drop log, never a traceback."""
+        self.server.limiter.drops.note("timed out or malformed request")
+
+    def _running(self, method: str) -> None:
+        self.server.limiter.busy(self.request, True)     # never the one closed to make room
+        try:
+            self._forward(method)
+        finally:
+            self.server.limiter.busy(self.request, False)
 
     def _forward(self, method: str) -> None:
         proxy: EnvServiceProxy = self.server.proxy
@@ -121,6 +141,8 @@ class EnvServiceProxy:
         # 0666: the agent may run as another user (docker)
         self._server = listen_unix(self.socket_path, _Handler, mode=0o666, server_cls=_Server,
                                    proxy=self)
+        self._server.limiter = ConnectionLimiter(MAX_CONNECTIONS, DropLog(
+            f"environment service proxy {self.socket_path.stem}", log=self._log_line))
         self._thread = serve_in_thread(self._server, f"env-proxy-{self.socket_path.stem}")
         return self
 
@@ -131,6 +153,11 @@ class EnvServiceProxy:
             if self.log_path is not None:
                 with open(self.log_path, "a", encoding="utf-8") as fh:
                     fh.write(f"{time.time():.3f} {method} {path} {status}\n")
+
+    def _log_line(self, line: str) -> None:
+        if self.log_path is not None:
+            with self._lock, open(self.log_path, "a", encoding="utf-8") as fh:
+                fh.write(f"{time.time():.3f} {line}\n")
 
     def stop(self) -> None:
         if self._server is not None:

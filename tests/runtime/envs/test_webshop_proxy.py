@@ -66,6 +66,34 @@ def test_training_session_plays_through_the_proxy_held_out_is_refused(proxy, mon
     assert any(line.endswith("/fixed_0 403") for line in log)
 
 
+def test_a_flood_of_idle_connections_cannot_take_the_runtimes_threads(proxy, monkeypatch):
+    """The proxy runs as threads of the runtime: connections that send nothing are bounded
+    (the longest idle closed to make room) and a training session still plays."""
+    import socket
+    import threading
+
+    from a2c.runtime.env_services.proxy import MAX_CONNECTIONS
+    before = threading.active_count()
+    flood = []
+    try:
+        for _ in range(MAX_CONNECTIONS * 4):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(None)
+            s.connect(str(proxy.socket_path))
+            flood.append(s)
+        deadline = time.monotonic() + 10
+        while threading.active_count() > before + MAX_CONNECTIONS + 2 and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert threading.active_count() <= before + MAX_CONNECTIONS + 2
+        monkeypatch.setenv(service_url_var("webshop"), f"unix:{proxy.socket_path}")
+        obs, _ = WebShopEnv({"id": "fixed_2"}).reset()
+        assert fx.GOALS[2]["instruction_text"] in obs
+    finally:
+        for s in flood:
+            s.close()
+
+
 def test_service_down_is_an_env_crash_not_a_hang(tmp_path, monkeypatch):
     gw = EnvServiceProxy(tmp_path / "w.sock", "http://127.0.0.1:9", agent_path_filter(TRAIN),
                          timeout=5).start()
