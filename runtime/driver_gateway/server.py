@@ -55,6 +55,11 @@ MAX_CONNECTIONS = 128    # a scaffold holds a few; each is a thread and a descri
 class _Server(BoundedMixin, UnixServer):
     state: GatewayState      # set by listen_unix
 
+    def handle_error(self, request, client_address) -> None:
+        """A failure inside the handler keeps its traceback in the log (the limiter's one-line
+        count is for the connections it drops); a client that hung up stays quiet."""
+        UnixServer.handle_error(self, request, client_address)
+
 
 class _Handler(Handler):
     server_version = "a2c-driver-gateway/1"

@@ -60,6 +60,11 @@ def path_segments(path: str) -> list[str]:
 class _Server(BoundedMixin, UnixServer):
     proxy: EnvServiceProxy      # set by listen_unix
 
+    def handle_error(self, request, client_address) -> None:
+        """A failure inside the handler keeps its traceback in the log (the limiter's one-line
+        count is for the connections it drops); a client that hung up stays quiet."""
+        UnixServer.handle_error(self, request, client_address)
+
 
 class _Handler(Handler):     # quiet: the proxy keeps its own log
     server_version = "a2c-gateway/1"
