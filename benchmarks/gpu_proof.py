@@ -136,6 +136,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--agent-env", action="append", default=[], metavar="KEY=VALUE",
                    help="extra environment for the scaffold and reference agents (repeatable), "
                         "e.g. SFT_STEPS=10 for a shorter recipe")
+    p.add_argument("--agent-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a param of the reference agent (repeatable; `a2c agents params "
+                        "ref-sft`), e.g. steps=10 for a shorter run")
     p.add_argument("--runs-dir", default=None, help="where the runs go (default: a new temp dir)")
     p.add_argument("--out", default=None, help="the JSON report's path (default: "
                    "gpu_proof.json in the runs dir); a summary goes to stdout either way")
@@ -158,6 +161,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"--agent-env {item!r}: expected KEY=VALUE")
         env[key] = value
     args.agent_env = env
+    from a2c.contracts.agent_params import AgentParamError, parse_assignments
+    try:
+        args.agent_param = parse_assignments(args.agent_param)
+    except AgentParamError as exc:
+        p.error(str(exc))
     if args.rehearse:
         args.runs = ["probe"]
         args.model = args.model or "tiny"
@@ -477,7 +485,8 @@ def one_run(kind: str, backend: str, args, runs_dir: Path, agent: str) -> dict:
         budget=(REHEARSE_BUDGET if args.rehearse else PROBE_BUDGET) if kind == "probe"
         else args.budget,
         driver=args.driver if scaffold else None,
-        agent_env=dict(args.agent_env) if kind != "probe" else {})
+        agent_env=dict(args.agent_env) if kind != "probe" else {},
+        agent_params=dict(args.agent_param) if kind == "ref" else {})
     said: list[str] = []
 
     def report(line: str) -> None:
@@ -515,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"rehearse": args.rehearse, "task": TASK, "backends": backends,
                     "options": {k: getattr(args, k) for k in (
                         "scaffold", "driver", "agent", "budget", "model", "gpus", "grader_gpus",
-                        "agent_env", "runs")},
+                        "agent_env", "agent_param", "runs")},
                     "docker_engine": {"answers": engine, **engine_info},
                     "started": datetime.now().astimezone().isoformat(timespec="seconds"),
                     "runs": [], "checks": []}

@@ -32,10 +32,11 @@ def test_options_defaults_and_the_rehearsal():
     assert args.runs == ["probe"] and args.model == "tiny"
     assert (args.gpus, args.grader_gpus) == ("1", "0")
     assert args.backends == ["local", "docker"] and args.agent_env == {"SFT_STEPS": "10"}
+    assert gpu_proof.parse_args(["--agent-param", "steps=10"]).agent_param == {"steps": "10"}
 
 
 @pytest.mark.parametrize("argv", [["--runs", "probe,nope"], ["--backends", "k8s"],
-                                  ["--agent-env", "NOEQUALS"],
+                                  ["--agent-env", "NOEQUALS"], ["--agent-param", "steps"],
                                   ["--rehearse", "--model", "HuggingFaceTB/SmolLM2-135M"]])
 def test_bad_options_are_refused(argv):
     with pytest.raises(SystemExit):
