@@ -9,7 +9,8 @@ same code `l3/rollout_example.py` runs) and the training games (`$A2C_DATA_DIR/t
 
 Loop, while the budget lasts (each iteration):
 1. copy the current weights into the rollout engine (a bf16 copy: ~3-5x faster sampling on a CPU
-   with bf16 instructions; the trainer keeps float32 weights);
+   with bf16 instructions, float32 on one without, where bf16 is ~5x slower; the trainer keeps
+   float32 weights);
 2. play `games` training games `group` times each, sampled at
    `temperature`, lockstep (one batched generate per step for all live episodes), in
    exactly the evaluation prompt format; epsilon-greedy exploration: a share of the steps (0.5,
@@ -132,7 +133,8 @@ class _Listing:
 
 class Policy:
     """The rollout engine: the grader's own inference backend (bf16 where the task grades in
-    bf16, prefix cache for greedy play), its weights copied from the model being trained."""
+    bf16 and the CPU has bf16 instructions: `rollout_options`; prefix cache for greedy play),
+    its weights copied from the model being trained."""
 
     def __init__(self, model_dir: Path, options: dict):
         from a2c.agents.kit.inference import load_backend, policy_backend_kwargs, token_counter
@@ -167,6 +169,16 @@ class Policy:
                         self.explored += 1
             return outputs
         return policy
+
+
+def rollout_options(options: dict, bf16: str = "auto") -> dict:
+    """The rollout engine's options: the task's (bf16 where it grades in bf16), except that a CPU
+    without bf16 instructions samples in float32 (`bf16` param: auto/on/off, as for training):
+    there a bf16 matmul is emulated and measured ~5x slower than float32 (SmolLM2 on an AVX-512
+    CPU without avx512_bf16: a forward of 16 x 300 tokens 36 s against 6 s)."""
+    if options.get("dtype") == "bfloat16" and not training.bf16_ok(bf16):
+        return {**options, "dtype": "float32"}
+    return options
 
 
 def listed_actions(prompt: list[dict]) -> list[str]:
@@ -407,7 +419,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
 
     torch.manual_seed(ctx.seed)
     model, tokenizer = load_trainable(start_dir)
-    policy = Policy(start_dir, arena.cfg.get("options") or {})
+    policy = Policy(start_dir, rollout_options(arena.cfg.get("options") or {}, hp["bf16"]))
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
     lr, frozen = hp["lr"], freeze_lower(model, hp["freeze"])
     optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=lr)
