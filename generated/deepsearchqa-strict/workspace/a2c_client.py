@@ -168,7 +168,9 @@ def wait_for(sid, timeout, quiet, as_json):
         if timeout is not None and time.monotonic() - start > timeout:
             return sub
         time.sleep(delay)
-        delay = min(delay * 1.5, 10.0)
+        # at most 2 s between looks: the caller waits for the score, so a longer pause only
+        # adds idle time after it (one cheap local GET every 2 s costs the grader nothing)
+        delay = min(delay * 1.5, 2.0)
 
 
 def cmd_submit(args):
