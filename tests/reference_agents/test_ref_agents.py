@@ -86,7 +86,8 @@ def run_mod_journal(run_dir):
 @pytest.mark.slow
 def test_grpo_reference_agent_beats_baseline(tmp_path):
     # a warm-up of 10 SFT steps, then one GRPO stage of 4 steps: measured 0 -> 63 (warm-up) and
-    # 58 (GRPO) in 107 s (with the demo's 20 warm-up steps 73 and 70 in 135 s): both far above
+    # 58 (GRPO) in 107 s (the demo's 20 warm-up steps: 73 and 70 in 135 s), both far above the
+    # baseline's 0
     ctx, summary = _reference_run(tmp_path, "ref-grpo", "7m",
                                   {"sft_steps": 10, "steps": 4, "stages": 1})
     assert summary["status"] == "finished"
