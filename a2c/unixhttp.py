@@ -29,6 +29,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,23 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.socket_path = str(socket_path)
 
     def connect(self) -> None:
+        """Connect, waiting while the server's listen queue is full: with a timeout, Linux
+        answers a Unix connect at once with EAGAIN there (a TCP connect would wait), so a
+        busy server would look absent."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
+        deadline = (time.monotonic() + self.timeout if isinstance(self.timeout, (int, float))
+                    else None)
         try:
-            sock.connect(self.socket_path)
+            while True:
+                try:
+                    sock.connect(self.socket_path)
+                    break
+                except BlockingIOError:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(f"{self.socket_path}: the server's queue stayed "
+                                           f"full for {self.timeout:g} s") from None
+                    time.sleep(0.01)
         except OSError:
             sock.close()
             raise

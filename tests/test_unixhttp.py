@@ -51,3 +51,41 @@ def test_round_trip_over_a_unix_socket(tmp_path):
 def test_connect_names_tcp_too():
     conn = connect("http://127.0.0.1:8123/", timeout=1)
     assert (conn.host, conn.port) == ("127.0.0.1", 8123)
+
+
+def test_a_full_listen_queue_is_waited_on_not_taken_for_an_absent_server(tmp_path):
+    """Linux answers a Unix connect with a timeout at once with EAGAIN while the listen queue
+    is full; the client waits for room up to its timeout, as a TCP connect would."""
+    import socket
+    import threading
+    import time
+
+    import pytest
+
+    path = str(tmp_path / "busy.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(0)
+    queued = []
+    try:
+        while True:                       # fill the queue: nobody accepts yet
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(path)
+            except BlockingIOError:
+                s.close()
+                break
+            queued.append(s)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="queue stayed full"):
+            connect(f"unix:{path}", timeout=0.3).connect()
+        assert time.monotonic() - started >= 0.3
+        threading.Timer(0.2, lambda: [server.accept() for _ in range(len(queued) + 1)]).start()
+        conn = connect(f"unix:{path}", timeout=5)
+        conn.connect()                    # room was made after 0.2 s
+        conn.close()
+    finally:
+        for s in queued:
+            s.close()
+        server.close()
