@@ -237,3 +237,12 @@ def test_strongest_groups_keep_the_widest_return_spread():
               "c": [_played("c", 1.1), _played("c", 0.0)]}
     assert list(episodes.strongest(groups, 2)) == ["c", "a"]
     assert episodes.strongest(groups, 0) == groups and episodes.strongest(groups, 5) == groups
+
+
+def test_rollouts_sample_in_float32_where_bf16_would_be_emulated():
+    from a2c.agents.reference.l3_rl import rollout_options
+    task = {"dtype": "bfloat16", "max_new_tokens": 16}
+    assert rollout_options(task, "off") == {"dtype": "float32", "max_new_tokens": 16}
+    assert rollout_options(task, "on") == task                  # bf16 hardware: as graded
+    assert rollout_options({"dtype": "float32"}, "off") == {"dtype": "float32"}
+    assert rollout_options({}, "off") == {}                     # the task's default, untouched
