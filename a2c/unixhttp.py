@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 UNIX_PREFIX = "unix:"
+DRAIN_LIMIT = 1 << 20   # an over-limit body up to this size is read (and dropped) before the refusal
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -120,6 +121,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if limit is not None and length > limit:
             self.close_connection = True
+            if length <= DRAIN_LIMIT:
+                # read what the client is sending before refusing it: closed on a client still
+                # writing, it would get a broken pipe instead of the answer that says why
+                try:
+                    self.rfile.read(length)
+                except OSError:
+                    pass
             raise BodyTooLarge("request body too large")
         return self.rfile.read(length) if length else b""
 

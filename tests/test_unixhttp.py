@@ -6,7 +6,14 @@ from __future__ import annotations
 import json
 import stat
 
-from a2c.unixhttp import BodyTooLarge, Handler, connect, listen_unix, serve_in_thread
+from a2c.unixhttp import (
+    DRAIN_LIMIT,
+    BodyTooLarge,
+    Handler,
+    connect,
+    listen_unix,
+    serve_in_thread,
+)
 
 
 class Echo(Handler):
@@ -39,10 +46,13 @@ def test_round_trip_over_a_unix_socket(tmp_path):
                      headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
         assert json.loads(conn.getresponse().read())["got"] == "abcdef"
         conn.close()
-        conn = connect(f"unix:{sock}", timeout=5)
-        conn.request("POST", "/", body=b"x" * 17)
-        assert conn.getresponse().status == 413
-        conn.close()
+        # over the limit: the client hears why, even while still writing a body larger than
+        # the socket's buffer (read and dropped up to DRAIN_LIMIT, not a broken pipe)
+        for size in (17, DRAIN_LIMIT):
+            conn = connect(f"unix:{sock}", timeout=5)
+            conn.request("POST", "/", body=b"x" * size)
+            assert conn.getresponse().status == 413
+            conn.close()
     finally:
         server.shutdown()
         server.server_close()
