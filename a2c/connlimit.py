@@ -3,8 +3,8 @@ most `limit` open per listener, each idle at most `timeout_s` (the handler's soc
 a one-line log of what was dropped.
 
     class Server(BoundedMixin, unixhttp.UnixServer): ...
+    class MyHandler(BoundedHandler, unixhttp.Handler): ...   # marks each request's run busy
     server.limiter = ConnectionLimiter(64, DropLog("unix", log=my_log))
-    # the handler marks a request's run: server.limiter.busy(self.request, True/False)
 
 A new connection over the limit takes the place of the connection idle the longest (one waiting
 for its next request, or sending one slowly); only when every open connection is running a
@@ -110,5 +110,36 @@ class BoundedMixin:
         super().shutdown_request(request)  # type: ignore[misc]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that broke or timed out is one count; a failure inside the handler
+        keeps its traceback (the server class's own handling)."""
         exc = sys.exc_info()[1]
-        self.limiter.drops.note(f"ended by {type(exc).__name__}")
+        if isinstance(exc, OSError):
+            self.limiter.drops.note(f"ended by {type(exc).__name__}")
+        else:
+            super().handle_error(request, client_address)  # type: ignore[misc]
+
+
+class BoundedHandler:
+    """For an http.server handler on a `BoundedMixin` server: a request's connection is busy
+    from its parsed request line to its answer, so it is never the one closed to make room;
+    http.server's own errors (a request line that timed out, a malformed one) are counted in
+    the drop log, never printed."""
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()  # type: ignore[misc]
+        if parsed:
+            self.server.limiter.busy(self.request, True)  # type: ignore[attr-defined]
+        return parsed
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()  # type: ignore[misc]
+        finally:
+            self.server.limiter.busy(self.request, False)  # type: ignore[attr-defined]
+
+    def log_error(self, format: str, *args: Any) -> None:
+        text = format % args if args else format
+        timeout = getattr(self, "timeout", None)
+        self.server.limiter.drops.note(  # type: ignore[attr-defined]
+            ("timed out" + (f" (idle {timeout:g} s)" if timeout else ""))
+            if "timed out" in text else "bad request line")

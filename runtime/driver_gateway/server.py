@@ -33,7 +33,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from a2c.connlimit import BoundedMixin, ConnectionLimiter, DropLog
+from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
 from a2c.wires import BUDGET_STATUS, error_body, request_streams
@@ -55,13 +55,8 @@ MAX_CONNECTIONS = 128    # a scaffold holds a few; each is a thread and a descri
 class _Server(BoundedMixin, UnixServer):
     state: GatewayState      # set by listen_unix
 
-    def handle_error(self, request, client_address) -> None:
-        """A failure inside the handler keeps its traceback in the log (the limiter's one-line
-        count is for the connections it drops); a client that hung up stays quiet."""
-        UnixServer.handle_error(self, request, client_address)
 
-
-class _Handler(Handler):
+class _Handler(BoundedHandler, Handler):
     server_version = "a2c-driver-gateway/1"
     peer = "agent"
 
@@ -70,11 +65,7 @@ class _Handler(Handler):
     def _any_method(self):
         if self.command == "HEAD":
             self.close_connection = True      # the refusal's body is not framed for HEAD
-        self.server.limiter.busy(self.request, True)     # never the one closed to make room
-        try:
-            self._handle()
-        finally:
-            self.server.limiter.busy(self.request, False)
+        self._handle()
 
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _any_method
 

@@ -36,7 +36,7 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-from a2c.connlimit import BoundedMixin, ConnectionLimiter, DropLog
+from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.unixhttp import Handler, UnixServer, listen_unix, remove_stale, serve_in_thread
 
 INSIDE_DIR = "/run/a2c/env"
@@ -60,34 +60,18 @@ def path_segments(path: str) -> list[str]:
 class _Server(BoundedMixin, UnixServer):
     proxy: EnvServiceProxy      # set by listen_unix
 
-    def handle_error(self, request, client_address) -> None:
-        """A failure inside the handler keeps its traceback in the log (the limiter's one-line
-        count is for the connections it drops); a client that hung up stays quiet."""
-        UnixServer.handle_error(self, request, client_address)
 
-
-class _Handler(Handler):     # quiet: the proxy keeps its own log
+class _Handler(BoundedHandler, Handler):     # quiet: the proxy keeps its own log
     server_version = "a2c-gateway/1"
     protocol_version = "HTTP/1.0"
     peer = "agent"
     timeout = REQUEST_TIMEOUT_S
 
     def do_GET(self):  # noqa: N802 - http.server naming
-        self._running("GET")
+        self._forward("GET")
 
     def do_POST(self):  # noqa: N802
-        self._running("POST")
-
-    def log_error(self, format, *args) -> None:
-        """A timed-out or malformed request: counted in the drop log, never a traceback."""
-        self.server.limiter.drops.note("timed out or malformed request")
-
-    def _running(self, method: str) -> None:
-        self.server.limiter.busy(self.request, True)     # never the one closed to make room
-        try:
-            self._forward(method)
-        finally:
-            self.server.limiter.busy(self.request, False)
+        self._forward("POST")
 
     def _forward(self, method: str) -> None:
         proxy: EnvServiceProxy = self.server.proxy

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.connlimit import BoundedMixin, ConnectionLimiter, DropLog
+from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
@@ -32,21 +32,10 @@ from a2c.unixhttp import UnixServer as BaseUnixServer
 MAX_BODY = 64 * 1024
 
 
-class Handler(BaseHandler):
+class Handler(BoundedHandler, BaseHandler):
     server_version = "a2c-grader/1"
     service: GradingService  # set on the subclass made per server
     timeout = 10.0           # idle seconds before the connection is closed (request_timeout_s)
-
-    def log_error(self, format: str, *args: Any) -> None:
-        """http.server's errors (a timed-out or malformed request): one counted line."""
-        text = format % args if args else format
-        limiter = getattr(self.server, "limiter", None)
-        if limiter is not None and "timed out" in text:
-            limiter.drops.note(f"timed out (idle {self.timeout:g} s)")
-        elif limiter is not None:
-            limiter.drops.note("bad request line")
-        else:
-            log(text[:200])
 
     def log_message(self, format: str, *args: Any) -> None:
         if get_bool("A2C_GRADER_ACCESS_LOG"):
@@ -122,21 +111,11 @@ class Handler(BaseHandler):
             log(f"internal error on {method} {path}: {exc!r}")
             self._send(500, {"error": "internal", "message": str(exc), "limit": None})
 
-    def _running(self, method: str) -> None:
-        limiter = getattr(self.server, "limiter", None)
-        if limiter is not None:
-            limiter.busy(self.request, True)
-        try:
-            self._dispatch(method)
-        finally:
-            if limiter is not None:
-                limiter.busy(self.request, False)
-
     def do_GET(self) -> None:
-        self._running("GET")
+        self._dispatch("GET")
 
     def do_POST(self) -> None:
-        self._running("POST")
+        self._dispatch("POST")
 
 
 class TCPServer(BoundedMixin, LoopbackServer):
