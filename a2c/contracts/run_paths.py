@@ -181,7 +181,7 @@ class RunPaths:
         candidate = self.grader / "grader.sock"
         if len(str(candidate)) < SOCKET_LIMIT:
             return candidate
-        short = Path(tempfile.gettempdir()) / f"a2c-{self._short_id}"
+        short = self._short_dir("")
         short.mkdir(mode=0o700, exist_ok=True)
         return short / "grader.sock"
 
@@ -192,7 +192,7 @@ class RunPaths:
         candidate = self.root / "env-sockets"
         if len(str(candidate)) < ENV_SERVICE_SOCKET_LIMIT:
             return candidate
-        return Path(tempfile.gettempdir()) / f"a2c-{self._short_id}-env"
+        return self._short_dir("-env")
 
     def temp_socket_dirs(self) -> list[Path]:
         """The short folders under the system's temporary directory that the sockets above use
@@ -200,14 +200,15 @@ class RunPaths:
         when it ends, so long run paths do not leave one behind each."""
         dirs = []
         if len(str(self.grader / "grader.sock")) >= SOCKET_LIMIT:
-            dirs.append(Path(tempfile.gettempdir()) / f"a2c-{self._short_id}")
+            dirs.append(self._short_dir(""))
         if len(str(self.root / "env-sockets")) >= ENV_SERVICE_SOCKET_LIMIT:
-            dirs.append(Path(tempfile.gettempdir()) / f"a2c-{self._short_id}-env")
+            dirs.append(self._short_dir("-env"))
         return dirs
 
-    @property
-    def _short_id(self) -> str:
-        return sha256_bytes(str(self.root).encode())[:12]
+    def _short_dir(self, suffix: str) -> Path:
+        """`/tmp/a2c-<12 hex of the run's path><suffix>`: short enough for any socket name."""
+        short_id = sha256_bytes(str(self.root).encode())[:12]
+        return Path(tempfile.gettempdir()) / f"a2c-{short_id}{suffix}"
 
     # ------------------------------------------------------------------ the driver gateway
     @property
