@@ -137,6 +137,9 @@ def exit_cause(state: dict, mem_limit: str | None) -> str | None:
     return None
 
 
+OOM_SETTLE_S = 3.0   # how long an unexplained SIGKILL under a memory limit is looked at again
+
+
 class DockerProcess:
     """The running container, seen as the runtime's sandbox process (poll, wait, stop)."""
 
@@ -146,6 +149,8 @@ class DockerProcess:
         self.cause: str | None = None
         self._rc: int | None = None
         self._mem_limit = mem_limit
+        self._since = int(time.time()) - 1
+        self._stopping = False
         self._log_path = log_path
         self._pump = threading.Thread(target=self._copy_logs, daemon=True)
         self._pump.start()
@@ -171,8 +176,32 @@ class DockerProcess:
         if self._rc is None:
             self.container.reload()
             if self.container.status in ("exited", "dead"):
-                self._ended(self.container.attrs["State"])
+                state = dict(self.container.attrs["State"])
+                if (self._mem_limit and not self._stopping and state.get("ExitCode") == 137
+                        and not state.get("OOMKilled") and self._oom_seen()):
+                    state["OOMKilled"] = True
+                self._ended(state)
         return self._rc
+
+    def _oom_seen(self) -> bool:
+        """Docker can take the kernel's OOM kill in after the container's exit (two events
+        that race): a SIGKILL nobody sent, under a memory limit, is looked at again, in the
+        container's state and the engine's `oom` events, for up to OOM_SETTLE_S."""
+        deadline = time.monotonic() + OOM_SETTLE_S
+        while True:
+            try:
+                self.container.reload()
+                if self.container.attrs["State"].get("OOMKilled"):
+                    return True
+                if any(True for _ in self.container.client.events(
+                        since=self._since, until=int(time.time()) + 1, decode=True,
+                        filters={"container": self.container.id, "event": "oom"})):
+                    return True
+            except Exception:  # noqa: BLE001 - the engine cannot say: the exit code stands
+                return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.25)
 
     def wait(self, timeout: float | None = None) -> int | None:
         import requests
@@ -197,6 +226,7 @@ class DockerProcess:
         """SIGTERM to the container's init, `grace` seconds, then SIGKILL: the pid namespace
         dies with its init, so every process in it goes, setsid'ed daemons included."""
         start = time.monotonic()
+        self._stopping = True        # a SIGKILL from here on is ours, not the kernel's
         before = self.processes()
         try:
             self.container.stop(timeout=max(1, int(round(grace))))

@@ -234,6 +234,47 @@ def test_exit_cause_names_the_memory_limit():
     assert exit_cause({"OOMKilled": False, "ExitCode": 1}, None) is None
 
 
+class _ExitedContainer:
+    """A container that ended with SIGKILL, whose OOM kill the engine records late (or never)."""
+
+    id = "c0ffee"
+    status = "exited"
+
+    def __init__(self, oom_event: bool, oom_after_reloads: int | None = None):
+        self.attrs = {"State": {"ExitCode": 137, "OOMKilled": False}}
+        self.reloads, self.oom_after = 0, oom_after_reloads
+        self.client = self
+        self.oom_event = oom_event
+
+    def reload(self):
+        self.reloads += 1
+        if self.oom_after is not None and self.reloads > self.oom_after:
+            self.attrs["State"]["OOMKilled"] = True
+
+    def events(self, **kw):
+        assert kw["filters"] == {"container": "c0ffee", "event": "oom"}
+        return iter([{"status": "oom"}] if self.oom_event else [])
+
+    def logs(self, **kw):
+        return iter([])
+
+
+@pytest.mark.parametrize("container, stopped, cause", [
+    (_ExitedContainer(oom_event=True), False, "out of memory"),          # the engine's event
+    (_ExitedContainer(False, oom_after_reloads=2), False, "out of memory"),   # state, late
+    (_ExitedContainer(oom_event=False), False, "killed by signal 9"),     # a kill, not memory
+    (_ExitedContainer(oom_event=True), True, "killed by signal 9"),       # our own stop
+])
+def test_an_oom_kill_the_engine_records_after_the_exit_is_still_named(tmp_path, monkeypatch,
+                                                                        container, stopped, cause):
+    from a2c.runtime.sandbox import docker_container
+    monkeypatch.setattr(docker_container, "OOM_SETTLE_S", 0.3)
+    proc = docker_container.DockerProcess(container, tmp_path / "agent.log", "128m")
+    proc._stopping = stopped
+    assert proc.poll() == 137
+    assert proc.exit_cause().startswith(cause), proc.exit_cause()
+
+
 def test_budget_limits_resolve_and_reach_the_sandbox_spec():
     from a2c.compiler.resolve import sandbox_limits as resolved
     from a2c.runtime.run.agent import spec_limits
