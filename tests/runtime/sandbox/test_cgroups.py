@@ -39,7 +39,7 @@ FORK_BOMB = r"""
 echo "forking"
 bomb() { bomb | bomb & }
 bomb
-sleep 300
+exec sleep 300    # no fork: under the exhausted pids limit a forked sleep can fail and end the agent
 """
 
 BUSY = r"""
