@@ -2,56 +2,127 @@
 fixes it (the checks: runtime/preflight.py). `a2c run` and `a2c sweep` run the same checks as
 their pre-flight (`preflight`): a row that is not ok is one line before anything is written.
 
-Exit status: 0 when no row is `missing`, 1 otherwise (a `warn` row is something this machine
-runs without: no GPU, a model prepared on first use).
+Each row is `required` (the demo's path: the sandbox, the training stack, the built-in SmolLM2
+prepared or preparable, the record key, disk, cores and memory) or `optional` (GPUs, docker,
+node, the LLM scaffolds, Ray, ...). Exit status:
+
+- 0: ready for the demo, and no optional row is missing (every row ok; a required row may be
+  `warn`: it works as it is, e.g. a model prepared on first use);
+- 3: ready for the demo, but optional rows are not ok (`missing` or `warn`), listed last;
+- 1: the demo cannot run here: a required row is `missing`.
+
+(2 stays what it is for every a2c command: a usage error.) `--json` prints one object: `checks`
+(each row with `required`), `ready_for_demo`, `required_missing`, `optional_missing`, `exit`
+and `ok` (exit 0).
+
+Output reads the same on a terminal and off it: one block per row, `status  need  check: found`
+then an indented `fix:` line. Off a terminal (a pipe, a log) nothing is wrapped, so a path is
+never broken across lines; on a terminal lines wrap at spaces only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import textwrap
+from pathlib import Path
 
+READY, NOT_READY, OPTIONAL_MISSING = 0, 1, 3
 STYLE = {"ok": "green", "warn": "yellow", "missing": "bold red"}
+EXIT_HELP = ("exit status: 0 ready for the demo and nothing optional missing; 3 ready for the "
+             "demo, optional parts missing (listed); 1 the demo cannot run here (a required row "
+             "is missing)")
+STATUS_W, NEED_W = 9, 10     # "missing  ", "required  "
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "doctor", help="what this machine can do (sandbox, limits, GPUs, docker, scaffolds, "
-                       "models, record key, Ray), each with its fix",
-        description="Checks bubblewrap (as root and unprivileged), the cgroup version and the "
-                    "limits it can enforce, GPUs and their driver, the Docker engine and its "
-                    "NVIDIA runtime, each scaffold, the built-in models, the operator's record "
-                    "key and Ray. Nothing is installed or changed.")
+        "doctor", help="what this machine can do (sandbox, training stack, disk, models, GPUs, "
+                       "docker, node, scaffolds, record key, Ray), each with its fix; "
+                       + EXIT_HELP,
+        description="Checks what the demo needs (required rows: bubblewrap, the training "
+                    "stack, cores and memory, free disk, the built-in SmolLM2, the record key) "
+                    "and the optional parts (the cgroup limits, GPUs and their driver, the "
+                    "Docker engine and its NVIDIA runtime, node and npm, each LLM scaffold, Ray, "
+                    "unread A2C_* variables). Nothing is installed or changed. E" + EXIT_HELP[1:]
+                    + ".")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--runs-dir", metavar="DIR", help="where runs go, for the disk row (default: ./runs, "
+                                           "as a2c run)")
     parser.set_defaults(handler=handle_doctor)
 
 
-def checks() -> list:
+def checks(runs_dir: str | None = None) -> list:
     from a2c.cli.agents import _search_path, load_agents
     from a2c.runtime import preflight
-    return preflight.all_checks(load_agents(), _search_path())
+    return preflight.all_checks(load_agents(), _search_path(),
+                                runs_dir=Path(runs_dir) if runs_dir else None)
+
+
+def verdict(rows: list) -> dict:
+    """`ready_for_demo`, the rows that keep it from being ready, the optional rows not ok, and
+    the exit status they mean."""
+    required = [row.name for row in rows if row.required and row.status == "missing"]
+    optional = [row.name for row in rows if not row.required and not row.ok]
+    code = NOT_READY if required else OPTIONAL_MISSING if optional else READY
+    return {"ready_for_demo": not required, "required_missing": required,
+            "optional_missing": optional, "exit": code, "ok": code == READY}
+
+
+def block(row, width: int | None = None) -> list[str]:
+    """One row as lines: `status  need  name: detail`, then `fix: ...` indented. With `width`,
+    wrapped at spaces only (a path is never split); without, one line each."""
+    head = f"{row.status:<{STATUS_W}}{'required' if row.required else 'optional':<{NEED_W}}"
+    indent = " " * len(head)
+    texts = [(head, f"{row.name}: {row.detail}")]
+    if row.fix:
+        texts.append((indent, f"fix: {row.fix}"))
+    if not width:
+        return [first + text for first, text in texts]
+    out = []
+    for first, text in texts:
+        out += textwrap.wrap(text, width=max(width, len(indent) + 20), initial_indent=first,
+                             subsequent_indent=indent + "  ", break_long_words=False,
+                             break_on_hyphens=False)
+    return out
+
+
+def summary(result: dict, rows: list) -> str:
+    optional = (f"optional, not ready: {', '.join(result['optional_missing'])}"
+                if result["optional_missing"] else "")
+    if not result["ready_for_demo"]:
+        return (f"NOT ready for the demo: missing {', '.join(result['required_missing'])}"
+                + (f"; {optional}" if optional else "") + f" (exit {result['exit']})")
+    if optional:
+        return f"ready for the demo (a2c demo); {optional} (exit {result['exit']})"
+    return f"ready for the demo (a2c demo), and every optional row ok: {len(rows)} rows (exit 0)"
 
 
 def handle_doctor(args: argparse.Namespace) -> int:
-    rows = checks()
-    missing = [row for row in rows if row.status == "missing"]
+    rows = checks(getattr(args, "runs_dir", None))
+    result = verdict(rows)
     if args.json:
-        print(json.dumps({"checks": [row.as_dict() for row in rows], "ok": not missing},
-                         indent=2))
-        return 1 if missing else 0
+        print(json.dumps({"checks": [row.as_dict() for row in rows], **result}, indent=2))
+        return result["exit"]
     from rich.console import Console
-    from rich.table import Table
-    table = Table(title="a2c doctor: what this machine can do")
-    for column in ("check", "status", "found", "fix"):
-        table.add_column(column, overflow="fold")
+    from rich.text import Text
+    console = Console(highlight=False, soft_wrap=True)   # soft_wrap: rich never wraps itself
+    width = console.width if console.is_terminal else None
+
+    def say(line: str) -> None:
+        for part in textwrap.wrap(line, width, break_long_words=False,
+                                  break_on_hyphens=False) if width else [line]:
+            console.print(Text(part, style="bold"))
+    say("a2c doctor: what this machine can do (required: the demo needs it; optional: other "
+        "tasks, backends and scaffolds)")
     for row in rows:
-        table.add_row(row.name, f"[{STYLE[row.status]}]{row.status}[/]", row.detail,
-                      row.fix or "")
-    console = Console(highlight=False)
-    console.print(table)
-    console.print(f"{len(rows) - len(missing)} of {len(rows)} ready" +
-                  (f"; missing: {', '.join(row.name for row in missing)}" if missing else ""))
-    return 1 if missing else 0
+        for i, line in enumerate(block(row, width)):
+            text = Text(line)
+            if i == 0:
+                text.stylize(STYLE[row.status], 0, len(row.status))
+            console.print(text)
+    say(summary(result, rows))
+    return result["exit"]
 
 
 def preflight(rows: list, report, fatal: tuple[str, ...] = ()) -> None:

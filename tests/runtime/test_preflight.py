@@ -17,8 +17,18 @@ from a2c.errors import RunError
 from a2c.runtime import preflight
 from a2c.runtime.preflight import MISSING, OK, WARN, Check
 
-ROWS = ("bubblewrap", "cgroup limits", "GPUs", "docker engine", "docker NVIDIA runtime",
-        "record key", "Ray", "A2C_* variables")
+ROWS = ("python and training stack", "bubblewrap", "cores and memory", "disk",
+        "model smollm2-135m-instruct", "record key", "cgroup limits", "GPUs", "docker engine",
+        "docker NVIDIA runtime", "node", "Ray", "A2C_* variables")
+REQUIRED = ("python and training stack", "cores and memory", "disk",
+            "model smollm2-135m-instruct", "record key")
+
+
+def _required(name: str) -> bool:
+    """The demo's rows; bubblewrap unprivileged only for a runtime that is not root."""
+    if name == "bubblewrap (unprivileged)":
+        return os.geteuid() != 0
+    return name in REQUIRED or name.startswith("bubblewrap")
 
 
 def _doctor_json(capsys) -> tuple[int, dict]:
@@ -43,20 +53,31 @@ def test_doctor_here_has_every_row_and_a_fix_for_each_that_is_not_ok(capsys):
         assert row["status"] in (OK, WARN, MISSING)
         assert row["detail"]
         assert (row["fix"] is None) == (row["status"] == OK), row
-    assert rc == (0 if out["ok"] else 1)
-    assert out["ok"] == all(r["status"] != MISSING for r in rows)
+        assert row["required"] == _required(row["name"]), row
+    required_missing = [r["name"] for r in rows if r["required"] and r["status"] == MISSING]
+    optional = [r["name"] for r in rows if not r["required"] and r["status"] != OK]
+    assert out["required_missing"] == required_missing and out["optional_missing"] == optional
+    assert out["ready_for_demo"] == (not required_missing)
+    assert rc == out["exit"] == (1 if required_missing else 3 if optional else 0)
+    assert out["ok"] == (rc == 0)
+    # the required rows come first
+    flags = [r["required"] for r in rows]
+    assert flags == sorted(flags, reverse=True)
     print("\n".join(f"{r['status']:8} {r['name']}: {r['detail']}" for r in rows))
 
 
 def test_doctor_table_prints_each_row(capsys, monkeypatch):
     monkeypatch.setattr(preflight, "all_checks", lambda *a, **k: [
-        Check("bubblewrap", MISSING, "bwrap is not on the PATH", "apt-get install bubblewrap"),
+        Check("bubblewrap", MISSING, "bwrap is not on the PATH", "apt-get install bubblewrap",
+              required=True),
         Check("Ray", OK, "ray 2.60.0")])
     rc = main(["doctor"])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "apt-get install bubblewrap" in out and "ray 2.60.0" in out
-    assert "1 of 2 ready; missing: bubblewrap" in out
+    assert "missing  required  bubblewrap: bwrap is not on the PATH" in out
+    assert "\n                   fix: apt-get install bubblewrap\n" in out
+    assert "ok       optional  Ray: ray 2.60.0" in out
+    assert "NOT ready for the demo: missing bubblewrap (exit 1)" in out
 
 
 def test_without_bubblewrap_on_the_path_one_row_says_how_to_install_it(monkeypatch, tmp_path):
@@ -64,7 +85,7 @@ def test_without_bubblewrap_on_the_path_one_row_says_how_to_install_it(monkeypat
     rows = preflight.bubblewrap_checks()
     assert rows == [Check("bubblewrap", MISSING, "bwrap is not on the PATH: the local backend "
                           "runs the agent unconfined (refused as root)",
-                          "apt-get install bubblewrap")]
+                          "apt-get install bubblewrap", required=True)]
 
 
 def test_doctor_without_bubblewrap_shows_the_row(monkeypatch, capsys):
@@ -72,7 +93,9 @@ def test_doctor_without_bubblewrap_shows_the_row(monkeypatch, capsys):
     rc, out = _doctor_json(capsys)
     row = _row(out["checks"], "bubblewrap")
     assert row["status"] == MISSING and row["fix"] == "apt-get install bubblewrap"
-    assert rc == 1 and out["ok"] is False
+    assert row["required"] is True
+    assert rc == 1 and out["ok"] is False and out["ready_for_demo"] is False
+    assert "bubblewrap" in out["required_missing"]
 
 
 def test_bubblewrap_that_cannot_make_namespaces(monkeypatch):
@@ -82,11 +105,13 @@ def test_bubblewrap_that_cannot_make_namespaces(monkeypatch):
                         lambda: "sysctl -w kernel.unprivileged_userns_clone=1")
     root, unprivileged = preflight.bubblewrap_checks(root=True)
     assert root.status == MISSING and "Operation not permitted" in root.detail and root.fix
+    assert root.required and not unprivileged.required   # a root runtime: nesting is optional
     assert unprivileged.name == "bubblewrap (unprivileged)" and unprivileged.status == WARN
     assert unprivileged.fix == "sysctl -w kernel.unprivileged_userns_clone=1"
     # a runtime that is not root needs the unprivileged one
     (row,) = preflight.bubblewrap_checks(root=False)
     assert row.status == MISSING and "no unprivileged user namespaces" in row.detail
+    assert row.required
 
 
 @pytest.mark.parametrize("message,fix", [
@@ -103,7 +128,9 @@ def test_without_a_docker_engine_one_row_with_its_fix(monkeypatch, capsys, messa
     assert engine["status"] == MISSING and engine["fix"] == fix
     assert "docker backend:" not in engine["detail"]
     assert _row(out["checks"], "docker NVIDIA runtime")["status"] == MISSING
-    assert rc == 1
+    assert engine["required"] is False and "docker engine" in out["optional_missing"]
+    assert rc == out["exit"] and rc in (1, 3)   # optional: 1 only if a required row is missing
+    assert (rc == 1) == bool(out["required_missing"])
 
 
 def test_docker_engine_without_the_nvidia_runtime(monkeypatch):
@@ -187,6 +214,7 @@ def test_record_key_missing_open_and_private(monkeypatch, tmp_path):
     monkeypatch.setenv("A2C_RECORD_SIGNING_KEY", str(key))
     row = preflight.record_key_check()
     assert row.status == WARN and str(key) in row.detail and row.fix == "a2c keys --init"
+    assert row.required   # a run signs its record with it (and refuses an open one)
     key.write_bytes(os.urandom(32))
     key.chmod(0o644)
     row = preflight.record_key_check()
@@ -207,7 +235,8 @@ def test_scaffolds_found_or_not(tmp_path, monkeypatch):
                         lambda agent: commands[agent["id"]])
     rows = preflight.scaffold_checks(agents, search_path=str(tmp_path))
     assert [(r.name, r.status) for r in rows] == [("scaffold a", OK), ("scaffold b", MISSING)]
-    assert rows[1].fix == "a2c agents install b"
+    assert rows[1].fix == "a2c agents install b"   # no install entry needs anything absent
+    assert not any(r.required for r in rows)
 
 
 def test_without_ray_the_sweep_stops_with_the_install_command(monkeypatch, capsys):
