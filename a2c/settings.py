@@ -272,8 +272,6 @@ SETTINGS: tuple[Setting, ...] = (
          "tests/runtime/graders/test_judge_vllm_server.py"),
         ("A2C_VLLM_SERVER_REPORT", "path", None, "Where it writes its report.",
          "tests/runtime/graders/test_judge_vllm_server.py"),
-        ("A2C_MINI_SWE_AGENT_BIN", "path", None, "mini-swe-agent for the real-CLI tests.",
-         "tests/scripted_driver/test_scripted_driver_real_clis.py"),
         ("A2C_CHROMIUM", "path", None, "The browser the page tests drive.",
          "tests/analysis/chromium_page.py"),
         ("A2C_SCREENSHOT_OUT", "path", None, "Keep the page tests' screenshots there.",

@@ -1,36 +1,21 @@
 """`a2c agents list`, `a2c agents params ID` and `a2c agents install ID|--all [--dry-run]
-[--prefix DIR]`.
+[--reinstall] [--prefix DIR]`.
 
 The agents are the compiled agent bundles (generated/agents/<id>/agent.json; an id with no bundle
-is compiled from its spec first, as `a2c run` does). `install` runs the bundle's install entries
-on this machine, where the local backend's sandbox sees them, printing every command first:
-
-- npm packages: `npm install -g PKG@VERSION ...` (npm's global prefix, /usr or /usr/local: a
-  system folder the sandbox binds read-only);
-- pip packages: a virtual environment of their own, PREFIX/lib/a2c-agents/<id>, with its new
-  commands linked into PREFIX/bin. PREFIX is a2c's own virtual environment when a2c runs from one
-  (the sandbox binds it and puts its bin/ first on PATH), else /usr/local; so a scaffold's
-  dependencies never mix with a2c's;
-- other commands: run with `bash -c`.
-
-The same steps are what a failed pre-flight of `a2c run` prints (runtime/run/scaffold.py).
+is compiled from its spec first, as `a2c run` does). `install` puts a scaffold's pinned npm or
+pip packages into a2c's own tool prefix (runtime/scaffold_tools.py: per pin, atomic, never the
+machine's global npm), where the local backend's sandbox sees them, and prints one line per
+agent; install `commands:` (OpenHands' uv) run as written with `bash -c`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from a2c.errors import RunError
-
-if TYPE_CHECKING:
-    from a2c.contracts.spec import AgentSpec
 
 
 def register(subparsers) -> None:
@@ -59,11 +44,16 @@ def register(subparsers) -> None:
     p_inst.add_argument("--all", action="store_true", help="every agent with install steps")
     p_inst.add_argument("--dry-run", action="store_true", help="print the commands only")
     p_inst.add_argument("--missing", action="store_true",
-                        help="skip a scaffold whose command the sandbox already finds (set-up "
-                             "scripts run again); its installed version is not checked")
-    p_inst.add_argument("--prefix", help="where pip scaffolds go (PREFIX/lib/a2c-agents/<id>, "
-                                         "commands in PREFIX/bin); default: a2c's virtual "
-                                         "environment, else /usr/local")
+                        help="an agent whose install is a shell command (not npm or pip) is "
+                             "skipped when its command is found; npm and pip scaffolds are "
+                             "always skipped when their exact pin is installed whole")
+    p_inst.add_argument("--reinstall", action="store_true",
+                        help="install again even where the exact pin is installed whole")
+    p_inst.add_argument("-v", "--verbose", action="store_true",
+                        help="print every command as it starts (the output stays in the log)")
+    p_inst.add_argument("--prefix", help="a2c's tool prefix: PREFIX/lib/a2c-tools/<id>-<pin>, "
+                                         "commands linked into PREFIX/bin; default: a2c's "
+                                         "virtual environment, else /usr/local")
     p_inst.set_defaults(handler=handle_install)
 
 
@@ -173,129 +163,73 @@ def json_value(value) -> str:
 
 
 # ----------------------------------------------------------------------------- install
-def default_prefix() -> Path:
-    """a2c's virtual environment when it runs from one, else /usr/local."""
-    return Path(sys.prefix) if sys.prefix != sys.base_prefix else Path("/usr/local")
-
-
 def _search_path(prefix: Path | None = None) -> str:
-    """Where the sandbox's agent looks for commands: PREFIX/bin, the interpreter's bin/, the
-    system folders (runtime/sandbox/local.py agent_env)."""
-    parts = [str((prefix or default_prefix()) / "bin"), str(Path(sys.executable).parent),
-             "/usr/local/bin", "/usr/bin", "/bin"]
-    return os.pathsep.join(dict.fromkeys(parts))
+    """Where the sandbox's agent looks for commands (runtime/scaffold_tools.search_path)."""
+    from a2c.runtime.scaffold_tools import search_path
+    return search_path(prefix)
 
 
-def plan(agent: dict | AgentSpec, prefix: Path) -> list[dict]:
-    """The commands that install `agent`: {argv | shell, print, kind} in order."""
-    from a2c.runtime.run.scaffold import install_steps, typed
-    out = []
-    for step in install_steps(agent):
-        if step["kind"] == "npm":
-            argv = ["npm", "install", "-g", *step["packages"]]
-            out.append({"kind": "npm", "argv": argv, "print": shlex.join(argv)})
-        elif step["kind"] == "pip":
-            venv = prefix / "lib" / "a2c-agents" / typed(agent).id
-            create = [sys.executable, "-m", "venv", "--clear", str(venv)]
-            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input",
-                   "--disable-pip-version-check", *step["packages"]]
-            out.append({"kind": "venv", "argv": create, "print": shlex.join(create)})
-            out.append({"kind": "pip", "argv": pip, "print": shlex.join(pip), "venv": venv})
-            out.append({"kind": "link", "venv": venv, "bin": prefix / "bin",
-                        "print": f"ln -sf {venv}/bin/<its new commands> {prefix / 'bin'}/"})
+def plan_lines(agent, prefix: Path) -> list[str]:
+    """What `install` would do for `agent`, one line each (--dry-run)."""
+    from a2c.runtime import scaffold_tools
+    from a2c.runtime.run.scaffold import install_steps
+    lines = []
+    for tool in scaffold_tools.tools_of(agent, prefix):
+        if tool.kind == "npm":
+            lines.append(f"npm install --prefix {tool.folder}/npm {' '.join(tool.packages)} "
+                         f"(node {scaffold_tools.NODE_VERSION} in "
+                         f"{scaffold_tools.node_tool(prefix).folder})")
         else:
-            argv = ["bash", "-c", step["command"]]
-            out.append({"kind": "command", "argv": argv, "print": step["command"]})
-    return out
-
-
-def _venv_bin_names(venv: Path) -> set[str]:
-    folder = venv / "bin"
-    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
-
-
-BASE_VENV_COMMANDS = ("python", "pip", "activate")
-
-
-def _link(venv: Path, bin_dir: Path, before: set[str], echo) -> list[str]:
-    """Link the commands the pip step added to the venv's bin/ into PREFIX/bin."""
-    linked = []
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in sorted(_venv_bin_names(venv) - before):
-        if name.startswith(BASE_VENV_COMMANDS) or name.lower().startswith("activate"):
-            continue
-        target, link = venv / "bin" / name, bin_dir / name
-        if link.exists() and not link.is_symlink():
-            echo(f"note: {link} exists and is not a link; left as it is")
-            continue
-        if link.is_symlink():
-            link.unlink()
-        link.symlink_to(target)
-        echo(f"linked {link} -> {target}")
-        linked.append(name)
-    return linked
-
-
-def install(agent: dict | AgentSpec, prefix: Path, dry_run: bool, echo=print) -> list[dict]:
-    from a2c.runtime.run.scaffold import typed
-    steps = plan(agent, prefix)
-    ident = typed(agent).id
-    if not steps:
-        echo(f"{ident}: nothing to install ({typed(agent).type} agent without install "
-             "entries)")
-        return steps
-    before: set[str] = set()
-    for step in steps:
-        echo(("would run: " if dry_run else "+ ") + step["print"])
-        if dry_run:
-            continue
-        if step["kind"] == "link":
-            _link(step["venv"], step["bin"], before, echo)
-            continue
-        if step["kind"] == "pip":
-            before = _venv_bin_names(step["venv"])
-        if step["kind"] == "npm" and shutil.which("npm") is None:
-            raise RunError(f"{ident}: npm is not installed (it comes with Node.js: "
-                           "https://nodejs.org, or apt-get install nodejs npm)")
-        try:
-            proc = subprocess.run(step["argv"], check=False)
-        except OSError as exc:
-            raise RunError(f"{ident}: could not run {step['print']}: {exc}") from exc
-        if proc.returncode != 0:
-            raise RunError(f"{ident}: `{step['print']}` failed with status "
-                           f"{proc.returncode}")
-    return steps
+            lines.append(f"python -m venv {tool.folder}/venv && pip install "
+                         f"{' '.join(tool.packages)}")
+        lines.append(f"ln -s {tool.folder}/bin/<its commands> {prefix / 'bin'}/")
+    lines += [s["command"] for s in install_steps(agent) if s["kind"] == "command"]
+    return lines
 
 
 def handle_install(args: argparse.Namespace) -> int:
+    """One line per agent: installed, present, failed (the failing command's last lines first,
+    then its log) or nothing to install. Exit 1 when any failed, after trying every one."""
+    from a2c.runtime import scaffold_tools
     from a2c.runtime.run.scaffold import check_command, install_steps, typed
     if bool(args.agent) == bool(args.all):
         raise RunError("usage: a2c agents install ID [ID ...] [--dry-run] (or --all)")
     agents = [a for a in load_agents() if install_steps(a)] if args.all \
         else [load_one(ref) for ref in args.agent]
-    several = args.all or len(agents) > 1   # go on past a failure, then name every one
-    prefix = Path(args.prefix).resolve() if args.prefix else default_prefix()
+    prefix = Path(args.prefix).resolve() if args.prefix else scaffold_tools.default_prefix()
+    width = max(len(typed(a).id) for a in agents) if agents else 0
     failed = []
     for agent in map(typed, agents):
-        command = check_command(agent) if agent.type == "cli" else None
-        found = shutil.which(command, path=_search_path(prefix)) if command else None
-        if args.missing and found:
-            print(f"{agent.id}: `{command}` is {found} (already installed)")
+        if args.dry_run:
+            print(f"{agent.id}:")
+            for line in plan_lines(agent, prefix):
+                print(f"  would run: {line}")
             continue
-        print(f"{agent.id}:")
-        try:
-            install(agent, prefix, args.dry_run)
-        except RunError as exc:
-            if not several:
-                raise
-            print(f"error: {exc}", file=sys.stderr)
+        command = check_command(agent) if agent.type == "cli" else None
+        runs_commands = any(s["kind"] == "command" for s in install_steps(agent))
+        if runs_commands and args.missing and command and \
+                scaffold_tools.find_command(command, prefix):
+            print(f"{agent.id:<{width}}  present    `{command}` is "
+                  f"{scaffold_tools.find_command(command, prefix)}")
+            continue
+        outcome = scaffold_tools.install_agent(agent, prefix, reinstall=args.reinstall,
+                                               echo=print if args.verbose else None)
+        seconds = f" ({outcome.seconds:.0f} s)" if outcome.status == "installed" else ""
+        print(f"{agent.id:<{width}}  {outcome.status:<9}  {outcome.detail}{seconds}",
+              flush=True)
+        if outcome.error is not None:
+            for line in outcome.error.tail:
+                print(f"{'':<{width}}  | {line[:240]}")
+            if outcome.error.log:
+                print(f"{'':<{width}}  full log: {outcome.error.log}")
             failed.append(agent.id)
             continue
-        if command and not args.dry_run:
-            where = shutil.which(command, path=_search_path(prefix))
-            print(f"{agent.id}: `{command}` is {where}" if where else
-                  f"{agent.id}: note: `{command}` is not on the sandbox's PATH "
-                  f"({_search_path(prefix)}); a2c run will say so before it starts")
+        if command and outcome.status != "nothing" and \
+                not scaffold_tools.find_command(command, prefix):
+            print(f"{'':<{width}}  note: `{command}` is not on the sandbox's PATH "
+                  f"({scaffold_tools.search_path(prefix)}); a2c run will say so before it starts")
     if failed:
-        raise RunError(f"not installed: {', '.join(failed)}")
+        print(f"not installed: {', '.join(failed)} (their tests skip; a2c run refuses them "
+              "before it starts)", file=sys.stderr)
+        return 1
     return 0

@@ -109,18 +109,19 @@ def _pinned(entry: Any, sep: str) -> str:
 
 def install_steps(agent: dict | AgentSpec) -> list[dict[str, Any]]:
     """The agent's install entries as steps: {kind: npm|pip|command, packages|command, shell}.
-    `shell` is the line printed to the user (and what `a2c agents install` runs, pip excepted:
-    it goes into its own virtual environment, see a2c/cli/agents.py)."""
+    `shell` is the line printed to the user: the pinned packages and where they come from
+    (`a2c agents install` puts them into a2c's tool prefix, runtime/scaffold_tools.py), or the
+    command as it runs."""
     install = _install(typed(agent))
     steps: list[dict[str, Any]] = []
     npm = [_pinned(e, "@") for e in install.npm or []]
     if npm:
         steps.append({"kind": "npm", "packages": npm,
-                      "shell": "npm install -g " + " ".join(shlex.quote(p) for p in npm)})
+                      "shell": "npm " + " ".join(shlex.quote(p) for p in npm)})
     pip = [_pinned(e, "==") for e in install.pip or []]
     if pip:
         steps.append({"kind": "pip", "packages": pip,
-                      "shell": "pip install " + " ".join(shlex.quote(p) for p in pip)})
+                      "shell": "pip " + " ".join(shlex.quote(p) for p in pip)})
     for command in install.commands or []:
         command = command.get("run") if isinstance(command, dict) else command
         if command:
@@ -129,7 +130,7 @@ def install_steps(agent: dict | AgentSpec) -> list[dict[str, Any]]:
 
 
 def install_hint(agent: dict | AgentSpec) -> str:
-    """`a2c agents install ID (npm install -g PKG@VERSION)`."""
+    """`a2c agents install ID (npm PKG@VERSION)`."""
     steps = "; ".join(s["shell"] for s in install_steps(agent))
     hint = f"a2c agents install {typed(agent).id}"
     return f"{hint} ({steps})" if steps else hint

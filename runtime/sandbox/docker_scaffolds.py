@@ -8,8 +8,9 @@ agent layer carries the scaffold itself, at /opt/a2c/tools:
     npm/          `npm install --prefix` of the spec's pinned npm packages and of node itself
     venvs/<id>/   a virtual environment per pip scaffold (Debian's python3, as in the base)
 
-Node comes from npm's `node-linux-<arch>` package (the official binaries, pinned below): Debian
-bookworm's nodejs is 18, and Claude Code's pinned release asks for node 22 or newer. The npm
+Node comes from npm's `node-linux-<arch>` package (the official binaries, pinned in
+runtime/scaffold_tools.py, as for the local backend's tool prefix): Debian bookworm's nodejs is
+18, and Claude Code's pinned release asks for node 22 or newer. The npm
 install runs on the host with the host's npm and registry configuration (as the base's wheels
 are resolved with the host's pip); the pip scaffold's wheels are resolved by the host's pip and
 installed `--no-index` in a container with network `none`. That container, started from the
@@ -24,30 +25,28 @@ fetch an interpreter at install time; `unsupported` names them for the refusal.
 from __future__ import annotations
 
 import json
-import platform
 import re
 import shlex
 import shutil
-import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.runtime.sandbox.docker_engine import engine_error
+from a2c.runtime.scaffold_tools import (
+    NODE_VERSION,
+    InstallError,
+    InstallLog,
+    node_package,
+    npm_install,
+    package_bins,
+)
 
 TOOLS_DIR = "/opt/a2c/tools"
 TOOLS_REPOSITORY = "a2c-tools"
-NODE_VERSION = "22.23.5"        # npm's node-linux-<arch>: the official node binaries
 TOOLS_RECIPE = 2                # bump when what a tools image holds changes
 TOOLS_LABEL = "a2c.tools"       # on an agent layer: the tools image it copied
-
-
-def node_package() -> str:
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
-        platform.machine().lower())
-    if arch is None:
-        raise RunError(f"docker backend: no node build for this machine ({platform.machine()})")
-    return f"node-linux-{arch}@{NODE_VERSION}"
 
 
 def installs(agent: dict) -> dict[str, list[str]]:
@@ -77,30 +76,21 @@ def tools_tag(agent: dict, rootfs: str) -> str | None:
 
 def npm_tree(packages: list[str], dest: Path, report) -> None:
     """DEST/npm: node and PACKAGES installed by the host's npm; DEST/bin: links to their commands."""
-    npm = shutil.which("npm")
-    if not npm:
-        raise RunError("docker backend: the scaffold's npm packages are installed with the host's "
-                       "npm, which is not here (install nodejs and npm)")
     prefix = dest / "npm"
-    prefix.mkdir(parents=True)
     wanted = [node_package(), *packages]
     report(f"scaffold tools: npm install {' '.join(wanted)}")
-    proc = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                           "--loglevel=error", *wanted],
-                          capture_output=True, text=True, timeout=1800, cwd=str(prefix))
-    if proc.returncode != 0:
-        last = [line for line in (proc.stderr or proc.stdout).splitlines() if line.strip()]
-        raise RunError(f"docker backend: npm install {' '.join(packages)} failed: "
-                       f"{last[-1][:300] if last else 'no output'}")
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            npm_install(prefix, wanted, InstallLog(Path(scratch) / "npm.log"))
+        except InstallError as exc:
+            last = exc.tail[-1][:300] if exc.tail else str(exc)
+            raise RunError(f"docker backend: npm install {' '.join(packages)} failed: "
+                           f"{last}") from exc
     bin_dir = dest / "bin"
     bin_dir.mkdir(exist_ok=True)
     for spec in wanted:
         name = spec.rsplit("@", 1)[0]
-        meta = json.loads((prefix / "node_modules" / name / "package.json").read_text())
-        bins = meta.get("bin") or {}
-        if isinstance(bins, str):
-            bins = {name.rsplit("/", 1)[-1]: bins}
-        for command, rel in bins.items():
+        for command, rel in package_bins(prefix / "node_modules", spec).items():
             link = bin_dir / command
             link.unlink(missing_ok=True)
             link.symlink_to(Path("..", "npm", "node_modules", name, rel))

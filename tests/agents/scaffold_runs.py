@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +15,8 @@ SCAFFOLDS = ["claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent",
 
 def sandbox_path() -> list[str]:
     """Where the sandboxed agent looks for commands (runtime/sandbox/local.py agent_env)."""
-    return [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+    from a2c.runtime.scaffold_tools import search_path
+    return search_path().split(os.pathsep)
 
 
 def agent_spec(agent_id: str) -> dict:
@@ -26,9 +24,13 @@ def agent_spec(agent_id: str) -> dict:
     return json.loads(path.read_text())["agent"]
 
 
-def installed(agent_id: str) -> str | None:
-    command = agent_spec(agent_id)["install"]["check"]
-    return shutil.which(command, path=os.pathsep.join(sandbox_path()))
+def skip_unless_installed(agent_id: str) -> None:
+    """Skip with the one line set-up printed for this scaffold (why it is missing, how to
+    install it): an optional scaffold that did not install is a skip, never a failure."""
+    from a2c.runtime.scaffold_tools import missing_reason
+    reason = missing_reason(agent_spec(agent_id))
+    if reason:
+        pytest.skip(reason)
 
 
 def needs():

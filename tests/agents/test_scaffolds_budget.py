@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from scaffold_runs import SCAFFOLDS, agent_spec, installed, needs
+from scaffold_runs import SCAFFOLDS, agent_spec, needs, skip_unless_installed
 
 from a2c.contracts.events import read_events
 
@@ -20,8 +20,7 @@ COST = 0.0001       # USD: below the first call of the script at any impersonate
 @pytest.mark.parametrize("agent_id", SCAFFOLDS)
 def test_driver_cost_budget_stops_the_scaffold(agent_id, tmp_path):
     run_mod = needs()
-    if not installed(agent_id):
-        pytest.skip(f"{agent_id} is not installed here")
+    skip_unless_installed(agent_id)
     opts = run_mod.RunOptions(bundle="arith", agent=agent_id, budget=BUDGET,
                               runs_dir=tmp_path / "runs", driver="scripted:sft-recipe",
                               driver_cost=COST)

@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from scaffold_runs import SCAFFOLDS, agent_spec, installed, needs
+from scaffold_runs import SCAFFOLDS, agent_spec, needs, skip_unless_installed
 
 from a2c.contracts.events import read_events, verify_events
 from a2c.paths import project_root
@@ -87,9 +87,7 @@ def save_fixtures(agent_id: str, run_dir: Path, run: dict, calls: list[dict]) ->
 @pytest.mark.parametrize("agent_id", SCAFFOLDS)
 def test_scaffold_runs_the_sft_recipe_end_to_end(agent_id, tmp_path):
     run_mod = needs()
-    if not installed(agent_id):
-        from a2c.runtime.run.scaffold import install_hint
-        pytest.skip(f"{agent_id} is not installed here: {install_hint(agent_spec(agent_id))}")
+    skip_unless_installed(agent_id)
     opts = run_mod.RunOptions(bundle="arith", agent=agent_id, budget=BUDGET, model=MODEL,
                               runs_dir=tmp_path / "runs", driver=DRIVER,
                               agent_env=dict(TRAIN_ENV))

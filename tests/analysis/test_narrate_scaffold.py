@@ -7,7 +7,6 @@ verifies. Slow: one real run (under a minute of training)."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from narrate_helpers import evidence, narrative, review_answer, write_script
@@ -19,8 +18,12 @@ from a2c.cli import main
 def test_narrate_and_review_a_real_scaffold_run(tmp_path, capsys):
     run_mod = pytest.importorskip("a2c.runtime.run")
     from a2c.runtime.sandbox.local import bwrap_works
-    if not bwrap_works() or not shutil.which("claude"):
-        pytest.skip("needs bubblewrap and the claude CLI (a2c agents install claude-code)")
+    if not bwrap_works():
+        pytest.skip("needs bubblewrap")
+    from a2c.runtime.scaffold_tools import find_command
+    if not find_command("claude"):
+        pytest.skip("needs the claude CLI where the sandbox looks (a2c agents install "
+                    "claude-code)")
     opts = run_mod.RunOptions(bundle="arith", agent="claude-code", budget="10m", model="tiny",
                               runs_dir=tmp_path / "runs", driver="scripted:sft-recipe",
                               agent_env={"SFT_STEPS": "10", "SFT_BATCH": "4"})

@@ -10,13 +10,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from a2c.agents.scripted_driver import ScriptedDriver, parse
+from a2c.runtime.scaffold_tools import find_command, search_path
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +58,8 @@ enabled = false
 
 
 def _mini() -> str | None:
-    """`a2c agents install` links `mini` beside the interpreter; PATH need not hold that folder."""
-    beside = Path(sys.executable).parent / "mini"
-    return (os.environ.get("A2C_MINI_SWE_AGENT_BIN") or shutil.which("mini")
-            or (str(beside) if beside.exists() else None))
+    """`a2c agents install` links `mini` into a2c's tool prefix's bin/ (the venv's)."""
+    return find_command("mini")
 
 
 def _setup(name: str, url: str, home: Path) -> tuple[list[str], dict]:
@@ -138,15 +136,17 @@ def open_tmp():
                                   "opencode-chat", "opencode-gemini", "mini-swe-agent"])
 def test_real_cli_plays_the_script(name, open_tmp):
     tmp_path = open_tmp
-    binary = _mini() if name == "mini-swe-agent" else shutil.which(BINARIES[name])
+    binary = _mini() if name == "mini-swe-agent" else find_command(BINARIES[name])
     if not binary:
-        pytest.skip(f"{name} is not installed")
+        pytest.skip(f"{name}: `{BINARIES.get(name, 'mini')}` is not installed where the sandbox "
+                    f"looks ({search_path()}); a2c agents install")
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir()
     ws.mkdir()
     with ScriptedDriver(parse(SCRIPT), log=tmp_path / "replies.jsonl", model="m") as driver:
         argv, extra = _setup(name, f"http://127.0.0.1:{driver.port}", home)
-        env = {"PATH": os.environ["PATH"], "HOME": str(home), **extra}
+        env = {"PATH": f"{search_path()}{os.pathsep}{os.environ['PATH']}", "HOME": str(home),
+               **extra}
         if os.geteuid() == 0:       # Claude Code refuses to skip permissions as root
             for path in (tmp_path, *tmp_path.rglob("*")):
                 path.chmod(0o777)

@@ -4,14 +4,10 @@ network)."""
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 
 import pytest
 
 from a2c.cli import build_parser, main
-from a2c.cli.agents import install, plan
 from a2c.cli.run import Progress, driver_line
 
 
@@ -58,7 +54,7 @@ def test_agents_list_names_every_bundle(capsys):
     assert main(["agents", "list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)["agents"]}
     assert rows["claude-code"]["type"] == "cli" and rows["ref-sft"]["type"] == "reference"
-    assert rows["claude-code"]["install"][0].startswith("npm install -g @anthropic-ai/claude-code")
+    assert rows["claude-code"]["install"][0].startswith("npm @anthropic-ai/claude-code@")
     assert rows["ref-sft"]["command"] is None
     assert "steps" in rows["ref-sft"]["params"] and rows["claude-code"]["params"] == []
 
@@ -82,7 +78,8 @@ def test_agents_install_dry_run_prints_only(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))    # no npm reachable: nothing may run
     assert main(["agents", "install", "claude-code", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "would run: npm install -g @anthropic-ai/claude-code" in out
+    assert "would run: npm install --prefix " in out and "@anthropic-ai/claude-code@" in out
+    assert " -g " not in out
     assert main(["agents", "install", "--all", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "claude-code:" in out and "ref-sft" not in out
@@ -93,67 +90,33 @@ def test_agents_install_needs_one_agent_or_all(capsys):
     assert "usage: a2c agents install" in capsys.readouterr().err
 
 
-def test_agents_install_several_ids_and_missing_skips_what_the_sandbox_finds(
+def test_agents_install_missing_skips_a_command_install_whose_command_is_found(
         capsys, tmp_path, monkeypatch):
-    """Set-up runs `a2c agents install ID ... --missing` every time: a scaffold whose command is
-    on the sandbox's PATH is skipped, one that is not is installed."""
-    (tmp_path / "claude").write_text("#!/bin/sh\n")
-    (tmp_path / "claude").chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("a2c.cli.agents._search_path", lambda prefix: str(tmp_path))
-    assert main(["agents", "install", "claude-code", "codex", "--missing", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert f"claude-code: `claude` is {tmp_path / 'claude'} (already installed)" in out
-    assert "npm install -g @anthropic-ai/claude-code" not in out
-    assert "would run: npm install -g @openai/codex@" in out
-
-
-def _fake_npm(folder, record):
-    npm = folder / "npm"
-    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {record}\n")
-    npm.chmod(npm.stat().st_mode | stat.S_IXUSR)
-
-
-def test_agents_install_runs_npm_and_commands(tmp_path, monkeypatch, capsys):
-    record = tmp_path / "npm-calls"
-    _fake_npm(tmp_path, record)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    agent = {"id": "fake", "type": "cli", "launch": {"command": "fake-cli -p x"},
-             "install": {"npm": ["@example/fake-cli@1.2.3"], "pip": [],
-                         "commands": [f"touch {tmp_path / 'ran'}"]}}
-    install(agent, tmp_path / "prefix", dry_run=False)
-    assert record.read_text().split() == ["install", "-g", "@example/fake-cli@1.2.3"]
+    """An agent installed by a shell command (OpenHands' uv) manages its own place: with
+    --missing it is skipped when the sandbox finds its command, else the command runs."""
+    agent = {"id": "cmd", "type": "cli", "launch": {"command": "cmd-cli -p x"},
+             "install": {"commands": [f"touch {tmp_path / 'ran'}"], "check": "cmd-cli"}}
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agent)
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    assert main(["agents", "install", "cmd", "--missing", "--prefix", str(prefix)]) == 0
     assert (tmp_path / "ran").exists()
-    out = capsys.readouterr().out
-    assert "+ npm install -g @example/fake-cli@1.2.3" in out
+    (tmp_path / "ran").unlink()
+    (prefix / "bin" / "cmd-cli").write_text("#!/bin/sh\n")
+    (prefix / "bin" / "cmd-cli").chmod(0o755)
+    capsys.readouterr()
+    assert main(["agents", "install", "cmd", "--missing", "--prefix", str(prefix)]) == 0
+    assert not (tmp_path / "ran").exists()
+    assert f"cmd  present    `cmd-cli` is {prefix / 'bin' / 'cmd-cli'}" in capsys.readouterr().out
 
 
-def test_agents_install_failure_is_a_clean_error(tmp_path, monkeypatch):
-    from a2c.errors import RunError
+def test_agents_install_failure_is_one_line_with_the_commands_last_lines(
+        tmp_path, monkeypatch, capsys):
     agent = {"id": "fake", "type": "cli", "launch": {"command": "x"},
-             "install": {"commands": ["exit 7"]}}
-    with pytest.raises(RunError, match="`exit 7` failed with status 7"):
-        install(agent, tmp_path, dry_run=False, echo=lambda _: None)
-
-
-def test_pip_scaffolds_get_a_venv_of_their_own_linked_into_prefix_bin(tmp_path):
-    agent = {"id": "mini", "type": "cli", "launch": {"command": "mini"},
-             "install": {"pip": ["mini-swe-agent==1.9.0"]}}
-    steps = plan(agent, tmp_path)
-    assert [s["kind"] for s in steps] == ["venv", "pip", "link"]
-    assert steps[0]["argv"][:3] == [sys.executable, "-m", "venv"]
-    assert steps[0]["argv"][-1] == str(tmp_path / "lib" / "a2c-agents" / "mini")
-    assert steps[1]["argv"][-1] == "mini-swe-agent==1.9.0"
-    assert steps[1]["argv"][0] == str(tmp_path / "lib" / "a2c-agents" / "mini" / "bin" /
-                                      "python")
-
-
-def test_link_step_links_only_new_commands(tmp_path):
-    from a2c.cli.agents import _link
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    for name in ("python", "pip", "activate", "mini", "mini-extra"):
-        (venv / "bin" / name).write_text("")
-    linked = _link(venv, tmp_path / "bin", {"python", "pip", "activate"}, lambda _: None)
-    assert linked == ["mini", "mini-extra"]
-    assert (tmp_path / "bin" / "mini").resolve() == (venv / "bin" / "mini").resolve()
+             "install": {"commands": ["echo first; echo last words; exit 7"]}}
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agent)
+    assert main(["agents", "install", "fake", "--prefix", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "fake  failed     `bash -c 'echo first; echo last words; exit 7'` " \
+                     "failed (exit 7)"
+    assert out[1:3] == ["      | first", "      | last words"]

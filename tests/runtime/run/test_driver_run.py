@@ -192,9 +192,9 @@ def test_driver_model_install_steps_and_check():
     assert check_command(agent) == "claude"
     assert check_command({**agent, "install": {"check": "claude-bin"}}) == "claude-bin"
     assert [s["shell"] for s in install_steps(agent)] == [
-        "npm install -g @anthropic-ai/claude-code@2.1.332", "pip install mini-swe-agent==1.9.0",
+        "npm @anthropic-ai/claude-code@2.1.332", "pip mini-swe-agent==1.9.0",
         "echo done"]
-    assert install_hint(agent).startswith("a2c agents install x (npm install -g ")
+    assert install_hint(agent).startswith("a2c agents install x (npm @anthropic-ai/")
 
 
 @pytest.mark.parametrize("agent_exit,submissions,status", [
@@ -243,7 +243,7 @@ def test_preflight_missing_command_exit_2_one_line_nothing_left(tmp_path, monkey
     assert info.value.exit_code == 2 and "\n" not in message
     assert message == ("fake-cli: `a2c-no-such-scaffold-cli` is not installed where the agent "
                        "runs. Install it: a2c agents install fake-cli "
-                       "(npm install -g @example/fake-cli@1.2.3)")
+                       "(npm @example/fake-cli@1.2.3)")
     assert not ctx.run_dir.exists() and not short.exists()
     assert not any(runs.iterdir())
 
