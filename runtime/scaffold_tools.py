@@ -12,7 +12,7 @@ passed for a whole one. So:
             a2c-tool.json            what it holds; written last, so a folder without it is none
             npm/ | venv/             the packages (npm --prefix, or a virtual environment)
             bin/<command>            wrappers: node's folder first on PATH, or the venv's python
-        .staging/                    installs in progress, each in a folder of its own
+        .<folder>.tmp-*              an install in progress (a2c.fsutil.staged_dir)
         logs/<agent id>.log          the last install's commands and output
     PREFIX/bin/<command>          -> ../lib/a2c-tools/<agent id>-<key>/bin/<command>
 
@@ -29,8 +29,6 @@ the same release (runtime/sandbox/docker_scaffolds.py). The machine's npm is onl
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -39,13 +37,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2c.errors import RunError
+from a2c.fsutil import file_lock, staged_dir
 
 NODE_VERSION = "22.23.5"     # npm's node-linux-<arch>: the official node binaries
 TOOL_RECIPE = 1              # bump when what a tool folder holds changes
@@ -275,31 +273,17 @@ def _write_exec(path: Path, text: str) -> None:
 
 
 # ----------------------------------------------------------------------------- installing
-@contextlib.contextmanager
-def _locked(tool: Tool) -> Iterator[None]:
-    """One installer of a tool at a time in one prefix (a second set-up waits, then finds it)."""
-    locks = tools_root(tool.prefix) / ".locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with (locks / f"{tool.folder.name}.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure(tool: Tool, log: InstallLog, reinstall: bool = False) -> tuple[dict, bool]:
-    """The tool whole in its folder: (its manifest, whether this call installed it)."""
+    """The tool whole in its folder: (its manifest, whether this call installed it). Filled in
+    a staging folder beside its place and swapped in whole (a2c.fsutil.staged_dir), one
+    installer at a time per tool (a second one waits, then finds it there)."""
     if tool.kind == "npm":
         ensure(node_tool(tool.prefix), log)
-    with _locked(tool):
+    with file_lock(tools_root(tool.prefix) / ".locks" / f"{tool.folder.name}.lock"):
         found = tool.manifest()
         if found and not reinstall:
             return found, False
-        staging = tools_root(tool.prefix) / ".staging"
-        staging.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f"{tool.folder.name}.", dir=staging))
-        try:
+        with staged_dir(tool.folder) as stage:
             commands = FILLERS[tool.kind](tool, stage, log)
             manifest = {"agent": tool.agent, "kind": tool.kind, "key": tool.key,
                         "packages": list(tool.packages), "commands": commands,
@@ -307,16 +291,6 @@ def ensure(tool: Tool, log: InstallLog, reinstall: bool = False) -> tuple[dict, 
                         "recipe": TOOL_RECIPE}
             (stage / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
             stage.chmod(0o755)
-            old = None
-            if tool.folder.exists():   # a reinstall, or a folder some older code left half done
-                old = staging / f"{tool.folder.name}.old.{os.getpid()}"
-                tool.folder.rename(old)
-            stage.rename(tool.folder)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        finally:
-            if stage.exists():
-                shutil.rmtree(stage, ignore_errors=True)
         return manifest, True
 
 

@@ -98,7 +98,7 @@ def test_an_npm_scaffold_goes_into_the_prefix_whole_and_runs_on_the_pinned_node(
     assert out.strip() == f"fake-cli 1.2.3 on node-{scaffold_tools.NODE_VERSION}"
     tool = scaffold_tools.tools_of(fake_agent(), prefix)[0]
     assert tool.manifest()["commands"] == ["fake-cli"]
-    assert list((tools_root(prefix) / ".staging").iterdir()) == []
+    assert list(tools_root(prefix).glob(".*.tmp-*")) == []
     # again: the exact pin is there whole, nothing runs
     before = fake_npm.read_text()
     assert install_agent(fake_agent(), prefix).status == "present"
@@ -132,7 +132,7 @@ def test_a_failed_install_leaves_nothing_that_looks_installed(tmp_path, fake_npm
     tool = scaffold_tools.tools_of(fake_agent(), prefix)[0]
     assert not tool.folder.exists() and tool.manifest() is None
     assert not (prefix / "bin" / "fake-cli").exists()
-    assert list((tools_root(prefix) / ".staging").iterdir()) == []
+    assert list(tools_root(prefix).glob(".*.tmp-*")) == []
     assert node_tool(prefix).manifest() is not None     # node itself did install
     reason = missing_reason(fake_agent(), prefix)
     assert reason.startswith("fake: `fake-cli` the last install failed: `")
