@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,57 +102,150 @@ def _positive(kind):
 
 
 class Progress:
-    """Timestamped progress lines through rich (plain text when not a terminal)."""
+    """Timestamped progress lines and the run's summary through rich.
 
-    def __init__(self):
+    Nothing is ever wrapped mid-word: off a terminal (`a2c demo | cat`, a log file) a line is
+    written whole, however long, and the summary is `key  value` lines; on a terminal a message
+    wraps at word boundaries under its own column, and the summary is a table only when it fits
+    the terminal's width without wrapping (else the same plain lines)."""
+
+    def __init__(self, console=None):
         from rich.console import Console
-        self.console = Console(highlight=False)
+        self.console = console or Console(highlight=False)
         self.start = time.monotonic()
+        self._lock = threading.Lock()     # the runner may report from a timer thread
 
     def __call__(self, message: str) -> None:
-        from rich.markup import escape
+        from rich.text import Text
         elapsed = time.monotonic() - self.start
-        style = "bold yellow" if message.startswith("WARNING") else None
-        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] {escape(message)}", style=style)
+        style = "bold yellow" if message.startswith("WARNING") else ""
+        stamp = f"{elapsed:7.1f}s"
+        lines = self.wrap(message, len(stamp) + 1)
+        out = Text(stamp, style="dim") + Text(" ") + Text(lines[0], style=style)
+        for more in lines[1:]:
+            out += Text("\n" + " " * (len(stamp) + 1)) + Text(more, style=style)
+        with self._lock:
+            self.console.print(out, soft_wrap=True)
+
+    def wrap(self, text: str, indent: int) -> list[str]:
+        """`text` as the lines to print after `indent` columns: whole off a terminal; on one,
+        wrapped at spaces only (a word longer than the width, a path, stays whole)."""
+        if not self.console.is_terminal:
+            return [text]
+        import textwrap
+        return textwrap.wrap(text, max(20, self.console.width - indent), break_long_words=False,
+                             break_on_hyphens=False) or [""]
+
+    def line(self, text: str = "", bold: bool = False) -> None:
+        """One line as it is: no markup, no highlighting, never wrapped by rich."""
+        from rich.text import Text
+        with self._lock:
+            self.console.print(Text(text, style="bold" if bold else ""), soft_wrap=True)
 
     def summary(self, result: dict) -> None:
-        from rich.table import Table
-        table = Table(title=f"a2c run {result['run_id']}", show_header=False)
-        table.add_column(style="bold")
-        table.add_column()
-
-        def fmt(value):
-            return "—" if value is None else f"{value:.1f}"
-        baseline, best = result.get("baseline_score"), result.get("best_score")
-        gain = "" if baseline is None or best is None else f"  ({best - baseline:+.1f} points)"
-        rows = [("task", result["task"]), ("agent", result["agent"]), ("mode", result["mode"]),
-                ("isolation", str(result["isolation"])),
-                ("baseline score", fmt(baseline)), ("best score", fmt(best) + gain),
-                ("final score", fmt(result.get("final_score"))),
-                ("submissions", f"{result['submissions']} ({result['valid_submissions']} valid)"),
-                ("status", result["status"]), ("record", result["run_dir"])]
-        if "final_split_score" in result:   # scoring.final: the items it never got feedback on
-            rows.insert(7, ("final split", f"{fmt(result['final_split_score'])} (baseline "
-                            f"{fmt(result.get('final_split_baseline'))}; selection gap "
-                            f"{fmt(result.get('selection_gap'))})"))
-        if "driver_usage" in result:
-            rows.insert(-2, ("driver", driver_line(result.get("driver"),
-                                                   result.get("driver_usage"))))
-        for key, value in rows:
-            table.add_row(key, value)
-        self.console.print(table)
+        from rich.markup import escape
+        rows = summary_rows(result)
+        title = f"a2c run {result['run_id']}"
+        table = summary_table(title, rows)
+        if self.console.is_terminal and fits(self.console, table, title):
+            with self._lock:
+                self.console.print(table)
+        else:
+            width = max(len(key) for key, _ in rows)
+            self.line(title, bold=True)
+            for key, value in rows:
+                first, *more = self.wrap(value, width + 4)
+                self.line(f"  {key:<{width}}  {first}")
+                for line in more:
+                    self.line(" " * (width + 4) + line)
         tail = result.get("agent_log_tail")
         if tail and result.get("status") != "finished":
-            from rich.markup import escape
             reason = result.get("reason")
             if reason:   # the last thing the agent said, one line (the tail is in run.json)
                 self.console.print(f"[bold]{escape(result['status'])}[/bold]: {escape(reason)} "
                                    "(the log: logs/agent.log)", highlight=False, soft_wrap=True)
                 return
             self.console.print(f"[bold]{escape(result['status'])}[/bold]: the last lines of "
-                               "logs/agent.log:")
+                               "logs/agent.log:", soft_wrap=True)
             for line in tail:
-                self.console.print("  " + escape(line), highlight=False, soft_wrap=True)
+                self.line("  " + line)
+
+
+def summary_rows(result: dict) -> list[tuple[str, str]]:
+    """The summary's (key, value) rows: scores, counts, status, driver use, the record."""
+    def fmt(value):
+        return "—" if value is None else f"{value:.1f}"
+    baseline, best = result.get("baseline_score"), result.get("best_score")
+    gain = "" if baseline is None or best is None else f"  ({best - baseline:+.1f} points)"
+    rows = [("task", result["task"]), ("agent", result["agent"]), ("mode", result["mode"]),
+            ("isolation", str(result["isolation"])),
+            ("baseline score", fmt(baseline)), ("best score", fmt(best) + gain),
+            ("final score", fmt(result.get("final_score"))),
+            ("submissions", f"{result['submissions']} ({result['valid_submissions']} valid)"),
+            ("status", result["status"]), ("record", result["run_dir"])]
+    if "final_split_score" in result:   # scoring.final: the items it never got feedback on
+        rows.insert(7, ("final split", f"{fmt(result['final_split_score'])} (baseline "
+                        f"{fmt(result.get('final_split_baseline'))}; selection gap "
+                        f"{fmt(result.get('selection_gap'))})"))
+    if "driver_usage" in result:
+        rows.insert(-2, ("driver", driver_line(result.get("driver"),
+                                               result.get("driver_usage"))))
+    return [(key, str(value)) for key, value in rows]
+
+
+def summary_table(title: str, rows: list[tuple[str, str]]):
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(title=title, show_header=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, Text(value))
+    return table
+
+
+def fits(console, table, title: str) -> bool:
+    """Whether `table` (and its title) renders within the console's width without wrapping."""
+    from rich.measure import Measurement
+    width = console.width
+    unlimited = console.options.update_width(1_000_000)   # its natural width, not the console's
+    return len(title) <= width and Measurement.get(console, unlimited, table).maximum <= width
+
+
+def a2c_command() -> str:
+    """How to name a2c in a hint: `a2c` when that is what runs, else the path it was started by
+    (`.venv/bin/a2c` after scripts/setup.sh, without the venv activated)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if Path(argv0).name != "a2c":
+        return "a2c"
+    found = shutil.which("a2c")
+    try:
+        if found and Path(found).resolve() == Path(argv0).resolve():
+            return "a2c"
+    except OSError:
+        pass
+    return argv0
+
+
+def next_steps(result: dict, program: str = "a2c") -> list[str]:
+    """What to do after the demo, with its run directory: verify the record, write the report,
+    run an LLM agent on the same task (offline, through the scripted driver), the leaderboard."""
+    run_dir = shlex.quote(str(result["run_dir"]))
+    runs_dir = shlex.quote(str(Path(result["run_dir"]).parent))
+    return [
+        "next steps:",
+        "  # check the record: its hash chain and signature",
+        f"  {program} verify {run_dir}",
+        "  # write the run's report (report.json, .md, .html in RUN_DIR/report)",
+        f"  {program} report {run_dir}",
+        "  # an LLM agent (Claude Code) on the same task, offline with the scripted",
+        f"  # driver; install it first: {program} agents install claude-code",
+        "  # (a real model: --driver anthropic/claude-sonnet-4-5, ANTHROPIC_API_KEY set)",
+        f"  {program} run {DEMO_TASK} --agent claude-code --driver scripted:sft-recipe "
+        "--budget 10m",
+        "  # one table across the runs in this folder",
+        f"  {program} leaderboard {runs_dir}",
+    ]
 
 
 def driver_line(driver: str | None, usage: dict | None) -> str:
@@ -262,4 +358,7 @@ def handle_demo(args: argparse.Namespace) -> int:
     progress.summary(result)
     elapsed = time.monotonic() - progress.start
     progress(f"demo finished in {elapsed:.0f}s (load average {os.getloadavg()[0]:.1f})")
+    progress.line()
+    for line in next_steps(result, a2c_command()):
+        progress.line(line)
     return 0 if result["status"] == "finished" else 1

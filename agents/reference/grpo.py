@@ -25,6 +25,7 @@ import time
 
 from a2c.agents.kit import answers, grading, params, training
 from a2c.agents.kit.context import AgentContext, log
+from a2c.agents.reference import wait_scores
 
 AGENT_ID = "ref-grpo"
 
@@ -163,12 +164,12 @@ def main(argv: list[str] | None = None) -> int:
                                            f"recent mean reward {tail:.3f}")
         if sub:
             submitted.append(sub)
-    for sub in submitted:
-        grading.wait_score(ctx, sub)
+    wait_scores(ctx, submitted)     # never later than EXIT_MARGIN_S before the deadline
     log(f"GRPO agent done: {stage} stages, {done_steps} GRPO steps, {len(submitted)} "
         f"submissions, {ctx.remaining():.0f}s left", event="done")
     return 0 if submitted else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from a2c.agents.reference import exit_promptly
+    exit_promptly(main())   # no interpreter teardown: gone before the deadline

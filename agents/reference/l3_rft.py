@@ -55,4 +55,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from a2c.agents.reference import exit_promptly
+    exit_promptly(main())   # no interpreter teardown: gone before the deadline

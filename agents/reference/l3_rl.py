@@ -73,6 +73,7 @@ from pathlib import Path
 from a2c.agents.kit import context, episodes, grading, params, training
 from a2c.agents.kit.context import log
 from a2c.agents.kit.environments import RolloutConfig, env_factory, get_format, run_rollouts
+from a2c.agents.reference import wait_scores
 
 AGENT_ID = "ref-l3-rl"
 
@@ -468,11 +469,11 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
             submitted.append(sid)
     write_history(ctx, history)
     policy.backend.close()
-    for sid in submitted:
-        grading.wait_score(ctx, sid)
+    wait_scores(ctx, submitted)     # never later than EXIT_MARGIN_S before the deadline
     log(f"l3 RL agent done: {it} iterations, {len(submitted)} submissions", event="done")
     return 0 if submitted or warmed else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from a2c.agents.reference import exit_promptly
+    exit_promptly(main())   # no interpreter teardown: gone before the deadline

@@ -11,12 +11,12 @@ to `$A2C_OUTPUT_DIR/<name>` and submitted through the workspace's grading client
 from __future__ import annotations
 
 import random
-import sys
 import time
 from pathlib import Path
 
 from a2c.agents.kit import answers, grading, params, training
 from a2c.agents.kit.context import AgentContext, log
+from a2c.agents.reference import wait_scores
 
 AGENT_ID = "ref-sft"
 
@@ -106,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
                                            f"lr {lr}")
         if sub is not None:
             submitted.append(sub)
-    for sub in submitted:
-        grading.wait_score(ctx, sub)
+    wait_scores(ctx, submitted)     # never later than EXIT_MARGIN_S before the deadline
     log(f"SFT agent done: {len(submitted)} submissions", event="done")
     return 0 if submitted else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from a2c.agents.reference import exit_promptly
+    exit_promptly(main())   # no interpreter teardown: gone before the deadline

@@ -62,6 +62,58 @@ SUMMARY_KEYS = ("run_id", "task", "agent", "mode", "isolation", "baseline_score"
 FINAL_SPLIT_KEYS = ("final_split_score", "final_split_baseline", "selection_gap")
 TAIL_LINES = 20
 PREFLIGHT_TIMEOUT_S = 120.0
+# progress while the agent runs: one line at most this often (elapsed, driver use, submissions);
+# a run's options.heartbeat_every_s overrides it
+HEARTBEAT_EVERY_S = 60.0
+# the baseline is announced only when it takes longer than this (an evaluation, not a cache hit)
+BASELINE_ANNOUNCE_S = 1.0
+
+
+def heartbeat_line(elapsed_s: float, wall_clock_s: float, scores: dict,
+                   usage: dict | None = None) -> str:
+    """The periodic progress line: `agent running 2m00s of 10m00s: 14 driver calls, 210,400
+    tokens, $0.1234; 1 submission (1 scored, best 63.0)` (no driver part for an agent without
+    a gateway). Only what the runtime and the gateway recorded, never the agent's output."""
+    parts = []
+    if usage is not None:
+        calls = int(usage.get("calls") or 0)
+        if calls:
+            text = f"{calls} driver call{'s' if calls != 1 else ''}, " \
+                   f"{int(usage.get('tokens') or 0):,} tokens"
+            if usage.get("cost_usd"):
+                text += f", ${float(usage['cost_usd']):.4f}"
+        else:
+            text = "no driver call yet"
+        if usage.get("errors"):
+            text += f", {usage['errors']} error(s)"
+        if usage.get("exhausted"):
+            text += ", driver budget spent"
+        parts.append(text)
+    subs = int(scores.get("submissions") or 0)
+    if not subs:
+        parts.append("no submission yet")
+    else:
+        scored = int(scores.get("scored") or 0)
+        text = f"{subs} submission{'s' if subs != 1 else ''} ({scored} scored"
+        best = scores.get("best_score")
+        text += f", best {float(best):.1f})" if best is not None else ")"
+        parts.append(text)
+    return (f"agent running {format_duration(elapsed_s)} of {format_duration(wall_clock_s)}: "
+            + "; ".join(parts))
+
+
+def first_call_line(totals: dict) -> str:
+    """The line for the agent's first call to its driver gateway (what totals.json says once its
+    `seq` left 0): the model it reached, or that it was refused or failed."""
+    models = list((totals.get("by_model") or {}).keys())
+    model = models[0] if models else (totals.get("model") or "?")
+    if int(totals.get("calls") or 0):
+        return (f"driver: the agent's first call reached {model} "
+                f"({int(totals.get('tokens') or 0):,} tokens so far)")
+    if int(totals.get("errors") or 0):
+        return (f"driver: the agent's first call to {model} was refused or failed "
+                f"({totals['errors']} error(s); logs/driver-gateway.log)")
+    return f"driver: the agent reached its driver gateway (model {model})"
 
 
 def end_status(agent_exit: dict | None, submissions: int,
@@ -94,12 +146,15 @@ class Runner:
         self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
         self._seen_scored: set[str] = set()
         self._seen_received: set[str] = set()
+        self._driver_seen = False    # the agent's first driver call has been announced
         self.secrets = passed_secrets(self.agent)   # pass_env values redacted from the record
         # a scaffold's driver gateway (runtime/driver_gateway): its own process, like the grader
         self.gateway = DriverGateway(self.run_dir) if uses_gateway(self.agent) else None
         self.fresh = False      # a run just prepared: a failed pre-flight leaves nothing of it
         if self.gateway is not None and self.paths.driver_key.is_file():
             self.secrets["A2C_DRIVER_KEY"] = read_key(self.paths)   # never in the record
+        if self.gateway is not None:   # resumed: a first call made before was announced then
+            self._driver_seen = int((self.gateway.totals() or {}).get("seq") or 0) > 0
         if self.paths.token.is_file():   # the per-run grader token: never in the record either
             self.secrets["A2C_TOKEN"] = self.paths.token.read_text(encoding="utf-8").strip()
 
@@ -136,6 +191,9 @@ class Runner:
         totals = self.gateway.totals()
         if totals is not None:
             self.run.driver_usage = totals
+            if not self._driver_seen and int(totals.get("seq") or 0) > 0:
+                self._driver_seen = True
+                self.report(first_call_line(totals))
 
     def start_gateway(self) -> None:
         self.report(f"starting the driver gateway ({self.run.driver})")
@@ -258,17 +316,36 @@ class Runner:
         if self.paths.baseline_result.is_file():
             self.run.baseline_score = baseline_score(self.run_dir)
             return
-        self.report("scoring the base model (baseline; cached per task, model and grader)")
         from a2c.runtime.grader_service.baseline import compute_baseline_for_run
         from a2c.runtime.run.devices import grader_devices
-        with grader_devices(self.run):   # on the grader's GPUs, never the agent's
-            summary = compute_baseline_for_run(self.run_dir)
+        # announced only when it takes a while (an evaluation): a cache hit is one line, never
+        # "scoring the base model" followed by "(cached)"
+        lock, state = threading.Lock(), {"done": False}
+
+        def announce() -> None:
+            with lock:
+                if not state["done"]:
+                    self.report("scoring the base model on the held-out split (baseline; kept "
+                                "for later runs of this task, model and grader)")
+        timer = threading.Timer(BASELINE_ANNOUNCE_S, announce)
+        timer.daemon = True
+        timer.start()
+        try:
+            with grader_devices(self.run):   # on the grader's GPUs, never the agent's
+                summary = compute_baseline_for_run(self.run_dir)
+        finally:
+            with lock:
+                state["done"] = True
+            timer.cancel()
         self.run.baseline_score = summary.get("score")
         if not summary.get("valid"):
             self.report(f"baseline evaluation FAILED (not scored as 0): {summary.get('error')}")
+        elif summary.get("cached"):
+            self.report(f"baseline score {summary['score']:.1f} (cached: scored by an earlier "
+                        "run of this task, base model and grader)")
         else:
-            cached = " (cached)" if summary.get("cached") else ""
-            self.report(f"baseline score {summary['score']:.1f}{cached}")
+            self.report(f"baseline score {summary['score']:.1f} (scored in "
+                        f"{float(summary.get('elapsed_s') or 0):.0f}s)")
         self.ctx.save()
 
     def launch_agent(self, backend):
@@ -287,6 +364,9 @@ class Runner:
         last_refresh = 0.0
         every = float((self.run.options or {}).get("snapshot_every_s") or SNAPSHOT_EVERY_S)
         meta_every = float((self.run.options or {}).get("meta_every_s") or 15)
+        beat_every = float((self.run.options or {}).get("heartbeat_every_s")
+                           or HEARTBEAT_EVERY_S)
+        last_beat = time.monotonic()
         watchdog = DeadlineWatchdog(proc, guard.remaining(), STOP_GRACE_S)
         watchdog.start()
         reason = "exited"
@@ -322,6 +402,9 @@ class Runner:
                     if self.gateway is not None and not self.gateway.alive():
                         self.report("the driver gateway died; restarting it")
                         self._safely_start_gateway()
+                if now - last_beat >= beat_every:
+                    last_beat = now
+                    self.heartbeat(guard)
                 if now - last_snapshot >= every:
                     last_snapshot = now
                     self.snapshot_in_background("periodic")
@@ -333,6 +416,21 @@ class Runner:
         cause = getattr(proc, "exit_cause", lambda: None)()   # docker: e.g. out of memory
         return {"returncode": proc.returncode, "reason": reason, "stop": stop_report,
                 "cause": cause}
+
+    def heartbeat(self, guard: BudgetGuard) -> None:
+        """The periodic progress line (`heartbeat_line`), from run.json's refreshed state; a
+        failure to read it costs the line, never the run."""
+        try:
+            scored = len(journal_state(self.run_dir)["scored"])
+            scores = {"submissions": self.run.get("submissions"), "scored": scored,
+                      "best_score": self.run.get("best_score")}
+            usage = None if self.gateway is None else \
+                (usage_summary(self.run.get("driver_usage")) or {})
+            elapsed = guard.wall_clock_s - guard.remaining()
+            line = heartbeat_line(elapsed, guard.wall_clock_s, scores, usage)
+        except (OSError, ValueError, TypeError, KeyError):
+            return
+        self.report(line)
 
     def _safely_start_gateway(self) -> None:
         try:
