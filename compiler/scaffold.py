@@ -1,4 +1,7 @@
-"""`a2c new task ID`: a cookiecutter template that writes a spec which validates and builds at once."""
+"""`a2c new task ID [--answer number|string|choice|code]`: a cookiecutter template that writes a
+spec which validates, builds and passes `a2c check`'s gold-answer point at once, in the answer
+style asked for (its pattern, answer format, normalisation and example data; `code` is graded
+by running tests, as HumanEval is)."""
 
 from __future__ import annotations
 
@@ -13,17 +16,24 @@ from a2c.paths import TEMPLATES_DIR
 
 TEMPLATE = TEMPLATES_DIR / "cookiecutter-task"
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+ANSWERS = ("number", "string", "choice", "code")     # the template's answer styles (level 1)
 
 
 def new_task(task_id: str, title: str | None = None, level: int = 1,
-             specs_dir: Path | None = None) -> Path:
-    """Create specs/tasks/<id>.yaml, <id>.md and data/<id>/{train,test}.jsonl; return the spec."""
+             specs_dir: Path | None = None, answer: str | None = None) -> Path:
+    """Create specs/tasks/<id>.yaml, <id>.md and data/<id>/{train,test}.jsonl; return the spec.
+    `answer` (level 1 only; default number) chooses the answer style."""
     from cookiecutter.main import cookiecutter
 
     from a2c.compiler.load import specs_root
 
     if not _ID.match(task_id) or len(task_id) > 64:
         raise A2CError(f"{task_id!r} is not a valid id: use lowercase letters, digits, '-', '_'")
+    if answer is not None and answer not in ANSWERS:
+        raise A2CError(f"--answer {answer}: choose one of {', '.join(ANSWERS)}")
+    if answer is not None and level != 1:
+        raise A2CError(f"--answer {answer}: answer styles are for level 1 (exact match or code "
+                       f"tests); a level-{level} task is graded by its judge")
     tasks = (Path(specs_dir) if specs_dir else specs_root()) / "tasks"
     spec = tasks / f"{task_id}.yaml"
     targets = [spec, tasks / f"{task_id}.md", tasks / "data" / task_id]
@@ -37,7 +47,8 @@ def new_task(task_id: str, title: str | None = None, level: int = 1,
         out = Path(tmp) / "out"
         cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(out), config_file=str(config),
                      extra_context={"task_id": task_id, "title": title or f"Task {task_id}",
-                                    "level": str(level)})
+                                    "level": str(level),
+                                    "answer": answer or "number"})
         made = out / task_id
         tasks.mkdir(parents=True, exist_ok=True)
         (tasks / "data").mkdir(exist_ok=True)

@@ -42,6 +42,7 @@ GROUPS = (
     ("compiler", 3, "`compiler/` (`a2c.compiler`) — specs to bundles"),
     ("runtime", 3, "`runtime/` (`a2c.runtime`) — running a bundle"),
     ("runtime/run", 4, "`runtime/run/` — one run"),
+    ("runtime/check", 4, "`runtime/check/` — `a2c check`: proving an authored task"),
     ("runtime/grader_service", 4, "`runtime/grader_service/` — the grading service (its own process)"),
     ("runtime/driver_gateway", 4,
      "`runtime/driver_gateway/` — the agent's one way to its driver model (metered, recorded)"),
@@ -63,12 +64,27 @@ GROUPS = (
 )
 
 
+def in_package(path: Path, area: Path) -> bool:
+    """Whether `path` is a module of the project: every folder from its area down to it holds an
+    `__init__.py`. A Python file in a folder that is no package is an author's file kept in the
+    tree, not the project's code: a task's data script beside its data
+    (`specs/tasks/data/<task>/make_data.py`, docs/authoring.md) is neither listed nor measured."""
+    folder = path.parent
+    while True:
+        if not (folder / "__init__.py").is_file():
+            return False
+        if folder == area:
+            return True
+        folder = folder.parent
+
+
 def modules() -> list[str]:
-    """Every Python module of the areas, as repository paths."""
+    """Every Python module of the areas (files in packages only: in_package), as repository
+    paths."""
     found = []
     for area in AREAS:
         for path in (ROOT / area).rglob("*.py"):
-            if "__pycache__" not in path.parts:
+            if "__pycache__" not in path.parts and in_package(path, ROOT / area):
                 found.append(path.relative_to(ROOT).as_posix())
     return sorted(found)
 

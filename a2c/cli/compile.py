@@ -55,6 +55,10 @@ def register(subparsers) -> None:
     p.add_argument("--title", help="one-line title")
     p.add_argument("--level", type=int, choices=[1, 2], default=1,
                    help="1 (exact match, default) or 2 (judge)")
+    p.add_argument("--answer", choices=["number", "string", "choice", "code"],
+                   help="level 1: the answer style the template grades (default number: "
+                        "'#### N'; string: 'Answer: <text>'; choice: 'Answer: <A-D>'; code: "
+                        "a function body run against tests, as HumanEval)")
     p.add_argument("--specs", metavar="DIR", help="specs directory (default: specs/)")
     p.add_argument("--no-build", action="store_true", help="do not build the bundle")
     p.add_argument("-o", "--out", metavar="DIR", help="bundle output directory")
@@ -225,7 +229,7 @@ def cmd_schema(args) -> int:
 def cmd_new(args) -> int:
     from a2c.compiler.scaffold import new_task
     spec = new_task(args.id, title=args.title, level=args.level,
-                    specs_dir=Path(args.specs) if args.specs else None)
+                    specs_dir=Path(args.specs) if args.specs else None, answer=args.answer)
     print(f"created {spec} and {spec.with_suffix('.md')}")
     if not args.no_build:
         from a2c.compiler.build import build_specs

@@ -10,7 +10,7 @@ import pytest
 from task_authoring import code_words, record, write_task
 
 from a2c.cli import main
-from a2c.cli.check import _corrupt
+from a2c.runtime.check.points import _corrupt
 
 
 @pytest.fixture
@@ -140,8 +140,9 @@ def test_check_and_report_give_one_interval_for_one_run(tmp_path, capsys):
     # issue 25: `check` printed +28..+48 and `report` +29..+49 for one run (its own percentile
     # bootstrap, 2,000 resamples, another pick of the best); both now call paired_improvement
     from a2c.analysis.trust import paired_improvement as report_interval
-    from a2c.cli.check import Report, _best_result, progress_line
     from a2c.intervals import paired_improvement
+    from a2c.runtime.check import Report
+    from a2c.runtime.check.agent import _best_result, progress_line
 
     base = {"score": 0.0, "items": [{"id": str(i), "score": 0.0} for i in range(100)]}
     after = {"score": 40.0, "valid": True,

@@ -3,6 +3,7 @@ on SmolLM2 within a 5-minute budget, and every shipped task whose grader runs he
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -20,29 +21,40 @@ RUNS_HERE = {"arith", "textquest", "textquest-short"}
 SHIPPED = sorted(p.stem for p in discover() if p.parent.name == "tasks")
 
 
-def a2c_check(*args, timeout: float) -> tuple[int, str, float]:
+def a2c_check(*args, timeout: float, env: dict | None = None) -> tuple[int, str, float]:
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "a2c.cli", "check", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=project_root())
+                          capture_output=True, text=True, timeout=timeout, cwd=project_root(),
+                          env={**os.environ, **(env or {})})
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_authored_text_task_gains_with_ref_sft_in_5_minutes(tmp_path):
-    spec = write_task(tmp_path)       # YAML + JSONL only; 'Answer: <WORD>', case-sensitive
+    spec = write_task(tmp_path / "author")   # YAML + JSONL only; 'Answer: <WORD>', case-sensitive
+    project = tmp_path / "project"            # the user's project: the check's run goes to its
+    project.mkdir()                           # .a2c/check-runs/, never its runs/ (issue 31)
     # the demo's preset (one stage of 20 steps): the run ends when the agent does, well inside
     # the 5 minutes, and the gain must still be clear
     code, out, elapsed = a2c_check(spec, "--agent", "ref-sft", "--budget", "5m",
                                    "--agent-param", "stages=1", "--agent-param", "steps=20",
-                                   "--runs-dir", tmp_path / "runs", timeout=1400)
+                                   timeout=1400, env={"A2C_PROJECT_ROOT": str(project)})
     print(out, f"\na2c check took {elapsed:.0f}s")
     assert code == 0, out
-    [line] = [ln for ln in out.splitlines() if ln.startswith("PASS (5) agent:")]
+    [line] = [ln for ln in out.splitlines() if ln.startswith(("PASS (5) agent:",
+                                                                "WARN (5) agent:"))]
     base, best = map(float, re.search(r"baseline ([\d.]+) -> best ([\d.]+)", line).groups())
     assert best > base, line
     lo = float(re.search(r"paired 95% CI ([-+][\d.]+) to", line)[1])
     assert lo > 0, line          # the gain is clear on 100 held-out records, not noise
+    # read from the run's per-item results: how many outputs follow 'Answer: <WORD>'
+    followed = re.search(r"held-out outputs of the best model: format followed in (\d+) of "
+                         r"100 outputs, (\d+) correct", out)
+    assert followed and int(followed[2]) == round(best), out
+    [run] = (project / ".a2c" / "check-runs").iterdir()
+    assert (run / "results" / "1.json").is_file() and run.name in out
+    assert not (project / "runs").exists()
 
 
 @pytest.mark.slow

@@ -73,3 +73,60 @@ def test_agents_list_never_cuts_an_id_at_80_columns():
     assert "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert " mini-swe-agent " in out and " anthropic/claude-sonnet-4-5 " in out
+
+
+# ------------------------------------------------------------------ issue 31: answer styles
+
+STYLES = {   # --answer: (grader kind, a line of the spec, the check's gold-answer line)
+    "number": ("exact_match", "normalize: number",
+               "PASS (1) gold answers: 100.0 on 2 held-out and 3 agent records written as "
+               "'#### {answer}' (e.g. '#### 15')"),
+    "string": ("exact_match", "normalize: text",
+               "PASS (1) gold answers: 100.0 on 2 held-out and 3 agent records written as "
+               "'Answer: {answer}' (e.g. 'Answer: Rome')"),
+    "choice": ("exact_match", "fallback: none",
+               "PASS (1) gold answers: 100.0 on 2 held-out and 3 agent records written as "
+               "'Answer: {answer}' (e.g. 'Answer: B')"),
+    "code": ("humaneval", "chat_template: false",
+             "PASS (1) gold answers: the canonical solutions pass their tests: 100.0 on 2 "
+             "problems"),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(STYLES))
+def test_new_task_per_answer_style_validates_builds_and_its_gold_answers_score_100(
+        run_cli, tmp_path, answer):
+    from a2c.contracts.bundle import Bundle
+    kind, spec_line, gold_line = STYLES[answer]
+    specs, out = tmp_path / "specs", tmp_path / "gen"
+    code, stdout, err = run_cli("new", "task", f"t-{answer}", "--answer", answer,
+                                "--specs", specs, "-o", out)
+    assert code == 0, err
+    spec = specs / "tasks" / f"t-{answer}.yaml"
+    text = spec.read_text()
+    assert spec_line in text and f"--answer {answer}" in text
+    assert "data/t-" + answer + "/make_data.py" in text      # where a data script goes
+    assert Bundle.load(out / f"t-{answer}").task["grader"]["kind"] == kind
+    code, stdout, err = run_cli("validate", spec)
+    assert code == 0 and f"ok  task   t-{answer}" in stdout, err
+    code, stdout, err = run_cli("check", spec, "--no-baseline")
+    assert code == 0, stdout + err
+    assert gold_line in stdout.splitlines()
+    assert [ln for ln in stdout.splitlines() if ln.startswith("PASS (2)")] != []
+    assert "FAIL" not in stdout
+    if answer != "number":   # a non-number task speaks no number
+        assert "last_number" not in text and "normalize: number" not in text \
+            and "####" not in text
+
+
+def test_new_task_default_answer_is_number_and_styles_are_level_1(run_cli, tmp_path):
+    specs = tmp_path / "specs"
+    assert run_cli("new", "task", "plain", "--specs", specs, "--no-build")[0] == 0
+    assert "normalize: number" in (specs / "tasks" / "plain.yaml").read_text()
+    code, _out, err = run_cli("new", "task", "judged", "--level", "2", "--answer", "string",
+                              "--specs", specs, "--no-build")
+    assert code == 1 and "answer styles are for level 1" in err
+    assert not (specs / "tasks" / "judged.yaml").exists()
+    with pytest.raises(SystemExit):
+        run_cli("new", "task", "odd", "--answer", "essay", "--specs", specs)
+    assert not (specs / "tasks" / "odd.yaml").exists()
