@@ -158,7 +158,9 @@ class InstallLog:
     echo: Callable[[str], None] | None = None     # each command as it starts (verbose)
     started: float = field(default_factory=time.monotonic)
 
-    def run(self, argv: list[str], cwd: Path | None = None) -> None:
+    def run(self, argv: list[str], cwd: Path | None = None, label: str | None = None) -> None:
+        """Run ARGV with its output into the log; a failure names it by LABEL (a short form of
+        the command, without the staging folder's path), with the output's last lines."""
         line = shlex.join(argv)
         if self.echo:
             self.echo(f"+ {line}")
@@ -181,7 +183,8 @@ class InstallLog:
                 handle.seek(mark)
                 lines = [x.rstrip() for x in handle.read().splitlines()[1:] if x.strip()]
             status = f"exit {rc}" if isinstance(rc, int) else rc
-            raise InstallError(f"`{line}` failed ({status})", lines[-TAIL_LINES:], self.path)
+            raise InstallError(f"`{label or line}` failed ({status})", lines[-TAIL_LINES:],
+                               self.path)
 
 
 def npm_install(npm_prefix: Path, packages: list[str], log: InstallLog) -> None:
@@ -192,7 +195,8 @@ def npm_install(npm_prefix: Path, packages: list[str], log: InstallLog) -> None:
         raise InstallError("npm is not installed (it comes with Node.js: apt-get install npm)")
     npm_prefix.mkdir(parents=True, exist_ok=True)
     log.run([npm, "install", "--prefix", str(npm_prefix), "--no-audit", "--no-fund",
-             "--no-update-notifier", "--loglevel=error", *packages], cwd=npm_prefix)
+             "--no-update-notifier", "--loglevel=error", *packages], cwd=npm_prefix,
+            label=f"npm install {' '.join(packages)}")
 
 
 def package_bins(node_modules: Path, spec: str) -> dict[str, str]:
@@ -247,9 +251,10 @@ def _fill_pip(tool: Tool, stage: Path, log: InstallLog) -> list[str]:
     wrapper runs the script with the venv's python by its final path (a venv's python finds
     its packages by its own location, which the rename keeps)."""
     venv = stage / "venv"
-    log.run([sys.executable, "-m", "venv", str(venv)])
+    log.run([sys.executable, "-m", "venv", str(venv)], label="python -m venv")
     log.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input",
-             "--disable-pip-version-check", "--progress-bar", "off", *tool.packages])
+             "--disable-pip-version-check", "--progress-bar", "off", *tool.packages],
+            label=f"pip install {' '.join(tool.packages)}")
     names = [distribution_name(p) for p in tool.packages]
     out = subprocess.run([str(venv / "bin" / "python"), "-c", CONSOLE_SCRIPTS, *names],
                          capture_output=True, text=True, check=True)

@@ -124,7 +124,7 @@ def test_a_failed_install_leaves_nothing_that_looks_installed(tmp_path, fake_npm
     monkeypatch.setenv("FAKE_NPM_FAIL", "@example/fake-cli")
     outcome = install_agent(fake_agent(), prefix)
     assert outcome.status == "failed"
-    assert "npm install --prefix" in outcome.detail and "(exit 1)" in outcome.detail
+    assert outcome.detail == "`npm install @example/fake-cli@1.2.3` failed (exit 1)"
     # the failing command's last lines, first; the whole output in the log that stays
     assert outcome.error.tail[-1] == "npm error line 29 for @example/fake-cli"
     assert len(outcome.error.tail) == scaffold_tools.TAIL_LINES
@@ -182,7 +182,7 @@ def test_agents_install_prints_one_line_per_agent_and_goes_on_past_a_failure(
     captured = capsys.readouterr()
     assert code == 1
     lines = captured.out.splitlines()
-    assert lines[0].startswith("bad   failed     `") and "(exit 1)" in lines[0]
+    assert lines[0] == "bad   failed     `npm install @example/bad@1.0.0` failed (exit 1)"
     assert lines[1].endswith("| npm error line 18 for @example/bad")
     assert any(line.strip().startswith("full log: ") for line in lines)
     assert any(line.startswith("good  installed  @example/good@1.0.0 on node ") for line in lines)
