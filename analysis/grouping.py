@@ -136,6 +136,32 @@ def label_budgets(groups: list[dict[str, Any]], by: tuple[str, ...]) -> None:
                            else r[k] for k in CONFIG_KEYS if k in r}
 
 
+def _budget_json(group: dict[str, Any]) -> str | None:
+    raw = {**group["config"], **group["key"]}.get("budget")
+    return None if raw in (None, "—") else raw
+
+
+def wall_clock(group: dict[str, Any]) -> float | None:
+    """A group's wall-clock budget in seconds (its runs share it: groups split by budget)."""
+    try:
+        value = json.loads(_budget_json(group) or "{}").get("wall_clock_s")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def label_table_budgets(groups: list[dict[str, Any]]) -> list[float]:
+    """Each group's budget label over the whole table (the budget column is always shown: rows
+    of other budgets must be told apart, whatever else splits them; a 10- and a 4-minute run
+    side by side are not comparable) and its `wall_clock_s`; the distinct wall clocks, sorted."""
+    labels = budget_labels([_budget_json(g) for g in groups])
+    for g in groups:
+        g.setdefault("labels", {})["budget"] = labels.get(_budget_json(g)) or "—"
+        g["wall_clock_s"] = wall_clock(g)
+    return sorted({g["wall_clock_s"] for g in groups if g["wall_clock_s"] is not None})
+
+
 def seed_means(members: list[dict[str, Any]]) -> tuple[list[float], dict[Any, int]]:
     """(the mean improvement of each seed, {seed: runs} for the seeds run more than once)."""
     by_seed: dict[Any, list[float]] = {}

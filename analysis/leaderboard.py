@@ -9,6 +9,9 @@ with its spread (sample standard deviation, min–max) when the group has severa
 trust columns (analysis/trust.py): the final split's score, the selection gap, submissions not
 derived from the base model, and the improvement's 95% interval with a `*` marker when it excludes
 0 (across a group's seeds the interval of the mean improvement; one run: paired over items).
+A row is always one agent's (`agent` is added to `--by`); the budget is always a column, and a
+table of several wall-clock budgets is ordered by budget and says they are not comparable. Time
+to best is blank for a run whose best never beat its baseline.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from .grouping import (
     CONFIG_KEYS,
     config_values,
     label_budgets,
+    label_table_budgets,
     repeats_note,
     run_state,
     seed_means,
     varying_config,
+    wall_clock,
 )
 from .process_metrics import process_metrics
 from .record import RunRecord
@@ -88,13 +93,18 @@ def summarise(run_dir: Path) -> RunRow:
         "run_id": header["run_id"], "baseline": baseline, "best": best,
         "improvement": None if best is None or baseline is None else best - baseline,
         "submissions": metrics["n_submissions"], "valid": metrics["n_valid"],
-        "time_to_best_s": metrics["time_to_best_s"],
+        # a best that never beat the baseline was reached by no one: no time to it
+        "time_to_best_s": metrics["time_to_best_s"] if _beat(best, baseline) else None,
         **driver_usage(record, best, baseline),
         **leaderboard_values(record, subs),   # final, selection_gap, not_derived (trust.py)
         "contaminated": contamination_section(record)["flagged"],   # kept, marked
     })
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values)
+
+
+def _beat(best: float | None, baseline: float | None) -> bool:
+    return best is not None and (baseline is None or best > baseline)
 
 
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -145,6 +155,8 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
     for key in by:
         if key not in GROUP_KEYS:
             raise A2CError(f"--by: unknown key {key!r}; choose from {', '.join(GROUP_KEYS)}")
+    added = ("agent",) if "agent" not in by else ()     # a row is one agent's, never a pool
+    by = (*added, *by)
     rows, broken, running = [], [], []
     for run_dir in find_runs(runs_dir):
         if str(run_dir.resolve()) in failed:
@@ -171,13 +183,19 @@ def build_leaderboard(runs_dir: str | Path, by: tuple[str, ...] = DEFAULT_BY,
         groups.setdefault(tuple("—" if row.values.get(k) is None else str(row.values.get(k))
                                 for k in (*by, *hidden)), []).append(row)
     table = [_group(key, members, by, hidden) for key, members in groups.items()]
-    table.sort(key=lambda e: (-(e["improvement"]["mean"] if e["improvement"]["mean"]
+    # Runs of different wall-clock budgets are not comparable: the rows are ordered by budget
+    # first (each budget's rows ranked by improvement) and the page says so.
+    table.sort(key=lambda e: (wall_clock(e) is None, wall_clock(e) or 0.0,
+                              -(e["improvement"]["mean"] if e["improvement"]["mean"]
                                 is not None else float("-inf")), list(e["key"].values()),
                               list(map(str, e["config"].values()))))
     label_budgets(table, by)
-    board = {"by": list(by), "groups": table, "excluded": excluded, "running": running,
-             "varying": varying_config(table), "include_unverified": include_unverified,
-             "runs_dir": str(runs_dir), "n_runs": len(counted)}
+    walls = label_table_budgets(table)
+    board = {"by": list(by), "added_keys": list(added), "groups": table, "excluded": excluded,
+             "running": running, "varying": varying_config(table),
+             "include_unverified": include_unverified, "runs_dir": str(runs_dir),
+             "n_runs": len(counted), "budgets": [duration(w) for w in walls],
+             "mixed_budgets": len(walls) > 1}
     board["columns"] = compact_columns(board)
     board["cells"] = compact_cells(board)
     return board
@@ -237,7 +255,8 @@ def _fmt(stat: dict[str, Any], column: str = "") -> str:
 def display_columns(board: dict[str, Any]) -> list[str]:
     """The table's columns: the grouping keys, the other settings that vary between its rows
     (a budget, a base model), runs, the values, the improvement's interval after it."""
-    columns = [*board["by"], *board.get("varying", []), "runs", *COLUMNS]
+    columns = [*board["by"], *(["budget"] if "budget" not in board["by"] else []),
+               *(k for k in board.get("varying", []) if k != "budget"), "runs", *COLUMNS]
     columns.insert(columns.index("improvement") + 1, "improvement_ci")
     return columns
 
@@ -330,18 +349,7 @@ def _csv_value(column: str, value: float) -> str:
 
 def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
     if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        stats = ("mean", "std", "min", "max")
-        varying = board.get("varying", [])
-        writer.writerow([*board["by"], *varying, "runs",
-                         *[f"{c}_{s}" for c in COLUMNS for s in stats]])
-        for g in board["groups"]:
-            writer.writerow([*("" if v == "—" else v for v in g["key"].values()),
-                             *(g["labels"].get(k) or "" for k in varying), g["runs"],
-                             *["" if g[c][s] is None else _csv_value(c, g[c][s]) for c in COLUMNS
-                               for s in stats]])
-        return buffer.getvalue()
+        return _csv(board)
     template = {"md": "leaderboard.md.j2", "html": "leaderboard.html.j2"}.get(fmt)
     if template is None:
         raise A2CError(f"--format: unknown format {fmt!r}; choose {', '.join(LEADERBOARD_FORMATS)}")
@@ -349,3 +357,42 @@ def render_leaderboard(board: dict[str, Any], fmt: str = "md") -> str:
         board=board, rows=rows_for_display(board),
         columns=display_columns(board) if fmt == "md" else board["columns"],
         headings={**HEADINGS, **{k: k for k in board["by"]}})
+
+
+CSV_INTERVAL = ("improvement_ci95_low", "improvement_ci95_high", "improvement_ci_over",
+                "improvement_ci_method", "improvement_ci_n", "improvement_ci_excludes_0")
+
+
+def _interval_csv(group: dict[str, Any]) -> list[str]:
+    """The interval the table shows, as CSV cells (blank where it has none)."""
+    iv = group.get("improvement_interval") or {}
+    if not iv.get("ci95"):
+        return [""] * len(CSV_INTERVAL)
+    low, high = iv["ci95"]
+    return [f"{low:.6g}", f"{high:.6g}", str(iv.get("over") or ""), str(iv.get("method") or ""),
+            "" if iv.get("n") is None else str(iv["n"]),
+            "" if iv.get("outside_noise") is None else str(bool(iv["outside_noise"])).lower()]
+
+
+def _csv(board: dict[str, Any]) -> str:
+    """One row per group: the --by keys (labels for a budget), the budget and its wall clock in
+    seconds, the other settings that split rows, runs, then each statistic of each column, the
+    improvement's 95% interval after the improvement's."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    stats = ("mean", "std", "min", "max")
+    varying = [k for k in board.get("varying", []) if k != "budget"]
+    values = [f"{c}_{s}" for c in COLUMNS for s in stats]
+    at = values.index("improvement_max") + 1
+    header = [*(k for k in board["by"] if k != "budget"), "budget", "budget_wall_clock_s",
+              *varying, "runs", *values[:at], *CSV_INTERVAL, *values[at:]]
+    writer.writerow(header)
+    for g in board["groups"]:
+        cells = ["" if g[c][s] is None else _csv_value(c, g[c][s]) for c in COLUMNS
+                 for s in stats]
+        writer.writerow([*("" if v == "—" else v for k, v in g["key"].items() if k != "budget"),
+                         g["labels"].get("budget") or "",
+                         "" if g.get("wall_clock_s") is None else f"{g['wall_clock_s']:g}",
+                         *(g["labels"].get(k) or "" for k in varying), g["runs"],
+                         *cells[:at], *_interval_csv(g), *cells[at:]])
+    return buffer.getvalue()

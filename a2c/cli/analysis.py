@@ -188,8 +188,9 @@ def register(subparsers) -> None:
     p.add_argument("--by", default="agent,driver,task,mode",
                    help="grouping keys, comma-separated (agent, driver, task, mode, level, seed, "
                         "isolation, budget, model, agent_params); default agent,driver,task,mode. "
-                        "Runs are also split by any budget, base model or agent settings that "
-                        "differ, never pooled")
+                        "agent is added when missing (a row is always one agent's). Runs are also "
+                        "split by any budget, base model or agent settings that differ, never "
+                        "pooled; the budget is always a column")
     p.add_argument("--format", choices=LEADERBOARD_FORMATS, default="md")
     p.add_argument("--out", metavar="FILE", default=None, help="write here instead of stdout")
     p.add_argument("--include-unverified", action="store_true",

@@ -2,11 +2,13 @@
 a gateway for the analysis in a folder of its own (RUN/analysis/calls/<what>-<UTC time>/, with
 its own budget and record of every call), the analysis run through it, its outputs written to
 RUN/analysis/ with the driver, model, tokens and cost. Nothing is written to the run's signed
-record; nothing half-done is written when the model or the budget fails."""
+record; nothing half-done is written when the model or the budget fails, and a failed attempt
+removes its gateway folder (and RUN/analysis/calls/, RUN/analysis/ when it made them)."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -41,19 +43,50 @@ def run_analysis(run_dir: Path, args: argparse.Namespace, what: str,
                                 f"{verification.first}; refusing to analyse it (run `a2c "
                                 "verify` for details)")
     report = build_report(run_dir, verification)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    folder = analysis_dir(run_dir) / "calls" / f"{what}-{stamp}"
     budget = {"driver_tokens": args.driver_tokens, "driver_cost_usd": args.driver_cost}
-    with analysis_gateway(folder, args.driver, budget) as gw:
-        doc = analyse(run_dir, report, gw.ask)
-    t = gw.totals
-    doc.update(driver=args.driver, model=gw.model, wire=gw.wire,
-               usage={k: t.get(k, 0) for k in ("calls", "input_tokens", "output_tokens",
-                                                "tokens", "cost_usd")},
-               gateway_record=str(folder.relative_to(run_dir)),
-               record_verified=verification.ok,
-               written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    return doc, write_outputs(run_dir, doc, what)
+    made, folder = _call_folder(analysis_dir(run_dir), what)
+    try:
+        with analysis_gateway(folder, args.driver, budget) as gw:
+            doc = analyse(run_dir, report, gw.ask)
+        t = gw.totals
+        doc.update(driver=args.driver, model=gw.model, wire=gw.wire,
+                   usage={k: t.get(k, 0) for k in ("calls", "input_tokens", "output_tokens",
+                                                    "tokens", "cost_usd")},
+                   gateway_record=str(folder.relative_to(run_dir)),
+                   record_verified=verification.ok,
+                   written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        return doc, write_outputs(run_dir, doc, what)
+    except BaseException:
+        # A failed attempt (the model's answer unusable, a spent budget, a refusal, Ctrl-C)
+        # leaves nothing behind: its gateway folder, and the folders made for it, go.
+        shutil.rmtree(folder, ignore_errors=True)
+        for path in made:
+            _rmdir(path)
+        raise
+
+
+def _call_folder(out: Path, what: str) -> tuple[list[Path], Path]:
+    """(the folders made on the way, innermost first; a new RUN/analysis/calls/<what>-<UTC time>
+    folder, suffixed -2, -3, ... when one of that second exists, so that an attempt never shares
+    (nor, failing, deletes) another's record)."""
+    made = [p for p in (out / "calls", out) if not p.exists()]
+    (out / "calls").mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1, 1000):
+        folder = out / "calls" / (f"{what}-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            folder.mkdir()
+            return made, folder
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{out / 'calls'}: no free folder name for {what}-{stamp}")
+
+
+def _rmdir(path: Path) -> None:
+    try:
+        path.rmdir()                            # only when empty: another attempt's stays
+    except OSError:
+        pass
 
 
 def _summary(doc: dict[str, Any], what: str) -> str:

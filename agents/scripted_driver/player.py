@@ -15,7 +15,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from a2c.agents.scripted_driver import tools as T
-from a2c.agents.scripted_driver.script import Script, Turn
+from a2c.agents.scripted_driver.script import Script, TemplateProblem, Turn
 from a2c.wires import Conversation, Usage
 
 END_TEXT = "The scripted session is over."
@@ -89,7 +89,10 @@ def _say(conv: Conversation, turn: Turn | None, text: str, usage: Usage, kind: s
 
 
 def side_reply(script: Script, conv: Conversation) -> Reply:
-    text = script.side_text
+    try:
+        text = script.side_answer(conv.prompt)  # side.text, or computed from the request
+    except TemplateProblem as exc:
+        text = f"(scripted driver: the script's side.template failed: {exc})"
     if conv.json_reply:
         # Gemini CLI's next-speaker check asks for this object; any other JSON request gets it
         # too, which is valid JSON and says the model is done.
@@ -99,7 +102,12 @@ def side_reply(script: Script, conv: Conversation) -> Reply:
 
 def choose(script: Script, conv: Conversation) -> Reply:
     """The reply to `conv` under `script`."""
-    text_mode = not conv.tools and T.text_fence(conv.prompt) is not None
+    # A script that only answers questions (a side.template and no run or write turn: the
+    # analysis scripts) plays no fenced commands, so a fence quoted in its question (an agent's
+    # README in a digest) does not make it a text-protocol scaffold's turn.
+    answers_only = script.side_template is not None and all(t.kind == "say"
+                                                            for t in script.turns)
+    text_mode = not conv.tools and not answers_only and T.text_fence(conv.prompt) is not None
     if not conv.tools and not text_mode:
         return side_reply(script, conv)
     pos, repeats = position(script, conv.results)

@@ -4,6 +4,24 @@ The schema (compiler/schemas/driver-script.schema.json) is the single source of 
 script's shape; it is read here as a file, located through `a2c.paths`, because the runtime must
 not import the compiler. Errors name `file:line:col`, the field, and what is wrong, like spec
 errors do (the approach of compiler/yamlsrc.py, reduced to what a script needs).
+
+A side reply can be computed from the request (`side.template`, `Script.side_answer`): a Jinja
+template rendered in Jinja's sandbox with
+
+- `prompt`: the request's text (the system text and the first user message);
+- `search(pattern, text=prompt)`: the first match of a regular expression as a dict of its
+  named groups plus `match` (the whole match), or None. `pattern` names one of the script's
+  `side.patterns` (plain YAML strings, compiled when the script loads, so a bad one is an error
+  with its position), else it is a regular expression itself. Matching is multiline;
+- `findall(pattern, text=prompt)`: every match, as such dicts;
+- `escape(text)`: `text` with regular-expression characters escaped;
+- the filters `json` (a JSON value, UTF-8 kept) and `fromjson`; the `do` and loop controls
+  extensions; an undefined name is an error.
+
+A string literal inside a template is read as Jinja reads it (like a Python string that is not
+raw: `'\\d'`), which is why patterns with backslashes belong in `side.patterns`. Rendering is
+deterministic: the same request always gets the same reply, as every scripted reply. The shipped
+`narrator` and `reviewer` scripts answer `a2c report --narrate` and `a2c review` this way.
 """
 
 from __future__ import annotations
@@ -15,8 +33,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import jsonschema
 import yaml
+from jinja2.sandbox import SandboxedEnvironment
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from a2c import paths
@@ -26,6 +46,7 @@ SCHEMA_FILE = "driver-script.schema.json"
 MAX_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_REPEATS = 100
 DEFAULT_SIDE_TEXT = "Scripted session"
+MAX_TEMPLATE_TEXT = 2_000_000   # characters a side.template pattern is searched in
 _CORE = "tag:yaml.org,2002:"
 # Only the tags plain YAML values get (or `!!str` written out); anything else means something to
 # some loader and is refused, as in spec files.
@@ -34,6 +55,10 @@ _SCALAR_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "time
 
 class ScriptError(ValueError):
     """A script that cannot be used; the message lists every problem found, one per line."""
+
+
+class TemplateProblem(ValueError):
+    """A side.template or pattern that does not compile, or a template that failed rendering."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +85,82 @@ class Script:
     turns: tuple[Turn, ...]
     side_text: str = DEFAULT_SIDE_TEXT
     side_usage: Usage = field(default_factory=Usage)
+    side_template: Any = None       # side.template compiled, or None
+    side_patterns: dict = field(default_factory=dict)   # side.patterns compiled
+
+    def side_answer(self, prompt: str) -> str:
+        """The side reply to a request whose text is `prompt`: side.template rendered (raises
+        TemplateProblem when it fails), else side.text."""
+        if self.side_template is None:
+            return self.side_text
+        return render_template(self.side_template, prompt, self.side_patterns)
+
+
+def _groups(m: re.Match) -> dict[str, Any]:
+    return {"match": m.group(0), **m.groupdict()}
+
+
+@lru_cache(maxsize=512)
+def compile_pattern(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        raise TemplateProblem(f"not a valid regular expression: {exc}") from None
+
+
+@lru_cache(maxsize=1)
+def _template_env() -> SandboxedEnvironment:
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                               extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+    env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
+    env.filters["fromjson"] = json.loads
+    return env
+
+
+def compile_template(source: str) -> jinja2.Template:
+    """The compiled side.template; TemplateProblem names the template line of a syntax error."""
+    try:
+        return _template_env().from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateProblem(f"template line {exc.lineno}: {exc.message}") from None
+
+
+def render_template(template: jinja2.Template, prompt: str,
+                    patterns: dict[str, re.Pattern] | None = None) -> str:
+    """What `template` answers a request whose text is `prompt` (see the module doc)."""
+    prompt = prompt[:MAX_TEMPLATE_TEXT]
+    named = dict(patterns or {})
+
+    def _compiled(pattern: str) -> re.Pattern:
+        return named[pattern] if pattern in named else compile_pattern(str(pattern))
+
+    def _text(text: Any) -> str:
+        return prompt if text is None else str(text)[:MAX_TEMPLATE_TEXT]
+
+    def search(pattern: str, text: Any = None) -> dict[str, Any] | None:
+        m = _compiled(pattern).search(_text(text))
+        return _groups(m) if m else None
+
+    def findall(pattern: str, text: Any = None) -> list[dict[str, Any]]:
+        return [_groups(m) for m in _compiled(pattern).finditer(_text(text))]
+
+    try:
+        return template.render(prompt=prompt, search=search, findall=findall, escape=re.escape)
+    except TemplateProblem:
+        raise
+    except Exception as exc:                # a template's own error: said, never a crash
+        raise TemplateProblem(f"{type(exc).__name__}: {exc}{_template_line(exc)}") from None
+
+
+def _template_line(exc: BaseException) -> str:
+    """The innermost template line of a rendering error, as " (template line N)"."""
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f" (template line {line})" if line else ""
 
 
 @lru_cache(maxsize=1)
@@ -144,6 +245,9 @@ def _message(error: jsonschema.ValidationError) -> str:
         kinds = [k for k in ("run", "write", "say") if k in error.instance]
         return ("a turn needs exactly one of run, write, say"
                 + (f" (found {', '.join(kinds)})" if kinds else " (found none)"))
+    if error.validator == "not" and isinstance(error.instance, dict) \
+            and {"text", "template"} <= set(error.instance):
+        return "give side.text or side.template, not both"
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed",
                                      "unknown field(s); not allowed")
@@ -171,6 +275,19 @@ def validate(data: Any, file: str, marks: dict) -> None:
                 problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: the pattern "
                                 "matches the command itself, so an echo of the command ends "
                                 "the hold; split the literal in the command (\"DO\"\"NE\")")
+    side = data.get("side") if isinstance(data, dict) else None
+    if isinstance(side, dict) and isinstance(side.get("template"), str):
+        try:
+            compile_template(side["template"])
+        except TemplateProblem as exc:
+            problems.append(f"{_where(file, marks, ('side', 'template'))}: side.template: {exc}")
+        patterns = side.get("patterns") if isinstance(side.get("patterns"), dict) else {}
+        for name, pattern in patterns.items():
+            path = ("side", "patterns", name)
+            try:
+                compile_pattern(pattern) if isinstance(pattern, str) else None
+            except TemplateProblem as exc:
+                problems.append(f"{_where(file, marks, path)}: {_dotted(path)}: {exc}")
     if problems:
         raise ScriptError("\n".join(problems))
 
@@ -197,9 +314,14 @@ def parse(text: str, file: str = "<script>") -> Script:
             turns.append(Turn(kind="say", text=raw["say"], name=common["name"], index=i,
                               usage=usage))
     side = data.get("side") or {}
+    template, patterns = None, {}
+    if side.get("template"):
+        template = compile_template(side["template"])
+        patterns = {k: compile_pattern(v) for k, v in (side.get("patterns") or {}).items()}
     return Script(id=data["id"], file=file, turns=tuple(turns),
                   side_text=side.get("text", DEFAULT_SIDE_TEXT),
-                  side_usage=Usage.of(side.get("usage")))
+                  side_usage=Usage.of(side.get("usage")), side_template=template,
+                  side_patterns=patterns)
 
 
 def load(path: str | Path) -> Script:

@@ -56,15 +56,24 @@ def test_include_unverified(runs_dir):
     assert copy["unverified"] == 1
 
 
-def test_by_task_only(runs_dir):
+def test_by_task_keeps_the_agent_column(runs_dir):
+    """Issue 31: `--by task` pooled every agent of a task into one row and dropped the agent
+    column; a row is always one agent's, so the agent is added to the keys and shown."""
     board = build_leaderboard(runs_dir, by=("task",))
-    assert len(board["groups"]) == 1 and board["groups"][0]["runs"] == 4
+    assert board["by"] == ["agent", "task"] and board["added_keys"] == ["agent"]
+    assert sorted((g["key"]["agent"], g["runs"]) for g in board["groups"]) == [
+        ("ref-grpo", 1), ("ref-sft", 3)]
+    md = render_leaderboard(board, "md")
+    assert "| agent | task | budget | runs |" in md and "agent added" in md
+    rows = list(csv.DictReader(io.StringIO(render_leaderboard(board, "csv"))))
+    assert sorted(r["agent"] for r in rows) == ["ref-grpo", "ref-sft"]
 
 
 def test_formats(runs_dir, tmp_path, capsys):
     board = build_leaderboard(runs_dir)
     md = render_leaderboard(board, "md")
-    assert "| agent | driver | task | mode | runs |" in md
+    assert "| agent | driver | task | mode | budget | runs |" in md
+    assert "| 60.0 min | 3 |" in md and "Budgets differ" not in md
     assert "52.70 ± 0.70 (52.00–53.40)" in md
     assert "Excluded" in md and "c-s0" in md
     rows = list(csv.DictReader(io.StringIO(render_leaderboard(board, "csv"))))
@@ -74,10 +83,10 @@ def test_formats(runs_dir, tmp_path, capsys):
     assert '<table id="leaderboard">' in html and "ref-grpo" in html
     out = tmp_path / "board.csv"
     assert main(["leaderboard", str(runs_dir), "--format", "csv", "--out", str(out)]) == 0
-    assert out.read_text().startswith("agent,driver,task,mode,runs,")
+    assert out.read_text().startswith("agent,driver,task,mode,budget,budget_wall_clock_s,runs,")
     assert "excluded" in capsys.readouterr().err
     assert main(["leaderboard", str(runs_dir), "--by", "agent,seed"]) == 0
-    assert "| agent | seed | runs |" in capsys.readouterr().out
+    assert "| agent | seed | budget | runs |" in capsys.readouterr().out
     assert main(["leaderboard", str(runs_dir), "--by", "colour"]) == 1
 
 
@@ -104,13 +113,94 @@ def test_runs_with_other_budgets_are_never_pooled(maker, monkeypatch, tmp_path):
     assert sorted(r["budget"] for r in rows) == ["10.0 min", "20.0 min"]
 
 
-def test_a_budget_that_only_differs_with_the_task_is_no_extra_column(maker, monkeypatch,
-                                                                     tmp_path):
-    _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0, task_id="arith")
-    _budget_run(maker, monkeypatch, tmp_path / "b", 1200, seed=0, task_id="other")
+def test_budgets_that_differ_with_the_task_are_shown_and_flagged(maker, monkeypatch, tmp_path):
+    """Issue 31: a 10-minute and a 4-minute run (two tasks) sat side by side with no budget in
+    sight. The budget is always a column (its wall clock in the CSV), and a table of several
+    budgets says they are not comparable and orders its rows by budget, then improvement."""
+    _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0, task_id="arith", n=4)
+    _budget_run(maker, monkeypatch, tmp_path / "b", 240, seed=0, task_id="other")
     board = build_leaderboard(tmp_path)
     assert len(board["groups"]) == 2 and board["varying"] == []
-    assert "| agent | driver | task | mode | runs |" in render_leaderboard(board, "md")
+    assert board["mixed_budgets"] and board["budgets"] == ["4.0 min", "10.0 min"]
+    # the 4-minute run improved more, but budget comes first: 4 min, then 10 min
+    assert [g["labels"]["budget"] for g in board["groups"]] == ["4.0 min", "10.0 min"]
+    assert [g["key"]["task"] for g in board["groups"]] == ["other", "arith"]
+    md = render_leaderboard(board, "md")
+    assert "| agent | driver | task | mode | budget | runs |" in md
+    assert "| other | free | 4.0 min | 1 |" in md and "| arith | free | 10.0 min | 1 |" in md
+    assert "Budgets differ** (4.0 min, 10.0 min of wall clock)" in md
+    assert "not comparable" in md
+    rows = list(csv.DictReader(io.StringIO(render_leaderboard(board, "csv"))))
+    assert [(r["task"], r["budget"], r["budget_wall_clock_s"]) for r in rows] == [
+        ("other", "4.0 min", "240"), ("arith", "10.0 min", "600")]
+    html = render_leaderboard(board, "html")
+    assert "<th>budget</th>" in html and "Budgets differ" in html
+    same = build_leaderboard(tmp_path, by=("agent", "task"))
+    assert same["mixed_budgets"]                       # whatever the keys
+
+
+def _raise_baseline(maker, run, score):
+    """Re-record `run` with a baseline scored `score` (sealed and signed again, as the runtime
+    would have written it)."""
+    path = run / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    for event in events:
+        if event["type"] == "baseline_scored":
+            event["data"]["score"] = score
+        if event["type"] == "run_finished":
+            event["data"]["baseline_score"] = score
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    for name, key in (("run.json", "baseline_score"), ("results/baseline.json", "score")):
+        data = json.loads((run / name).read_text())
+        data[key] = score
+        (run / name).write_text(json.dumps(data, indent=1))
+    maker.reseal(run)
+
+
+def _md_rows(md):
+    """The Markdown table's rows as {heading: cell}."""
+    lines = [line for line in md.splitlines() if line.startswith("| ")]
+    cells = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in lines]
+    return [dict(zip(cells[0], row)) for row in cells[1:]]
+
+
+def test_time_to_best_is_blank_when_the_best_never_beat_the_baseline(maker, tmp_path):
+    """Issue 31: 'time to best' was a time for a run that never beat its baseline."""
+    maker.make_run(tmp_path / "up", seed=0, agent="ref-sft")
+    flat = maker.make_run(tmp_path / "flat", seed=0, agent="ref-copy")
+    _raise_baseline(maker, flat, 60.0)                   # its best valid score is 52.0
+    board = build_leaderboard(tmp_path)
+    groups = {g["key"]["agent"]: g for g in board["groups"]}
+    assert board["excluded"] == [] and groups["ref-copy"]["improvement"]["mean"] == -8.0
+    assert groups["ref-copy"]["time_to_best_s"]["mean"] is None
+    assert groups["ref-sft"]["time_to_best_s"]["mean"] == 2700.0
+    md = {r["agent"]: r for r in _md_rows(render_leaderboard(board, "md"))}
+    assert md["ref-copy"]["time to best"] == "—" and md["ref-sft"]["time to best"] == "45.0 min"
+    assert md["ref-copy"]["improvement"].startswith("-8.00")
+    rows = {r["agent"]: r for r in csv.DictReader(io.StringIO(render_leaderboard(board, "csv")))}
+    assert rows["ref-copy"]["time_to_best_s_mean"] == ""
+    assert rows["ref-sft"]["time_to_best_s_mean"] == "2700"
+
+
+def test_csv_has_the_interval_the_table_shows(runs_dir):
+    """Issue 31: the CSV lacked the improvement's 95% interval; it has the same interval as
+    the table (over seeds for several runs, paired over items for one)."""
+    board = build_leaderboard(runs_dir)
+    rows = {r["agent"]: r for r in csv.DictReader(io.StringIO(render_leaderboard(board, "csv")))}
+    header = render_leaderboard(board, "csv").splitlines()[0].split(",")
+    assert header.index("improvement_ci95_low") == header.index("improvement_max") + 1
+    md = render_leaderboard(board, "md")
+    for g in board["groups"]:
+        iv, row = g["improvement_interval"], rows[g["key"]["agent"]]
+        low, high = float(row["improvement_ci95_low"]), float(row["improvement_ci95_high"])
+        assert (low, high) == pytest.approx(tuple(iv["ci95"]), abs=1e-3)
+        assert row["improvement_ci_over"] == iv["over"]
+        assert row["improvement_ci_method"] == iv["method"]
+        assert row["improvement_ci_n"] == str(iv["n"])
+        assert row["improvement_ci_excludes_0"] == str(iv["outside_noise"]).lower()
+        assert f"[{low:+.2f}, {high:+.2f}] ({iv['over']}, {iv['method']})" in md
+    assert rows["ref-sft"]["improvement_ci_over"] == "seeds"
+    assert rows["ref-grpo"]["improvement_ci_over"] == "items"
 
 
 def test_by_budget_is_accepted(maker, monkeypatch, tmp_path, capsys):

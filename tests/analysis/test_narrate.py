@@ -56,6 +56,7 @@ def test_budget_is_enforced_and_nothing_half_written(fixture_run, tmp_path, caps
     assert "budget" in err.lower(), err
     assert not (fixture_run / "analysis" / "narrative.json").exists()
     assert not (fixture_run / "report" / "report.html").exists()
+    assert not (fixture_run / "analysis").exists()    # the failed attempt's gateway folder too
 
 
 def test_bad_answers_are_clear_errors(fixture_run, tmp_path, capsys):
