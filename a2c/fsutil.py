@@ -7,6 +7,13 @@ A folder is built beside its destination and swapped in with renames, so a reade
 the old folder or the complete new one, never a half-written one; builders that may race (two
 runs preparing the same model, data set or baseline) take an exclusive `file_lock` first;
 `staged_dir` is that build-beside-and-swap step.
+
+Private by default under a run (`PRIVATE_FILE`, `PRIVATE_DIR`, `private_dir`, `private_run_dir`):
+everything a command writes under a run directory — the report, the analysis layer, the results
+— is 0600 in a 0700 folder, and the run directory itself 0700, so no other local user reads a
+held-out prompt or a gold answer whichever command wrote it. The sandboxed agent and the
+grader's evaluator reach what they need through bubblewrap's (or the container engine's) binds,
+made by root, never through the host path.
 """
 
 from __future__ import annotations
@@ -25,6 +32,38 @@ from typing import Any
 
 from a2c.canonical import canonical_json
 from a2c.errors import A2CError
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def _owned(st: os.stat_result) -> bool:
+    return st.st_uid == os.geteuid()
+
+
+def private_dir(path: str | Path) -> Path:
+    """`path` as a private folder: created 0700 (with its missing parents) and, when it exists
+    and is ours, chmod'ed 0700. A symbolic link there is refused (nothing is written through
+    one)."""
+    path = Path(path)
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise A2CError(f"{path}: a symbolic link, not a folder (refusing to write through it)")
+    if _owned(st) and stat.S_IMODE(st.st_mode) != PRIVATE_DIR:
+        os.chmod(path, PRIVATE_DIR)
+    return path
+
+
+def private_run_dir(run_dir: str | Path) -> None:
+    """A run directory closed to other local users (0700), when it is ours and not a symbolic
+    link: what a later command writes under an older run (0711 then) is unreachable too."""
+    try:
+        st = os.lstat(run_dir)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode) and _owned(st) and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(run_dir, PRIVATE_DIR)
 
 
 @contextlib.contextmanager

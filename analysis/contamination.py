@@ -178,6 +178,13 @@ def _decode(raw: bytes, limit: int = MAX_TEXT_BYTES, raw_ok: bool = False) -> st
     return raw.decode("utf-8", "replace")
 
 
+def blob_text(raw: bytes) -> str | None:
+    """The text the check reads of a snapshot file, or None for one it does not read (binary: a
+    NUL in its first 8 KiB; or over MAX_TEXT_BYTES). The public export's snapshot bundle keeps
+    only the files this reads (analysis/export.py): what the check never read is never shared."""
+    return _decode(raw)
+
+
 def disk_texts(paths: RunPaths, stats: dict[str, int]
                ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(mtime, where, text) of the files left on disk that snapshots never take — the data files
@@ -217,7 +224,7 @@ def snapshot_texts(repo: SnapshotRepo, snapshots: list[dict[str, Any]], stats: d
                 continue
             seen.add(blob)
             obj = repo.read(blob)
-            text = _decode(obj[2]) if obj and obj[1] == "blob" else None
+            text = blob_text(obj[2]) if obj and obj[1] == "blob" else None
             if text is None:
                 stats["skipped"] += 1
                 continue

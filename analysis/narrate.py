@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 
 from a2c.errors import A2CError
-from a2c.fsutil import write_text_atomic
+from a2c.fsutil import PRIVATE_FILE, private_dir, private_run_dir, write_text_atomic
 
 from .citations import Evidence, tally
 from .digest import build_digest
@@ -116,14 +116,16 @@ def write_outputs(run_dir: str | Path, doc: dict[str, Any], name: str,
     """RUN/analysis/<name>.json, .md and .html (templates <template>.md.j2, .html.j2)."""
     validate_layer(doc)
     out = analysis_dir(run_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    private_run_dir(run_dir)                # private by default (a2c.fsutil): 0700, 0600
+    private_dir(out)
     env = environment()
     paths = {"json": out / f"{name}.json", "md": out / f"{name}.md", "html": out / f"{name}.html"}
     md = env.get_template(f"{template}.md.j2").render(n=doc, titles=TITLES)
     html = env.get_template(f"{template}.html.j2").render(n=doc, titles=TITLES)
-    write_text_atomic(paths["md"], md)
-    write_text_atomic(paths["html"], html)
-    write_text_atomic(paths["json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(paths["md"], md, mode=PRIVATE_FILE)
+    write_text_atomic(paths["html"], html, mode=PRIVATE_FILE)
+    write_text_atomic(paths["json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+                      mode=PRIVATE_FILE)
     return paths
 
 

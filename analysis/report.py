@@ -22,7 +22,7 @@ import jsonschema
 from a2c import __version__
 from a2c.contracts.bundle import read_manifest
 from a2c.contracts.run_paths import RunPaths
-from a2c.fsutil import write_text_atomic
+from a2c.fsutil import PRIVATE_FILE, private_dir, private_run_dir, write_text_atomic
 
 from .attribution import training_and_timeline
 from .contamination import contamination_section
@@ -129,13 +129,16 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
               "it anyway, marked as unverified)")
     report = build_report(root, verification, forced=force)
     out = Path(out_dir) if out_dir else root / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    private_run_dir(root)                   # private by default (a2c.fsutil): 0700, 0600
+    private_dir(out)
     paths = {"json": out / "report.json", "md": out / "report.md",
              "svg": out / "score_over_time.svg", "html": out / "report.html"}
     # Insertion order (not sorted keys): the file reads in the order of the schema's sections.
-    write_text_atomic(paths["json"], json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    write_text_atomic(paths["svg"], render_svg(report))
+    write_text_atomic(paths["json"], json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+                      mode=PRIVATE_FILE)
+    write_text_atomic(paths["svg"], render_svg(report), mode=PRIVATE_FILE)
     layer = read_layer(root)                # RUN/analysis/: the checked case study and review
-    write_text_atomic(paths["md"], render_markdown(report, paths["svg"].name, layer))
-    write_text_atomic(paths["html"], render_html(report, layer))
+    write_text_atomic(paths["md"], render_markdown(report, paths["svg"].name, layer),
+                      mode=PRIVATE_FILE)
+    write_text_atomic(paths["html"], render_html(report, layer), mode=PRIVATE_FILE)
     return report, paths

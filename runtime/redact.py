@@ -10,6 +10,14 @@ the end of the run, in every code snapshot (runtime/snapshots.py reads the value
 once the final snapshot is taken), and in the files the run keeps of the agent's own folders
 (`redact_tree`: the workspace, its HOME and /tmp), so a token the agent wrote into a 0644 file
 does not outlive the run in its record.
+
+Each value is redacted in its encoded forms too (`encoded_forms`): reversed, hex (both cases),
+URL-encoded (every byte as %XX, both cases, and `quote_plus`), and base64 (standard and URL-safe, at
+each of the three byte alignments a value can take inside a longer encoded text, so the encoding
+of "token: VALUE" is caught as well as that of VALUE alone). A form is replaced by
+`[redacted:NAME:FORM]`. The run's own secrets (the grader token, the gateway key) are dead once
+the run ends: the grading service and the gateway stop with it, so a value that escaped is no
+longer accepted anywhere; the public export (analysis/export.py) scans for the same forms.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+
+from a2c.scrub import encoded_forms
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 MIN_LEN = 8
@@ -44,7 +54,12 @@ def passed_secrets(agent: dict, environ: Mapping[str, str] | None = None) -> dic
 
 
 def _pairs(secrets: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
-    pairs = [(v.encode(), f"[redacted:{k}]".encode()) for k, v in secrets.items() if v]
+    pairs = []
+    for k, v in secrets.items():
+        if not v:
+            continue
+        for form, data in encoded_forms(v.encode()):
+            pairs.append((data, f"[redacted:{k}{':' + form if form else ''}]".encode()))
     return sorted(pairs, key=lambda p: -len(p[0]))   # longest first: a value inside another
 
 

@@ -19,7 +19,16 @@ def _export(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     for name, entry in withheld.items():
         print(f"  withheld {name}: {entry['reason']}")
-    print(f"  snapshots: {manifest['snapshots'] or 'not included'}")
+    for name, entry in manifest.get("rewritten", {}).items():
+        print(f"  rewritten {name}: {entry['reason']}")
+    for name, symbols in manifest.get("host_paths_kept", {}).items():
+        print(f"  note: {name} names host folders ({', '.join(symbols)}) in fields the signed "
+              "events hold; it cannot be rewritten")
+    left = manifest.get("snapshot_files_left_out") or {}
+    print(f"  snapshots: {manifest['snapshots'] or 'not included'}"
+          + (f" ({len(left)} file(s) left out: {', '.join(list(left)[:5])}"
+             f"{', ...' if len(left) > 5 else ''})" if left else ""))
+    print(f"  export.json signed by key {manifest['key']}")
     print("verify: tar xzf the archive, then `a2c verify FOLDER --public-key OPERATOR.pub`")
     return 0
 
@@ -30,10 +39,13 @@ def register(subparsers) -> None:
         description="Write RUN as a .tar.gz anyone can verify with the operator's public key: "
                     "the signed event chain, run.json, journal, logs, agent split, bundles, "
                     "trajectory, the report without item examples and the code snapshots (a git "
-                    "bundle). Held-out and final items, gold answers (results/*.json), grader "
-                    "files, the grader token and the gateway key are left out; export.json lists "
-                    "every withheld sealed file with its sealed digest, and `a2c verify` of the "
-                    "unpacked folder names them and checks everything else.")
+                    "bundle of the files the contamination scan reads). Held-out and final "
+                    "items, gold answers (results/*.json), grader files, the grader token and "
+                    "the gateway key (in any encoding) are left out, host folders named "
+                    "symbolically ($RUNS/<id>, $HOME, ...). export.json, signed with the "
+                    "operator's record key, lists every file with its digest and every withheld "
+                    "or rewritten file with its sealed digest; `a2c verify` of the unpacked "
+                    "folder checks every file against it and names what was withheld.")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--public", action="store_true", help="leave out held-out items and secrets "
                                                          "(required)")

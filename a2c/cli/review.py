@@ -69,8 +69,11 @@ def _call_folder(out: Path, what: str) -> tuple[list[Path], Path]:
     """(the folders made on the way, innermost first; a new RUN/analysis/calls/<what>-<UTC time>
     folder, suffixed -2, -3, ... when one of that second exists, so that an attempt never shares
     (nor, failing, deletes) another's record)."""
+    from a2c.fsutil import private_dir, private_run_dir
     made = [p for p in (out / "calls", out) if not p.exists()]
-    (out / "calls").mkdir(parents=True, exist_ok=True)
+    private_run_dir(out.parent)              # private by default (a2c.fsutil): 0700
+    private_dir(out)
+    private_dir(out / "calls")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for n in range(1, 1000):
         folder = out / "calls" / (f"{what}-{stamp}" + (f"-{n}" if n > 1 else ""))

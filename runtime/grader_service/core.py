@@ -34,7 +34,7 @@ from a2c.contracts.journal import Journal, JournalReceived, JournalScored
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.submission_errors import SubmissionError, eval_failure_code
-from a2c.fsutil import write_bytes_atomic
+from a2c.fsutil import PRIVATE_FILE, private_dir, write_bytes_atomic
 from a2c.runtime.grader_service.base_ref import BaseReference
 from a2c.runtime.grader_service.baseline import compute_baseline
 from a2c.runtime.grader_service.common import (  # noqa: F401 - Refusal and log: server's API
@@ -62,8 +62,8 @@ class GradingService:
         self.cfg = cfg
         self.run_dir = cfg.run_dir
         self.paths = RunPaths(cfg.run_dir)
-        self.paths.results.mkdir(parents=True, exist_ok=True)
-        self.paths.eval_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.paths.results)   # per-item prompts and gold answers: 0700, files 0600
+        private_dir(self.paths.eval_dir)
         self.journal = Journal(self.paths.journal, log=log)
         self.events = EventLog(self.paths.events)
         self.output_dir = Path(os.path.realpath(cfg.output_dir))
@@ -240,8 +240,9 @@ class GradingService:
         never the submission's (runtime/inference/chat_template.py)."""
         if self._grader_cfg_path is None:
             path = self.paths.grader_effective
-            path.write_bytes(canonical_json({**self.cfg.grader_config(),
-                                             SOURCE_KEY: self.base.template_source()}))
+            write_bytes_atomic(path, canonical_json({**self.cfg.grader_config(),
+                                                     SOURCE_KEY: self.base.template_source()}),
+                               mode=PRIVATE_FILE)
             self._grader_cfg_path = path
         return self._grader_cfg_path
 
@@ -390,7 +391,7 @@ class GradingService:
             full["metrics"] = {**(full.get("metrics") or {}), "chat_template_ignored": True}
         not_derived = (full.get("provenance") or {}).get("not_derived") if summary["valid"] \
             else None
-        write_bytes_atomic(path, canonical_json(full))
+        write_bytes_atomic(path, canonical_json(full), mode=PRIVATE_FILE)
         scored = JournalScored(
             id=sid, ts=utc_now(), score=summary.get("score"), ci95=summary.get("ci95"),
             valid=summary["valid"], error=summary.get("error"), code=summary.get("code"),

@@ -52,7 +52,8 @@ def _drop_ambient_caps() -> None:
 
 def _write_atomic(path: Path, data: dict) -> None:
     from a2c.fsutil import write_bytes_atomic
-    write_bytes_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    write_bytes_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"),
+                       mode=0o600)
 
 
 def _invalid(error: str, grader_cfg: dict, backend: str, elapsed: float) -> dict:

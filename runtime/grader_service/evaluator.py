@@ -149,7 +149,7 @@ def _collect_boxed(box_dir: Path, out_path: Path) -> None:
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(64 << 20)
         from a2c.fsutil import write_bytes_atomic
-        write_bytes_atomic(out_path, data)
+        write_bytes_atomic(out_path, data, mode=0o600)
     shutil.rmtree(box_dir, ignore_errors=True)
 
 

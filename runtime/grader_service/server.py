@@ -138,7 +138,7 @@ def _bound(server: BoundedMixin, cfg: ServiceConfig, name: str) -> DropLog:
 
 
 def _write_ready(path: Path, info: dict[str, Any]) -> None:
-    write_bytes_atomic(path, canonical_json(info) + b"\n")
+    write_bytes_atomic(path, canonical_json(info) + b"\n", mode=0o600)
 
 
 def serve(run_dir: str | Path) -> int:

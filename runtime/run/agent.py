@@ -18,6 +18,7 @@ from a2c.contracts.spec import BudgetSpec, GraderSpec
 from a2c.runtime.redact import redact_bytes
 from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
+from a2c.scrub import expand_path
 from a2c.timefmt import iso_utc
 
 # Where the sandbox shows the run's read-only folders to a confined agent.
@@ -148,7 +149,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     spec = SandboxSpec(
         command=["bash", launch_sh],
         workspace=paths.workspace, data_dir=paths.data,
-        model_dir=Path(run.base_model["path"]), socket_path=Path(svc["socket_path"]),
+        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc["socket_path"]),
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
         env_service_sockets=paths.env_service_sockets if env_proxies else None,

@@ -36,6 +36,7 @@ from a2c.runtime.run.scaffold import (
     refuse_provider_keys,
     uses_gateway,
 )
+from a2c.scrub import record_path
 
 
 def grader_cfg(bundle: Path, task: dict) -> dict:
@@ -54,9 +55,10 @@ def make_read_only(root: Path) -> None:
     os.chmod(root, 0o555)
 
 
-# Who may read what (the run directory is the operator's; another local user reads nothing
-# private, and the agent's unprivileged uid still reaches what the sandbox binds by name):
-TRAVERSE_DIRS = (".", "grader", "logs", "bundle")     # 0711: reachable by name, not listable
+# Who may read what (the run directory is the operator's, 0700: another local user reaches
+# nothing under it, whichever command wrote it; the agent's and the evaluator's unprivileged uids
+# see what bubblewrap, or the container engine, binds for them as root, never through RUN):
+TRAVERSE_DIRS = ("grader", "logs", "bundle")     # 0711: reachable by name, not listable
 PRIVATE_DIRS = ("results", "snapshots.git", "grader/eval", "bundle/grader", "driver")  # 0700
 PRIVATE_FILES = ("run.json", "events.jsonl", "submissions.jsonl", "bundle/bundle.json",
                  "logs/agent.log", "logs/commands.log", "logs/grader.log",
@@ -64,7 +66,7 @@ PRIVATE_FILES = ("run.json", "events.jsonl", "submissions.jsonl", "bundle/bundle
 
 
 def make_private(root: Path) -> None:
-    """RUN 0711; results/, snapshots.git/, grader/eval/, bundle/grader/ 0700; every file under
+    """RUN 0700; results/, snapshots.git/, grader/eval/, bundle/grader/ 0700; every file under
     grader/ and those 0600 (token, held-out split, service.json, grader.json), folders 0700; the record's files
     and the logs 0600 (created empty so that their writers, which append, keep the mode).
     workspace/, data/ and agent/ are left to the sandbox (the agent's uid must reach them)."""
@@ -85,6 +87,7 @@ def make_private(root: Path) -> None:
         os.chmod(path, 0o600)
     for rel in TRAVERSE_DIRS:
         os.chmod(root / rel, 0o711)
+    os.chmod(root, 0o700)
 
 
 def render_prompt(paths: RunPaths, task: dict, mode: str, budget_s: float) -> str:
@@ -346,7 +349,7 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
-        base_model={"spec": model, "path": str(model_path), "fingerprint": model_fp},
+        base_model={"spec": model, "path": record_path(model_path), "fingerprint": model_fp},
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
         isolation=None, budget=budget_cfg, scoring=task.get("scoring") or {"policy": "best"},
         versions=versions(), sandbox_id=secrets.token_hex(8),

@@ -463,12 +463,12 @@ def _prepare(tmp_path, agent="ref-copy", budget="60s"):
 def test_prepared_run_directory_is_private(tmp_path):
     ctx = _prepare(tmp_path)
     root = ctx.run_dir
-    assert stat.S_IMODE(root.stat().st_mode) == 0o711
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700     # no other local user reaches it
     assert stat.S_IMODE((root / "results").stat().st_mode) == 0o700
     assert stat.S_IMODE((root / "grader" / "token").stat().st_mode) == 0o600
     assert stat.S_IMODE((root / "grader" / "heldout.jsonl").stat().st_mode) == 0o600
     assert private_modes(root) == []
-    # what the agent's unprivileged uid must still reach to bind it
+    # what the agent's unprivileged uid must still reach once bound (bubblewrap binds as root)
     for rel in ("workspace", "data", "agent", "grader", "logs", "bundle/hooks"):
         assert stat.S_IMODE((root / rel).stat().st_mode) & 0o001, rel
     assert stat.S_IMODE((root / "data" / "train.jsonl").stat().st_mode) & 0o004

@@ -1,0 +1,228 @@
+"""`a2c verify` of an unpacked public export (analysis/export.py): it verifies only as it is.
+
+export.json must be signed by one of the keys given (`key`, `sig`: Ed25519 over the sha256 of its
+canonical JSON without `sig`, `manifest_digest`); an unsigned manifest, or one whose signature
+does not verify (edited after the export), fails and its claims are ignored — unless
+`allow_unauthenticated` (`a2c verify --no-key`), which accepts them unauthenticated as it accepts
+the chain. With a trusted manifest: it names this record (`record_head`, the hash of the last
+event); every file the folder holds is listed in it with its sha256 and size (the report and the
+snapshot bundle included; a file not listed, altered or missing fails; a symbolic link fails);
+a file it declares withheld is absent; a withheld or rewritten file's sealed digest is the seal's;
+and the record's own problems (analysis/verify.py) are accepted only when an absent withheld file
+explains them, or — for a file the export rewrote (host folders named, secrets redacted) — when
+they are the seal's alone and the file is the one the manifest hashes. Every snapshot commit is in
+snapshots.bundle, or the commit the manifest maps it to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from a2c.canonical import canonical_json
+from a2c.contracts.record_key import PublicKey
+from a2c.errors import A2CError
+
+from .export_snapshots import SNAPSHOT_BUNDLE, snapshot_problems
+from .record import RunRecord
+
+EXPORT_FORMAT = "a2c-export/2"
+UNSIGNED_FORMATS = ("a2c-export/1",)     # before signed manifests: its claims are never trusted
+MANIFEST = "export.json"
+
+
+def sealed_files(record: RunRecord) -> dict[str, Any]:
+    """{path: digest} of the record's last seal."""
+    seals = record.events_of("record_sealed")
+    return ((seals[-1].get("data") or {}).get("files") or {}) if seals else {}
+
+
+def file_digest(path: Path) -> dict[str, Any]:
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"sha256": digest.hexdigest(), "size": size}
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """What export.json's `sig` signs: sha256 of its canonical JSON without `sig`."""
+    return hashlib.sha256(canonical_json({k: v for k, v in manifest.items() if k != "sig"})
+                          ).hexdigest()
+
+
+def present_files(root: Path) -> dict[str, str]:
+    """{relative path: "file" | "link" | "other"} of everything in the folder but folders."""
+    found: dict[str, str] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                found[rel] = "link"
+            elif name in files:
+                found[rel] = "file" if path.is_file() else "other"
+    return found
+
+
+def _withheld_for(file: str, withheld: dict[str, Any]) -> str | None:
+    """The withheld entry a verification problem about `file` is explained by, if any."""
+    if file in withheld:
+        return file
+    if file.startswith("grader/"):
+        return "grader/"
+    return next((w for w in withheld if w.startswith(file.rstrip("/") + "/")), None)
+
+
+def _is_withheld(name: str, withheld: dict[str, Any]) -> bool:
+    return name in withheld or any(w.endswith("/") and name.startswith(w) for w in withheld)
+
+
+def _signer(manifest: dict[str, Any], keys: list) -> str | None:
+    """The id of the public key among `keys` whose signature export.json carries, if any."""
+    sig = manifest.get("sig")
+    if not isinstance(sig, str):
+        return None
+    digest = manifest_digest(manifest)
+    return next((k.id for k in keys if isinstance(k, PublicKey) and k.check(digest, sig)), None)
+
+
+def _file_problems(root: Path, claims: dict[str, Any]) -> list[tuple[str, str]]:
+    """(file, problem): what the folder holds against what the (trusted) manifest lists."""
+    files, withheld = claims.get("files") or {}, claims.get("withheld") or {}
+    out: list[tuple[str, str]] = []
+    present = present_files(root)
+    for name, kind in sorted(present.items()):
+        if name == MANIFEST:
+            continue
+        if kind != "file":
+            out.append((name, "a symbolic link or special file: an export holds regular files "
+                              "only"))
+        elif _is_withheld(name, withheld):
+            out.append((name, "present, but export.json says it is withheld (a withheld file "
+                              "must be absent)"))
+        elif name not in files:
+            out.append((name, "not in the export's manifest (added after the export)"))
+        else:
+            have = file_digest(root / name)
+            want = files[name] if isinstance(files[name], dict) else {}
+            if have != {"sha256": want.get("sha256"), "size": want.get("size")}:
+                out.append((name, f"altered: its content hashes to {have['sha256'][:16]}... "
+                                  f"({have['size']} bytes), the export's manifest gives "
+                                  f"{str(want.get('sha256'))[:16]}... ({want.get('size')} "
+                                  "bytes)"))
+    out += [(name, "missing, but the export's manifest lists it")
+            for name in sorted(files) if name not in present]
+    out += [(MANIFEST, f"{name}: rewritten, but the manifest gives no digest for what the export "
+                       "holds") for name in sorted(claims.get("rewritten") or {})
+            if name not in files]
+    sealed = sealed_files(claims["_record"])
+    for what in ("withheld", "rewritten"):
+        for name, entry in (claims.get(what) or {}).items():
+            if isinstance(entry, dict) and entry.get("sealed") is not None and \
+                    entry["sealed"] != sealed.get(name):
+                out.append((MANIFEST, f"{name}: the digest export.json gives the {what} file is "
+                                      "not the record's seal"))
+    head = claims["_record"].events[-1].get("hash") if claims["_record"].events else None
+    if claims.get("record_head") != head:
+        out.append((MANIFEST, f"made for another record: its record_head "
+                              f"{str(claims.get('record_head'))[:16]}... is not the hash of "
+                              "events.jsonl's last event"))
+    return out
+
+
+def _trust(manifest: dict[str, Any], keys: list, allow_unauthenticated: bool
+           ) -> tuple[bool, str | None, str]:
+    """(claims trusted, signing key id, the check's line)."""
+    fmt = manifest.get("format")
+    signer = _signer(manifest, keys) if fmt == EXPORT_FORMAT else None
+    if signer is not None:
+        return True, signer, f"export.json signed by public key {signer} (Ed25519)"
+    why = (f"export.json is in the unsigned format {fmt}" if fmt != EXPORT_FORMAT else
+           "export.json is not signed" if not manifest.get("sig") else
+           f"export.json's signature does not verify under a public key given (it names key "
+           f"{manifest.get('key')!r}; edited after the export?)")
+    if allow_unauthenticated:
+        return True, None, f"{why} (accepted: --no-key)"
+    return False, None, f"{why}: its claims (files withheld, rewritten) are ignored"
+
+
+def _explain(result, claims: dict[str, Any], record: RunRecord) -> list:
+    """The record's problems that the trusted manifest does not explain; the checks it explains
+    marked as such."""
+    from .verify_record import seal_problems
+    withheld, rewritten = claims.get("withheld") or {}, claims.get("rewritten") or {}
+    seal_found = {(f, m) for f, _, m in seal_problems(record)}
+    kept, accepted = [], {}
+    for problem in result.problems:
+        entry = _withheld_for(problem.file, withheld)
+        if entry is not None and problem.file != "events.jsonl":
+            accepted[str(problem)] = f"withheld by the export ({entry})"
+        elif problem.file in rewritten and (problem.file, problem.message) in seal_found:
+            why = (rewritten[problem.file] or {}).get("reason")
+            accepted[str(problem)] = (f"rewritten by the export ({why}; checked against its "
+                                      "signed manifest)")
+        else:
+            kept.append(problem)
+    for check in result.checks:
+        if not check.ok and check.detail in accepted:
+            check.ok, check.detail = True, f"{accepted[check.detail]}: {check.detail}"
+    return kept
+
+
+def verify_exported(run_dir: str | Path, key: Any = "operator",
+                    allow_unauthenticated: bool = False):
+    """verify_run on an unpacked public archive, as it is (the module's docstring). `key` and
+    `allow_unauthenticated` as verify_run takes them; the manifest's signature must hold under
+    `key` too, and the result is authenticated only when both the chain and it are."""
+    from .verify import Check, Problem, resolve_keys, verify_run
+
+    root = Path(run_dir)
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise A2CError(f"{root / MANIFEST}: unreadable: {exc}") from exc
+    fmt = manifest.get("format") if isinstance(manifest, dict) else None
+    if fmt not in (EXPORT_FORMAT, *UNSIGNED_FORMATS):
+        raise A2CError(f"{root / MANIFEST}: not an a2c public export ({fmt!r})")
+    record = RunRecord.load(root)
+    result = verify_run(root, record, key=key, allow_unauthenticated=allow_unauthenticated)
+    trusted, signer, detail = _trust(manifest, resolve_keys(key)[0], allow_unauthenticated)
+    ours: list[Problem] = [] if trusted else [Problem(MANIFEST, None, detail)]
+    if signer is None:
+        result.authenticated = False
+        result.auth_note = result.auth_note or detail
+    claims = {**manifest, "_record": record} if trusted else {"_record": record}
+    if trusted and fmt == EXPORT_FORMAT:
+        ours += [Problem(f, None, m) for f, m in _file_problems(root, claims)]
+    else:       # no signed manifest: still, a file said to be withheld must be absent
+        ours += [Problem(name, None, "present, but export.json says it is withheld (a withheld "
+                                     "file must be absent)")
+                 for name in (manifest.get("withheld") or {}) if (root / name).is_file()]
+    kept = _explain(result, claims, record)
+    withheld, mapping = claims.get("withheld") or {}, claims.get("snapshot_commits") or {}
+    if (root / SNAPSHOT_BUNDLE).is_file():
+        found, n = snapshot_problems(root, record, mapping)
+        ours += [Problem(SNAPSHOT_BUNDLE, None, p) for p in found]
+        result.checks.append(Check("snapshots", not found, found[0] if found else
+                                   f"{n} snapshot commits present in {SNAPSHOT_BUNDLE}"
+                                   + (f" ({len(mapping)} rewritten without the files the export "
+                                      "leaves out)" if mapping else "")))
+    elif record.snapshots and SNAPSHOT_BUNDLE not in withheld:
+        ours.append(Problem(SNAPSHOT_BUNDLE, None, f"missing, but the record has "
+                                                   f"{len(record.snapshots)} snapshots and "
+                                                   "export.json does not withhold it"))
+    result.checks.append(Check("export manifest", not ours, str(ours[0]) if ours else detail))
+    names = sorted(withheld)
+    result.checks.append(Check("withheld", True, f"{len(names)} file(s) withheld by the export"
+                                                 + (f": {', '.join(names)}" if names else "")))
+    if claims.get("rewritten"):
+        names = sorted(claims["rewritten"])
+        result.checks.append(Check("rewritten", True, f"{len(names)} file(s) rewritten by the "
+                                                      f"export: {', '.join(names)}"))
+    result.problems = ours + kept
+    return result
