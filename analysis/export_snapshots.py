@@ -75,9 +75,10 @@ class _SnapshotFilter:
             self.verdicts[oid] = why
         return self.verdicts[oid]
 
-    def _tree(self, commit: str) -> str:
+    def _tree(self, commit: str) -> str | None:
+        """The commit's tree without the files left out; None when it leaves none out."""
         listing = _git(self.source, "ls-tree", "-r", "-z", "--full-tree", commit)
-        keep = []
+        keep, dropped = [], False
         for entry in listing.split(b"\0"):
             if not entry:
                 continue
@@ -87,26 +88,34 @@ class _SnapshotFilter:
             why = "not a file (a submodule)" if kind != "blob" else self._verdict(oid)
             if why:
                 self.left_out.setdefault(name, why)
+                dropped = True
             else:
                 keep.append(f"{mode} {oid}\t".encode() + path + b"\0")
+        if not dropped:
+            return None
         env = {**os.environ, "GIT_INDEX_FILE": str(self.work.parent / "export.index")}
         Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)
         _git(self.work, "update-index", "-z", "--index-info", input=b"".join(keep), env=env)
         return _git(self.work, "write-tree", env=env).decode().strip()
 
     def commit(self, commit: str) -> str:
+        """The bundle's commit for `commit` (itself when neither its tree nor a parent
+        changed)."""
         raw = _git(self.source, "cat-file", "commit", commit)
         head, _, message = raw.partition(b"\n\n")
-        lines = []
+        tree = self._tree(commit)
+        lines, changed = [], tree is not None
         for line in head.split(b"\n"):
-            if line.startswith(b"tree "):
-                line = b"tree " + self._tree(commit).encode()
+            if line.startswith(b"tree ") and tree is not None:
+                line = b"tree " + tree.encode()
             elif line.startswith(b"parent "):
                 parent = line[7:].decode().strip()
+                changed |= self.mapping.get(parent, parent) != parent
                 line = b"parent " + self.mapping.get(parent, parent).encode()
             lines.append(line)
-        new = _git(self.work, "hash-object", "-t", "commit", "-w", "--stdin",
-                   input=b"\n".join(lines) + b"\n\n" + message).decode().strip()
+        new = commit if not changed else _git(
+            self.work, "hash-object", "-t", "commit", "-w", "--stdin",
+            input=b"\n".join(lines) + b"\n\n" + message).decode().strip()
         self.mapping[commit] = new
         return new
 
