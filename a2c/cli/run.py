@@ -229,7 +229,8 @@ def a2c_command() -> str:
 
 def next_steps(result: dict, program: str = "a2c") -> list[str]:
     """What to do after the demo, with its run directory: verify the record, write the report,
-    run an LLM agent on the same task (offline, through the scripted driver), the leaderboard."""
+    run an LLM agent on the same task (offline, through the scripted driver), the leaderboard,
+    start a task of one's own."""
     run_dir = shlex.quote(str(result["run_dir"]))
     runs_dir = shlex.quote(str(Path(result["run_dir"]).parent))
     return [
@@ -245,6 +246,8 @@ def next_steps(result: dict, program: str = "a2c") -> list[str]:
         "--budget 10m",
         "  # one table across the runs in this folder",
         f"  {program} leaderboard {runs_dir}",
+        "  # your own task (README, \"Authoring a task\")",
+        f"  {program} new task capitals",
     ]
 
 

@@ -106,6 +106,7 @@ def test_demo_prints_the_next_steps_with_its_run_dir(monkeypatch, capsys):
     assert ".venv/bin/a2c run arith --agent claude-code --driver scripted:sft-recipe " \
            "--budget 10m" in after
     assert ".venv/bin/a2c leaderboard /home/someone/projects/a2c-checkout/runs" in after
+    assert ".venv/bin/a2c new task capitals" in after
     # after the summary and the closing line
     assert out.index("demo finished in") < out.index("next steps")
     assert out.index(f"record          {RUN_DIR}") < out.index("next steps")
