@@ -8,6 +8,11 @@ a run, and admitted against token and cost budgets (a worst-case reservation, th
 usage in its place), with the route, header and model allow-lists checked. Prints per path the median and p90 of the whole call (request sent -> last byte read), the
 added latency (gateway median - direct median) and the ratio. Target: added median < 5 ms.
 
+A third mode, `large`, sends a conversation of an agent some way into its task (120 messages of
+content blocks, tool calls and tool results: about 240 KB of JSON, with non-ASCII text) as JSON:
+the gateway's strict reading (duplicate keys, integer caps), its canonical re-serialization and
+its input bound are paid per call in proportion to the body, and this mode shows what they cost.
+
 Usage: python benchmarks/bench_driver_gateway.py [CALLS]      (default 300 per path and mode)
 """
 
@@ -52,6 +57,24 @@ def _sse() -> bytes:
 EVENTS = _sse()
 
 
+def _large_messages() -> list[dict]:
+    """An agent's conversation some way in: 120 messages, about 240 KB of JSON (tool calls with
+    code, tool results with file contents, a little non-ASCII text)."""
+    code = "def f(x):\n    return [i * x for i in range(10)]  # é ü 数据\n" * 30
+    out: list[dict] = [{"role": "user", "content": "Fine-tune the model; report the score. " * 20}]
+    for i in range(60):
+        out.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Step {i}: reading the file and running the tests."},
+            {"type": "tool_use", "id": f"toolu_{i:04d}", "name": "bash",
+             "input": {"command": f"cat src/module_{i}.py && pytest -q tests/test_{i}.py"}}]})
+        out.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{i:04d}", "content": code}]})
+    return out
+
+
+LARGE = _large_messages()
+
+
 class Upstream(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True      # as a real server does: no 40 ms Nagle/delayed-ACK stall
@@ -78,9 +101,11 @@ class Upstream(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-def _call(conn: http.client.HTTPConnection, headers: dict, stream: bool) -> float:
+def _call(conn: http.client.HTTPConnection, headers: dict, stream: bool,
+          large: bool = False) -> float:
+    messages = LARGE if large else [{"role": "user", "content": "hello " * 200}]
     body = json.dumps({"model": MODEL, "stream": stream, "max_tokens": 64,
-                       "messages": [{"role": "user", "content": "hello " * 200}]})
+                       "messages": messages}, ensure_ascii=False).encode()
     t = time.perf_counter()
     conn.request("POST", "/v1/messages", body=body, headers=headers)
     resp = conn.getresponse()
@@ -150,22 +175,23 @@ def main(calls: int = 300) -> int:
             unix = _UnixConnection(str(paths.driver_socket))
             h_via = {**h_direct, "x-api-key": key}
             results = {}
-            for stream in (False, True):
+            for mode in ("json", "sse", "large"):
+                stream, large = mode == "sse", mode == "large"
                 for _ in range(20):                  # warm up every path
-                    _call(direct, h_direct, stream)
-                    _call(via, h_via, stream)
-                    _call(unix, h_via, stream)
+                    _call(direct, h_direct, stream, large)
+                    _call(via, h_via, stream, large)
+                    _call(unix, h_via, stream, large)
                 d, g, u = [], [], []
                 for _ in range(calls):
-                    d.append(_call(direct, h_direct, stream))
-                    g.append(_call(via, h_via, stream))
-                    u.append(_call(unix, h_via, stream))
-                results["sse" if stream else "json"] = (d, g, u)
+                    d.append(_call(direct, h_direct, stream, large))
+                    g.append(_call(via, h_via, stream, large))
+                    u.append(_call(unix, h_via, stream, large))
+                results[mode] = (d, g, u)
             direct.close()
             via.close()
             unix.close()
             deadline = time.monotonic() + 30
-            expected = 4 * (calls + 20)
+            expected = 6 * (calls + 20)
             while read_totals(run).get("calls", 0) < expected and time.monotonic() < deadline:
                 time.sleep(0.05)
             totals = read_totals(run)
@@ -189,6 +215,8 @@ def main(calls: int = 300) -> int:
         print(f"{mode:5} gateway socket alone (no forwarder): median "
               f"{statistics.median(u):.2f}ms, p90 {_pct(u, .9):.2f}ms; added median "
               f"{statistics.median([b - a for a, b in zip(d, u)]):.2f}ms")
+    print(f"large body: {len(json.dumps(LARGE, ensure_ascii=False).encode()) // 1024} KB of "
+          f"messages")
     print(f"recorded calls: {totals.get('calls')} (expected {expected}); tokens "
           f"{totals.get('tokens')}; cost ${totals.get('cost_usd'):.4f}")
     print(f"target: added median < 5 ms -> {'met' if worst < 5 else 'NOT met'} "

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, positive_int, register
+from a2c.wires.base import Reading, Wire, positive_int, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.strict import Unreadable, bool_field, int_field, one_of
 from a2c.wires.usage import Usage, count
 
 MIN_THINKING = 1024
@@ -25,6 +26,33 @@ def _fold(u: Usage, usage: dict, final: bool) -> None:
         if src in usage and (usage[src] or not final):
             setattr(u, dst, count(usage[src]))
     u.seen = True
+
+
+SERVICE_TIERS = ("auto", "standard_only")
+"""Anthropic's service tiers at the price table's (standard) rates; Priority Tier capacity is
+bought by commitment, not chosen per request."""
+
+
+def _media(blocks: Any, reading: Reading) -> None:
+    """Count the inline media of content blocks (tool results' blocks included); refuse media
+    named by URL or file id."""
+    for block in blocks if isinstance(blocks, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in ("image", "document"):
+            source = block.get("source")
+            stype = source.get("type") if isinstance(source, dict) else None
+            if stype in ("url", "file"):
+                raise referenced(f"an Anthropic {kind} block")
+            if stype == "content":
+                _media(source.get("content"), reading)
+            elif stype == "base64":
+                reading.media("image" if kind == "image" else "long", source.get("data"))
+        elif kind == "container_upload":
+            raise referenced("a container_upload block")
+        elif kind == "tool_result":
+            _media(block.get("content"), reading)
 
 
 def _blocks(blocks: list[dict[str, Any]]) -> Turn:
@@ -51,8 +79,21 @@ class Anthropic(Wire):
     auth = "x-api-key"
     budget_status = 400     # a spent credit balance: 400 invalid_request_error
 
-    def output_cap(self, body: dict) -> tuple[int | None, int]:
-        return positive_int(body.get("max_tokens")), 1
+    def read_request(self, body: dict) -> Reading:
+        reading = Reading(cap=int_field(body, "max_tokens", "max_tokens", 1))
+        thinking = body.get("thinking")
+        if thinking is not None and not isinstance(thinking, dict):
+            raise Unreadable("thinking must be an object")
+        int_field(thinking, "budget_tokens", "thinking.budget_tokens", 0)
+        bool_field(body, "stream", "stream")
+        one_of(body, "service_tier", "service_tier", SERVICE_TIERS,
+               "the price table holds standard rates ('auto' or 'standard_only')")
+        one_of(body, "speed", "speed", ("standard",),
+               "fast mode is billed at a premium the price table does not hold")
+        for message in body.get("messages") or []:
+            if isinstance(message, dict):
+                _media(message.get("content"), reading)
+        return reading
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         body["max_tokens"] = cap

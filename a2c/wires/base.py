@@ -11,11 +11,44 @@ conversation items, an answer read as a turn. What every area does with that sta
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from a2c.wires.records import Conversation, Item, Turn
 from a2c.wires.routes import NAMES, Route, normalize, route
+from a2c.wires.strict import Unreadable
 from a2c.wires.usage import Usage
+
+
+@dataclass
+class Reading:
+    """What a generation request may cost, read once and strictly (`Wire.read_request`): its
+    own output cap (the smallest it names; None for none), the candidates it asks for, and its
+    inline media parts (images; documents, audio and video), whose data bytes do not bound their
+    tokens and are reserved by kind instead (admission.input_estimate)."""
+
+    cap: int | None = None
+    candidates: int = 1
+    images: int = 0
+    long_media: int = 0
+    media_bytes: int = 0
+
+    def media(self, kind: str, data: Any) -> None:
+        """Count one inline media part: `kind` is image | long | text (text-like data, e.g. a
+        text/plain file: its bytes bound its tokens and stay counted as text)."""
+        if kind == "image":
+            self.images += 1
+        elif kind == "long":
+            self.long_media += 1
+        if kind != "text" and isinstance(data, str):
+            self.media_bytes += len(data)
+
+
+def referenced(what: str) -> Unreadable:
+    """The refusal of media a request names by URL or by a provider file id."""
+    return Unreadable(f"{what} names its content by URL or provider file id: the provider "
+                      "would fetch it (network the sandbox does not have) and its size is not "
+                      "in the request; send the content inline (base64)")
 
 
 class Wire:
@@ -40,13 +73,27 @@ class Wire:
     def request_streams(self, rt: Route, body: Any) -> bool:
         return isinstance(body, dict) and body.get("stream") is True
 
-    # -- the output cap (the gateway's admission reads it, and lowers it to what a budget has)
+    # -- what a call may cost (the gateway's admission reads it, and lowers the cap to what a
+    #    budget has left)
+    def read_request(self, body: dict) -> Reading:
+        """The one reading of a generation request's cost fields: caps and counts must be JSON
+        integers in range, fields that change the price or volume in ways the gateway cannot
+        meter are refused, media named by URL or file id are refused. Unreadable (the message
+        names the field) for a request refused."""
+        raise NotImplementedError
+
     def output_cap(self, body: dict) -> tuple[int | None, int]:
         """(the request's own output cap or None, the number of candidates it asks for)."""
-        raise NotImplementedError
+        reading = self.read_request(body)
+        return reading.cap, reading.candidates
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         raise NotImplementedError
+
+    def cap_fields_differ(self, body: dict) -> bool:
+        """Whether the request names its output cap in more than one field, with different
+        values (OpenAI Chat's max_tokens and max_completion_tokens)."""
+        return False
 
     def ask_stream_usage(self, body: dict) -> bool:
         """Make a streaming request report its usage in the stream; whether the body changed

@@ -7,11 +7,52 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, positive_int, register
+from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, lower_types, text_of
+from a2c.wires.openai_chat import media_kind
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
 from a2c.wires.routes import Route
+from a2c.wires.strict import Unreadable, absent, int_field
 from a2c.wires.usage import Usage, count
+
+MAX_CANDIDATES = 8
+"""Gemini's largest candidateCount."""
+_SNAKE = {"generationConfig": "generation_config", "maxOutputTokens": "max_output_tokens",
+          "candidateCount": "candidate_count", "thinkingConfig": "thinking_config",
+          "thinkingBudget": "thinking_budget", "responseModalities": "response_modalities",
+          "speechConfig": "speech_config", "cachedContent": "cached_content",
+          "inlineData": "inline_data", "fileData": "file_data", "mimeType": "mime_type",
+          "functionResponse": "function_response", "systemInstruction": "system_instruction"}
+
+
+def _field(obj: Any, camel: str, where: str = "") -> Any:
+    """obj's field by its camelCase name, a snake_case spelling renamed to it (the API reads
+    both; the gateway forwards one); a field given in both spellings is refused."""
+    if not isinstance(obj, dict):
+        return None
+    snake = _SNAKE.get(camel)
+    if snake in obj:
+        if camel in obj:
+            raise Unreadable(f"{where}{camel} is given twice ({camel} and {snake}); the "
+                             "provider could read either")
+        obj[camel] = obj.pop(snake)
+    return obj.get(camel)
+
+
+def _media(parts: Any, reading: Reading) -> None:
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if _field(part, "fileData") is not None:
+            raise referenced("a fileData part")
+        inline = _field(part, "inlineData")
+        if isinstance(inline, dict):
+            mime = _field(inline, "mimeType")
+            reading.media(media_kind(mime if isinstance(mime, str) else ""),
+                          inline.get("data"))
+        response = _field(part, "functionResponse")
+        if isinstance(response, dict):
+            _media(response.get("parts"), reading)
 
 _STATUS = {"auth": "UNAUTHENTICATED", "model": "INVALID_ARGUMENT",
            "budget": "RESOURCE_EXHAUSTED", "timeout": "DEADLINE_EXCEEDED",
@@ -51,11 +92,39 @@ class Gemini(Wire):
     def request_streams(self, rt: Route, body: Any) -> bool:
         return rt.path_stream
 
-    def output_cap(self, body: dict) -> tuple[int | None, int]:
-        config = body.get("generationConfig")
-        config = config if isinstance(config, dict) else {}
-        return positive_int(config.get("maxOutputTokens")), \
-            positive_int(config.get("candidateCount")) or 1
+    def read_request(self, body: dict) -> Reading:
+        """Also renames the cost fields' snake_case spellings to camelCase (see `_field`)."""
+        g = "generationConfig."
+        config = _field(body, "generationConfig")
+        if config is not None and not isinstance(config, dict):
+            raise Unreadable("generationConfig must be an object")
+        for key in ("maxOutputTokens", "candidateCount", "thinkingConfig",
+                    "responseModalities", "speechConfig"):
+            _field(config, key, g)
+        thinking = config.get("thinkingConfig") if config else None
+        _field(thinking, "thinkingBudget", g + "thinkingConfig.")
+        _field(body, "cachedContent")
+        reading = Reading(cap=int_field(config, "maxOutputTokens", g + "maxOutputTokens", 1),
+                          candidates=int_field(config, "candidateCount", g + "candidateCount",
+                                               1, MAX_CANDIDATES) or 1)
+        int_field(thinking, "thinkingBudget", g + "thinkingConfig.thinkingBudget", -1)
+        modalities = config.get("responseModalities") if config else None
+        if modalities is not None and (not isinstance(modalities, list) or
+                                       [str(m).upper() for m in modalities] != ["TEXT"]):
+            raise Unreadable("generationConfig.responseModalities other than [\"TEXT\"] are "
+                             "refused: image and audio output are billed at rates the price "
+                             "table does not hold")
+        absent(config, "speechConfig", g + "speechConfig", "audio output is billed at rates "
+               "the price table does not hold")
+        absent(body, "cachedContent", "cachedContent", "cached content is input the provider "
+               "holds, outside the request (and billed by the hour)")
+        for content in body.get("contents") or []:
+            if isinstance(content, dict):
+                _media(content.get("parts"), reading)
+        system = _field(body, "systemInstruction")
+        if isinstance(system, dict):
+            _media(system.get("parts"), reading)
+        return reading
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         config = body.get("generationConfig")

@@ -8,10 +8,63 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, positive_int, register
+from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.strict import Unreadable, absent, bool_field, int_field, one_of
 from a2c.wires.usage import Usage
+
+MAX_CANDIDATES = 128
+"""OpenAI's largest `n` (vLLM's `best_of` is held to it too)."""
+SERVICE_TIERS = ("auto", "default", "flex")
+"""OpenAI service tiers charged at the price table's standard rates (flex costs less); priority
+and scale are billed at rates the table does not hold (both OpenAI wires)."""
+
+
+def service_tier(body: dict) -> None:
+    one_of(body, "service_tier", "service_tier", SERVICE_TIERS,
+           "the price table holds standard rates ('auto', 'default' or 'flex')")
+
+
+def data_url(url: Any, what: str) -> str:
+    """An inline `data:` URL (its text), or the refusal of a URL the provider would fetch."""
+    if isinstance(url, str) and url.startswith("data:"):
+        return url
+    raise referenced(what)
+
+
+def media_kind(mime: str) -> str:
+    """image | text | long, from a MIME type (or a data: URL's head)."""
+    mime = mime.lower().removeprefix("data:")
+    if mime.startswith("image/"):
+        return "image"
+    if mime.startswith(("text/", "application/json")):
+        return "text"
+    return "long"
+
+
+def _parts(parts: Any, reading: Reading) -> None:
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "image_url":
+            img = part.get("image_url")
+            url = img.get("url") if isinstance(img, dict) else img
+            reading.media("image", data_url(url, "an image_url part"))
+        elif kind in ("video_url", "audio_url"):            # vLLM's extensions
+            spec = part.get(kind)
+            url = spec.get("url") if isinstance(spec, dict) else spec
+            reading.media("long", data_url(url, f"a {kind} part"))
+        elif kind == "input_audio":
+            audio = part.get("input_audio")
+            reading.media("long", audio.get("data") if isinstance(audio, dict) else None)
+        elif kind == "file":
+            file = part.get("file")
+            if not isinstance(file, dict) or file.get("file_id") is not None or \
+                    not isinstance(file.get("file_data"), str):
+                raise referenced("a file part")
+            reading.media(media_kind(file["file_data"]), file["file_data"])
 
 _ERRORS = {"auth": ("invalid_request_error", "invalid_api_key"),
            "model": ("invalid_request_error", "model_not_found"),
@@ -39,15 +92,44 @@ class OpenAIChat(Wire):
     name = "openai-chat"
     provider = "openai"
 
-    def output_cap(self, body: dict) -> tuple[int | None, int]:
-        caps = [c for c in (positive_int(body.get("max_completion_tokens")),
-                            positive_int(body.get("max_tokens"))) if c]
-        return (min(caps) if caps else None), positive_int(body.get("n")) or 1
+    def read_request(self, body: dict) -> Reading:
+        caps = [c for c in (int_field(body, "max_completion_tokens", "max_completion_tokens",
+                                      1),
+                            int_field(body, "max_tokens", "max_tokens", 1)) if c is not None]
+        n = int_field(body, "n", "n", 1, MAX_CANDIDATES) or 1
+        # vLLM generates best_of sequences and returns n of them: each is priced
+        best_of = int_field(body, "best_of", "best_of", 1, MAX_CANDIDATES) or 1
+        int_field(body, "min_tokens", "min_tokens", 0)                     # vLLM
+        reading = Reading(cap=min(caps) if caps else None, candidates=max(n, best_of))
+        bool_field(body, "stream", "stream")
+        options = body.get("stream_options")
+        if options is not None and not isinstance(options, dict):
+            raise Unreadable("stream_options must be an object")
+        bool_field(options, "include_usage", "stream_options.include_usage")
+        service_tier(body)
+        absent(body, "prediction", "prediction", "rejected predicted tokens are billed as "
+               "output beyond the request's cap")
+        absent(body, "audio", "audio", "audio output is billed at rates the price table does "
+               "not hold")
+        modalities = body.get("modalities")
+        if modalities is not None and modalities != ["text"]:
+            raise Unreadable("modalities other than [\"text\"] are refused: audio output is "
+                             "billed at rates the price table does not hold")
+        for message in body.get("messages") or []:
+            if isinstance(message, dict):
+                _parts(message.get("content"), reading)
+        return reading
 
     def set_output_cap(self, body: dict, cap: int) -> None:
-        named = [k for k in ("max_completion_tokens", "max_tokens") if k in body]
+        named = [k for k in ("max_completion_tokens", "max_tokens")
+                 if body.get(k) is not None]
         for k in named or ["max_completion_tokens"]:
             body[k] = cap
+
+    def cap_fields_differ(self, body: dict) -> bool:
+        named = [body[k] for k in ("max_completion_tokens", "max_tokens")
+                 if body.get(k) is not None]
+        return len(set(named)) > 1
 
     def ask_stream_usage(self, body: dict) -> bool:
         opts = body.get("stream_options")

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.wires.base import Wire, positive_int, register
+from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
-from a2c.wires.openai_chat import openai_error
+from a2c.wires.openai_chat import data_url, media_kind, openai_error, service_tier
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.strict import Unreadable, absent, bool_field, int_field
 from a2c.wires.usage import Usage
 
 # Responses items the model produced (everything else in `input` came from the user or tools).
@@ -18,6 +19,42 @@ _MODEL_ITEMS = {"function_call", "local_shell_call", "custom_tool_call", "reason
                 "web_search_call", "computer_call", "file_search_call"}
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+_STORED = "input the provider holds (a stored response, conversation or prompt) is not in the " \
+    "request, so nothing bounds its tokens; send the whole input (Codex does)"
+
+
+def _parts(parts: Any, reading: Reading) -> None:
+    """Count the inline media of `input_*` content parts; refuse media by URL or file id."""
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in ("input_image", "computer_screenshot"):
+            if part.get("file_id") is not None:
+                raise referenced(f"an {kind} part")
+            reading.media("image", data_url(part.get("image_url"), f"an {kind} part"))
+        elif kind == "input_file":
+            if part.get("file_id") is not None or part.get("file_url") is not None or \
+                    not isinstance(part.get("file_data"), str):
+                raise referenced("an input_file part")
+            reading.media(media_kind(part["file_data"]), part["file_data"])
+        elif kind == "input_audio":
+            audio = part.get("input_audio")
+            reading.media("long", audio.get("data") if isinstance(audio, dict) else None)
+
+
+def _input_media(given: Any, reading: Reading) -> None:
+    for item in given if isinstance(given, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "item_reference":
+            raise Unreadable(f"an item_reference input is refused: {_STORED}")
+        _parts(item.get("content"), reading)
+        output = item.get("output")
+        _parts([output] if isinstance(output, dict) else output, reading)
 
 
 def _call(item: dict[str, Any]) -> ToolCall:
@@ -52,8 +89,17 @@ class OpenAIResponses(Wire):
     name = "openai-responses"
     provider = "openai"
 
-    def output_cap(self, body: dict) -> tuple[int | None, int]:
-        return positive_int(body.get("max_output_tokens")), 1
+    def read_request(self, body: dict) -> Reading:
+        reading = Reading(cap=int_field(body, "max_output_tokens", "max_output_tokens", 1))
+        int_field(body, "max_tool_calls", "max_tool_calls", 1)
+        bool_field(body, "stream", "stream")
+        service_tier(body)
+        absent(body, "background", "background", "a background response is answered, and "
+               "its usage reported, by later calls the gateway does not serve")
+        for key in ("previous_response_id", "conversation", "prompt"):
+            absent(body, key, key, _STORED)
+        _input_media(body.get("input"), reading)
+        return reading
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         body["max_output_tokens"] = cap

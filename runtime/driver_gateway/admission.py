@@ -1,12 +1,29 @@
 """A generation call's worst case, and the body the gateway forwards for it.
 
-Admission (issue 23) reserves what a call could cost before it goes upstream: the input (an
-estimate from the request's size, `input_estimate`) plus its output cap (`max_tokens` or the
-wire's equivalent, times the number of candidates asked for). The ledger lowers the cap to what
-the budget has left; `forward_body` writes that cap into the request, so the provider cannot
-generate past it, and turns on the usage report of an OpenAI Chat stream (the other three wires
-report usage in-stream by themselves). When a call ends, the ledger replaces the reservation by
-the metered usage; a call whose usage never arrived is charged its reservation (`charged`).
+Admission (issues 23, 32) reserves what a call could cost before it goes upstream, on the one
+strict reading of the request (a2c.wires.strict; `Wire.read_request`): the input (a bound no
+text can beat, `input_estimate`) plus its output cap (`max_tokens` or the wire's equivalent,
+times the candidates it asks for). The ledger lowers the cap to what the budget has left;
+`apply_cap` writes that cap into the request, so the provider cannot generate past it, and the
+stream usage of an OpenAI Chat stream is turned on (`ask_stream_usage`; the other three wires
+report usage in-stream by themselves). What goes upstream is `encode` of that object, the
+gateway's own serialization, never the agent's bytes. When a call ends, the ledger replaces the
+reservation by the metered usage; a call whose usage never arrived, or that was cut (the run's
+end, a disconnect, a broken stream), is charged at least its reservation (`Reservation.charge`).
+
+The input bound. Every tokenizer the providers use maps text to tokens of at least one byte of
+its UTF-8 form (byte-level BPE: GPT, Llama, Qwen, Claude; SentencePiece with byte fallback:
+Gemini), so a request's text cannot be more tokens than its UTF-8 bytes, and the compact JSON
+the gateway forwards holds every string at least at its UTF-8 length (escapes only add). The
+estimate is that length, plus ADDED_TOKENS for what the provider adds around it (the chat
+template's role markers are fewer tokens than the JSON syntax of a message; the tool-use
+preamble is a fixed few hundred: Anthropic documents 346 for Claude 4) and for the fields the
+gateway adds. Media are not text: their data bytes are taken out and each inline part is
+reserved by kind instead (IMAGE_TOKENS for an image, whatever its bytes: every provider scales
+images down to a bounded size; LONG_MEDIA_TOKENS for a document, audio or video, whose tokens
+no byte count bounds: a compressed PDF page of text, a minute of low-bitrate audio). Media named
+by URL or file id are refused (`Wire.read_request`). Honest English or code is 3-4 bytes a token,
+so the reservation is 3-4 times the input it holds (benchmarks/bench_reservation.py).
 
 DEFAULT_OUTPUT_CAP is the cap of a request that names none (OpenAI and Gemini default to the
 model's maximum); it is written into the forwarded body only when a token or cost budget
@@ -15,30 +32,50 @@ needs a bound.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from a2c.wires import WIRES, Usage, Wire
+from a2c.wires.base import Reading
+from a2c.wires.strict import encode
+
+__all__ = ["ADDED_TOKENS", "DEFAULT_OUTPUT_CAP", "IMAGE_TOKENS", "LONG_MEDIA_TOKENS",
+           "Reading", "Reservation", "admit", "apply_cap", "encode", "input_estimate",
+           "output_cap", "read_request"]
 
 DEFAULT_OUTPUT_CAP = 32768
-BYTES_PER_TOKEN = 4
-ADDED_FIELDS_TOKENS = 16
+ADDED_TOKENS = 1024
+IMAGE_TOKENS = 8192
+"""An inline image part, whatever its bytes: Anthropic bills at most about 1,600 tokens an image
+(about 4,800 at the newest models' high resolution), OpenAI at most about 3,800 (its smallest
+models' patch multiplier), Gemini 258 a 768-px tile of an image scaled to at most 3072 px (16
+tiles, 4,128)."""
+LONG_MEDIA_TOKENS = 1_048_576
+"""An inline document, audio or video part: its tokens are bounded by the model's context
+window only (the largest of the priced models': Gemini 2.5's 1,048,576)."""
 
 
-def input_estimate(body: bytes) -> int:
-    """Input tokens a request may be billed: its size at ~4 bytes a token (JSON text), plus
-    room for the fields the gateway may add (an output cap, stream_options). An estimate for
-    the reservation only; what is charged is the provider's own count."""
-    return len(body) // BYTES_PER_TOKEN + ADDED_FIELDS_TOKENS
+def input_estimate(forwarded: bytes, reading: Reading | None = None) -> int:
+    """Input tokens a request may be billed, at most: its forwarded JSON's UTF-8 bytes (media
+    data taken out), a fixed allowance per inline media part, and ADDED_TOKENS. What is charged
+    is the provider's own count; this holds the budget until it arrives."""
+    est = len(forwarded) + ADDED_TOKENS
+    if reading is not None:
+        est += (reading.images * IMAGE_TOKENS + reading.long_media * LONG_MEDIA_TOKENS -
+                reading.media_bytes)
+    return est
 
 
 def _wire(name: str) -> Wire:
     return WIRES.get(name) or WIRES["gemini"]
 
 
+def read_request(wire: str, body: dict) -> Reading:
+    """The request's cost fields read strictly (a2c.wires.strict.Unreadable when refused)."""
+    return _wire(wire).read_request(body)
+
+
 def output_cap(wire: str, body: dict) -> tuple[int | None, int]:
-    """(the request's own output cap or None, the number of candidates it asks for): each
-    wire names them in its own fields (`Wire.output_cap`)."""
+    """(the request's own output cap or None, the number of candidates it asks for)."""
     return _wire(wire).output_cap(body)
 
 
@@ -64,18 +101,66 @@ class Reservation:
         """The usage charged when the provider reported none: the whole reservation."""
         return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
 
+    def charge(self, seen: Usage) -> Usage:
+        """What a call is charged when its usage did not arrive whole (a stream cut short, the
+        run's end, a disconnect before the answer, no usage in the answer): at least the
+        reservation, more where the provider already reported more. The input is the larger of
+        the estimate and the provider's count (its cached part kept apart), the output the
+        larger of the cap and what was reported."""
+        if not seen.seen:
+            out = self.charged()
+            out.model = seen.model
+            return out
+        cached = seen.cache_read_tokens + seen.cache_write_tokens
+        return Usage(input_tokens=max(seen.input_tokens, self.input_tokens - cached),
+                     output_tokens=max(seen.output_tokens, self.output_tokens),
+                     cache_read_tokens=seen.cache_read_tokens,
+                     cache_write_tokens=seen.cache_write_tokens, model=seen.model, seen=True)
+
+
+def apply_cap(wire: str, body: dict, cap: int, requested: int | None, bounded: bool) -> bool:
+    """Write the granted output cap into the request; whether the body changed. It is written
+    when lower than the request's own, when the request names more than one cap field (so
+    every field reads the one cap reserved), or when the request names none and a budget needs
+    the bound (`bounded`)."""
+    w = _wire(wire)
+    if requested is None:
+        if not bounded:
+            return False
+    elif cap >= requested and not w.cap_fields_differ(body):
+        return False
+    w.set_output_cap(body, cap)
+    return True
+
+
+def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s: float,
+          bounded: bool) -> tuple[Reservation, bytes] | str | None:
+    """Admit a generation call on its reading: (the reservation, the bytes to forward), the
+    message of a budget refusal, or None when the gateway is stopping. The stream usage is
+    asked for before the input is bounded (the bound is on what goes upstream); the granted
+    cap is written after."""
+    if stream:
+        _wire(wire).ask_stream_usage(body)
+    forward = encode(body)
+    got = ledger.admit(input_estimate(forward, reading), reading.cap or DEFAULT_OUTPUT_CAP,
+                       reading.candidates, wait_s=wait_s)
+    if got is None:
+        return None
+    if not isinstance(got, Reservation):
+        limit, cap, used = got
+        ledger.exhausted(limit, cap, used)
+        return (f"a2c driver gateway: the run's driver {limit} budget is spent ({used:g} of "
+                f"{cap:g}, with the calls in flight and this call's input); no further model "
+                "calls in this run")
+    if apply_cap(wire, body, got.output_cap, reading.cap, bounded):
+        forward = encode(body)
+    return got, forward
+
 
 def forward_body(wire: str, body: dict, stream: bool, cap: int, requested: int | None,
                  bounded: bool) -> dict | None:
-    """The body to forward (None: forward the agent's bytes unchanged). `cap` is the output
-    cap the ledger granted; it is written when lower than the request's own, or when the
-    request names none and a budget needs the bound (`bounded`)."""
+    """The body to forward with its stream usage asked for and the cap written (None when
+    nothing changed). The gateway itself forwards `encode(body)` in every case."""
     changed = stream and _wire(wire).ask_stream_usage(body)
-    if (requested is not None and cap < requested) or (requested is None and bounded):
-        _wire(wire).set_output_cap(body, cap)
-        changed = True
+    changed = apply_cap(wire, body, cap, requested, bounded) or changed
     return body if changed else None
-
-
-def encode(body: dict) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

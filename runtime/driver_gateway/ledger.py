@@ -78,6 +78,7 @@ class Ledger:
         self._inflight = 0
         self._reserved_tokens = 0
         self._reserved_cost = 0.0
+        self._stopping = False
         self._queue: queue.Queue = queue.Queue()
         self._writer = threading.Thread(target=self._write_loop, name="ledger-writer",
                                         daemon=True)
@@ -85,9 +86,10 @@ class Ledger:
 
     # ------------------------------------------------------------------ budget
     def admit(self, input_tokens: int, output_cap: int, candidates: int = 1,
-              wait_s: float = 0.0) -> Reservation | tuple[str, float, float]:
+              wait_s: float = 0.0) -> Reservation | tuple[str, float, float] | None:
         """Reserve a generation call's worst case, or say which limit is spent: (limit,
-        budget, used), the limit names being the event's (tokens | cost_usd | calls).
+        budget, used), the limit names being the event's (tokens | cost_usd | calls); None
+        once the gateway is stopping (`stop`).
 
         The reservation's output cap is lowered to what the token and cost budgets have left
         after the metered totals and every reservation in flight, so calls admitted together
@@ -96,6 +98,8 @@ class Ledger:
         deadline = time.monotonic() + wait_s
         with self._cond:
             while True:
+                if self._stopping:
+                    return None
                 found = self._grant(input_tokens, output_cap, candidates)
                 if isinstance(found, Reservation):
                     self._inflight += 1
@@ -138,6 +142,13 @@ class Ledger:
         p = self.price or {}
         ins = [float(p[k]) for k in ("input", "cache_write", "cache_read") if k in p]
         return (max(ins, default=0.0) / 1e6, float(p.get("output", 0)) / 1e6)
+
+    def stop(self) -> None:
+        """The gateway is stopping: admission refuses from now on (a call waiting in it
+        returns at once)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
 
     def release(self, res: Reservation | None) -> None:
         """Drop a call's reservation (once; `record` does it with the metered usage)."""

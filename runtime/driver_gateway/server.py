@@ -5,14 +5,20 @@ agent's model calls to the configured upstream, and meters, limits and records e
 
 Per request: the per-run key is checked (any of the four header styles, or `?key=`); the
 request target must be one route of the allow-list (routes.check_target: generation, token
-counting, and model lists the gateway answers itself); the model named must be one of the run's
-pinned ids; a generation call is admitted by the ledger, which reserves its worst case
-(admission) and lowers its output cap to what the budget has left. Then the request goes
-upstream with the provider's key in place of the run key and only the allowed headers, and the
+counting, and model lists the gateway answers itself); the body is read once, strictly
+(a2c.wires.strict: a key twice, NaN, not UTF-8 are refused); the model named must be one of the
+run's pinned ids; a generation call's cost fields must read one way (`Wire.read_request`: caps
+and counts JSON integers in range, unmetered tiers and outside input refused) and it is admitted
+by the ledger, which reserves its worst case (admission) and lowers its output cap to what the
+budget has left. Then the gateway's own serialization of what it admitted (never the agent's
+bytes) goes upstream with the provider's key in place of the run key and only the allowed
+headers, and the
 answer comes back chunk by chunk as it arrives (an SSE stream is never buffered whole) while
 `UsageMeter` reads the usage fields out of the passing bytes. Everything the gateway answers
 itself (refusals, upstream failures) is a body in the wire's own error format, and everything
-is recorded by the `Ledger`; nothing refused ever reaches the upstream.
+is recorded by the `Ledger`; nothing refused ever reaches the upstream. A forwarded call is a
+`Flight` (flights.py) while it runs: the gateway's stop (SIGTERM, the run's end) cuts and records
+every call still in flight, charged at least its reservation, before it closes the record.
 
 Connections are bounded (a2c/connlimit.py, as the grading service's): at most
 `MAX_CONNECTIONS` open; over it the one idle longest is closed, so an agent that opens thousands
@@ -36,11 +42,12 @@ from typing import Any
 from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
-from a2c.wires import BUDGET_STATUS, error_body, request_streams
+from a2c.wires import BUDGET_STATUS, error_body, request_streams, strict
 from a2c.wires.reading import UsageMeter
 
 from . import admission
 from .admission import Reservation
+from .flights import CutError, Flight, record, record_failed
 from .routes import Refused, Target, check_target, guess_wire
 from .server_tools import provider_tools
 from .state import GatewayState, model_list
@@ -50,6 +57,8 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
 READ_CHUNK = 65536
 MAX_BODY = 64 * 1024 * 1024
 MAX_CONNECTIONS = 128    # a scaffold holds a few; each is a thread and a descriptor here
+STOPPING = ("a2c driver gateway: the gateway is stopping (the run is over); the call was not "
+            "finished")
 
 
 class _Server(BoundedMixin, UnixServer):
@@ -137,10 +146,16 @@ class _Handler(BoundedHandler, Handler):
                               f"{rt.path_model!r} in this run (it may name "
                               f"{', '.join(st.allowed)})")
             return self._models(st, rt, path, body, t0)
+        return self._call(st, rt, path, body, t0, refuse)
+
+    def _call(self, st: GatewayState, rt, path: str, body: bytes, t0: float, refuse) -> None:
+        """A generation or token-counting call on its one reading (issue 32): strict JSON (a
+        key twice, NaN, not UTF-8: refused), checked and admitted as read, and forwarded as the
+        gateway's own serialization of it."""
         try:
-            parsed: Any = json.loads(body) if body else None
-        except ValueError:
-            parsed = None
+            parsed: Any = strict.read(body) if body else None
+        except strict.Unreadable as exc:
+            return refuse(400, "bad_request", f"a2c driver gateway: {exc}")
         if not isinstance(parsed, dict):
             return refuse(400, "bad_request", "a2c driver gateway: the request body is not a "
                           "JSON object")
@@ -152,19 +167,28 @@ class _Handler(BoundedHandler, Handler):
                           f"named {model!r}", model=model if isinstance(model, str) else None,
                           stream=stream)
         res: Reservation | None = None
-        forward = body
-        if rt.generation and (named := provider_tools(rt.wire, parsed)):
-            return refuse(400, "bad_request", "a2c driver gateway: the request asks for "
-                          f"provider-side tools ({', '.join(named)}) that the gateway cannot "
-                          "meter and that reach the network; use the agent's own tools",
-                          model=model, stream=stream)
-        if rt.generation:
-            got = self._admit(st, rt, parsed, body, stream)
+        if not rt.generation:
+            forward = strict.encode(parsed)
+        else:
+            if named := provider_tools(rt.wire, parsed):
+                return refuse(400, "bad_request", "a2c driver gateway: the request asks for "
+                              f"provider-side tools ({', '.join(named)}) that the gateway "
+                              "cannot meter and that reach the network; use the agent's own "
+                              "tools", model=model, stream=stream)
+            try:
+                reading = admission.read_request(rt.wire, parsed)
+            except strict.Unreadable as exc:
+                return refuse(400, "bad_request", f"a2c driver gateway: {exc}", model=model,
+                              stream=stream)
+            got = admission.admit(st.ledger, rt.wire, parsed, reading, stream,
+                                  st.upstream.timeout, st.bounded)
+            if got is None:
+                return refuse(503, "upstream", STOPPING, model=model, stream=stream)
             if not isinstance(got, tuple):
                 return refuse(BUDGET_STATUS[rt.wire], "budget", got, model=model, stream=stream)
             res, forward = got
         try:
-            self._forward(st, rt, path, body, forward, model, stream, t0, res)
+            self._forward(st, rt, path, forward, model, stream, t0, res)
         finally:
             st.ledger.release(res)
 
@@ -177,44 +201,49 @@ class _Handler(BoundedHandler, Handler):
                          duration_ms=(time.perf_counter() - t0) * 1000, request=body,
                          response=data, error=None, generation=False, forwarded=False)
 
-    @staticmethod
-    def _admit(st: GatewayState, rt, parsed: dict, body: bytes, stream: bool):
-        """(the reservation, the body to forward), or the message of a budget refusal."""
-        requested, candidates = admission.output_cap(rt.wire, parsed)
-        got = st.ledger.admit(admission.input_estimate(body),
-                              requested or admission.DEFAULT_OUTPUT_CAP, candidates,
-                              wait_s=st.upstream.timeout)
-        if not isinstance(got, Reservation):
-            limit, cap, used = got
-            st.ledger.exhausted(limit, cap, used)
-            return (f"a2c driver gateway: the run's driver {limit} budget is spent ({used:g} "
-                    f"of {cap:g}, with the calls in flight and this call's input); no further "
-                    "model calls in this run")
-        new = admission.forward_body(rt.wire, parsed, stream, got.output_cap, requested,
-                                     st.bounded)
-        return got, (body if new is None else admission.encode(new))
-
-    def _forward(self, st: GatewayState, rt, path: str, body: bytes, forward: bytes,
-                 model: str, stream: bool, t0: float, res: Reservation | None) -> None:
+    def _forward(self, st: GatewayState, rt, path: str, forward: bytes, model: str,
+                 stream: bool, t0: float, res: Reservation | None) -> None:
         up = st.upstream
         headers = up.headers(self.headers.items(), rt.wire, st.auth_style, st.provider_key,
                              len(forward))
-        fail = (st, rt, path, body, model, stream, t0, res)
+        flight = Flight(self.connection, {"wire": rt.wire, "path": path, "model": model,
+                                          "stream": stream, "t0": t0, "request": forward,
+                                          "generation": rt.generation, "res": res})
         try:
-            resp, conn = up.send("POST", path, forward, headers)
+            st.flights.start(flight)
+        except CutError:
+            return self._failed(st, flight, 503, "cut", STOPPING, forwarded=False)
+        try:
+            self._forward_in_flight(st, rt, flight, forward, headers)
+        finally:
+            st.flights.end(flight)
+
+    def _forward_in_flight(self, st: GatewayState, rt, flight: Flight, forward: bytes,
+                           headers: dict) -> None:
+        up = st.upstream
+        path, stream = flight.info["path"], flight.info["stream"]
+        try:
+            resp, conn = up.send("POST", path, forward, headers, attach=flight.attach)
         except TimeoutError:
-            return self._failed(*fail, 504, "timeout", f"a2c driver gateway: the upstream "
-                                f"{up.base_url} did not answer within {up.timeout:g} s")
+            if flight.cut:
+                return self._failed(st, flight, 503, "cut", STOPPING)
+            return self._failed(st, flight, 504, "timeout", f"a2c driver gateway: the "
+                                f"upstream {up.base_url} did not answer within "
+                                f"{up.timeout:g} s")
         except (OSError, http.client.HTTPException) as exc:
-            return self._failed(*fail, 502, "upstream", f"a2c driver gateway: the upstream "
-                                f"{up.base_url} is unreachable ({type(exc).__name__}: {exc})")
-        latency = (time.perf_counter() - t0) * 1000
+            if flight.cut:
+                return self._failed(st, flight, 503, "cut", STOPPING)
+            return self._failed(st, flight, 502, "upstream", f"a2c driver gateway: the "
+                                f"upstream {up.base_url} is unreachable "
+                                f"({type(exc).__name__}: {exc})")
+        flight.latency_ms = (time.perf_counter() - flight.info["t0"]) * 1000
+        flight.status = resp.status
         # SSE is parsed event by event; a JSON answer (also Gemini's streamed JSON array
         # without alt=sse) whole at its end.
         ctype = resp.getheader("Content-Type") or ""
-        meter = UsageMeter(rt.wire, "text/event-stream" in ctype or
-                           (stream and "json" not in ctype))
-        sent: list[bytes] = []
+        flight.meter = meter = UsageMeter(rt.wire, "text/event-stream" in ctype or
+                                          (stream and "json" not in ctype))
+        sent = flight.sent
         error = None
         length = resp.getheader("Content-Length")
         chunked_out = length is None and self.request_version != "HTTP/1.0"
@@ -240,32 +269,15 @@ class _Handler(BoundedHandler, Handler):
                 if not self._drain(resp, meter):
                     error = "client_gone_upstream_broken"
         finally:
-            if error is None and not resp.will_close and resp.isclosed():
+            if error is None and not resp.will_close and resp.isclosed() and not flight.cut:
                 up.give_back(conn)
             else:
                 conn.close()
-        usage, charged = meter.finish(), False
-        if res is not None and resp.status < 400 and (
-                not usage.seen or error not in (None, "client_gone")):
-            # No usage, or a stream cut short: the provider may have billed up to the cap.
-            worst = res.charged()
-            if usage.seen:
-                worst.input_tokens = usage.input_tokens
-                worst.cache_read_tokens = usage.cache_read_tokens
-                worst.cache_write_tokens = usage.cache_write_tokens
-                worst.output_tokens = max(usage.output_tokens, worst.output_tokens)
-            worst.model = usage.model
-            usage, charged = worst, True
-        if error == "client_gone_upstream_broken":
-            error = "client_gone"
-        status = resp.status
-        if error is None and status >= 400:
-            error = "upstream_status"
-        st.ledger.record(wire=rt.wire, path=path, model=model, stream=stream, status=status,
-                         usage=usage, latency_ms=latency,
-                         duration_ms=(time.perf_counter() - t0) * 1000, request=body,
-                         response=b"".join(sent), error=error, generation=rt.generation,
-                         forwarded=True, reservation=res, charged=charged)
+        if flight.cut:       # the gateway's stop ended it (the run's end), not the upstream
+            gone = (error or "").startswith("client_gone") or flight.client_left()
+            error = "client_gone_cut" if gone else "cut"
+        if flight.claim():
+            record(st.ledger, flight, error)
 
     def _relay(self, resp, meter: UsageMeter, sent: list[bytes], chunked_out: bool) -> str | None:
         """Pass the answer on chunk by chunk; the upstream's failure, or None."""
@@ -304,20 +316,18 @@ class _Handler(BoundedHandler, Handler):
         except (OSError, http.client.HTTPException):
             return False
 
-    def _failed(self, st, rt, path, body, model, stream, t0, res, status, kind, message) -> None:
-        b, h = error_body(rt.wire, status, kind, message)
+    def _failed(self, st: GatewayState, flight: Flight, status: int, kind: str, message: str,
+                *, forwarded: bool = True) -> None:
+        """A call the upstream did not answer (unreachable, silent, or cut by the gateway's
+        stop before its answer): the wire's error to the agent, and the record."""
+        info = flight.info
+        b, h = error_body(info["wire"], status, "upstream" if kind == "cut" else kind, message)
         try:
             self._send(status, b, h)
         except OSError:
             self.close_connection = True
-        # An upstream that never answered in time may still have generated: charge the
-        # reservation; an unreachable one generated nothing.
-        charged = res is not None and kind == "timeout"
-        st.ledger.record(wire=rt.wire, path=path, model=model, stream=stream, status=status,
-                         usage=res.charged() if charged else None, latency_ms=None,
-                         duration_ms=(time.perf_counter() - t0) * 1000, request=body,
-                         response=b, error=kind, generation=rt.generation, forwarded=True,
-                         reservation=res, charged=charged)
+        if flight.claim():
+            record_failed(st.ledger, flight, status, kind, b, forwarded)
 
 
 def serve(run_dir: Path) -> int:
@@ -349,6 +359,13 @@ def serve(run_dir: Path) -> int:
     try:
         server.serve_forever(poll_interval=0.1)
     finally:
+        # Every call still in flight is cut and recorded (charged at least its reservation)
+        # before the record is closed: a run's end leaves no call uncounted.
+        state.ledger.stop()
+        cut = state.flights.stop(lambda flight: record(state.ledger, flight, "cut"))
+        if cut:
+            print(f"driver gateway: stopped with {cut} call(s) in flight, cut and recorded",
+                  flush=True)
         server.server_close()
         state.ledger.close()
         for p in (sock, paths.driver_ready):

@@ -11,6 +11,7 @@ from typing import Any
 from a2c.contracts.run_paths import RunPaths
 
 from .config import read_config, read_key
+from .flights import Flights
 from .ledger import Ledger
 from .upstream import Upstream
 
@@ -37,6 +38,7 @@ class GatewayState:
         self.wires = set(self.config["wires"])
         self.default_wire = self.config.get("agent_wire") or sorted(self.wires)[0]
         self.ledger = Ledger(run_dir, self.config)
+        self.flights = Flights()
         budget = self.config.get("budget") or {}
         # a token or cost budget needs every forwarded call to carry an output cap
         self.bounded = any(budget.get(k) is not None for k in ("driver_tokens",

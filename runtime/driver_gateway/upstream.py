@@ -78,12 +78,17 @@ class Upstream:
                 return
         conn.close()
 
-    def send(self, method: str, path: str, body: bytes | None, headers: dict):
-        """(response, connection): one retry on a kept-alive connection the server closed."""
+    def send(self, method: str, path: str, body: bytes | None, headers: dict,
+             attach=None):
+        """(response, connection): one retry on a kept-alive connection the server closed.
+        `attach(conn)` is called with each connection before the request goes over it (the
+        gateway's stop shuts it to cut the call; attach raises once the call is cut)."""
         target = self.path_for(path)
         for attempt in (0, 1):
             conn, reused = self.connect()
             try:
+                if attach is not None:
+                    attach(conn)
                 conn.request(method, target, body=body, headers=headers)
                 return conn.getresponse(), conn
             except (http.client.RemoteDisconnected, BrokenPipeError,

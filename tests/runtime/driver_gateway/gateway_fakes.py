@@ -37,6 +37,13 @@ PATHS = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions",
          "gemini": f"/v1beta/models/{MODEL}:generateContent"}
 
 
+def estimate(body: dict) -> int:
+    """The input the gateway reserves for `body`: the bound on its own serialization."""
+    from a2c.runtime.driver_gateway.admission import input_estimate
+    from a2c.wires.strict import encode
+    return input_estimate(encode(body))
+
+
 def request_body(wire: str, stream: bool, model: str = MODEL) -> dict:
     if wire == "gemini":
         return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}

@@ -79,13 +79,12 @@ def _budget(limit, wire):
     """A budget of two calls (calls), or one call's input estimate plus 4 output tokens
     (tokens, cost): the first call is admitted with its output cap lowered to 4, and what it
     metered leaves too little for the next one's input: (budget, calls allowed)."""
-    from gateway_fakes import request_body
+    from gateway_fakes import estimate, request_body
 
-    from a2c.runtime.driver_gateway.admission import input_estimate
     from a2c.runtime.driver_gateway.prices import price_for
     if limit == "calls":
         return {"driver_calls": 2}, 2
-    est = input_estimate(json.dumps(request_body(wire, False)).encode())
+    est = estimate(request_body(wire, False))
     if limit == "tokens":
         return {"driver_tokens": est + 4}, 1
     p = price_for(MODEL)
@@ -155,10 +154,10 @@ def test_upstream_timeout_is_504_in_the_wire_shape(gateway_factory, fake):
     assert t["errors"] == 4 and t["calls"] == 8
     # a call the upstream never answered in time may have been generated: it is charged its
     # reservation (input estimate + output cap), flagged usage_missing
-    from gateway_fakes import request_body
+    from gateway_fakes import estimate, request_body
 
-    from a2c.runtime.driver_gateway.admission import DEFAULT_OUTPUT_CAP, input_estimate
-    charged = sum(input_estimate(json.dumps(request_body(w, False)).encode()) +
+    from a2c.runtime.driver_gateway.admission import DEFAULT_OUTPUT_CAP
+    charged = sum(estimate(request_body(w, False)) +
                   (request_body(w, False).get("max_tokens") or DEFAULT_OUTPUT_CAP)
                   for w in WIRES)
     assert t["tokens"] == sum(sum(EXPECTED[w]) for w in WIRES) + charged
@@ -236,10 +235,17 @@ def test_upstream_breaking_off_a_stream(gateway_factory, fake):
     assert [c.get("error") for c in calls] == ["upstream_broken", None]
     assert t["calls"] == 2 and t["errors"] == 1
     # cut short after message_start: the provider may have generated up to the cap (none was
-    # named: the default), so the call is charged it
+    # named: the default), so the call is charged at least its reservation: the output cap,
+    # and the input estimate (the provider's cached count kept apart)
+    from gateway_fakes import estimate
+
     from a2c.runtime.driver_gateway.admission import DEFAULT_OUTPUT_CAP
     assert calls[0]["usage_missing"] is True and calls[0]["output_tokens"] == DEFAULT_OUTPUT_CAP
-    assert calls[0]["input_tokens"] == EXPECTED["anthropic"][0]
+    cached = EXPECTED["anthropic"][2] + EXPECTED["anthropic"][3]
+    assert (calls[0]["cache_read_tokens"], calls[0]["cache_write_tokens"]) == \
+        EXPECTED["anthropic"][2:]
+    est = estimate({"model": MODEL, "stream": True, "messages": []})
+    assert calls[0]["input_tokens"] == est - cached
 
 
 def test_concurrent_calls_are_counted_once_and_the_calls_budget_holds(gateway_factory, fake):

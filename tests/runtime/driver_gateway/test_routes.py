@@ -104,10 +104,26 @@ def test_headers_are_an_allow_list():
     ("openai-chat", {}, None, 1),
     ("openai-responses", {"max_output_tokens": 70}, 70, 1),
     ("gemini", {"generationConfig": {"maxOutputTokens": 9, "candidateCount": 2}}, 9, 2),
-    ("anthropic", {"max_tokens": True}, None, 1),
+    ("gemini", {"generation_config": {"max_output_tokens": 9}}, 9, 1),
+    ("openai-chat", {"max_tokens": None, "n": None}, None, 1),
+    ("openai-chat", {"max_tokens": 10, "n": 2, "best_of": 5}, 10, 5),
 ])
 def test_output_cap(wire, body, cap, n):
     assert admission.output_cap(wire, body) == (cap, n)
+
+
+@pytest.mark.parametrize("wire,body,field", [
+    ("anthropic", {"max_tokens": True}, "max_tokens"),
+    ("anthropic", {"max_tokens": 10.0}, "max_tokens"),
+    ("anthropic", {"max_tokens": 0}, "max_tokens"),
+    ("openai-chat", {"n": 8.0}, "n"),
+    ("openai-chat", {"max_completion_tokens": "90000"}, "max_completion_tokens"),
+    ("gemini", {"generationConfig": {"candidateCount": "8"}}, "candidateCount"),
+])
+def test_output_cap_refuses_what_is_not_one_integer(wire, body, field):
+    from a2c.wires.strict import Unreadable
+    with pytest.raises(Unreadable, match=field):
+        admission.output_cap(wire, body)
 
 
 def test_forward_body_lowers_the_cap_and_forces_chat_usage():
