@@ -13,6 +13,13 @@ a submission id, a line of logs/commands.log (1-based), a file of a code snapsho
 RUN/snapshots.git, abbreviated or whole, and a path). The citation is *verified* when the
 evidence exists and the quote appears in it (case and whitespace normalised); otherwise it is
 *unverifiable* and says why. A claim is verified when it has citations and all of them are.
+
+Each resolved citation also says who wrote what it quotes (`author`): the runtime (events, the
+grader's verdicts) or the agent under evaluation (its code snapshots, its command log, and the
+fields of a record it chose: a submission's note and model path). A quote of agent-written text
+is labelled so (`AGENT_LABEL`): it proves only that the agent wrote it, never that it is true, and
+it never makes a claim about an outcome verified (analysis/claims.py checks those against the
+record's own facts).
 """
 
 from __future__ import annotations
@@ -28,22 +35,32 @@ from .record import RunRecord
 from .snapshots import SnapshotRepo
 
 KINDS = ("event", "submission", "command", "file")
+AGENT_KINDS = ("command", "file")        # logs/commands.log and the snapshots: the agent's text
+AGENT_FIELDS = ("note", "model_path")    # fields of an event (or a submission) the agent chose
+AGENT_LABEL = "agent-written: supports only that the agent wrote this"
 
 
 def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", str(text)).strip().lower()
 
 
-def event_text(event: dict[str, Any]) -> str:
-    """What an event says, as the digest shows it and a quote is matched against."""
-    data = {k: v for k, v in (event.get("data") or {}).items()}
+def event_text(event: dict[str, Any], runtime_only: bool = False) -> str:
+    """What an event says, as the digest shows it and a quote is matched against (without the
+    fields the agent chose, `runtime_only`)."""
+    data = {k: v for k, v in (event.get("data") or {}).items()
+            if not (runtime_only and k in AGENT_FIELDS)}
     return f"{event.get('type')} {json.dumps(data, sort_keys=True, ensure_ascii=False)}"
 
 
-def submission_text(sub) -> str:
+def _line(text: Any) -> str:
+    return " ".join(str(text).split())      # one line: a note cannot start a part of the digest
+
+
+def submission_text(sub, runtime_only: bool = False) -> str:
+    """A submission as the digest shows it; its note (the agent's) last, unless `runtime_only`."""
     status = "valid" if sub.valid else ("invalid" if sub.scored else "not scored")
-    return (f"submission {sub.id} {status} score {sub.score} "
-            f"error {sub.error or '-'} note {sub.note or '-'}")
+    text = f"submission {sub.id} {status} score {sub.score} error {_line(sub.error or '-')}"
+    return text if runtime_only else f"{text} note {_line(sub.note or '-')}"
 
 
 class Evidence:
@@ -75,16 +92,27 @@ class Evidence:
 
     def target(self, kind: str, ref: Any) -> tuple[str | None, str]:
         """(the text the citation points at, or None; why not)."""
+        text, _, why = self._resolve(kind, ref)
+        return text, why
+
+    def _resolve(self, kind: str, ref: Any) -> tuple[str | None, str | None, str]:
+        """(the text cited, or None; the part of it the runtime wrote, None when the agent wrote
+        all of it; why not found)."""
         if kind == "event":
             index = _int(ref)
             if index is None or not 0 <= index < len(self.record.events):
-                return None, f"no event {ref!r} (the record has {len(self.record.events)})"
-            return event_text(self.record.events[index]), ""
+                return None, None, f"no event {ref!r} (the record has {len(self.record.events)})"
+            event = self.record.events[index]
+            return event_text(event), event_text(event, runtime_only=True), ""
         if kind == "submission":
             sub = next((s for s in self.record.submissions if s.id == str(ref).strip()), None)
             if sub is None:
-                return None, f"no submission {ref!r}"
-            return submission_text(sub), ""
+                return None, None, f"no submission {ref!r}"
+            return submission_text(sub), submission_text(sub, runtime_only=True), ""
+        text, why = self._agent_target(kind, ref)
+        return text, None, why
+
+    def _agent_target(self, kind: str, ref: Any) -> tuple[str | None, str]:
         if kind == "command":
             line = _int(ref)
             if line is None or not 1 <= line <= len(self.commands):
@@ -111,13 +139,16 @@ class Evidence:
                     "status": "unverifiable", "why": "not a {kind, ref, quote} object"}
         out = {"kind": citation.get("kind"), "ref": citation.get("ref"),
                "quote": str(citation.get("quote") or "")}
-        text, why = self.target(str(out["kind"]), out["ref"])
-        if text is not None and not normalise(out["quote"]):
+        text, runtime, why = self._resolve(str(out["kind"]), out["ref"])
+        quote = normalise(out["quote"])
+        if text is not None and not quote:
             why = "no quote: nothing to check the claim against"
-        elif text is not None and normalise(out["quote"]) not in normalise(text):
+        elif text is not None and quote not in normalise(text):
             why = "the quote is not in what it cites"
         elif text is not None:
-            return {**out, "status": "verified"}
+            if runtime is not None and quote in normalise(runtime):
+                return {**out, "status": "verified", "author": "runtime"}
+            return {**out, "status": "verified", "author": "agent", "label": AGENT_LABEL}
         return {**out, "status": "unverifiable", "why": why}
 
     def check_claim(self, claim: Any) -> dict[str, Any]:
@@ -150,5 +181,7 @@ def _int(value: Any) -> int | None:
 
 
 def tally(claims: list[dict[str, Any]]) -> dict[str, int]:
-    verified = sum(1 for c in claims if c["status"] == "verified")
-    return {"claims": len(claims), "verified": verified, "unverifiable": len(claims) - verified}
+    """How many claims the record verified, contradicted (false), and could not check."""
+    count = {s: sum(1 for c in claims if c["status"] == s) for s in ("verified", "false")}
+    return {"claims": len(claims), **count,
+            "unverifiable": len(claims) - count["verified"] - count["false"]}

@@ -19,7 +19,7 @@ def test_narrative_all_claims_verified(fixture_run, tmp_path, capsys):
     assert _narrate(fixture_run, script, "--driver-tokens", "100000") == 0
     out = fixture_run / "analysis"
     doc = json.loads((out / "narrative.json").read_text())
-    assert doc["checked"] == {"claims": 3, "verified": 3, "unverifiable": 0}
+    assert doc["checked"] == {"claims": 3, "verified": 3, "false": 0, "unverifiable": 0}
     assert doc["model"] == "claude-sonnet-4-5" and doc["driver"].startswith("scripted:")
     assert doc["usage"]["calls"] == 1 and doc["usage"]["tokens"] == 300
     assert doc["usage"]["cost_usd"] > 0
@@ -111,3 +111,23 @@ def test_outputs_follow_their_schema(fixture_run, tmp_path, capsys):
                        {"text": "x", "citations": [], "status": "unverifiable"}]}}):
         with pytest.raises(jsonschema.ValidationError):
             validate_layer(broken)
+
+
+def test_a_layer_written_before_claims_had_kinds_still_renders(fixture_run):
+    """RUN/analysis/narrative.json of an earlier a2c (no kind, author, false count) still shows."""
+    from a2c.analysis.report import write_report
+
+    old = {"format": "a2c-narrative/1", "run_id": "x", "driver": "scripted:n", "model": "m",
+           "wire": "anthropic", "gateway_record": "analysis/calls/x", "record_verified": True,
+           "written_at": "2026-01-01T00:00:00Z", "digest_chars": 1,
+           "usage": {"calls": 1, "input_tokens": 1, "output_tokens": 1, "tokens": 2,
+                     "cost_usd": 0.0},
+           "checked": {"claims": 1, "verified": 1, "unverifiable": 0},
+           "sections": {"strategy": [{"text": "SFT.", "status": "verified", "citations": [
+               {"kind": "event", "ref": 0, "quote": "run_started", "status": "verified"}]}],
+                        "turning_points": [], "failure_modes": [], "what_would_have_helped": []}}
+    (fixture_run / "analysis").mkdir()
+    (fixture_run / "analysis" / "narrative.json").write_text(json.dumps(old))
+    _, paths = write_report(fixture_run)
+    assert "1 of 1 claims verified" in paths["html"].read_text()
+    assert "SFT. — **verified**" in paths["md"].read_text()

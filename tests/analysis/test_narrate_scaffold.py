@@ -39,7 +39,7 @@ def test_narrate_and_review_a_real_scaffold_run(tmp_path, capsys):
     assert main(["report", str(run), "--narrate", "--driver", f"scripted:{narrator}",
                  "--driver-tokens", "100000"]) == 0
     doc = json.loads((run / "analysis" / "narrative.json").read_text())
-    assert doc["checked"] == {"claims": 4, "verified": 3, "unverifiable": 1}
+    assert doc["checked"] == {"claims": 4, "verified": 3, "false": 0, "unverifiable": 1}
     # the digest (with the scaffold's steps) went through the gateway, which kept its body
     blobs = (run / doc["gateway_record"] / "driver" / "blobs").iterdir()
     assert any("AGENT STEPS" in b.read_text(errors="replace") and "step 3:" in

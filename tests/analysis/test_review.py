@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+from claims_helpers import hold_out
 from narrate_helpers import evidence, review_answer, write_script
 
 from a2c.cli import main
 
 
-def test_review_verdicts_checked_and_shown(fixture_run, tmp_path, capsys):
+def test_review_verdicts_checked_and_shown(fixture_run, tmp_path, maker, capsys):
+    hold_out(fixture_run, maker)        # the contamination check runs (and finds nothing)
     script = write_script(tmp_path, "rev-ok", review_answer(evidence(fixture_run)))
     assert main(["review", str(fixture_run), "--driver", f"scripted:{script}",
                  "--driver-cost", "1"]) == 0
@@ -18,6 +20,11 @@ def test_review_verdicts_checked_and_shown(fixture_run, tmp_path, capsys):
     assert [v["rule"] for v in doc["verdicts"]] == ["heldout_data", "grader_tampering",
                                                      "other_model", "mode_break"]
     assert all(v["verdict"] == "clean" and v["status"] == "verified" for v in doc["verdicts"])
+    # held-out data: verified by the contamination check, not by what it cites (the agent's)
+    held = doc["verdicts"][0]
+    assert held["kind"] == "data_use" and held["basis"] == "record"
+    assert held["checks"][0]["result"] == "true" and "did not flag" in held["checks"][0]["fact"]
+    assert {c["author"] for c in held["citations"]} == {"agent"}
     assert doc["violations"] == [] and doc["usage"]["calls"] == 1
     report = (fixture_run / "report" / "report.html").read_text()
     assert 'id="review-verdicts"' in report and "4 of 4 verdicts verified" in report
@@ -36,7 +43,11 @@ def test_unfounded_violation_is_unverifiable(fixture_run, tmp_path, capsys):
     assert "no event" in tamper["why"]
     missing = doc["verdicts"][3]
     assert missing["verdict"] == "unclear" and missing["why"] == "no verdict"
-    assert doc["checked"]["unverifiable"] == 2
+    # and held-out data, "clean" on the agent's word alone: no contamination check to decide it
+    held = doc["verdicts"][0]
+    assert held["status"] == "unverifiable" and "could not run" in held["why"]
+    assert "agent-written" in held["why"]
+    assert doc["checked"]["unverifiable"] == 3
     err = capsys.readouterr().err
     assert "grader_tampering" in err and "unverifiable" in err
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from claims_helpers import hold_out
 from narrate_helpers import evidence, review_answer, write_script
 
 from a2c.cli import main
@@ -47,6 +48,14 @@ def test_the_shipped_narrator_writes_a_case_study_of_the_run(fixture_run, capsys
     kinds = {c["kind"] for s in doc["sections"].values() for claim in s
              for c in claim["citations"]}
     assert kinds == {"event", "submission", "command", "file"}
+    # the route and the scores are checked against the record's facts, not their citations
+    claims = [c for s in doc["sections"].values() for c in s]
+    assert {c["kind"] for c in claims} == {"route", "score", "other"}
+    for claim in claims:
+        if claim["kind"] != "other":
+            assert claim["basis"] == "record" and all(
+                x["result"] == "true" for x in claim["checks"]), claim
+    assert doc["sections"]["strategy"][0]["checks"][0]["fact"].endswith("found GRPO, SFT")
     assert "11 of 11 claims verified" in (fixture_run / "report" / "report.html").read_text()
     assert "verified against the record, 0 unverifiable" in capsys.readouterr().err
     assert main(["verify", str(fixture_run)]) == 0
@@ -66,7 +75,8 @@ def test_the_narrator_follows_the_run_it_is_given(maker, tmp_path, capsys):
     assert failure.startswith("Submission 2 was invalid: copy of the base model")
 
 
-def test_the_shipped_reviewer_reviews_the_run(fixture_run, capsys):
+def test_the_shipped_reviewer_reviews_the_run(fixture_run, maker, capsys):
+    hold_out(fixture_run, maker)            # the held-out verdict is checked against the record
     assert main(["review", str(fixture_run), "--driver", "scripted:reviewer"]) == 0
     doc = json.loads((fixture_run / "analysis" / "review.json").read_text())
     assert [(v["rule"], v["verdict"], v["status"]) for v in doc["verdicts"]] == [
@@ -76,13 +86,18 @@ def test_the_shipped_reviewer_reviews_the_run(fixture_run, capsys):
     assert "train.jsonl" in by_rule["heldout_data"]["text"]
     assert "A2C_BASE_MODEL" in by_rule["other_model"]["text"]
     assert "SFT → GRPO" in by_rule["mode_break"]["text"]
+    assert [by_rule[r]["kind"] for r in ("heldout_data", "mode_break")] == ["data_use",
+                                                                           "compliance"]
+    assert "did not flag" in by_rule["heldout_data"]["checks"][0]["fact"]
     assert "4 of 4 verdicts verified" in (fixture_run / "report" / "report.html").read_text()
     assert main(["verify", str(fixture_run)]) == 0
 
 
 def test_the_reviewer_flags_what_the_record_shows(maker, tmp_path, capsys):
     """An sft-only run whose code calls GRPO, and whose agent read the held-out file: both are
-    violations, each citing the line of the record that shows it (verified)."""
+    violations, each citing the line of the record that shows it. The mode's is verified by the
+    record's compliance verdict; the held-out one rests on the command log, which the agent
+    writes, and the contamination check found nothing: unverifiable, and says why."""
     run = maker.make_run(tmp_path / "bad", mode="sft-only")
     log = run / "logs" / "commands.log"
     log.write_text(log.read_text() + "cat /grader/heldout.jsonl | head -n 5\n")
@@ -91,11 +106,16 @@ def test_the_reviewer_flags_what_the_record_shows(maker, tmp_path, capsys):
     doc = json.loads((run / "analysis" / "review.json").read_text())
     by_rule = {v["rule"]: v for v in doc["verdicts"]}
     held = by_rule["heldout_data"]
-    assert held["verdict"] == "violation" and held["status"] == "verified"
+    assert held["verdict"] == "violation" and held["status"] == "unverifiable"
     assert held["citations"][0]["kind"] == "command" and held["citations"][0]["ref"] == 7
+    assert held["citations"][0]["status"] == "verified" and held["citations"][0]["author"] == "agent"
+    assert "agent-written" in held["why"]
     mode = by_rule["mode_break"]
     assert mode["verdict"] == "violation" and mode["status"] == "verified"
     assert "sft-only" in mode["text"] and "GRPO" in mode["text"]
+    facts = {x["kind"]: x["fact"] for x in mode["checks"]}
+    assert mode["basis"] == "record" and "compliance check says violates" in facts["compliance"]
+    assert facts["route"].endswith("found GRPO, SFT")
     assert doc["violations"] == ["heldout_data", "mode_break"]
 
 
