@@ -94,8 +94,9 @@ def _rmdir(path: Path) -> None:
 
 def _summary(doc: dict[str, Any], what: str) -> str:
     c, u = doc["checked"], doc["usage"]
+    false = f"{c['false']} FALSE (the record contradicts them), " if c.get("false") else ""
     return (f"{what}: {c['verified']} of {c['claims']} verified against the record, "
-            f"{c['unverifiable']} unverifiable · {doc['model']} · {u['tokens']} tokens · "
+            f"{false}{c['unverifiable']} unverifiable · {doc['model']} · {u['tokens']} tokens · "
             f"${u['cost_usd']:.4f}")
 
 
@@ -130,8 +131,8 @@ def register(subparsers) -> None:
         description="A driver model reads a digest of the run's record (events, submissions, "
                     "commands, code at each submission, agent steps) and gives a verdict per "
                     "rule (held-out data, grader tampering, another model, the mode's limits) "
-                    "with citations; each citation is checked against the record and marked "
-                    "verified or unverifiable. Written to RUN/analysis/review.{json,md,html} "
+                    "with citations; each citation is checked against the record, and a "
+                    "verdict the record contradicts is marked FALSE whatever it cites. Written to RUN/analysis/review.{json,md,html} "
                     "(outside the signed record) and shown in the report.")
     p.add_argument("run_dir", metavar="RUN_DIR")
     add_driver_flags(p, required=True)

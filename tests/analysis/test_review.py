@@ -59,3 +59,15 @@ def test_a_record_that_fails_verification_is_not_reviewed(fixture_run, tmp_path,
     assert main(["review", str(fixture_run), "--driver", f"scripted:{script}"]) != 0
     assert "failed verification" in capsys.readouterr().err
     assert not (fixture_run / "analysis").exists()
+
+
+def test_the_command_line_summary_counts_false_claims():
+    """A review whose every claim the record contradicts must not read as '0 verified, 0
+    unverifiable' on the terminal."""
+    from a2c.cli.review import _summary
+    doc = {"checked": {"claims": 3, "verified": 0, "false": 3, "unverifiable": 0},
+           "usage": {"tokens": 10, "cost_usd": 0.0}, "model": "scripted"}
+    line = _summary(doc, "review")
+    assert "0 of 3 verified" in line and "3 FALSE (the record contradicts them)" in line
+    doc["checked"]["false"] = 0
+    assert "FALSE" not in _summary(doc, "review")
