@@ -78,17 +78,24 @@ def driver_budget(b: dict) -> dict[str, Any]:
     return out
 
 
+def size_mb(text: str) -> int:
+    """MiB of a size the schema accepts (`512m`, `16g`, `1t`, `2048k`), at least 1."""
+    size, unit = int(str(text)[:-1]), str(text)[-1].lower()
+    return max(1, {"k": size // 1024, "m": size, "g": size * 1024, "t": size * 1024 ** 2}[unit])
+
+
 def sandbox_limits(b: dict) -> dict[str, Any]:
-    """{memory_mb, cpus, pids} for those the budget sets (the sandbox's resource limits; absent
-    when unset, so bundles without them keep their digest)."""
+    """{memory_mb, cpus, pids, disk_mb} for those the budget sets (the sandbox's resource
+    limits; absent when unset, so bundles without them keep their digest)."""
     out: dict[str, Any] = {}
     if b.get("memory"):
-        size, unit = int(str(b["memory"])[:-1]), str(b["memory"])[-1].lower()
-        out["memory_mb"] = max(1, {"k": size // 1024, "m": size, "g": size * 1024}[unit])
+        out["memory_mb"] = size_mb(b["memory"])
     if b.get("cpus") is not None:
         out["cpus"] = float(b["cpus"])
     if b.get("pids") is not None:
         out["pids"] = int(b["pids"])
+    if b.get("disk"):
+        out["disk_mb"] = size_mb(b["disk"])
     return out
 
 

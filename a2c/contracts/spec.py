@@ -176,6 +176,19 @@ class BudgetSpec(SpecRecord):
     memory_mb: int | None = doc("the sandbox's memory limit", when_set=True)
     cpus: float | None = doc("the sandbox's CPU limit", when_set=True)
     pids: int | None = doc("the sandbox's process limit", when_set=True)
+    disk_mb: int | None = doc("the agent's disk budget, MiB: its workspace, /tmp and home "
+                              "together (unset: DEFAULT_DISK_MB, 200 GiB)", when_set=True)
+
+    @property
+    def disk_budget_mb(self) -> int:
+        """The disk budget that holds: the task's, else DEFAULT_DISK_MB."""
+        return int(self.disk_mb or DEFAULT_DISK_MB)
+
+
+# A task that sets no `budget.disk` gets 200 GiB: room for a dozen bf16 checkpoints of an 8B model
+# (16 GB each) or two trainer checkpoints with their optimizer states, while one agent cannot
+# fill a node's disk. Not written into bundles (their digests stay); the runtime applies it.
+DEFAULT_DISK_MB = 200 * 1024
 
 
 @dataclass

@@ -166,7 +166,8 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
 def spec_limits(budget: BudgetSpec | dict) -> dict:
     """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields, for
     every backend: docker's engine enforces them, the local backend a cgroup per run
-    (sandbox/cgroups.py)."""
+    (sandbox/cgroups.py); and its disk budget (disk_mb, else the default), always, which both
+    backends watch from the host (sandbox/disk.py)."""
     if isinstance(budget, dict):
         budget = BudgetSpec.from_dict(budget)
     limits: dict = {}
@@ -176,6 +177,7 @@ def spec_limits(budget: BudgetSpec | dict) -> dict:
         limits["cpus"] = float(budget.cpus)
     if budget.pids:
         limits["pids"] = int(budget.pids)
+    limits["disk_limit"] = f"{budget.disk_budget_mb}m"
     return limits
 
 

@@ -121,9 +121,12 @@ def end_status(agent_exit: dict | None, submissions: int,
     """`agent_failed`: the agent exited non-zero on its own (not stopped at the deadline, and not
     after its driver budget was spent: a scaffold whose model stops answering exits non-zero,
     and that is the budget's end, not a failure); `no_submission`: it ended without one
-    submission; else `finished`."""
+    submission; else `finished`. An agent stopped past its disk budget failed, as one the
+    kernel killed for memory."""
     agent_exit = agent_exit or {}
     rc = agent_exit.get("returncode")
+    if agent_exit.get("reason") == "disk_budget":
+        return RunStatus.AGENT_FAILED
     if agent_exit.get("reason") == "exited" and rc not in (None, 0) and not driver_spent:
         return RunStatus.AGENT_FAILED
     if not submissions:
@@ -411,9 +414,14 @@ class Runner:
                 watchdog.fired.wait(0.25)
         finally:
             watchdog.cancel()
+        stopped_for = getattr(proc, "stopped_for", None)   # "disk_budget": its watcher stopped it
+        if stopped_for and reason == "exited":
+            reason, stop_report = stopped_for, getattr(proc, "stop_report", None)
         if hasattr(proc, "close"):
             proc.close()
-        cause = getattr(proc, "exit_cause", lambda: None)()   # docker: e.g. out of memory
+        cause = getattr(proc, "exit_cause", lambda: None)()   # memory, processes, disk, signal
+        if reason == "deadline":
+            cause = f"deadline: its wall clock ({format_duration(guard.wall_clock_s)}) ran out"
         return {"returncode": proc.returncode, "reason": reason, "stop": stop_report,
                 "cause": cause}
 

@@ -66,6 +66,23 @@ def bwrap_works(path: str | None = None) -> bool:
         return _works[path]
 
 
+def size_works(path: str | None = None) -> bool:
+    """Whether this bubblewrap takes `--size` for a tmpfs (0.5 and later; its --help says)."""
+    path = path or bwrap_path()
+    if not path:
+        return False
+    key = f"{path}#size"
+    with _lock:
+        if key not in _works:
+            try:
+                proc = subprocess.run([path, "--help"], capture_output=True, text=True,
+                                      timeout=20)
+                _works[key] = "--size" in proc.stdout + proc.stderr
+            except (OSError, subprocess.TimeoutExpired):
+                _works[key] = False
+        return _works[key]
+
+
 def available() -> bool:
     """bubblewrap is present, not turned off, and works: the one test every sandbox uses."""
     path = bwrap_path()
@@ -125,8 +142,13 @@ class Bwrap:
         """Cover a file with an empty one (/dev/null bound read-only over it)."""
         return self.ro_bind("/dev/null", path)
 
-    def tmpfs(self, path, perms: str | None = None) -> Bwrap:
-        return (self.add("--perms", perms) if perms else self).add("--tmpfs", path)
+    def tmpfs(self, path, perms: str | None = None, size: int | None = None) -> Bwrap:
+        """A fresh tmpfs; `size` bytes bound it in the kernel (bubblewrap 0.5+: `size_works`)."""
+        if perms:
+            self.add("--perms", perms)
+        if size:
+            self.add("--size", str(int(size)))
+        return self.add("--tmpfs", path)
 
     def dir(self, path, perms: str | None = None) -> Bwrap:
         return (self.add("--perms", perms) if perms else self).add("--dir", path)

@@ -16,6 +16,8 @@ Both cgroup versions, written directly (no systemd: PID 1 need not be systemd):
   freezer; memory.limit_in_bytes + memory.memsw.limit_in_bytes where swap is accounted,
   cpu.cfs_quota_us / cpu.cfs_period_us, pids.max; an OOM kill is counted in memory.oom_control
   (`oom_kill`), or seen as memory.failcnt on older kernels.
+A refused fork is counted in pids.events (`max`); the agent's end is named by what the kernel
+counted (causes.py): a fork failure is "process limit reached", never "out of memory".
 
 A limit the host cannot enforce (not root, the controller missing, a read-only cgroupfs) is never
 dropped silently: `record()` says for each limit whether it is enforced and why not (run.json's
@@ -119,6 +121,7 @@ class AgentCgroup:
         # what `enter` writes, prepared here: a preexec_fn runs in the forked child, where the
         # less Python does the better (no imports, no allocation-heavy work, no locks)
         self._procs = [os.fsencode(d / "cgroup.procs") for d in dict.fromkeys(dirs.values())]
+        self._base = (0, 0)                # (oom kills, pids refusals) when the agent started
 
     # ------------------------------------------------------------------ make
     @classmethod
@@ -146,6 +149,7 @@ class AgentCgroup:
         except OSError as exc:
             group.remove()
             return cls._unenforced(marker, version, limits, _why(exc, Path(exc.filename or root)))
+        group._base = (group.oom_kills(), group.pid_refusals())   # a folder left by a crash
         return group
 
     @classmethod
@@ -271,23 +275,37 @@ class AgentCgroup:
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for the memory limit (0 when unknown)."""
+        return self._oom()[0]
+
+    def _oom(self) -> tuple[int, bool]:
+        """(OOM kills, whether that is the kernel's counter or only a failed charge)."""
         text = self._read("memory", "memory.events" if self.version == "v2"
                           else "memory.oom_control") or ""
         match = re.search(r"^oom_kill (\d+)", text, re.MULTILINE)
         if match:
-            return int(match.group(1))
+            return int(match.group(1)), True
         if self.version == "v1":   # kernels before 4.13 have no counter: a failed charge
             fails = self._read("memory", "memory.memsw.failcnt") or \
                 self._read("memory", "memory.failcnt") or "0"
-            return 1 if int(fails.strip() or 0) > 0 else 0
-        return 0
+            return (1 if int(fails.strip() or 0) > 0 else 0), False
+        return 0, True
 
-    def exit_cause(self) -> str | None:
-        """Why the agent ended, where its exit code does not say (docker's words)."""
-        if self.limits.get("memory") and self.limits["memory"].enforced and self.oom_kills():
-            return (f"out of memory: the agent reached its memory limit "
-                    f"({self.limits['memory'].asked}) and the kernel killed it")
-        return None
+    def pid_refusals(self) -> int:
+        """How many forks (or threads) the pids limit refused: pids.events `max` (0 unknown)."""
+        match = re.search(r"^max (\d+)", self._read("pids", "pids.events") or "", re.MULTILINE)
+        return int(match.group(1)) if match else 0
+
+    def exit_cause(self, returncode: int | None = None) -> str | None:
+        """Why the agent ended (causes.py), from what the kernel counted since it started;
+        None when its exit code says it all."""
+        from a2c.runtime.sandbox import causes
+        memory, pids = self.limits.get("memory"), self.limits.get("pids")
+        kills, exact = self._oom() if memory and memory.enforced else (0, True)
+        refusals = self.pid_refusals() if pids and pids.enforced else 0
+        return causes.name(returncode, oom_kills=max(0, kills - self._base[0]),
+                           pid_refusals=max(0, refusals - self._base[1]),
+                           mem_limit=memory.asked if memory else None,
+                           pids_limit=pids.asked if pids else None, oom_exact=exact)
 
     def cpu_usage_s(self) -> float | None:
         """CPU seconds the cgroup's processes used so far."""

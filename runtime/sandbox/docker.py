@@ -7,8 +7,9 @@
 The image is made once per (task bundle digest, agent bundle digest) and reused by every run
 (`prepare_image`, called by the runner before the baseline, so a build never eats the agent's
 budget). The container gets the same layout as bubblewrap gives, network `none`, the agent's
-unprivileged uid, and the task's memory, CPU and pids limits; at the deadline the whole container
-is stopped, and every process in it with its pid namespace.
+unprivileged uid, and the task's memory, CPU and pids limits; its disk budget is watched from the
+host (disk.py); at the deadline the whole container is stopped, and every process in it with its
+pid namespace.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from a2c.errors import RunError
 from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox.docker_container import (
+    DEFAULT_PIDS,
     LIB_DIR,
     DockerProcess,
     container_env,
@@ -128,4 +130,7 @@ class DockerBackend:
         except Exception as exc:  # noqa: BLE001 - the engine's reason, one line
             raise RunError(f"docker backend: could not start the container: "
                            f"{engine_error(exc)}") from exc
-        return DockerProcess(container, spec.log_path, spec.mem_limit)
+        proc = DockerProcess(container, spec.log_path, spec.mem_limit,
+                             int(spec.pids or DEFAULT_PIDS))
+        proc.watch_disk(spec)
+        return proc

@@ -8,16 +8,22 @@ folder and the hooks (read-only), and the a2c packages an agent imports at /opt/
 agents import of a2c and nothing else). Everything else comes from the
 image. Network `none`, the agent's unprivileged uid, no capability, no-new-privileges, a
 read-only root filesystem with the run's own /tmp (RUN/agent-tmp, else a private tmpfs), the
-agent's GPUs only (`gpu_requests`), and the task's memory, CPU and pids limits.
+agent's GPUs only (`gpu_requests`), and the task's memory, CPU and pids limits. Its disk budget:
+the root is read-only, so docker's `--storage-opt size=` (which bounds only the writable root
+layer, and only on some storage drivers) has nothing to bound; the host-side watcher (disk.py)
+measures the bind-mounted folders, and a tmpfs /tmp has the budget as its size.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
 
-from a2c.runtime.sandbox import SandboxSpec, view
+from a2c.runtime.sandbox import SandboxSpec, causes, view
+from a2c.runtime.sandbox.cgroups import CGROUP_ROOT, parse_size
+from a2c.runtime.sandbox.disk import DiskWatcher, tmpfs_size, watched_parts
 from a2c.runtime.sandbox.local import (
     INSIDE_COMMAND_LOG,
     INSIDE_DATA,
@@ -91,7 +97,8 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
         "labels": {"a2c.sandbox": spec.marker},
         "init": True,               # PID 1 reaps zombies; when it dies, the namespace dies
         "read_only": True,          # root filesystem read-only: only the mounts are writable
-        "tmpfs": {} if spec.agent_tmp else {"/tmp": "rw,exec,size=8g"},
+        # a tmpfs /tmp (no RUN/agent-tmp): bounded in the kernel by the disk budget (disk.py)
+        "tmpfs": {} if spec.agent_tmp else {"/tmp": f"rw,exec,size={_tmp_size(spec)}"},
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "user": f"{ids.uid}:{ids.gid}",
@@ -110,6 +117,10 @@ def container_kwargs(spec: SandboxSpec, image: str, ids: AgentIds | None = None,
     return kwargs
 
 
+def _tmp_size(spec: SandboxSpec) -> int:
+    return tmpfs_size(parse_size(spec.disk_limit) if spec.disk_limit else None)
+
+
 def gpu_requests(gpu_ids) -> list:
     """The agent's GPUs, by host index, through the NVIDIA container runtime: exactly the ids
     the run gave the agent (never the grader's, which runs on the host with its own ids)."""
@@ -125,15 +136,36 @@ def stage_agent_library(dest: Path) -> Path:
     return view.stage(dest)
 
 
-def exit_cause(state: dict, mem_limit: str | None) -> str | None:
-    """Why the container ended, in words, where the exit code alone does not say it."""
-    if state.get("OOMKilled"):
-        return (f"out of memory: the container reached its memory limit ({mem_limit}) and the "
-                "kernel killed the agent" if mem_limit else
-                "out of memory: the kernel killed the agent")
+def exit_cause(state: dict, mem_limit: str | None, pid_refusals: int = 0,
+               pids_limit: int | None = None) -> str | None:
+    """Why the container ended, in words, where the exit code alone does not say it
+    (causes.py): out of memory only on the engine's OOMKilled, process limit when the
+    container's pids.events counted a refused fork, else the signal."""
     code = state.get("ExitCode")
-    if isinstance(code, int) and code > 128:
-        return f"killed by signal {code - 128}"
+    return causes.name(code if isinstance(code, int) else None,
+                       oom_kills=1 if state.get("OOMKilled") else 0, pid_refusals=pid_refusals,
+                       mem_limit=mem_limit, pids_limit=pids_limit, who="the container")
+
+
+def cgroup_folder(pid: int | None, controller: str = "pids",
+                  root: Path = CGROUP_ROOT) -> Path | None:
+    """The host folder of the cgroup that process `pid` (the container's init) is in, for
+    `controller` (v1) or the unified one (v2); None when it cannot be read."""
+    if not pid:
+        return None
+    try:
+        text = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        _, names, path = (line.split(":", 2) + ["", ""])[:3]
+        if controller in names.split(","):
+            folder = root / controller / path.lstrip("/")
+            return folder if folder.is_dir() else None
+    for line in text.splitlines():   # v2: "0::/system.slice/docker-<id>.scope"
+        if line.startswith("0::"):
+            folder = root / line[3:].lstrip("/")
+            return folder if (folder / "cgroup.controllers").is_file() else None
     return None
 
 
@@ -143,12 +175,19 @@ OOM_SETTLE_S = 3.0   # how long an unexplained SIGKILL under a memory limit is l
 class DockerProcess:
     """The running container, seen as the runtime's sandbox process (poll, wait, stop)."""
 
-    def __init__(self, container, log_path: Path, mem_limit: str | None = None):
+    def __init__(self, container, log_path: Path, mem_limit: str | None = None,
+                 pids_limit: int | None = None):
         self.container = container
         self.pid = None
         self.cause: str | None = None
         self._rc: int | None = None
         self._mem_limit = mem_limit
+        self._pids_limit = pids_limit
+        self._pids_events: Path | None = None   # the container's pids.events (while it runs)
+        self._refusals = 0                        # forks its pids limit refused, last read
+        self.disk: DiskWatcher | None = None     # the disk budget's watcher (disk.py)
+        self.limits: dict = {}                   # run.json's `limits` (the disk budget's)
+        self.limits_warning: str | None = None
         self._since = int(time.time()) - 1
         self._stopping = False
         self._log_path = log_path
@@ -167,15 +206,62 @@ class DockerProcess:
     def returncode(self) -> int | None:
         return self._rc
 
+    def watch_disk(self, spec: SandboxSpec) -> None:
+        """Measure what the agent wrote (its bind-mounted folders, its logs, the engine's copy
+        of its stdout) every few seconds; past `spec.disk_limit`, stop the container."""
+        self._read_refusals()
+        if not spec.disk_limit:
+            return
+        engine_log = (getattr(self.container, "attrs", None) or {}).get("LogPath")
+        parts = watched_parts(spec.workspace, spec.agent_tmp, spec.agent_home,
+                              files=(spec.log_path, spec.command_log,
+                                     Path(engine_log) if engine_log else None))
+        self.disk = DiskWatcher(parts, parse_size(spec.disk_limit), self.stop,
+                                pids=self.processes)
+        self.limits = {"disk": self.disk.record}
+        self.disk.start()
+
+    @property
+    def stopped_for(self) -> str | None:
+        """"disk_budget" when the disk watcher stopped the container (the runner's reason)."""
+        return "disk_budget" if self.disk is not None and self.disk.fired.is_set() else None
+
+    @property
+    def stop_report(self) -> dict | None:
+        return self.disk.wait_stopped() if self.disk is not None else None
+
+    def _read_refusals(self) -> None:
+        """pids.events `max` of the container's cgroup, read while it runs (the engine removes
+        the folder with the container, and its state has no such counter)."""
+        if self._pids_events is None:
+            state = (getattr(self.container, "attrs", None) or {}).get("State") or {}
+            folder = cgroup_folder(state.get("Pid"))
+            if folder is None:
+                return
+            self._pids_events = folder / "pids.events"
+        try:
+            match = re.search(r"^max (\d+)", self._pids_events.read_text(), re.MULTILINE)
+        except OSError:
+            return
+        if match:
+            self._refusals = max(self._refusals, int(match.group(1)))
+
     def _ended(self, state: dict) -> int:
         self._rc = int(state.get("ExitCode", -1))
-        self.cause = exit_cause(state, self._mem_limit)
+        if self.disk is not None and self.disk.fired.is_set():
+            self.cause = self.disk.cause
+        else:
+            self.cause = exit_cause(state, self._mem_limit, self._refusals, self._pids_limit)
         return self._rc
 
     def poll(self) -> int | None:
         if self._rc is None:
             self.container.reload()
+            if self.container.status == "running":
+                self._read_refusals()
             if self.container.status in ("exited", "dead"):
+                if self.disk is not None and self.disk.fired.is_set():
+                    self.disk.wait_stopped()
                 state = dict(self.container.attrs["State"])
                 if (self._mem_limit and not self._stopping and state.get("ExitCode") == 137
                         and not state.get("OOMKilled") and self._oom_seen()):
@@ -227,6 +313,8 @@ class DockerProcess:
         dies with its init, so every process in it goes, setsid'ed daemons included."""
         start = time.monotonic()
         self._stopping = True        # a SIGKILL from here on is ours, not the kernel's
+        if self.disk is not None:
+            self.disk.cancel()
         before = self.processes()
         try:
             self.container.stop(timeout=max(1, int(round(grace))))
@@ -240,7 +328,11 @@ class DockerProcess:
     def close(self) -> None:
         """Remove the container once it ended (its log already copied)."""
         if self._rc is None:
+            if self.disk is not None:
+                self.disk.cancel()
             return
+        if self.disk is not None:
+            self.disk.finish()
         self._pump.join(timeout=5)
         try:
             self.container.remove(force=True)

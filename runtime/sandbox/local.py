@@ -11,7 +11,9 @@ the runtime, and it runs in a new session. bubblewrap's options go through `--ar
 environment names /run/a2c/venv, so no cmdline or environment inside shows a host path. The task's memory, CPU and process limits hold for its whole tree through a cgroup of
 the run's own (cgroups.py; a limit the host cannot enforce is said and recorded). The held-out
 data, the grader's directory (token, config) and the run record are not mounted, so they do not
-exist inside. The agent never runs as root (privileges.py): a root
+exist inside. The disk budget holds for everything it can write (disk.py: workspace, /tmp, home,
+its logs), measured from the host; a tmpfs /tmp (no RUN/agent-tmp) is also bounded in the kernel
+(`--size`). The agent never runs as root (privileges.py): a root
 runtime makes it an unprivileged uid with no capabilities. Without bubblewrap the agent runs
 unconfined, with a loud warning and `isolation: none`, and never as root unless
 `A2C_UNSAFE_ROOT_AGENT=1` says so for debugging.
@@ -22,19 +24,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 
 from a2c.errors import RunError
-from a2c.runtime.sandbox import SandboxSpec, gpus, view
+from a2c.runtime.sandbox import SandboxSpec, causes, gpus, view
 from a2c.runtime.sandbox.bwrap import (  # noqa: F401 - bwrap_path, bwrap_works: re-exported
     SYSTEM_DIRS,
     Bwrap,
     bwrap_path,
     bwrap_works,
     parent_dirs,
+    size_works,
 )
-from a2c.runtime.sandbox.cgroups import AgentCgroup
+from a2c.runtime.sandbox.cgroups import AgentCgroup, parse_size
+from a2c.runtime.sandbox.disk import DiskWatcher, tmpfs_size, watched_parts
 from a2c.runtime.sandbox.privileges import (
     UNSAFE_ROOT_VAR,
     AgentIds,
@@ -47,7 +52,7 @@ from a2c.runtime.sandbox.privileges import (
     refuse_root_without_sandbox,
     setpriv_path,
 )
-from a2c.runtime.sandbox.proctree import MARKER_VAR, kill_tree
+from a2c.runtime.sandbox.proctree import MARKER_VAR, collect, kill_tree
 
 INSIDE_WORKSPACE = "/workspace"
 INSIDE_DATA = "/data"
@@ -76,9 +81,11 @@ def view_dir(spec: SandboxSpec) -> Path:
 def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
                      python_dirs: list[str] | None = None,
                      ids: AgentIds | None = None, setpriv: str = "setpriv",
-                     lock_userns: bool = False, a2c_view: Path | None = None) -> list[str]:
+                     lock_userns: bool = False, a2c_view: Path | None = None,
+                     tmp_size: bool = False) -> list[str]:
     """The full bubblewrap command line for `spec` (pure: no side effects). `a2c_view`: the
-    staged allow-list of a2c (view.stage; None: no a2c code inside).
+    staged allow-list of a2c (view.stage; None: no a2c code inside). `tmp_size`: this
+    bubblewrap takes `--size`, so a tmpfs /tmp (no RUN/agent-tmp) is bounded by the disk budget.
 
     With `ids` (the runtime is root) the sandbox has no user namespace and its first program,
     setpriv, becomes `ids` with every capability dropped, then (`lock_userns`) an unprivileged
@@ -93,7 +100,8 @@ def build_bwrap_argv(spec: SandboxSpec, bwrap: str = "bwrap",
     if spec.agent_tmp:   # RUN/agent-tmp (0700, the agent's): the recorder sees what it ran
         box.bind(spec.agent_tmp, "/tmp")
     else:
-        box.tmpfs("/tmp", perms="1777")
+        limit = parse_size(spec.disk_limit) if spec.disk_limit else None
+        box.tmpfs("/tmp", perms="1777", size=tmpfs_size(limit) if tmp_size else None)
     box.add(*gpus.bwrap_args(spec.gpu_ids))   # only the run's GPUs' nodes
     python_dirs = python_dirs if python_dirs is not None else python_binds()
     shown = view.agent_view([*SYSTEM_DIRS, *python_dirs], a2c_view)   # a2c: the allow-list
@@ -203,13 +211,43 @@ class LocalProcess:
         self.pgid = popen.pid  # start_new_session: the leader's pid is the group id
         self.marker = marker
         self._log = log_handle
+        self.disk: DiskWatcher | None = None   # the disk budget's watcher (disk.py)
+        self._closing = threading.Lock()
+
+    def watch_disk(self, spec: SandboxSpec) -> None:
+        """Measure what the agent wrote every few seconds; past `spec.disk_limit`, stop it."""
+        if not spec.disk_limit:
+            return
+        parts = watched_parts(spec.workspace, spec.agent_tmp, spec.agent_home,
+                              files=(spec.log_path, spec.command_log))
+        self.disk = DiskWatcher(parts, parse_size(spec.disk_limit), self.stop, pids=self.procs)
+        self.limits = {**self.limits, "disk": self.disk.record}
+        self.disk.start()
+
+    def procs(self) -> set[int]:
+        """The agent's processes: its cgroup's, else its tree and group and marker."""
+        if self.cgroup is not None and self.cgroup.active:
+            return self.cgroup.procs()
+        return collect(self.pid, self.pgid, self.marker)
+
+    @property
+    def stopped_for(self) -> str | None:
+        """"disk_budget" when the disk watcher stopped the agent (the runner's reason)."""
+        return "disk_budget" if self.disk is not None and self.disk.fired.is_set() else None
+
+    @property
+    def stop_report(self) -> dict | None:
+        return self.disk.wait_stopped() if self.disk is not None else None
 
     @property
     def returncode(self) -> int | None:
         return self.popen.returncode
 
     def poll(self) -> int | None:
-        return self.popen.poll()
+        rc = self.popen.poll()
+        if rc is not None and self.disk is not None and self.disk.fired.is_set():
+            self.disk.wait_stopped()      # the whole tree gone before the end is reported
+        return rc
 
     def wait(self, timeout: float | None = None) -> int | None:
         try:
@@ -219,6 +257,8 @@ class LocalProcess:
 
     def stop(self, grace: float = 3.0) -> dict:
         """Stop the whole tree (SIGTERM, `grace` seconds, SIGKILL) and reap the leader."""
+        if self.disk is not None:
+            self.disk.cancel()
         report = kill_tree(self.pid, self.pgid, self.marker, grace=grace, reap=self.popen.poll)
         try:
             self.popen.wait(timeout=2)
@@ -228,17 +268,23 @@ class LocalProcess:
         return report
 
     def close(self) -> None:
-        if self._log and not self._log.closed:
-            self._log.close()
-        if self.cgroup is not None and self.cgroup.active:   # what is left inside dies with it
-            self._cause = self.cgroup.exit_cause()
-            self.cgroup.close()
+        if self.disk is not None:
+            self.disk.finish()
+        with self._closing:
+            if self._log and not self._log.closed:
+                self._log.close()
+            if self.cgroup is not None and self.cgroup.active:   # what is left dies with it
+                self._cause = self.cgroup.exit_cause(self.popen.poll())
+                self.cgroup.close()
 
     def exit_cause(self) -> str | None:
-        """Why the agent ended where its exit code does not say (the cgroup's OOM kill)."""
+        """Why the agent ended where its exit code does not say (causes.py): the disk budget,
+        the cgroup's OOM kill or refused fork, or the signal that ended it."""
+        if self.disk is not None and self.disk.fired.is_set():
+            return self.disk.cause
         if self._cause is None and self.cgroup is not None and self.cgroup.active:
-            return self.cgroup.exit_cause()
-        return self._cause
+            return self.cgroup.exit_cause(self.popen.poll())
+        return self._cause or causes.name(self.popen.poll())
 
 
 def _inside(root: Path, paths) -> list[Path]:
@@ -302,7 +348,8 @@ class LocalBackend:
         if not self.bwrap:
             return list(spec.command)
         return build_bwrap_argv(spec, self.bwrap, ids=self.ids, setpriv=self.setpriv,
-                                lock_userns=self.lock_userns, a2c_view=view_dir(spec))
+                                lock_userns=self.lock_userns, a2c_view=view_dir(spec),
+                                tmp_size=size_works(self.bwrap))
 
     def _grant(self, spec: SandboxSpec) -> None:
         if self.ids is None:
@@ -344,4 +391,6 @@ class LocalBackend:
         finally:
             for fd in fds:
                 os.close(fd)
-        return LocalProcess(popen, spec.marker, log, cgroup)
+        proc = LocalProcess(popen, spec.marker, log, cgroup)
+        proc.watch_disk(spec)
+        return proc

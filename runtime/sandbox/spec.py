@@ -41,6 +41,8 @@ class SandboxSpec:
     agent_home: Path | None = None      # the scaffold's HOME (rw), at /run/a2c/home
     agent_tmp: Path | None = None       # the agent's /tmp (rw, RUN/agent-tmp); None: a tmpfs
     gpu_ids: tuple[str, ...] = ()       # host GPU indices the agent gets ("1",): both backends
+    # what the agent may write, all its places together (`51200m`; disk.py): both backends
+    disk_limit: str | None = None
     # docker only
     bundle_root: Path | None = None     # build context (the bundle's Dockerfile)
     image: str | None = None

