@@ -76,6 +76,9 @@ def tools_tag(agent: dict, rootfs: str) -> str | None:
 
 def npm_tree(packages: list[str], dest: Path, report) -> None:
     """DEST/npm: node and PACKAGES installed by the host's npm; DEST/bin: links to their commands."""
+    if not shutil.which("npm"):
+        raise RunError("docker backend: the scaffold's npm packages are installed with the host's "
+                       "npm, which is not here (install nodejs and npm)")
     prefix = dest / "npm"
     wanted = [node_package(), *packages]
     report(f"scaffold tools: npm install {' '.join(wanted)}")

