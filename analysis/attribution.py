@@ -131,7 +131,8 @@ def _executed(record: RunRecord, repo: SnapshotRepo) -> Executed:
     head = repo.resolve("refs/heads/main")
     if head and head not in commits:
         commits.append(head)
-    return executed_code(record.root, outside_files(repo, commits))
+    return executed_code(record.root, outside_files(repo, commits),
+                         getattr(record, "events", None))
 
 
 def _no_snapshot(sub_id: str) -> dict[str, Any]:
@@ -157,7 +158,11 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
     try:
         executed = _executed(record, repo)
         run_gaps: list[str] = []
-        section["executed"] = {"command_log": executed.log_present, "runs": executed.runs[:50]}
+        section["executed"] = {"command_log": executed.log_present, "runs": executed.runs[:50],
+                               "evidence": "process record" if executed.processes is not None
+                               else "command log"}
+        if executed.hints:
+            section["executed"]["hints"] = executed.hints
         snapshots = record.snapshots
         prev_files: dict[str, str] = {}
         prev_commit: str | None = None
@@ -190,7 +195,12 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
                      for c in [cache.file(path, blob)] if c is not None]
             chosen, how = _attribute(codes, changed, sub["model_path"])
             received = parse_time(sub["received_at"])
-            if how == "output_path":
+            writers: list[str] = []
+            if executed.processes is not None:   # what ran, seen from the host (processes.py)
+                chosen, how, gaps, writers = executed.processes.for_submission(
+                    received, sub["model_path"], compliance.MODE_ALLOWED.get((mode or "").lower()),
+                    compliance.FAMILY)
+            elif how == "output_path":
                 chosen = _upstream(chosen, codes)
             elif how == "none":
                 chosen = [c for stamp, c in launched
@@ -200,11 +210,12 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
             # whatever the workspace shows: the route is what ran, not what was left
             # ... and so does training code kept from the agent's /tmp or HOME at this snapshot,
             # seen run or not (the agent can write its command log)
-            for extra in executed.code_until(received) + [
-                    k for k in codes if k.path.startswith(OUTSIDE_PREFIX + "/")]:
-                if extra.trains and extra.path not in {k.path for k in chosen}:
-                    chosen.append(extra)
-            gaps = executed.gaps_until(received)
+            if executed.processes is None:
+                for extra in executed.code_until(received) + [
+                        k for k in codes if k.path.startswith(OUTSIDE_PREFIX + "/")]:
+                    if extra.trains and extra.path not in {k.path for k in chosen}:
+                        chosen.append(extra)
+                gaps = executed.gaps_until(received) + [a for c in chosen for a in c.ambiguous]
             methods = sorted({m for c in chosen for m in c.methods})
             adapters = sorted({a for c in chosen for a in c.adapters})
             verdict = compliance.compliance(mode, methods, gaps) if sub["valid"] or methods \
@@ -219,7 +230,7 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
                 "files": [c.path for c in chosen], "adapters": adapters,
                 "hyperparameters": _logged_hps(repo, files) or _hp_summary(chosen),
                 "evidence": [e.to_dict() for c in chosen for e in c.evidence][:12],
-                "compliance": verdict})
+                "compliance": verdict, **({"writers": writers} if writers else {})})
             score = sub["score"] if sub["valid"] else None
             timeline.append({
                 "from_id": prev_id, "to_id": sub["id"], "from_commit": prev_commit,

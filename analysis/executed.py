@@ -1,4 +1,11 @@
-"""What the agent executed, from its command log, and whether the record holds that code.
+"""What the agent executed, and whether the record holds that code.
+
+A run with a host-side process record (runtime/process_record.py; `process_record` events) is
+judged on it (analysis/processes.py): every process the agent ran, seen from outside its
+sandbox, with the code it ran kept whatever its name, suffix or size. Its command log is then a
+hint only: the agent writes it (`hints` lists the scripts it names that the recorder never saw
+run; they change no verdict). What follows is the reading of a run recorded before the process
+recorder, from its command log.
 
 The training route is judged from code; code the agent left in its workspace is not necessarily
 the code it ran (a red team ran SFT from a script under /tmp and left a decoy GRPO script in the
@@ -35,6 +42,8 @@ from a2c.contracts.outside import AGENT_VIEW, OUTSIDE_PREFIX
 from a2c.contracts.run_paths import RunPaths
 from a2c.timefmt import parse_time
 
+from .processes import ProcessEvidence
+from .processes import load as load_processes
 from .training_methods import FileTraining, analyse_file
 
 MAX_LOG_BYTES = 8_000_000
@@ -61,6 +70,8 @@ class Executed:
     code: list[tuple[float | None, FileTraining]] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)     # what ran where, captured or not
     gaps: list[tuple[float | None, str]] = field(default_factory=list)
+    processes: ProcessEvidence | None = None   # the host-side record, when the run has one
+    hints: list[dict] = field(default_factory=list)
 
     def gaps_until(self, when: float | None) -> list[str]:
         """Gaps of commands run at or before `when` (all when it is None), and a missing log."""
@@ -317,8 +328,22 @@ def outside_files(repo, commits: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def executed_code(root: Path, outside: dict[str, tuple[str, str]]) -> Executed:
-    """Read RUN/logs/commands.log (see the module doc)."""
+def executed_code(root: Path, outside: dict[str, tuple[str, str]],
+                  events: list[dict] | None = None) -> Executed:
+    """What ran: from the process record when the run has one (`events`: its events), the
+    command log only as hints; else from RUN/logs/commands.log (see the module doc)."""
+    evidence = load_processes(root, events or [])
+    logged = _from_log(root, outside)
+    if evidence is None:
+        return logged
+    seen = {c.get("path") for p in evidence.procs.values() for c in p.code}
+    hints = [{**r, "note": "named by the command log, not seen running by the recorder"}
+             for r in logged.runs if r["where"] != "inline" and r["path"] not in seen]
+    return Executed(log_present=logged.log_present, runs=evidence.runs(),
+                    processes=evidence, hints=hints[:20])
+
+
+def _from_log(root: Path, outside: dict[str, tuple[str, str]]) -> Executed:
     log = RunPaths(root).commands_log
     try:
         if log.stat().st_size > MAX_LOG_BYTES:

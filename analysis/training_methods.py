@@ -5,8 +5,8 @@ For every file of a snapshot we find its methods and key hyperparameters:
 
 * Python files are parsed with ``ast``: calls (and, more weakly, imports) of TRL trainers and
   configs (``SFTTrainer`` -> SFT, ``GRPOTrainer`` -> GRPO, ``DPOTrainer`` -> DPO, ...), the plain
-  ``transformers.Trainer`` (supervised fine-tuning), hand-written loops (``loss.backward()``; a
-  policy-gradient loop when log-probs and rewards/advantages appear), and reward-filtered
+  ``transformers.Trainer`` (supervised fine-tuning), hand-written loops (``loss.backward()``,
+  read by the data flow of their loss: ``loss_flow.py``; a name is no evidence), and reward-filtered
   fine-tuning (RFT: sampling + filtering by reward/correctness + supervised training, or explicit
   rejection-sampling / expert-iteration code);
 * files that do not parse (and shell scripts) fall back to regular expressions.
@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .loss_flow import loop_methods, python_notes, word_loops
 from .values import clip
 
 # Trainer / config names -> method.
@@ -74,11 +75,8 @@ _REGEX_HP = re.compile(r"(?<![\w.])(?:--)?(" + "|".join(sorted(HP_NAMES, key=len
 _RFT_WORDS = re.compile(r"rejection[_ ]?sampl|expert[_ ]?iteration|best[_ -]?of[_ -]?n|"
                         r"\brft\b|reward[_ ]?filter|self[_ -]?distill|\bstar\b", re.IGNORECASE)
 _FILTER_WORDS = re.compile(r"correct|reward|is_right|accept|verif|filter|match", re.IGNORECASE)
-_PG_WORDS = re.compile(r"log_?probs?|logprob|advantage|policy_loss|reinforce", re.IGNORECASE)
-_REWARD_WORDS = re.compile(r"reward|advantage|return", re.IGNORECASE)
 _SAMPLING = re.compile(r"\.generate\(|\bLLM\(|SamplingParams|\.sample\(|do_sample\s*=\s*True")
 _TRAINING = re.compile(r"Trainer\(|\.backward\(|\.train\(")
-_BACKWARD = re.compile(r"\.backward\(")
 _LORA = re.compile(r"\bLoraConfig\b|get_peft_model|\bpeft\b")
 _QLORA = re.compile(r"load_in_4bit|BitsAndBytesConfig")
 
@@ -119,6 +117,9 @@ class FileTraining:
     adapters: list[str] = field(default_factory=list)
     parsed: bool = True
     strings: set[str] = field(default_factory=set)
+    ambiguous: list[str] = field(default_factory=list)  # why its method is not established
+    dynamic: list[str] = field(default_factory=list)    # code it runs that cannot be followed
+    training_like: bool = False                         # a backward pass, an optimizer, ...
 
     @property
     def methods(self) -> list[str]:
@@ -286,7 +287,8 @@ def _analyse_python(path: str, source: str) -> FileTraining:
     if any(isinstance(node, ast.Call) and _name_of(node.func) == "GRPOTrainer" and
            any(kw.arg in ONLINE_KWARGS for kw in node.keywords) for node in ast.walk(tree)):
         _mark_online(found)
-    _heuristics(found, _without_docstrings(tree, source), lines)
+    _heuristics(found, _without_docstrings(tree, source), lines, tree)
+    found.dynamic, found.training_like = python_notes(tree, source, found.ambiguous, path)
     return found
 
 
@@ -318,17 +320,17 @@ def _first_line(pattern: re.Pattern, source: str) -> int:
     return source.count("\n", 0, match.start()) + 1 if match else 1
 
 
-def _heuristics(found: FileTraining, source: str, lines: list[str]) -> None:
+def _heuristics(found: FileTraining, source: str, lines: list[str],
+                tree: ast.AST | None = None) -> None:
+    # hand-written loops: by the data flow of their loss, or by words in a file that does not
+    # parse (loss_flow.py)
+    loops = loop_methods(tree, source, found.path) if tree is not None else \
+        word_loops(source, any(e.kind != "import" for e in found.evidence))
+    for lineno, method, note in loops:
+        found.evidence.append(Evidence(method, found.path, lineno, "heuristic",
+                                       _line_text(lines, lineno)))
+        found.ambiguous += [note] if note else []
     methods = {e.method for e in found.evidence if e.kind != "import"}
-    if _BACKWARD.search(source) and not methods:
-        lineno = _first_line(_BACKWARD, source)
-        if _PG_WORDS.search(source) and _REWARD_WORDS.search(source):
-            found.evidence.append(Evidence("Policy gradient (custom)", found.path, lineno,
-                                           "heuristic", _line_text(lines, lineno)))
-        else:
-            found.evidence.append(Evidence("SFT", found.path, lineno, "heuristic",
-                                           _line_text(lines, lineno)))
-        methods = {e.method for e in found.evidence if e.kind != "import"}
     rft_word = _RFT_WORDS.search(source)
     supervised = bool(methods & {"SFT"})
     if rft_word or (supervised and _SAMPLING.search(source) and _FILTER_WORDS.search(source)):

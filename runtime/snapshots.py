@@ -18,6 +18,12 @@ in the same tree, so a script run from /tmp is in the record next to the workspa
 workspace's own top-level `.a2c-outside` is never taken (excluded), so that prefix always means
 "from outside".
 
+Snapshot exclusions never hide a workspace file that ran: the process recorder
+(runtime/process_record.py) appends each workspace file it saw running to `RUN/snapshots.git/
+a2c-ran`, and every snapshot takes those files whatever their folder, suffix or size (up to
+`MAX_RAN_BYTES`), read the same way (no symlink followed). The recorder's own copy
+(logs/processes/) is the evidence; this keeps the snapshots' timeline and diffs honest too.
+
 Several processes may snapshot the same workspace (the grader service at each submission, the
 runtime periodically); an exclusive `flock` on a lock file in the repository serialises them. A
 snapshot of an unchanged workspace makes no commit and returns the previous one.
@@ -40,6 +46,8 @@ from a2c.fsutil import file_lock
 from a2c.runtime.redact import read_redact_file, redact_bytes
 
 MAX_FILE_BYTES = 1_000_000
+MAX_RAN_BYTES = 8_000_000   # a file seen running is kept up to this, whatever the rules
+RAN_FILE = "a2c-ran"        # in the repository: workspace files the process recorder saw run
 MAX_FILES = 20_000          # past this many files a snapshot is skipped (reason recorded)
 TIME_BUDGET_S = 20.0        # ... or past this long reading the workspace
 
@@ -162,6 +170,7 @@ class Snapshotter:
         excluded, skipped = self._walk(self.workspace, "", entries, deadline, text_only=False)
         if skipped:
             return entries, excluded, skipped
+        self._take_ran(entries)
         for name, root in sorted(self.outside.items()):
             if not root.is_dir():
                 continue
@@ -220,7 +229,40 @@ class Snapshotter:
             os.close(top)
         return excluded, None
 
-    def _read_entry(self, name: str, dfd: int):
+    def ran(self) -> list[str]:
+        """Workspace files the process recorder saw running (RAN_FILE), in order."""
+        try:
+            text = (self.repo_dir / RAN_FILE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        return list(dict.fromkeys(line for line in text.splitlines() if line))
+
+    def _take_ran(self, entries: dict[str, tuple[str, bytes]]) -> None:
+        """Add the files seen running that the rules left out (never under OUTSIDE_PREFIX),
+        opened component by component without following a symlink."""
+        for rel in self.ran()[:self.max_files]:
+            parts = rel.split("/")
+            if rel in entries or parts[0] == OUTSIDE_PREFIX or ".." in parts or "" in parts:
+                continue
+            try:
+                fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                return
+            try:
+                for part in parts[:-1]:
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                entry = self._read_entry(parts[-1], fd, limit=MAX_RAN_BYTES)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            if entry is not None and entry != "excluded":
+                entries[rel] = entry
+
+    def _read_entry(self, name: str, dfd: int, limit: int | None = None):
+        limit = limit or self.max_file_bytes
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             if stat.S_ISLNK(st.st_mode):
@@ -228,19 +270,19 @@ class Snapshotter:
                                              self.secrets))
             if not stat.S_ISREG(st.st_mode):
                 return None  # sockets, fifos, devices
-            if st.st_size > self.max_file_bytes:
+            if st.st_size > limit:
                 return "excluded"
             kind = "exec" if st.st_mode & 0o100 else "file"
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
             try:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     return None
-                data = os.read(fd, self.max_file_bytes + 1)
+                data = os.read(fd, limit + 1)
             finally:
                 os.close(fd)
         except OSError:
             return None   # vanished or swapped meanwhile
-        if len(data) > self.max_file_bytes:
+        if len(data) > limit:
             return "excluded"
         return (kind, redact_bytes(data, self.secrets) if self.secrets else data)
 

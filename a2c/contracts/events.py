@@ -269,10 +269,29 @@ class FinalScored(EventPayload):
     result: str | None = None
 
 
+@dataclass
+class ProcessRecorded(EventPayload):
+    """A session of the host-side process recorder ended (a2c.contracts.process_record): the
+    digest of logs/processes.jsonl as it then was (`sha256` of its first `size` bytes), how many
+    processes and kept code files it holds, and the `problems` that make it incomplete."""
+
+    TYPE: ClassVar[str] = "process_record"
+    file: str = "logs/processes.jsonl"
+    sha256: str = ""
+    size: int = 0
+    session: int = 0
+    processes: int = 0
+    captured: int = 0
+    samples: int = 0
+    interval_s: float | None = None
+    cpu_s: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+
 EVENT_TYPES: dict[str, type[EventPayload]] = {cls.TYPE: cls for cls in (
     RunStarted, RunResumed, BaselineScored, AgentStarted, SubmissionReceived, SubmissionScored,
     SubmissionPruned, Snapshot, BudgetWarning, DeadlineReached, AgentExited, RunFinished, RecordSealed,
-    DriverCall, DriverBudgetExhausted, FinalScored)}
+    DriverCall, DriverBudgetExhausted, FinalScored, ProcessRecorded)}
 
 
 @dataclass

@@ -18,6 +18,7 @@ from a2c.contracts.spec import TaskSpec
 from a2c.durations import format_duration
 from a2c.errors import A2CError
 from a2c.runtime.budget import BudgetGuard
+from a2c.runtime.process_record import record_agent
 from a2c.runtime.redact import (
     passed_secrets,
     redact_file,
@@ -599,11 +600,17 @@ class Runner:
         self.report(f"launching agent {run.agent} ({backend.isolation} sandbox), "
                     f"budget {format_duration(guard.remaining())}")
         proc = self.launch_agent(backend)
-        if getattr(proc, "limits", None):   # the local backend's cgroup: what it enforces
-            run["limits"] = proc.limits
-            if proc.limits_warning:
-                self.report(proc.limits_warning)
-        info = self.supervise(proc, guard)
+        # what ran, seen from the host (runtime/process_record.py); its digest into the chain
+        recorder = record_agent(self.paths, proc, backend, self.secrets,
+                                (run.options or {}).get("process_interval_s"))
+        try:
+            if getattr(proc, "limits", None):   # the local backend's cgroup: what it enforces
+                run["limits"] = proc.limits
+                if proc.limits_warning:
+                    self.report(proc.limits_warning)
+            info = self.supervise(proc, guard)
+        finally:
+            self.event("process_record", recorder.stop())
         run.agent_exit = {k: info[k] for k in ("returncode", "reason")}
         data = {"returncode": info["returncode"], "reason": info["reason"]}
         if info.get("cause"):

@@ -64,15 +64,38 @@ def test_hyperparameters_constants_argparse_lora():
 
 
 def test_custom_policy_gradient_loop():
+    """Policy gradient: the loss weighs the log-probs of the model's own samples by rewards of
+    those samples (loss_flow.py)."""
     src = ("import torch\n"
            "for batch in data:\n"
-           "    logprobs = model(batch).log_softmax(-1)\n"
-           "    reward = score(batch)\n"
+           "    samples = model.generate(batch, do_sample=True)\n"
+           "    logprobs = model(samples).log_softmax(-1)\n"
+           "    reward = score(samples)\n"
            "    advantage = reward - reward.mean()\n"
            "    loss = -(advantage * logprobs).mean()\n"
            "    loss.backward()\n"
            "    opt.step()\n")
-    assert analyse_file("pg.py", src).methods == ["Policy gradient (custom)"]
+    found = analyse_file("pg.py", src)
+    assert found.methods == ["Policy gradient (custom)"] and not found.ambiguous
+
+
+def test_supervised_loop_named_like_policy_gradient_is_supervised():
+    """Issue 32: SFT written to look like a policy-gradient loop (log-probs of the dataset's
+    answers "weighted" by constant advantages, a reward of the gold data) reads as SFT: the loss
+    never depends on the model's own samples."""
+    src = ("import torch\n"
+           "for batch in data:\n"
+           "    logprobs = model(batch).log_softmax(-1)\n"
+           "    reward = score(batch)\n"
+           "    advantage = torch.ones_like(reward)\n"
+           "    loss = -(advantage * logprobs).mean()\n"
+           "    loss.backward()\n"
+           "    opt.step()\n")
+    assert analyse_file("pg.py", src).methods == ["SFT"]
+    # a sample drawn, scored, and only its reward used: still the gold data's likelihood
+    src = src.replace("    reward = score(batch)\n",
+                      "    samples = model.generate(batch)\n    reward = score(samples)\n")
+    assert analyse_file("pg.py", src).methods == ["RFT", "SFT"]   # both supervised
 
 
 def test_custom_supervised_loop():

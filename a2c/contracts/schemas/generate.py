@@ -124,6 +124,7 @@ def generate_all() -> dict[str, dict[str, Any]]:
         events,
         grade_result,
         journal,
+        process_record,
         run_info,
         service_config,
         spec,
@@ -164,6 +165,12 @@ def generate_all() -> dict[str, dict[str, Any]]:
     out["journal_entry"] = _document(
         "journal_entry", "a2c journal entry (one line of submissions.jsonl)",
         {"oneOf": [{"$ref": f"#/$defs/{name}"} for name in entries], "$defs": entries})
+
+    kinds = {cls.__name__: record_schema(cls, const={"kind": kind})
+             for kind, cls in process_record.ENTRY_TYPES.items()}
+    out["process_record"] = _document(
+        "process_record", "a2c process record entry (one line of logs/processes.jsonl)",
+        {"oneOf": [{"$ref": f"#/$defs/{name}"} for name in kinds], "$defs": kinds})
 
     result = record_schema(grade_result.GradeResult)
     result["properties"]["score"] = {"type": ["number", "null"]}  # an invalid result: null
