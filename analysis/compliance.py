@@ -5,10 +5,13 @@ Each detected method (``training_methods``) belongs to a family; a mode allows s
 models; ``free``: everything). `compliance` judges one submission's methods, `overall` the run.
 Verdicts: complies | violates | unknown | n/a (the report.json schema names them).
 
-"Complies" needs complete evidence: with a gap in what the agent ran (`analysis/executed.py`: no
-command log, code executed from outside the workspace that the record does not hold, inline code
-that cannot be analysed) a route that would comply is "unknown", its detail "cannot be
-established: ..." naming the gaps. A route shown to violate still violates.
+"Complies" needs complete evidence: with a gap in what the agent ran a route that would comply is
+"unknown", its detail "cannot be established: ..." naming the gaps. The gaps come from the
+host-side process record when the run has one (`analysis/processes.py`: code that ran and is not
+kept, changed after its start, read from a pipe no recorded code shows, dynamic code, the
+agent's binaries, a method not established, a disallowed method run before the writers, a
+record altered or incomplete) and from the command log otherwise (`analysis/executed.py`); the
+agent's command log is never evidence for "complies". A route shown to violate still violates.
 """
 
 from __future__ import annotations
