@@ -13,7 +13,8 @@ ADDED_TOKENS (runtime/driver_gateway/admission.py), where it used to reserve byt
 2. An honest session against a budget. An agent's conversation grows by a tool result a turn
    (the project's source files, one after another), each call asking for 4,096 output tokens
    and using 400; the provider bills the tokenizer's count (or bytes/3.5 without it). The
-   session runs until admission refuses a call; printed per estimate: the calls made, the
+   session runs until admission refuses a call; printed per estimate (bytes/4, the bound, and
+   the bound with the provider's count where the bound does not fit): the calls made, the
    budget metered when refused, and the share of the budget left unusable. Against a token
    budget, and against a cost budget at claude-sonnet-4-5's prices with the history read from
    the prompt cache (the reservation prices input at the dearest rate, a cache write).
@@ -78,10 +79,14 @@ def new_estimate(n: int) -> int:
     return n + ADDED_TOKENS
 
 
-def session(estimate, count, budget_tokens=None, budget_usd=None, cap=4096, out=400):
+def session(estimate, count, budget_tokens=None, budget_usd=None, cap=4096, out=400,
+            counted=False):
     """Calls made, metered use at the first refusal, for one estimate: the admission
-    arithmetic of Ledger._grant for calls one at a time. The conversation's size and tokens
-    are kept as running sums (each message counted once)."""
+    arithmetic of Ledger._grant for calls one at a time (`counted`: where the bound does not
+    fit, admission.counted_estimate of the provider's count, as the gateway does on the wires
+    with a counting route). The conversation's size and tokens are kept as running sums (each
+    message counted once)."""
+    from a2c.runtime.driver_gateway.admission import counted_estimate
     sonnet = {"input": 3.0, "output": 15.0, "cache_read": 0.30, "cache_write": 3.75}
     files = sorted((ROOT / "runtime").rglob("*.py")) + sorted((ROOT / "analysis").rglob("*.py"))
     head = json.dumps({"model": "m", "max_tokens": cap, "messages": []},
@@ -100,11 +105,16 @@ def session(estimate, count, budget_tokens=None, budget_usd=None, cap=4096, out=
         est = estimate(n_bytes)
         if budget_tokens is not None:
             room = budget_tokens - used_tokens - est
+            if room < 1 and counted:
+                room = budget_tokens - used_tokens - counted_estimate(true_in, est)
             if room < 1:
                 return calls, used_tokens, budget_tokens
             used_tokens += true_in + min(out, room, cap)
         else:
             room_usd = budget_usd - used_usd - est * sonnet["cache_write"] / 1e6
+            if room_usd < sonnet["output"] / 1e6 and counted:
+                room_usd = budget_usd - used_usd - \
+                    counted_estimate(true_in, est) * sonnet["cache_write"] / 1e6
             got = min(cap, int(room_usd / (sonnet["output"] / 1e6)))
             if got < 1:
                 return calls, used_usd, budget_usd
@@ -135,14 +145,18 @@ def main() -> int:
         count = lambda text: len(tok.encode(text).ids)  # noqa: E731
     print()
     print("2. an honest session until admission refuses (4,096-token cap, 400 used a call)")
-    print(f"{'budget':>14} {'estimate':>10} {'calls':>6} {'metered':>12} {'unusable':>9}")
+    print("   (bytes+count: the provider's count where the bound does not fit; Anthropic, "
+          "Responses and Gemini have a counting route, OpenAI Chat has none)")
+    print(f"{'budget':>14} {'estimate':>12} {'calls':>6} {'metered':>12} {'unusable':>9}")
     for kw in ({"budget_tokens": 2_000_000}, {"budget_tokens": 10_000_000},
                {"budget_usd": 5.0}, {"budget_usd": 20.0}):
-        for name, est in (("bytes/4", old_estimate), ("bytes", new_estimate)):
-            calls, used, budget = session(est, count, **kw)
+        for name, est, counted in (("bytes/4", old_estimate, False),
+                                   ("bytes", new_estimate, False),
+                                   ("bytes+count", new_estimate, True)):
+            calls, used, budget = session(est, count, counted=counted, **kw)
             label = (f"{budget:,} tok" if "budget_tokens" in kw else f"${budget:g}")
             shown = f"{used:,}" if "budget_tokens" in kw else f"${used:.3f}"
-            print(f"{label:>14} {name:>10} {calls:6d} {shown:>12} "
+            print(f"{label:>14} {name:>12} {calls:6d} {shown:>12} "
                   f"{(budget - used) / budget:8.1%}")
     return 0
 

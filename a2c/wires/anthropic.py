@@ -9,7 +9,7 @@ from typing import Any
 from a2c.wires.base import Reading, Wire, positive_int, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
-from a2c.wires.strict import Unreadable, bool_field, int_field, one_of
+from a2c.wires.strict import Unreadable, bool_field, int_field, is_int, one_of
 from a2c.wires.usage import Usage, count
 
 MIN_THINKING = 1024
@@ -31,6 +31,11 @@ def _fold(u: Usage, usage: dict, final: bool) -> None:
 SERVICE_TIERS = ("auto", "standard_only")
 """Anthropic's service tiers at the price table's (standard) rates; Priority Tier capacity is
 bought by commitment, not chosen per request."""
+
+
+_ANSWER_ONLY = frozenset({"max_tokens", "stream", "temperature", "top_p", "top_k",
+                          "stop_sequences", "metadata", "service_tier", "speed"})
+"""Fields of a Messages request that shape the answer, not the input (left out of a count)."""
 
 
 def _media(blocks: Any, reading: Reading) -> None:
@@ -94,6 +99,15 @@ class Anthropic(Wire):
             if isinstance(message, dict):
                 _media(message.get("content"), reading)
         return reading
+
+    def count_request(self, body: dict, path: str) -> tuple[str, dict] | None:
+        query = path.partition("?")[2]
+        target = "/v1/messages/count_tokens" + (f"?{query}" if query else "")
+        return target, {k: v for k, v in body.items() if k not in _ANSWER_ONLY}
+
+    def count_of(self, answer: Any) -> int | None:
+        value = answer.get("input_tokens") if isinstance(answer, dict) else None
+        return value if is_int(value) and value >= 0 else None
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         body["max_tokens"] = cap

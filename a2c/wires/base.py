@@ -95,6 +95,18 @@ class Wire:
         values (OpenAI Chat's max_tokens and max_completion_tokens)."""
         return False
 
+    def count_request(self, body: dict, path: str) -> tuple[str, dict] | None:
+        """The provider's token-counting request for the input of the generation request
+        `body` sent to `path` (None for a wire without a counting route): the gateway asks it
+        when its input bound does not fit a budget (admission.admit). Fields that only shape
+        the answer are left out; any other field goes along, so input the count route does
+        not accept fails the count instead of being left uncounted."""
+        return None
+
+    def count_of(self, answer: Any) -> int | None:
+        """The input tokens a counting route's answer reports (None if it reports none)."""
+        return None
+
     def ask_stream_usage(self, body: dict) -> bool:
         """Make a streaming request report its usage in the stream; whether the body changed
         (only OpenAI Chat needs asking; the others report usage in-stream by themselves)."""

@@ -12,7 +12,7 @@ from a2c.wires.content import arguments, history_text, lower_types, text_of
 from a2c.wires.openai_chat import media_kind
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
 from a2c.wires.routes import Route
-from a2c.wires.strict import Unreadable, absent, int_field
+from a2c.wires.strict import Unreadable, absent, int_field, is_int
 from a2c.wires.usage import Usage, count
 
 MAX_CANDIDATES = 8
@@ -125,6 +125,16 @@ class Gemini(Wire):
         if isinstance(system, dict):
             _media(system.get("parts"), reading)
         return reading
+
+    def count_request(self, body: dict, path: str) -> tuple[str, dict] | None:
+        head, _, _ = path.partition("?")
+        model = head.rsplit("/", 1)[-1].split(":", 1)[0]
+        target = head.rsplit(":", 1)[0] + ":countTokens"
+        return target, {"generateContentRequest": {"model": f"models/{model}", **body}}
+
+    def count_of(self, answer: Any) -> int | None:
+        value = answer.get("totalTokens") if isinstance(answer, dict) else None
+        return value if is_int(value) and value >= 0 else None
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         config = body.get("generationConfig")

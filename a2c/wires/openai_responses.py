@@ -11,7 +11,7 @@ from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
 from a2c.wires.openai_chat import data_url, media_kind, openai_error, service_tier
 from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
-from a2c.wires.strict import Unreadable, absent, bool_field, int_field
+from a2c.wires.strict import Unreadable, absent, bool_field, int_field, is_int
 from a2c.wires.usage import Usage
 
 # Responses items the model produced (everything else in `input` came from the user or tools).
@@ -23,6 +23,13 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call
 
 _STORED = "input the provider holds (a stored response, conversation or prompt) is not in the " \
     "request, so nothing bounds its tokens; send the whole input (Codex does)"
+
+
+_ANSWER_ONLY = frozenset({"max_output_tokens", "stream", "stream_options", "temperature",
+                          "top_p", "top_logprobs", "service_tier", "store", "metadata",
+                          "include", "user", "prompt_cache_key", "prompt_cache_retention",
+                          "safety_identifier", "max_tool_calls", "background"})
+"""Fields of a Responses request that shape the answer, not the input (left out of a count)."""
 
 
 def _parts(parts: Any, reading: Reading) -> None:
@@ -100,6 +107,14 @@ class OpenAIResponses(Wire):
             absent(body, key, key, _STORED)
         _input_media(body.get("input"), reading)
         return reading
+
+    def count_request(self, body: dict, path: str) -> tuple[str, dict] | None:
+        return "/v1/responses/input_tokens", {k: v for k, v in body.items()
+                                               if k not in _ANSWER_ONLY}
+
+    def count_of(self, answer: Any) -> int | None:
+        value = answer.get("input_tokens") if isinstance(answer, dict) else None
+        return value if is_int(value) and value >= 0 else None
 
     def set_output_cap(self, body: dict, cap: int) -> None:
         body["max_output_tokens"] = cap

@@ -42,7 +42,7 @@ from typing import Any
 from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
-from a2c.wires import BUDGET_STATUS, error_body, request_streams, strict
+from a2c.wires import BUDGET_STATUS, WIRES, error_body, request_streams, strict
 from a2c.wires.reading import UsageMeter
 
 from . import admission
@@ -181,7 +181,8 @@ class _Handler(BoundedHandler, Handler):
                 return refuse(400, "bad_request", f"a2c driver gateway: {exc}", model=model,
                               stream=stream)
             got = admission.admit(st.ledger, rt.wire, parsed, reading, stream,
-                                  st.upstream.timeout, st.bounded)
+                                  st.upstream.timeout, st.bounded,
+                                  lambda: self._count_input(st, rt, path, parsed))
             if got is None:
                 return refuse(503, "upstream", STOPPING, model=model, stream=stream)
             if not isinstance(got, tuple):
@@ -200,6 +201,21 @@ class _Handler(BoundedHandler, Handler):
                          status=200, usage=None, latency_ms=None,
                          duration_ms=(time.perf_counter() - t0) * 1000, request=body,
                          response=data, error=None, generation=False, forwarded=False)
+
+    def _count_input(self, st: GatewayState, rt, path: str, parsed: dict) -> int | None:
+        """The provider's count of a request's input tokens, from its counting route (None
+        without one, or when it fails). Free at every provider; not a call of the agent's, so
+        not an event: a line in the gateway's log."""
+        wire = WIRES[rt.wire]
+        asked = wire.count_request(parsed, path)
+        if asked is None:
+            return None
+        target, data = asked[0], strict.encode(asked[1])
+        answer = st.upstream.ask(target, data, st.upstream.headers(
+            self.headers.items(), rt.wire, st.auth_style, st.provider_key, len(data)))
+        counted = wire.count_of(answer)
+        print(f"input of a call over its bound: {target} counted {counted}", flush=True)
+        return counted
 
     def _forward(self, st: GatewayState, rt, path: str, forward: bytes, model: str,
                  stream: bool, t0: float, res: Reservation | None) -> None:
@@ -224,15 +240,13 @@ class _Handler(BoundedHandler, Handler):
         path, stream = flight.info["path"], flight.info["stream"]
         try:
             resp, conn = up.send("POST", path, forward, headers, attach=flight.attach)
-        except TimeoutError:
-            if flight.cut:
-                return self._failed(st, flight, 503, "cut", STOPPING)
-            return self._failed(st, flight, 504, "timeout", f"a2c driver gateway: the "
-                                f"upstream {up.base_url} did not answer within "
-                                f"{up.timeout:g} s")
         except (OSError, http.client.HTTPException) as exc:
             if flight.cut:
                 return self._failed(st, flight, 503, "cut", STOPPING)
+            if isinstance(exc, TimeoutError):
+                return self._failed(st, flight, 504, "timeout", f"a2c driver gateway: the "
+                                    f"upstream {up.base_url} did not answer within "
+                                    f"{up.timeout:g} s")
             return self._failed(st, flight, 502, "upstream", f"a2c driver gateway: the "
                                 f"upstream {up.base_url} is unreachable "
                                 f"({type(exc).__name__}: {exc})")
@@ -341,10 +355,7 @@ def serve(run_dir: Path) -> int:
     server.limiter = ConnectionLimiter(MAX_CONNECTIONS, DropLog(
         "driver gateway", log=lambda line: print(line, flush=True)))
     state.ledger.write_totals()
-    stop = threading.Event()
-
     def on_signal(signum, frame):
-        stop.set()
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -49,12 +49,15 @@ class BillingProvider:
     the worst case, read the way a lenient provider reads: caps and counts as numbers whatever
     their JSON type (`"90000"`, `8.0`), the first of a key given twice, output billed at the
     cap times the candidates, input at ~4 bytes a token (`per_byte`: one token per byte, the
-    most any byte-level tokenizer yields). `usage=False` answers streams without any usage
-    field; `hold` (an Event) pauses a stream after its first event, and a JSON answer before
-    it is sent, until set."""
+    most any byte-level tokenizer yields). Token-counting routes answer the same count of the
+    input and are kept apart, in `counts` (the gateway asks them itself when a call's input
+    bound does not fit a budget). `usage=False` answers streams without any usage field;
+    `hold` (an Event) pauses a stream after its first event, and a JSON answer before it is
+    sent, until set."""
 
     def __init__(self):
         self.requests: list[dict] = []
+        self.counts: list[dict] = []
         self.usage = True
         self.per_byte = False
         self.hold: threading.Event | None = None
@@ -73,12 +76,20 @@ class BillingProvider:
                     body = json.loads(raw, object_pairs_hook=_first_wins) if raw else None
                 except ValueError:
                     body = None
-                fake.requests.append({"method": self.command, "path": self.path,
-                                      "headers": {k.lower(): v for k, v in self.headers.items()},
-                                      "body": body, "raw": raw})
+                seen = {"method": self.command, "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body, "raw": raw}
+                tokens = len(raw) if fake.per_byte else len(raw) // 4
+                path = self.path.split("?")[0]
+                if path.endswith(("/count_tokens", "/input_tokens", ":countTokens")):
+                    fake.counts.append(seen)
+                    return self._send(200, json.dumps({"input_tokens": tokens,
+                                                       "totalTokens": tokens}).encode(),
+                                      "application/json")
+                fake.requests.append(seen)
                 if not isinstance(body, dict):
                     return self._send(200, b'{"ok": true}', "application/json")
-                self._answer(body, len(raw) if fake.per_byte else len(raw) // 4)
+                self._answer(body, tokens)
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _any
 
@@ -421,7 +432,7 @@ def test_pinning_is_an_explicit_list(gateway, upstream, model, ok):
         assert PINNED in answer["error"]["message"]
     status, _ = _raw(gw, "POST", "/v1/messages/count_tokens", msg)
     assert status == (200 if ok else 400)
-    assert len(upstream.requests) == (2 if ok else 0)
+    assert (len(upstream.requests), len(upstream.counts)) == ((1, 1) if ok else (0, 0))
 
 
 def test_gemini_path_model_is_pinned(gateway, upstream):
@@ -850,3 +861,39 @@ def test_a_call_whose_agent_hung_up_is_charged_when_the_run_ends(gateway, upstre
     est = input_estimate(upstream.requests[-1]["raw"])
     assert call["error"] == "client_gone" and call["usage_missing"] is True
     assert call["input_tokens"] >= est and call["output_tokens"] >= 2500
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai-responses", "gemini", "openai-chat"])
+def test_where_the_bound_does_not_fit_the_providers_count_is_asked(gateway, upstream, wire):
+    """Honest text is 3-4 bytes a token: at the end of a budget the byte bound no longer fits
+    though the call does. The gateway then asks the provider's counting route (Anthropic
+    count_tokens, Responses input_tokens, Gemini countTokens) and admits on that count; Chat
+    has no counting route and is refused. The total stays within the budget."""
+    gw = gateway(budget={"driver_tokens": 20_000})
+    text = "The quick brown fox jumps over the lazy dog. " * 700          # 31 KB
+    body = {"anthropic": {"model": SONNET, "max_tokens": 1000, "stream": True,
+                          "messages": [{"role": "user", "content": text}]},
+            "openai-chat": {"model": SONNET, "max_tokens": 1000,
+                            "messages": [{"role": "user", "content": text}]},
+            "openai-responses": {"model": SONNET, "max_output_tokens": 1000, "input": text,
+                                 "store": False},
+            "gemini": {"contents": [{"role": "user", "parts": [{"text": text}]}],
+                       "generationConfig": {"maxOutputTokens": 1000}}}[wire]
+    assert input_estimate(encode(body)) > 20_000
+    statuses = [_raw(gw, "POST", PATH[wire], body)[0] for _ in range(3)]
+    t = gw.totals(3)
+    assert t["tokens"] <= 20_000
+    if wire == "openai-chat":
+        assert statuses[0] == 429 and upstream.requests == [] and upstream.counts == []
+        return
+    assert statuses[:2] == [200, 200] and statuses[2] in (400, 429), statuses
+    assert len(upstream.requests) == 2 and len(upstream.counts) == 3
+    asked = upstream.counts[0]
+    want = {"anthropic": "/v1/messages/count_tokens", "openai-responses":
+            "/v1/responses/input_tokens",
+            "gemini": f"/v1beta/models/{SONNET}:countTokens"}[wire]
+    assert asked["path"] == want
+    counted = asked["body"].get("generateContentRequest", asked["body"])
+    assert not {"max_tokens", "max_output_tokens", "stream", "store"} & set(counted)
+    assert PROVIDER_KEY in json.dumps(asked["headers"])       # the provider's key, not the run's
+    assert gw.key not in json.dumps(asked["headers"])

@@ -137,6 +137,8 @@ class FakeProvider:
 
     def __init__(self, port: int = 0):
         self.requests: list[dict] = []
+        self.counts: list[dict] = []       # token-counting requests (404 unless `count` set)
+        self.count: int | None = None
         self.mode: str | None = None
         self.hold: threading.Event | None = None
         self.slow_s = 3.0
@@ -163,8 +165,15 @@ class FakeProvider:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append({"path": self.path, "headers": dict(self.headers),
-                                      "body": body})
+                seen = {"path": self.path, "headers": dict(self.headers), "body": body}
+                if self.path.split("?")[0].endswith(("/count_tokens", "/input_tokens",
+                                                      ":countTokens")):
+                    fake.counts.append(seen)
+                    if fake.count is None:
+                        return self._json(404, {"error": {"message": "no counting here"}})
+                    return self._json(200, {"input_tokens": fake.count,
+                                            "totalTokens": fake.count})
+                fake.requests.append(seen)
                 mode, fake.mode = fake.mode, None
                 if mode == "500":
                     return self._json(500, {"error": {"message": "boom", "type": "server_error"}})

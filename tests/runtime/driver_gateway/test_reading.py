@@ -145,3 +145,65 @@ def test_a_flight_sees_its_agent_leave():
     b.close()
     assert flight.client_left()
     a.close()
+
+
+class _Room:
+    """A ledger with `room` tokens: admits a call whose input fits, else refuses (tokens)."""
+
+    def __init__(self, room):
+        self.room, self.asked, self.spent = room, [], None
+
+    def admit(self, est, cap, candidates, wait_s=0.0):
+        self.asked.append(est)
+        if est >= self.room:
+            return ("tokens", self.room, 0)
+        return Reservation(est, min(cap, self.room - est), candidates)
+
+    def exhausted(self, limit, cap, used):
+        self.spent = limit
+
+
+def test_admission_asks_the_providers_count_only_where_the_bound_does_not_fit():
+    body = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "x" * 8000}]}
+    reading = admission.read_request("anthropic", body)
+    bound = input_estimate(strict.encode(body), reading)
+    asked = []
+
+    def count():
+        asked.append(1)
+        return 2000
+
+    roomy = _Room(bound + 500)
+    res, forward = admission.admit(roomy, "anthropic", body, reading, False, 0, True, count)
+    assert res.input_tokens == bound and asked == [] and forward == strict.encode(body)
+    tight = _Room(bound - 10)
+    res, _ = admission.admit(tight, "anthropic", dict(body), reading, False, 0, True, count)
+    assert asked == [1] and res.input_tokens == admission.counted_estimate(2000, bound)
+    assert res.input_tokens == 2000 + 100 + admission.ADDED_TOKENS
+    # a count that fails, or one no better than the bound, leaves the refusal
+    for failed in (lambda: None, lambda: 10**9):
+        ledger = _Room(bound - 10)
+        got = admission.admit(ledger, "anthropic", dict(body), reading, False, 0, True, failed)
+        assert isinstance(got, str) and ledger.spent == "tokens" and len(ledger.asked) == 1
+
+
+def test_count_requests_leave_out_what_shapes_the_answer_only():
+    from a2c.wires import WIRES
+    body = {"model": "m", "max_tokens": 5, "stream": True, "temperature": 1, "system": "s",
+            "messages": [], "tools": [], "thinking": {"type": "enabled", "budget_tokens": 2}}
+    path, counted = WIRES["anthropic"].count_request(body, "/v1/messages?beta=true")
+    assert path == "/v1/messages/count_tokens?beta=true"
+    assert set(counted) == {"model", "system", "messages", "tools", "thinking"}
+    path, counted = WIRES["openai-responses"].count_request(
+        {"model": "m", "input": "hi", "store": False, "include": [], "max_output_tokens": 5,
+         "instructions": "i", "reasoning": {"effort": "low"}}, "/v1/responses")
+    assert path == "/v1/responses/input_tokens"
+    assert set(counted) == {"model", "input", "instructions", "reasoning"}
+    path, counted = WIRES["gemini"].count_request(
+        {"contents": []}, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+    assert path == "/v1beta/models/gemini-2.5-pro:countTokens"
+    assert counted == {"generateContentRequest": {"model": "models/gemini-2.5-pro",
+                                                  "contents": []}}
+    assert WIRES["openai-chat"].count_request({"model": "m"}, "/v1/chat/completions") is None
+    assert WIRES["gemini"].count_of({"totalTokens": 7}) == 7
+    assert WIRES["anthropic"].count_of({"input_tokens": "7"}) is None
