@@ -158,7 +158,9 @@ def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s:
     bound = input_estimate(forward, reading)
     cap = reading.cap or DEFAULT_OUTPUT_CAP
     got = ledger.admit(bound, cap, reading.candidates, wait_s=wait_s)
-    if isinstance(got, tuple) and got[0] != "calls" and count is not None:
+    if isinstance(got, tuple) and got[0] != "calls" and count is not None and \
+            ledger.could_fit(ADDED_TOKENS, reading.candidates):
+        # (a spent budget is not counted for: nothing of a refused call goes upstream then)
         counted = count()
         if counted is not None and counted_estimate(counted, bound) < bound:
             got = ledger.admit(counted_estimate(counted, bound), cap, reading.candidates,

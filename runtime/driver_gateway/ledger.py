@@ -112,6 +112,13 @@ class Ledger:
                     return limit, self.budget[LIMIT_KEY[limit]], self.totals[limit]
                 self._cond.wait(left)
 
+    def could_fit(self, input_tokens: int, candidates: int = 1) -> bool:
+        """Whether a call with this input could be admitted once the calls in flight settle
+        (admission asks before it asks the provider to count a call's input)."""
+        with self._lock:
+            found = self._grant(input_tokens, 1, candidates)
+        return isinstance(found, Reservation) or found[1]
+
     def _grant(self, input_tokens: int, output_cap: int, candidates: int):
         """Under the lock: a Reservation, or (the limit in the way, whether it would leave
         room once the calls in flight settle)."""

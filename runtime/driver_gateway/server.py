@@ -16,7 +16,8 @@ headers, and the
 answer comes back chunk by chunk as it arrives (an SSE stream is never buffered whole) while
 `UsageMeter` reads the usage fields out of the passing bytes. Everything the gateway answers
 itself (refusals, upstream failures) is a body in the wire's own error format, and everything
-is recorded by the `Ledger`; nothing refused ever reaches the upstream. A forwarded call is a
+is recorded by the `Ledger`; nothing refused ever reaches the upstream (but the provider's count
+of a call whose input bound did not fit the budget: admission.admit). A forwarded call is a
 `Flight` (flights.py) while it runs: the gateway's stop (SIGTERM, the run's end) cuts and records
 every call still in flight, charged at least its reservation, before it closes the record.
 

@@ -162,6 +162,9 @@ class _Room:
     def exhausted(self, limit, cap, used):
         self.spent = limit
 
+    def could_fit(self, est, candidates=1):
+        return est < self.room
+
 
 def test_admission_asks_the_providers_count_only_where_the_bound_does_not_fit():
     body = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "x" * 8000}]}
@@ -185,6 +188,12 @@ def test_admission_asks_the_providers_count_only_where_the_bound_does_not_fit():
         ledger = _Room(bound - 10)
         got = admission.admit(ledger, "anthropic", dict(body), reading, False, 0, True, failed)
         assert isinstance(got, str) and ledger.spent == "tokens" and len(ledger.asked) == 1
+    # a budget with no room for any call is not counted for
+    asked.clear()
+    spent = _Room(admission.ADDED_TOKENS)
+    assert isinstance(admission.admit(spent, "anthropic", dict(body), reading, False, 0, True,
+                                      count), str)
+    assert asked == []
 
 
 def test_count_requests_leave_out_what_shapes_the_answer_only():
