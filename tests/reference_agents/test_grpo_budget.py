@@ -44,7 +44,7 @@ def _fake(monkeypatch, stage_seconds: float):
     monkeypatch.setattr(training, "load_model", lambda path: (Model(), None))
     monkeypatch.setattr(training, "save_model", lambda m, t, out: out)
     monkeypatch.setattr(training, "set_threads", lambda threads=0: None)
-    monkeypatch.setattr(grading, "wait_score", lambda ctx, sid: {})
+    monkeypatch.setattr(grading, "wait_score", lambda ctx, sid, timeout=None: {})
     monkeypatch.setattr(grading, "submit", lambda ctx, out, note="": calls["submits"].append(
         (out.name, note)) or str(len(calls["submits"])))
     monkeypatch.setattr(grpo, "train_grpo", fake_train)

@@ -83,7 +83,7 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
         "warmups", calls["warmups"] + 1) or ctx.output_dir / "l3-sft")
     monkeypatch.setattr(training, "set_threads", lambda threads=0: None)
     monkeypatch.setattr(training, "save_model", lambda m, t, out: out)
-    monkeypatch.setattr(grading, "wait_score", lambda ctx, sid: {})
+    monkeypatch.setattr(grading, "wait_score", lambda ctx, sid, timeout=None: {})
     monkeypatch.setattr(grading, "submit", lambda ctx, out, note="": calls["submits"].append(
         (out.name, note)) or str(len(calls["submits"])))
     return calls, update
