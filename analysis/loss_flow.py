@@ -315,7 +315,8 @@ DYNAMIC_ATTRS = {"import_module", "run_path", "run_module", "exec_module", "load
                  "FunctionType", "CodeType"}
 TRAINING_LIKE = re.compile(r"\.backward\(|autograd\.(?:grad|backward)\b|\.zero_grad\(|"
                            r"\btorch\.optim\b|\boptim\.[A-Z]\w*\(|\boptax\b|\bjax\.grad\b|"
-                           r"value_and_grad|deepspeed\.initialize|Trainer\(")
+                           r"value_and_grad|deepspeed\.initialize|Trainer\(|\btorch\.func\b|"
+                           r"functional_call")
 OVERRIDES = {"compute_loss", "training_step", "_compute_loss", "get_batch_loss_metrics",
              "_generate_and_score_completions", "compute_loss_func", "loss_function"}
 

@@ -6,7 +6,8 @@ standard input, imported local modules and start-up files (each analysed by
 ``training_methods``, as Python when an interpreter ran it as Python, whatever its name or
 suffix), the TRL command line in its argv, and for an installed module run with `-m` that
 module's source on this machine (a2c's with one level of its a2c imports, ``launched.py``).
-A submission is attributed to the processes seen writing its folder before it was received
+A fork of a process (same executable, command line and auxiliary vector) runs its parent's
+code. A submission is attributed to the processes seen writing its folder before it was received
 (`writer`); when none was seen writing it, or the writers train nothing (a copy), to every
 process that ran training code before it (`ran`). Code that never ran counts for nothing, and a
 path a script mentions is no evidence.
@@ -16,11 +17,14 @@ before it: Python code that ran and whose bytes are not kept (deleted before the
 it, over the capture cap, unreadable), code changed after its process started, a program read
 from a pipe that no parent's code shows, code it runs that cannot be followed (exec, eval,
 importlib, runpy, ...), a compiled program or library from a place the agent can write, an
-installed `-m` module this machine does not have, training-like code whose method is not
-recognised, a hand-written loop or a trainer subclass whose method is not established; with
-writers known, a disallowed method that ran in another process before (the submitted model may
-start from its output); and for the whole run a record that is missing, altered, or that its
-recorder said is incomplete.
+installed `-m` module this machine does not have, an interpreter prompt or kernel (`-m code`,
+`ipykernel`, ...: it runs code handed to it at run time), an import found neither among the
+agent's files nor on this machine (a folder added to sys.path at run time), training-like code
+whose method is not recognised, a hand-written loop or a trainer subclass whose method is not
+established; a writer of the submitted folder that runs an installed module training nothing
+readable; with writers known, a disallowed method that ran in another process before (the
+submitted model may start from its output); and for the whole run a record that is missing,
+altered, or that its recorder said is incomplete.
 """
 
 from __future__ import annotations
@@ -41,6 +45,18 @@ _TRL_CLI = {"sft": "SFT", "dpo": "DPO", "grpo": "GRPO", "kto": "KTO", "orpo": "O
             "ppo": "PPO", "rloo": "RLOO", "online_dpo": "Online DPO", "reward": "Reward model"}
 _HEREDOC = re.compile(r"\b(?:python|pypy)[\w.]*\b[^\n<]*<<-?\s*(['\"]?)(\w+)\1[^\n]*\n")
 COPY_PROGRAMS = {"cp", "mv", "rsync", "tar", "install", "ln", "dd", "cat", "tee", "scp"}
+# installed modules that run code handed to them at run time
+REPLS = {"ipykernel", "ipykernel_launcher", "jupyter", "jupyter_console", "IPython", "code",
+         "pdb", "bpython", "ptpython", "xonsh", "rpyc", "debugpy", "pydevd", "idlelib"}
+
+
+def _installed(module: str) -> bool:
+    """Whether this machine has the top-level module `module` (found, never imported)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @dataclass
@@ -58,6 +74,7 @@ class Ran:
     writes: list[dict[str, Any]] = field(default_factory=list)
     analysed: list[FileTraining] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
+    library: bool = False         # its program is an installed module (`-m`), not the agent's
 
     @property
     def name(self) -> str:
@@ -111,7 +128,11 @@ class ProcessEvidence:
                 proc.end = entry.get("gone") or entry.get("last_seen")
         self.problems += [f"the process recorder's session {n} did not stop (the runtime ended "
                           "without closing its record)" for n, ok in sessions.items() if not ok]
-        for proc in self.procs.values():
+        for proc in sorted(self.procs.values(), key=lambda p: p.start):
+            parent = self._parent(proc) if proc.images and proc.images[0].get("forked") \
+                else None
+            if parent is not None:      # a fork of its parent: the parent's program
+                proc.analysed, proc.library = list(parent.analysed), parent.library
             self._analyse(proc)
 
     # ------------------------------------------------------------------ reading code
@@ -163,8 +184,20 @@ class ProcessEvidence:
         how, language = entry.get("how"), entry.get("language")
         if language != "python":
             return        # a shell's children are recorded themselves
+        if how == "import" and not entry.get("path"):
+            module = entry.get("module") or ""
+            if not _installed(module):
+                proc.gaps.append(f"{entry.get('by') or where} imports {module} ({proc.name}): "
+                                 "neither the agent's files nor this machine have it (a folder "
+                                 "added at run time?)")
+            return
         if how == "module" and not entry.get("file"):
             module = entry.get("module") or ""
+            proc.library = True
+            if module.split(".")[0] in REPLS:
+                proc.gaps.append(f"python -m {module} ({proc.name}) runs code it receives at "
+                                 "run time (a kernel, a prompt): what it ran cannot be read")
+                return
             if module.split(".")[0] == "a2c":
                 proc.analysed += self._library(module, with_a2c_imports=True)
                 return
@@ -275,6 +308,10 @@ class ProcessEvidence:
         gaps = list(self.problems)
         for proc in before:
             gaps += [g for g in proc.gaps if g not in gaps]
+        for proc in self.writers(model_path, received):
+            if proc.library and not proc.trains and not proc.copies:
+                gaps.append(f"{proc.name} wrote the submitted folder running an installed "
+                            "module that trains nothing the analysis can read")
         if how == "writer" and allowed is not None:
             for proc in training:
                 bad = [m for m in proc.methods if family.get(m, "other") not in allowed]

@@ -5,9 +5,9 @@ a single process (runtime/process_record.py samples and decides which processes 
 (runtime/process_code.py says which and reads its arguments) it records the inline code, the
 script (through the process's own open descriptor when it holds one, else by path in its view),
 the `-m` module when the agent's own (the working folder, PYTHONPATH, the user's site folder),
-the standard input when it is a file, the local modules the script imports and the
-interpreter's start-up files; for any other program run from a place the agent can write, that
-it is a compiled program. Every file is hashed, redacted and kept once
+the standard input when it is a file, and (process_imports.py) the local modules the script
+imports and the interpreter's start-up files; for any other program run from a place the agent
+can write, that it is a compiled program. Every file is hashed, redacted and kept once
 (a2c.contracts.process_record.RecordWriter.store). `_libraries` records compiled libraries a
 Python process loaded from such a place (its /proc/PID/maps, build caches aside).
 """
@@ -18,16 +18,13 @@ import hashlib
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from a2c.contracts.process_record import CodeSeen
 from a2c.runtime.process_code import (
-    MAX_IMPORTS,
-    PYTHON,
+    Proc,
     View,
     absolute,
-    imported_modules,
     mount_table,
     proc_link,
     proc_read,
@@ -35,6 +32,7 @@ from a2c.runtime.process_code import (
     strip_deleted,
     targets,
 )
+from a2c.runtime.process_imports import ImportCapture
 from a2c.runtime.redact import redact_bytes
 
 # build caches an honest run loads compiled code from (torch.compile, triton, extensions)
@@ -42,31 +40,17 @@ COMPILE_CACHES = re.compile(r"torchinductor|triton|torch_extensions|/\.cache/|__
                             r"/vllm/|/flashinfer/")
 
 
-@dataclass
-class Proc:
-    pid: int
-    ticks: int
-    start: float
-    ppid: int
-    image: int
-    cmdline: bytes
-    seen: float
-    last_seen: float
-    writes: set[str] = field(default_factory=set)
-    libraries: set[str] = field(default_factory=set)
-    maps_at: float = 0.0
-    python: bool = False
-    exe_pending: str | None = None   # checked at the next sample, the process settled
-
-
-class CodeCapture:
+class CodeCapture(ImportCapture):
     """The per-process half of ProcessRecorder (a mixin: it uses the recorder's writer,
     secrets, places and counters)."""
 
     def _code(self, proc: Proc, argv: list[str], cwd: str | None, exe: str | None,
-              kind: str | None) -> None:
+              kind: str | None, title_only: bool = False) -> None:
+        """The code of one program image; `title_only`: a rewritten command line of the same
+        program (what its arguments name is read; no program from standard input is implied)."""
         view = View(proc.pid, cwd)
-        proc.exe_pending = strip_deleted(exe) if exe and kind is None else None
+        proc.exe_pending = strip_deleted(exe) if exe and kind is None and not title_only \
+            else None
         env = self._environ(proc.pid) if kind == "python" else {}
         python_path = [p for p in env.get("PYTHONPATH", "").split(":") if p.startswith("/")]
         for target in targets(exe, argv):
@@ -91,9 +75,9 @@ class CodeCapture:
                     self._imports(proc, view, read.data, read.path, roots)
             elif target.how == "module":
                 self._module(proc, view, target.module or "", [cwd or "/", *python_path], env)
-            elif target.how == "stdin":
+            elif target.how == "stdin" and not title_only:
                 self._stdin(proc, target.language)
-        if kind == "python":
+        if kind == "python" and not title_only:
             self._startup(proc, view, env, python_path, exe)
 
     def _program(self, proc: Proc, exe: str) -> None:
@@ -144,40 +128,12 @@ class CodeCapture:
         """`python -m MODULE`: its file when it is the agent's (the working folder, PYTHONPATH,
         the user's site folder), else an installed module (the analysis reads it)."""
         for root in [*roots, *self._user_sites(proc.pid, view, env)]:
-            found = self._package_chain(proc, view, module, root, how="module", main=True)
+            found, _ = self._package_chain(proc, view, module, root, how="module", main=True)
             if found:
                 return
         self._code_line(proc, how="module", language="python", module=module, captured=False,
                         why="not in the working folder, on PYTHONPATH or in the user's site "
                             "folder: an installed module")
-
-    def _package_chain(self, proc: Proc, view: View, module: str, root: str, how: str,
-                       main: bool = False, by: str | None = None) -> list:
-        """Read `module` under `root` (its packages' __init__ files, then the module, or for
-        `-m` a package's __main__); [] when its first part is not there."""
-        parts = [p for p in module.split(".") if p]
-        found: list = []
-        for i in range(len(parts)):
-            base = posixpath.join(root, *parts[:i + 1])
-            last = i == len(parts) - 1
-            names = [posixpath.join(base, "__init__.py")]
-            if last:
-                names = [base + ".py", *names]
-                if main:
-                    names.append(posixpath.join(base, "__main__.py"))
-            got = False
-            for name in names:
-                read = self._read_path(proc, view, name)
-                if read is not None:
-                    got = True
-                    found.append(read)
-                    self._kept(proc, read, how=how if last else "import", language="python",
-                               module=module if last else None, by=by)
-                    if name.endswith("__init__.py") and not (last and main):
-                        break
-            if not got:
-                break
-        return found
 
     def _read_path(self, proc: Proc, view: View, path: str):
         try:
@@ -188,76 +144,6 @@ class CodeCapture:
             return read_fd(fd, proc.start, link_ctime, path=resolved)
         finally:
             os.close(fd)
-
-    def _imports(self, proc: Proc, view: View, source: bytes, path: str | None,
-                 roots: list[str]) -> None:
-        """The local modules a script imports (beside it, in its roots), followed up to
-        MAX_IMPORTS files for this process."""
-        budget = [MAX_IMPORTS]
-        done: set[str] = set()
-        queue = [(source, path)]
-        while queue and budget[0] > 0:
-            text, where = queue.pop(0)
-            for module, level in imported_modules(text):
-                if level:
-                    if not where:
-                        continue
-                    base = posixpath.dirname(where)
-                    for _ in range(level - 1):
-                        base = posixpath.dirname(base)
-                    search = [base]
-                else:
-                    search = roots
-                for root in search:
-                    key = f"{root}:{module}"
-                    if key in done or budget[0] <= 0:
-                        continue
-                    done.add(key)
-                    found = self._package_chain(proc, view, module, root, how="import",
-                                                by=where)
-                    for read in found:
-                        budget[0] -= 1
-                        if read.data is not None and read.path not in done:
-                            done.add(read.path)
-                            queue.append((read.data, read.path))
-                    if found:
-                        break
-
-    def _startup(self, proc: Proc, view: View, env: dict[str, str], python_path: list[str],
-                 exe: str | None) -> None:
-        """Files the interpreter runs before the program: sitecustomize/usercustomize on
-        PYTHONPATH or in the user's site folder, and that folder's .pth files."""
-        for root in [*python_path, *self._user_sites(proc.pid, view, env, exe)]:
-            for name in ("sitecustomize.py", "usercustomize.py"):
-                read = self._read_path(proc, view, posixpath.join(root, name))
-                if read is not None:
-                    self._kept(proc, read, how="startup", language="python")
-        for site in self._user_sites(proc.pid, view, env, exe):
-            for name in self._list(proc.pid, site):
-                if name.endswith(".pth"):
-                    read = self._read_path(proc, view, posixpath.join(site, name))
-                    if read is not None:
-                        self._kept(proc, read, how="startup", language="python")
-
-    def _user_sites(self, pid: int, view: View, env: dict[str, str],
-                    exe: str | None = None) -> list[str]:
-        if env.get("PYTHONNOUSERSITE"):
-            return []
-        base = env.get("PYTHONUSERBASE") or (posixpath.join(env["HOME"], ".local")
-                                              if env.get("HOME", "").startswith("/") else None)
-        if not base:
-            return []
-        lib = posixpath.join(base, "lib")
-        names = [n for n in self._list(pid, lib) if PYTHON.match(n)]
-        return [posixpath.join(lib, n, "site-packages") for n in names]
-
-    def _list(self, pid: int, folder: str) -> list[str]:
-        """Names in a folder of the process's view (its mount namespace, its root)."""
-        try:
-            return sorted(os.listdir(f"/proc/{pid}/root{folder}"))[:200] \
-                if not os.path.islink(f"/proc/{pid}/root{folder}") else []
-        except OSError:
-            return []
 
     def _stdin(self, proc: Proc, language: str) -> None:
         target = proc_link(f"/proc/{proc.pid}/fd/0") or ""
@@ -276,16 +162,6 @@ class CodeCapture:
         what = "a pipe" if target.startswith("pipe:") else target or "unknown"
         self._code_line(proc, how="stdin", language=language, captured=False, path=None,
                         why=f"its program comes from standard input ({what})")
-
-    def _environ(self, pid: int) -> dict[str, str]:
-        raw = proc_read(f"/proc/{pid}/environ", 1 << 20) or b""
-        env = {}
-        for item in raw.split(b"\0"):
-            key, sep, value = item.partition(b"=")
-            if sep and key in (b"PYTHONPATH", b"HOME", b"PYTHONUSERBASE", b"PYTHONNOUSERSITE",
-                               b"PYTHONSTARTUP"):
-                env[key.decode()] = value.decode("utf-8", "surrogateescape")
-        return env
 
     # ------------------------------------------------------------------ keeping
     def _kept(self, proc: Proc, read, how: str, language: str, module: str | None = None,

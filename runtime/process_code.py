@@ -9,14 +9,12 @@ holds open (or Python's standard input redirected from a file) is read through /
 when it was deleted. The bytes are hashed, redacted and kept once each (a2c.contracts.
 process_record); a file changed after the process started (its ctime, or that of a symbolic link
 on its path, is later) is marked, since what was read may not be what ran. For Python the local
-modules a script imports (found beside it, in the working directory or on its PYTHONPATH) and
-the start-up files the interpreter runs by itself (sitecustomize/usercustomize, `.pth` files of
-the user's site folder) are read the same way.
+modules a script imports and the interpreter's start-up files are read the same way
+(process_imports.py).
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import os
 import posixpath
@@ -33,7 +31,6 @@ IN_PROCESS_RUNNERS = {"pdb", "cProfile", "profile", "trace", "runpy", "code", "I
                       "pytest", "unittest", "doctest", "timeit"}
 MAX_CAPTURE_BYTES = 8_000_000       # kept up to this; a bigger file is hashed, not kept
 MAX_HASH_BYTES = 256_000_000        # hashed up to this
-MAX_IMPORTS = 64                    # local modules followed per process
 TEXT_PROBE = 8192
 START_SLACK_S = 0.02                # a process's start time is in clock ticks, rounded down
 _LONG_WITH_ARG = {"--check-hash-based-pycs"}
@@ -230,10 +227,12 @@ class View:
             for fd in opened:
                 os.close(fd)
 
-    def is_dir(self, path: str) -> bool:
+    def is_folder(self, path: str) -> bool:
         try:
-            fd, _, _ = self.open(posixpath.join(path, "__init__.py"))
+            fd, _, _ = self.open(path)
             os.close(fd)
+            return False
+        except IsADirectoryError:
             return True
         except OSError:
             return False
@@ -289,46 +288,6 @@ def read_fd(fd: int, start: float | None = None, link_ctime: float = 0.0,
     return out
 
 
-# ---------------------------------------------------------------------------- python imports
-def imported_modules(source: bytes) -> list[tuple[str, int]]:
-    """(module, level) of every import in a Python source; `from a import b` gives a and a.b
-    (b may be a module), relative imports their level."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    out: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(alias.name, 0) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            out.append((base, node.level))
-            out += [(f"{base}.{alias.name}" if base else alias.name, node.level)
-                    for alias in node.names if alias.name != "*"]
-    return out
-
-
-def module_files(module: str, roots: list[str]) -> list[str]:
-    """Candidate files of `module` under each root: the packages on its way and the module."""
-    parts = [p for p in module.split(".") if p]
-    out = []
-    for root in roots:
-        for i in range(1, len(parts) + 1):
-            base = posixpath.join(root, *parts[:i])
-            out.append(posixpath.join(base, "__init__.py"))
-            if i == len(parts):
-                out.append(base + ".py")
-                out.append(posixpath.join(base, "__main__.py"))
-    return out
-
-
-def so_candidates(module: str, roots: list[str]) -> list[str]:
-    """A compiled extension's folder and name prefix for `module` under each root."""
-    parts = [p for p in module.split(".") if p]
-    return [posixpath.join(root, *parts) for root in roots] if parts else []
-
-
 # ---------------------------------------------------------------------------- /proc helpers
 NOT_PLACES = {"proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2", "securityfs",
               "debugfs", "tracefs", "bpf", "pstore", "configfs", "fusectl", "hugetlbfs"}
@@ -377,3 +336,46 @@ def absolute(path: str | None, cwd: str | None) -> str | None:
     if path.startswith("/"):
         return posixpath.normpath(path)
     return posixpath.normpath(posixpath.join(cwd or "/", path))
+
+
+@dataclass
+class Proc:
+    """What the recorder keeps of one live process between samples."""
+
+
+    pid: int
+    ticks: int
+    start: float
+    ppid: int
+    image: int
+    cmdline: bytes
+    seen: float
+    last_seen: float
+    writes: set[str] = field(default_factory=set)
+    libraries: set[str] = field(default_factory=set)
+    maps_at: float = 0.0
+    python: bool = False
+    exe_pending: str | None = None   # checked at the next sample, the process settled
+    auxv: bytes | None = None        # its auxiliary vector: the same after a fork, not an exec
+    exe: str | None = None
+
+
+@dataclass
+class Stat:
+    state: str
+    ppid: int
+    pgid: int
+    ticks: int
+
+
+def read_stat(pid: int) -> Stat | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(b")") + 2:].split()
+    try:
+        return Stat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None

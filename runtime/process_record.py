@@ -3,29 +3,26 @@
 A thread of the runtime samples /proc every `interval_s` (0.2 s) while the agent runs. A process
 is the agent's when it is the sandbox's root, a child of one of the agent's processes, in its
 process group, in the run's cgroup, in the sandbox's pid namespace (bubblewrap, docker) or when
-its environment carries the run's sandbox marker (runtime/sandbox/proctree.py). For each one,
-at first sight (and again when its command line changes: an exec) the record
-(a2c.contracts.process_record, logs/processes.jsonl) gets its pid, ppid, start time, argv, cwd,
-exe and uid, and the code it runs (runtime/process_code.py): the script its interpreter was
-given, the module, the inline code, its standard input when that is a file, the local modules the
-script imports and the interpreter's start-up files, each hashed and kept (redacted) in
-logs/processes/ whatever its name, suffix or size up to the capture cap; a compiled program or
-library loaded from a place the agent can write is recorded as such. Each sample also reads the
-open files of every agent process (/proc/PID/fd and fdinfo) and records which processes hold a
-file open for writing under the workspace's output folder: the submitted folder is attributed to
-the processes seen writing it (analysis/processes.py).
+its environment carries the run's sandbox marker (runtime/sandbox/proctree.py). Each one is
+recorded (a2c.contracts.process_record, logs/processes.jsonl) at first sight and at each exec
+(a new auxiliary vector; a fork of the same program, or a rewritten title, is marked as such):
+pid, ppid, start time, argv, cwd, exe, uid, and the code it runs (process_capture.py) kept in
+logs/processes/ whatever its name, suffix or size up to the capture cap. Each sample also reads
+every agent process's open files (/proc/PID/fd, fdinfo) and records which hold a file open for
+writing under the output folder: the submitted folder is attributed to the processes seen
+writing it (analysis/processes.py).
 
 What it cannot see: a process that lives less than one interval (it may be missed; its children
-are not), code a process reads by other means than those above (a pipe, a socket, bytes it
-builds itself: the analysis calls that a gap), a file swapped within one interval of the
-process's start by renaming a folder on its path (a swapped file or symbolic link is caught by
-its ctime), and a command line a process rewrites in place before the first sample. On an
-unconfined run (isolation none) a process that clears its environment and leaves its session
-and process group escapes the record; in bubblewrap and docker the pid namespace holds it.
+are not), code a process reads by other means (a pipe, a socket, bytes it builds: the analysis
+calls that a gap), a file swapped within one interval of the process's start by renaming a
+folder on its path (a swapped file or symbolic link is caught by its ctime), and a command line
+a process rewrites in place before the first sample. On an unconfined run (isolation none) a
+process that clears its environment and leaves its session and process group escapes the
+record; in bubblewrap and docker the pid namespace holds it.
 
-The workspace files seen running are appended to `snapshots.git/a2c-ran` (runtime/snapshots.py
-keeps them in every snapshot, whatever the exclusion rules). When the recorder stops, the runner
-appends a `process_record` event with the record's digest.
+Workspace files seen running are appended to `snapshots.git/a2c-ran` (runtime/snapshots.py keeps
+them in every snapshot). When the recorder stops, the runner appends a `process_record` event
+with the record's digest.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ import posixpath
 import re
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,34 +45,20 @@ from a2c.contracts.process_record import (
     record_path,
 )
 from a2c.runtime.process_capture import CodeCapture, Proc
-from a2c.runtime.process_code import interpreter, proc_link, proc_read, strip_deleted
+from a2c.runtime.process_code import (
+    Stat,
+    interpreter,
+    proc_link,
+    proc_read,
+    read_stat,
+    strip_deleted,
+)
 from a2c.runtime.sandbox.proctree import MARKER_VAR
 
 INTERVAL_S = 0.2
 MAPS_EVERY_S = 5.0            # a process's loaded libraries re-read this often
 MAX_ARGV_BYTES = 64_000       # argv kept up to this (inline code is kept whole, as code)
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-@dataclass
-class _Stat:
-    state: str
-    ppid: int
-    pgid: int
-    ticks: int
-
-
-def _stat(pid: int) -> _Stat | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(b")") + 2:].split()
-    try:
-        return _Stat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
 
 
 class ProcessRecorder(CodeCapture):
@@ -197,7 +179,7 @@ class ProcessRecorder(CodeCapture):
         listing = {int(n) for n in os.listdir("/proc") if n.isdigit()}
         for pid in list(self.live):
             proc = self.live[pid]
-            st = _stat(pid) if pid in listing else None
+            st = read_stat(pid) if pid in listing else None
             if st is None or st.ticks != proc.ticks or st.state in ("Z", "X"):
                 self.writer.write(ProcessEnded(pid=pid, start=proc.start,
                                                last_seen=proc.last_seen, gone=now))
@@ -206,11 +188,11 @@ class ProcessRecorder(CodeCapture):
                     listing.add(pid)   # a new process on a reused pid
                     self.others.discard(pid)
         self.others &= listing
-        fresh: dict[int, _Stat] = {}
+        fresh: dict[int, Stat] = {}
         for pid in listing:
             if pid in self.live or pid in self.others or pid == self.me:
                 continue
-            st = _stat(pid)
+            st = read_stat(pid)
             if st is not None:
                 fresh[pid] = st
         cgroup = self._cgroup_procs() if fresh else set()
@@ -226,9 +208,7 @@ class ProcessRecorder(CodeCapture):
             if pid not in added:
                 cmdline = proc_read(f"/proc/{pid}/cmdline", MAX_ARGV_BYTES + 1)
                 if cmdline is not None and cmdline and cmdline != proc.cmdline:
-                    proc.image += 1
-                    proc.cmdline = cmdline
-                    self._describe(proc, now)
+                    self._changed(proc, cmdline, now)
             if proc.exe_pending and pid not in added:
                 self._program(proc, proc.exe_pending)
                 proc.exe_pending = None
@@ -246,7 +226,7 @@ class ProcessRecorder(CodeCapture):
         except OSError:
             return set()
 
-    def _is_agent(self, pid: int, st: _Stat, cgroup: set[int]) -> bool:
+    def _is_agent(self, pid: int, st: Stat, cgroup: set[int]) -> bool:
         if pid == self.root_pid or st.ppid in self.live or pid in cgroup or \
                 (self.pgid and self.pgid > 1 and st.pgid == self.pgid):
             return True
@@ -260,25 +240,47 @@ class ProcessRecorder(CodeCapture):
         return False
 
     # ------------------------------------------------------------------ one process
-    def _new(self, pid: int, st: _Stat, now: float) -> None:
+    def _new(self, pid: int, st: Stat, now: float) -> None:
         cmdline = proc_read(f"/proc/{pid}/cmdline", MAX_ARGV_BYTES + 1) or b""
         proc = Proc(pid=pid, ticks=st.ticks, start=round(self.boot + st.ticks / TICK, 3),
-                     ppid=st.ppid, image=0, cmdline=cmdline, seen=now, last_seen=now)
+                     ppid=st.ppid, image=0, cmdline=cmdline, seen=now, last_seen=now,
+                     auxv=proc_read(f"/proc/{pid}/auxv", 4096),
+                     exe=proc_link(f"/proc/{pid}/exe"))
         ns = proc_link(f"/proc/{pid}/ns/pid")
         if ns and ns != self.own_ns:
             self.sandbox_ns.add(ns)
+        parent = self.live.get(st.ppid)
+        if parent is not None:   # an exec of the parent not yet seen: read it first
+            now_cmdline = proc_read(f"/proc/{parent.pid}/cmdline", MAX_ARGV_BYTES + 1)
+            if now_cmdline and now_cmdline != parent.cmdline:
+                self._changed(parent, now_cmdline, now)
+        forked = parent is not None and proc.auxv is not None and proc.auxv == parent.auxv \
+            and proc.exe == parent.exe and cmdline == parent.cmdline
         self.live[pid] = proc
-        self._describe(proc, now, parent_seen=st.ppid in self.ever)
+        if forked:
+            proc.python = parent.python
+        self._describe(proc, now, parent_seen=st.ppid in self.ever, forked=forked)
         self.ever.add(pid)
 
-    def _describe(self, proc: Proc, now: float, parent_seen: bool = True) -> None:
+    def _changed(self, proc: Proc, cmdline: bytes, now: float) -> None:
+        """A new command line: an exec (a new auxiliary vector), or the same program rewriting
+        its title (setproctitle: the code its new arguments name is still read, no more)."""
+        auxv = proc_read(f"/proc/{proc.pid}/auxv", 4096)
+        rewritten = auxv is not None and auxv == proc.auxv
+        proc.image += 1
+        proc.cmdline, proc.auxv = cmdline, auxv
+        proc.exe = proc_link(f"/proc/{proc.pid}/exe")
+        self._describe(proc, now, rewritten=rewritten)
+
+    def _describe(self, proc: Proc, now: float, parent_seen: bool = True, forked: bool = False,
+                  rewritten: bool = False) -> None:
         pid = proc.pid
         raw = proc.cmdline
         truncated = len(raw) > MAX_ARGV_BYTES
         argv = [a.decode("utf-8", "surrogateescape") for a in raw[:MAX_ARGV_BYTES]
                 .rstrip(b"\0").split(b"\0")] if raw else []
         cwd = proc_link(f"/proc/{pid}/cwd")
-        exe = proc_link(f"/proc/{pid}/exe")
+        exe = proc.exe
         try:
             uid = os.stat(f"/proc/{pid}").st_uid
         except OSError:
@@ -289,11 +291,15 @@ class ProcessRecorder(CodeCapture):
                                       ppid=proc.ppid, seen=now, argv=shown, cwd=cwd,
                                       exe=strip_deleted(exe), uid=uid,
                                       parent_seen=parent_seen,
-                                      argv_truncated=True if truncated else None))
+                                      argv_truncated=True if truncated else None,
+                                      forked=True if forked else None,
+                                      rewritten=True if rewritten else None))
+        if forked:
+            return       # its parent's program, recorded with the parent
         kind = interpreter(exe, argv)
-        proc.python = kind == "python"
+        proc.python = proc.python or kind == "python"
         try:
-            self._code(proc, argv, cwd, exe, kind)
+            self._code(proc, argv, cwd, exe, kind, title_only=rewritten)
         except Exception as exc:  # noqa: BLE001 - recorded as code not read, a gap
             self._code_line(proc, how="script", language=kind or "other", captured=False,
                             why=f"could not be read: {type(exc).__name__}: {exc}")

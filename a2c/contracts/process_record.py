@@ -6,7 +6,9 @@ while the agent runs, one JSON object a line, each with its `kind` (`ENTRY_TYPES
     recorder  a session began (each agent start; a resume adds one): its sampling interval, the
               agent's paths as its processes see them (`views`), what it can see (`note`)
     process   a process (or a new program image of one: an exec) first seen: pid, ppid, start
-              time, argv, cwd and exe as the process sees them
+              time, argv, cwd and exe as the process sees them; `forked` when it is a fork of
+              its parent running the same program (same executable, command line and auxiliary
+              vector), `rewritten` when only its command line changed (setproctitle)
     code      code that process runs: a script named in its arguments, a module (`-m`), inline
               code (`-c`), its standard input, a local module its script imports, a start-up file
               (sitecustomize, .pth) or a compiled program of the agent's; `captured` says whether
@@ -86,6 +88,8 @@ class ProcessSeen(ProcessEntry):
     uid: int | None = None
     parent_seen: bool = False
     argv_truncated: bool | None = optional()
+    forked: bool | None = optional()      # a fork of its parent, the same program: no code of its own
+    rewritten: bool | None = optional()   # its command line rewritten in place (setproctitle)
 
 
 @dataclass

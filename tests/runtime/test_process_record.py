@@ -177,6 +177,21 @@ def test_program_from_stdin_startup_files_secrets_and_binaries(tmp_path):
     assert binary and binary[0]["language"] == "binary" and binary[0]["agent_place"] is True
 
 
+def test_a_fork_is_its_parents_program(tmp_path):
+    """A fork (DataLoader workers, multiprocessing) runs its parent's code: marked `forked`,
+    nothing of its own read; an exec in a child is a new program."""
+    ws = tmp_path / "run" / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "p.py").write_text("import os, time\n"
+                             "if os.fork() == 0:\n    time.sleep(0.5)\n    os._exit(0)\n"
+                             "time.sleep(0.6)\n")
+    entries, _, _ = record(tmp_path, f"{PY} p.py")
+    procs = [e for e in entries if e["kind"] == "process" and e["argv"][1:] == ["p.py"]]
+    assert sorted(bool(e.get("forked")) for e in procs) == [False, True], procs
+    child = next(e for e in procs if e.get("forked"))
+    assert not [e for e in entries if e["kind"] == "code" and e["pid"] == child["pid"]]
+
+
 def test_a_detached_grandchild_is_still_recorded(tmp_path):
     """setsid + double fork: the parent is gone, the marker (and the process group on the
     way) still name it."""
