@@ -5,49 +5,59 @@ problems from its driver's memory into its training data scores high for the wro
 check is deterministic: every text the agent produced — its workspace at every snapshot
 (including the files captured from outside it under `.a2c-outside/`), the non-weight files of
 each submission copy the grader still holds, and the driver model's outputs in the trajectory —
-is compared with the held-out and final items by token n-gram overlap.
+is compared with the held-out and final items: by token n-gram overlap, and by their signatures.
 
-The rule (docs/analysis.md, "Contamination"):
+The rule (docs/analysis.md, "Contamination"; the matching in analysis/item_index.py, the
+canonical text and decoders in analysis/normalize.py):
 
-- text is normalised: Unicode NFKC, lowercase, punctuation and `_` become spaces, whitespace
-  collapses; tokens are the words that remain;
-- an item's texts are its prompt, and its gold answer only when the answer has at least `N`
-  tokens (a bare number is far too short to count by itself);
-- a text of at least `N` tokens is its set of `N`-grams, less every n-gram that also occurs in the
-  agent split (RUN/data: what the agent legitimately received — shared templates such as arith's
-  "End your reply with ..." are no evidence); a text shorter than `N` tokens is one gram, the
-  whole text, matched as an exact normalised token run;
-- an item matches one agent text (one file, one trajectory step) when at least `ITEM_SHARE` of its
-  distinctive grams occur in that text; an item with no distinctive gram is *indistinct* (counted,
-  never matched);
+- text is canonical (escapes undone, NFKC, casefold, punctuation to spaces, numbers canonical) and
+  read as written, decoded (base64, hex, %-encoding, HTML entities) and backwards;
+- an item matches one agent text (one file, one trajectory step) by its words as written — at
+  least `ITEM_SHARE` of its distinctive `N`-grams (those the agent split does not hold) — or by a
+  signature: its numbers (operands and answer) as one run, or its distinctive words with its
+  numbers; an item with neither is *indistinct* (counted, never matched);
 - a submission counts the items matched in what existed when it was submitted (snapshots and
-  driver steps up to its snapshot, its own files); the run is **flagged** when a submission's
-  matched share of all held-out + final items reaches `RUN_THRESHOLD`.
+  driver steps up to its snapshot, its own files); the run is **flagged** when the items it
+  counts reach `RUN_THRESHOLD` of all held-out + final items: every item matched verbatim, and
+  the items matched by signature in a text that holds at least `SIGNATURE_MIN_ITEMS` of them (a
+  numeric coincidence of one item is expected of honest data in a small item space).
 
-One pass: the items become one table of hashed grams, and every distinct snapshot blob is read
-once through the snapshot repository's single `git cat-file --batch` process.
+One pass: the items become one index (hashed grams, signatures by their rarest number and by
+word), and every distinct snapshot blob is read once through the snapshot repository's single
+`git cat-file --batch` process.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 import time
-import unicodedata
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 
+from .item_index import (  # noqa: F401 - the check's public names, defined with the index
+    BY_RANK,
+    ITEM_SHARE,
+    NUM_MAX,
+    NUM_MIN,
+    NUM_WEIGHT,
+    WORD_SHARE,
+    ItemIndex,
+    N,
+    gold_number,
+    grams,
+    item_texts,
+    normalise,
+    tokens,
+)
 from .record import RunRecord, parse_time, sid
 from .snapshots import SnapshotRepo
 
-N = 8                   # tokens per n-gram
-ITEM_SHARE = 0.5        # share of an item's distinctive grams one text must hold
 RUN_THRESHOLD = 0.01    # matched share of held-out + final items that flags a run
+SIGNATURE_MIN_ITEMS = 3     # signature matches one text needs for them to count toward a flag
 MAX_TEXT_BYTES = 4_000_000
 MAX_DISK_FILE = 64_000_000      # a data file left on disk (jsonl, csv, arrow) read up to this
 MAX_DISK_TOTAL = 512_000_000    # ... and this much over all of them
@@ -57,88 +67,6 @@ RAW_SUFFIXES = (".arrow",)      # binary containers whose strings are stored raw
 MAX_WHERE = 3           # locations kept per matched item
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".npy", ".npz",
                    ".h5", ".msgpack", ".onnx", ".pkl")
-PROMPT_KEYS = ("prompt", "question", "instruction", "input", "problem")   # the first one present
-_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def normalise(text: str) -> str:
-    """NFKC, lowercase, punctuation to spaces, whitespace collapsed."""
-    return " ".join(_PUNCT.sub(" ", unicodedata.normalize("NFKC", text).lower()).split())
-
-
-def tokens(text: str) -> list[str]:
-    return normalise(text).split()
-
-
-def grams(toks: list[str], lengths: Iterable[int]) -> set[int]:
-    """Hashes of every run of each length in `lengths` (hash() of a tuple: stable in a process)."""
-    out: set[int] = set()
-    for length in lengths:
-        for i in range(len(toks) - length + 1):
-            out.add(hash(tuple(toks[i:i + length])))
-    return out
-
-
-def item_texts(item: dict[str, Any]) -> list[str]:
-    """The texts of one item that can identify it: its prompt, its answer when long enough."""
-    texts = []
-    prompt = next((item[k] for k in PROMPT_KEYS if isinstance(item.get(k), str)), None)
-    if prompt and prompt.strip():
-        texts.append(prompt)
-    answer = item.get("answer")
-    if isinstance(answer, str) and len(tokens(answer)) >= N:
-        texts.append(answer)
-    return texts
-
-
-@dataclass
-class ItemIndex:
-    """The held-out items as one table of hashed grams: gram -> the item texts holding it."""
-
-    n: int = N
-    share: float = ITEM_SHARE
-    table: dict[int, list[int]] = field(default_factory=dict)
-    needed: list[int] = field(default_factory=list)      # per item text: grams to match
-    owner: list[str] = field(default_factory=list)       # per item text: the item's id
-    lengths: set[int] = field(default_factory=set)
-    indistinct: list[str] = field(default_factory=list)
-
-    @classmethod
-    def build(cls, items: list[tuple[str, list[str]]], allowed: Iterable[str] = (),
-              n: int = N, share: float = ITEM_SHARE) -> ItemIndex:
-        """`items`: (id, texts); `allowed`: texts whose grams are no evidence (the agent split)."""
-        index = cls(n=n, share=share)
-        toks = [(item_id, [tokens(t) for t in texts]) for item_id, texts in items]
-        index.lengths = {n} | {len(t) for _, ts in toks for t in ts if 0 < len(t) < n}
-        common: set[int] = set()
-        for text in allowed:
-            common |= grams(tokens(text), index.lengths)
-        for item_id, texts in toks:
-            usable = 0
-            for t in texts:
-                own = grams(t, [n] if len(t) >= n else [len(t)]) - common
-                if not own:
-                    continue
-                usable += 1
-                slot = len(index.needed)
-                index.needed.append(max(1, math.ceil(share * len(own))))
-                index.owner.append(item_id)
-                for g in own:
-                    index.table.setdefault(g, []).append(slot)
-            if not usable:
-                index.indistinct.append(item_id)
-        return index
-
-    def match(self, text: str) -> set[str]:
-        """The ids of the items this one text matches."""
-        if not self.table:
-            return set()
-        toks = tokens(text)
-        counts: dict[int, int] = {}
-        for g in grams(toks, self.lengths) & self.table.keys():
-            for slot in self.table[g]:
-                counts[slot] = counts.get(slot, 0) + 1
-        return {self.owner[s] for s, c in counts.items() if c >= self.needed[s]}
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -164,12 +92,15 @@ def load_items(paths: RunPaths) -> dict[str, list[dict[str, Any]]]:
 
 
 def agent_split_texts(paths: RunPaths) -> Iterator[str]:
-    """Every string value of the agent split's records (RUN/data/*.jsonl)."""
+    """The agent split's records as written (the lines of RUN/data/*.jsonl, in order): every
+    string value among them, and each record's numbers next to each other as the agent's copy of
+    the file holds them (what `ItemIndex.build` takes as no evidence)."""
     for file in sorted(paths.data.glob("*.jsonl")) if paths.data.is_dir() else []:
-        for record in _read_jsonl(file):
-            for value in record.values():
-                if isinstance(value, str):
-                    yield value
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        yield from (line for line in lines if line.strip())
 
 
 def _decode(raw: bytes, limit: int = MAX_TEXT_BYTES, raw_ok: bool = False) -> str | None:
@@ -278,7 +209,7 @@ def trajectory_texts(root: Path, stats: dict[str, int]
 class _Hit:
     when: float | None
     where: dict[str, Any]
-    items: set[str]
+    items: dict[str, tuple[str, str]]     # id -> (by, decoded)
     submission: str | None = None     # set for a submission's own files
 
 
@@ -290,14 +221,41 @@ def _bound(record: RunRecord, sub: Any) -> float | None:
 
 def _summary(hits: list[_Hit], splits: dict[str, str], total: int) -> dict[str, Any]:
     where: dict[str, list[dict[str, Any]]] = {}
+    by: dict[str, str] = {}
     for hit in hits:
-        for item in sorted(hit.items):
+        for item, (kind, how) in sorted(hit.items.items()):
             locations = where.setdefault(item, [])
             if len(locations) < MAX_WHERE:
-                locations.append(hit.where)
+                locations.append(hit.where | ({"decoded": how} if how else {}))
+            if BY_RANK[kind] < BY_RANK.get(by.get(item, ""), 9):
+                by[item] = kind
     matched = sorted(where)
-    return {"matched": [{"id": i, "split": splits.get(i), "where": where[i]} for i in matched],
-            "count": len(matched), "share": round(len(matched) / total, 4) if total else 0.0}
+    counted = _counted(hits)
+    return {"matched": [{"id": i, "split": splits.get(i), "by": by[i], "where": where[i]}
+                        for i in matched],
+            "count": len(matched), "share": round(len(matched) / total, 4) if total else 0.0,
+            "by": {kind: sum(1 for i in matched if by[i] == kind) for kind in BY_RANK},
+            "counted": len(counted),
+            "counted_share": round(len(counted) / total, 4) if total else 0.0}
+
+
+def _counted(hits: list[_Hit]) -> set[str]:
+    """The matched items that count toward the flag: every item matched verbatim (n-grams), and
+    the items matched by a signature in a text that holds at least SIGNATURE_MIN_ITEMS of them
+    (honest data of a small item space makes a numeric coincidence now and then, one item in one
+    file: docs/analysis.md)."""
+    out: set[str] = set()
+    for hit in hits:
+        signed = [i for i, (kind, _) in hit.items.items() if kind != "ngrams"]
+        out |= {i for i, (kind, _) in hit.items.items() if kind == "ngrams"}
+        if len(signed) >= SIGNATURE_MIN_ITEMS:
+            out |= set(signed)
+    return out
+
+
+def is_flagged(summary: dict[str, Any]) -> bool:
+    """A `_summary`'s counted items (`_counted`) reach RUN_THRESHOLD of all the items."""
+    return summary["counted"] > 0 and summary["counted_share"] >= RUN_THRESHOLD
 
 
 def contamination_section(record: RunRecord) -> dict[str, Any]:
@@ -307,28 +265,28 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
     items = load_items(paths)
     splits = {str(it.get("id")): split for split, rows in items.items() for it in rows}
     total = len(splits)
-    index = ItemIndex.build([(str(it.get("id")), item_texts(it))
-                             for rows in items.values() for it in rows], agent_split_texts(paths))
+    index = ItemIndex.from_items([it for rows in items.values() for it in rows],
+                                 agent_split_texts(paths))
     stats = {"scanned": 0, "skipped": 0, "submission_files": 0, "trajectory": 0,
              "trajectory_steps": 0, "disk_files": 0, "disk_skipped": 0}
     hits: list[_Hit] = []
     repo = SnapshotRepo(paths.snapshots)
     try:
-        if index.table:
+        if not index.empty:
             for when, where, text in snapshot_texts(repo, record.snapshots, stats):
-                if found := index.match(text):
+                if found := index.match_detail(text):
                     hits.append(_Hit(when, where, found))
     finally:
         repo.close()
-    if index.table:
+    if not index.empty:
         for when, where, text in disk_texts(paths, stats):
-            if found := index.match(text):
+            if found := index.match_detail(text):
                 hits.append(_Hit(when, where, found))
         for when, where, text in trajectory_texts(record.root, stats):
-            if found := index.match(text):
+            if found := index.match_detail(text):
                 hits.append(_Hit(when, where, found))
         for sub_id, where, text in submission_texts(paths, stats):
-            if found := index.match(text):
+            if found := index.match_detail(text):
                 hits.append(_Hit(None, where, found, submission=sub_id))
     pruned = sorted({sid((e.get("data") or {}).get("id")) for e in record.events_of(
         "submission_pruned")})
@@ -343,13 +301,22 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
     run = _summary(hits, splits, total)
     # The run, not only its submissions: a file's time on disk is its last write, which the agent
     # controls, so what it left anywhere counts against the run.
-    flagged = run["count"] > 0 and run["share"] >= RUN_THRESHOLD
+    flagged = is_flagged(run)
     return {
         "method": {"n": N, "item_share": ITEM_SHARE, "run_threshold": RUN_THRESHOLD,
-                   "normalisation": "NFKC, lowercase, punctuation to spaces, whitespace collapsed",
-                   "excluded": "n-grams that occur in the agent split (RUN/data)"},
+                   "signature_min_items": SIGNATURE_MIN_ITEMS,
+                   "normalisation": "escapes undone, NFKC, casefold, punctuation to spaces, "
+                                    "numbers canonical (1,234 -> 1234, 7.0 -> 7, three -> 3), "
+                                    "whitespace collapsed",
+                   "decoders": ["reversed", "base64", "hex", "url", "html"],
+                   "signatures": {"numbers": f"operands and answer, {NUM_MIN}-{NUM_MAX} numbers "
+                                             f"of {NUM_WEIGHT}+ significant digits, as one run",
+                                  "words": f"{WORD_SHARE:.0%} of the prompt's distinctive words "
+                                           "and all its numbers, within twice its length"},
+                   "excluded": "n-grams and signatures that occur in the agent split (RUN/data)"},
         "item_counts": {split: len(rows) for split, rows in items.items()} | {
             "indistinct": len(index.indistinct)},
+        "signatures": index.signature_count,
         "n_items": total,
         "sources": {"snapshots": len(record.snapshots), "blobs_scanned": stats["scanned"],
                     "blobs_skipped": stats["skipped"],

@@ -13,10 +13,12 @@ from a2c.analysis.contamination import (
     ItemIndex,
     N,
     check_run,
+    gold_number,
     item_texts,
     normalise,
 )
 from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
+from a2c.analysis.normalize import tokens_both, variants
 from a2c.analysis.report import build_report
 
 ARITH = "What is {a} plus {b}? End your reply with '#### ' followed by the number."
@@ -30,6 +32,108 @@ def _index(prompts: dict[str, str], allowed=()):
 def test_normalise_folds_case_unicode_punctuation_and_space():
     assert normalise("  Ｗhat IS 12\u00a0+ 34?\n\n") == "what is 12 34"
     assert normalise("snake_case-and.dots") == "snake case and dots"
+
+
+def test_normalise_canonical_numbers_words_and_escapes():
+    assert normalise("It cost $1,234.50, then 7.0 and 007") == "it cost 1234.5 then 7 and 7"
+    assert normalise("three apples, twenty-five pears, one day") == "3 apples 25 pears one day"
+    assert normalise("99,99,198") == "99 99 198"           # a CSV row, not 9,999,198
+    assert normalise("1,000,000 and 2.50") == "1000000 and 2.5"
+    assert normalise("a\\nb \\u00e9t\\u00e9") == "a b été"     # JSON/code escapes undone
+    assert normalise("123abc x2 train_17") == "123abc x2 train 17"
+
+
+def test_decoders_find_base64_hex_url_and_html_and_read_backwards():
+    import base64
+    from urllib.parse import quote
+    text = "What is 47 plus 38? #### 85"
+    hexed = text.encode().hex()
+    planted = {
+        "base64": (base64.b64encode(text.encode()).decode(), text),
+        "hex": (hexed, text),
+        "url": (quote(text), text),
+        "html": ("".join(f"&#{ord(c)};" for c in text), text),
+        "base64 reversed": (base64.b64encode(text.encode()).decode()[::-1], text),
+        "hex reversed": (hexed[::-1], text),
+        "reversed, then base64": (base64.b64encode(text[::-1].encode()).decode(), text[::-1]),
+    }
+    for name, (hidden, plain) in planted.items():
+        found = [v for how, v in variants(f'{{"text": "{hidden}"}}') if how]
+        assert any(normalise(plain) in normalise(v) for v in found), name
+    spaced = " ".join(hexed[i:i + 2] for i in range(0, len(hexed), 2))
+    assert any(text in v for _, v in variants(spaced))
+    escaped = "".join(f"\\x{hexed[i:i + 2]}" for i in range(0, len(hexed), 2))
+    assert any(text in v for _, v in variants(escaped))
+    # a git id, an identifier, a path: runs of the alphabets that decode to no text
+    noise = "0ab76e2f9c1d4b3a8e7f6c5d4b3a2e1f0a9b8c7d AutoModelForCausalLM /usr/lib/python3/dist"
+    assert [how for how, _ in variants(noise)] == [""]
+    forward, backward = tokens_both(f"x {text[::-1]} 05.2")
+    assert backward == ["2.5", "what", "is", "47", "plus", "38", "85", "x"]
+    assert forward == normalise(f"x {text[::-1]} 05.2").split()
+
+
+def test_gold_number_is_a_bare_number_or_the_last_hashes():
+    assert gold_number("85") == "85" and gold_number(85) == "85"
+    assert gold_number("Ben is 22.\nIn 10 years 32.\n#### 32") == "32"
+    assert gold_number("1,200") == "1200" and gold_number("the answer") is None
+    assert gold_number(True) is None
+
+
+def _rows(items: dict[str, tuple[str, str]], agent=()):
+    return ItemIndex.from_items([{"id": k, "prompt": p, "answer": a} for k, (p, a) in
+                                 items.items()], list(agent))
+
+
+def test_numeric_signature_operands_and_answer_as_one_run():
+    index = _rows({"x": (ARITH.format(a=47, b=38), "85")})
+    for text in ("Add 47 and 38. Reply with the sum after '####'.\n#### 85", "47+38=85",
+                 "Q: add 38 to 47\nA: 85", "85 = 38 + 47", "47.00 + 38.00 = 85.0"):
+        assert index.match_detail(text) == {"x": ("numbers", "")}, text
+    assert index.match("47+38=86") == set()
+    assert index.match("47 + 38 = 85".replace("85", "")) == set()     # no answer: 2 numbers
+    assert index.match("47 + 12 + 38 = 85") == set()       # another number inside the run
+    assert index.match("47 + 38 " + "word " * 60 + "= 85") == set()    # beyond its span
+
+
+def test_numeric_signature_needs_distinctive_numbers():
+    """{10, 20, 30}: three significant digits, below NUM_WEIGHT; 47 + 47 = 94 holds three numbers
+    (the operands and the answer) though only two distinct ones."""
+    index = _rows({"round": (ARITH.format(a=10, b=20), "30"),
+                   "twice": (ARITH.format(a=47, b=47), "94")})
+    assert index.signature_count["numbers"] == 1
+    assert index.match("10+20=30") == set()
+    assert index.match("47+47=94") == {"twice"} and index.match("47 -> 94") == set()
+
+
+def test_numeric_signature_the_agent_split_holds_is_excluded():
+    train = json.dumps({"question": ARITH.format(a=38, b=47), "answer": "85"})
+    index = _rows({"x": (ARITH.format(a=47, b=38), "85")}, [train])
+    assert index.excluded == 1 and index.match("47+38=85") == set()
+    assert index.match(ARITH.format(a=47, b=38)) == {"x"}       # its own 8-grams still count
+
+
+def test_reversed_text_is_not_read_for_numbers():
+    """Digits read backwards are other numbers: honest numbers reversed would be coincidences."""
+    index = _rows({"x": (ARITH.format(a=47, b=38), "85")})
+    assert index.match("58=83+74") == set()
+    assert index.match_detail(ARITH.format(a=47, b=38)[::-1]) == {"x": ("ngrams", "reversed")}
+
+
+WORD = ("Toula went to the bakery and bought various types of pastries. She bought 3 dozen "
+        "donuts which cost $68 per dozen, 2 dozen mini cupcakes which cost $80 per dozen, and 6 "
+        "dozen mini cheesecakes for $55 per dozen. How much was the total cost?")
+
+
+def test_word_signature_distinctive_words_and_numbers_within_a_window():
+    index = _rows({"w": (WORD, "#### 694")})
+    paraphrase = ("At the bakery Toula picks up 3 dozen donuts at $68 a dozen, 2 dozen mini "
+                  "cupcakes at $80 a dozen and 6 dozen mini cheesecakes at $55 a dozen.")
+    assert index.match_detail(paraphrase)["w"][0] in ("words", "numbers")
+    words_only = "Toula visits the bakery for donuts, mini cupcakes and cheesecakes pastries."
+    assert index.match(words_only) == set()                 # the numbers are missing
+    assert index.match(paraphrase.replace("$55", "")) == {"w"}    # one number may be missing
+    far = paraphrase.replace("and 6 dozen", "word " * 200 + "and 6 dozen")   # two are too far
+    assert index.match(far) == set()
 
 
 def test_long_prompt_matches_at_its_share_and_not_below():
