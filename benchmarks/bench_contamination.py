@@ -68,6 +68,8 @@ def before_module(rev: str) -> ModuleType | None:
                                 "--", "analysis/normalize.py"], capture_output=True, text=True)
         first = added.stdout.split()
         rev = f"{first[-1]}~1" if first else "HEAD"
+    short = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev],
+                           capture_output=True, text=True).stdout.strip() or rev
     src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:analysis/contamination.py"],
                          capture_output=True, text=True)
     if src.returncode:
@@ -78,7 +80,7 @@ def before_module(rev: str) -> ModuleType | None:
     module.__package__ = "a2c.analysis"
     sys.modules[spec.name] = module
     exec(compile(src.stdout, f"contamination.py@{rev}", "exec"), module.__dict__)  # noqa: S102
-    module.REV = rev
+    module.REV = short
     return module
 
 
