@@ -9,7 +9,7 @@ usage in its place), with the route, header and model allow-lists checked. Print
 added latency (gateway median - direct median) and the ratio. Target: added median < 5 ms.
 
 A third mode, `large`, sends a conversation of an agent some way into its task (120 messages of
-content blocks, tool calls and tool results: about 240 KB of JSON, with non-ASCII text) as JSON:
+content blocks, tool calls and tool results: about 137 KB of JSON, with non-ASCII text) as JSON:
 the gateway's strict reading (duplicate keys, integer caps), its canonical re-serialization and
 its input bound are paid per call in proportion to the body, and this mode shows what they cost.
 
@@ -58,7 +58,7 @@ EVENTS = _sse()
 
 
 def _large_messages() -> list[dict]:
-    """An agent's conversation some way in: 120 messages, about 240 KB of JSON (tool calls with
+    """An agent's conversation some way in: 120 messages, about 137 KB of JSON (tool calls with
     code, tool results with file contents, a little non-ASCII text)."""
     code = "def f(x):\n    return [i * x for i in range(10)]  # é ü 数据\n" * 30
     out: list[dict] = [{"role": "user", "content": "Fine-tune the model; report the score. " * 20}]
