@@ -92,8 +92,10 @@ class _Scanner:
     def __init__(self, paths: RunPaths):
         items = load_items(paths)
         rows = [it for split in items.values() for it in split]
-        self.index = ItemIndex.build([(str(it.get("id")), item_texts(it)) for it in rows],
-                                     agent_split_texts(paths))
+        # The contamination check's own index (gold answers included, so an item written as
+        # `A+B=C` is found too); any match keeps a file out, a signature coincidence included:
+        # a public export errs on the side of withholding.
+        self.index = ItemIndex.from_items(rows, agent_split_texts(paths))
         self.prompts = [normalise(t) for it in rows for t in item_texts(it)]
         self.secrets = _secrets(paths)
         self.forms = sorted(((name, form, data) for name, value in self.secrets.items()
