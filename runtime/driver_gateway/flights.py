@@ -45,6 +45,7 @@ class Flight:
         self.info = info            # what its record needs (wire, path, model, ...)
         self.upstream: Any = None
         self.cut = False
+        self.client_cut = False             # the stop shut the agent's connection itself
         self.status: int | None = None      # the upstream's status, once it answered
         self.latency_ms: float | None = None
         self.sent: list[bytes] = []
@@ -74,6 +75,7 @@ class Flight:
         _shut(getattr(conn, "sock", None))
 
     def cut_client(self) -> None:
+        self.client_cut = True
         _shut(self.client)
 
     def client_left(self) -> bool:

@@ -258,7 +258,6 @@ class _Handler(BoundedHandler, Handler):
         ctype = resp.getheader("Content-Type") or ""
         flight.meter = meter = UsageMeter(rt.wire, "text/event-stream" in ctype or
                                           (stream and "json" not in ctype))
-        sent = flight.sent
         error = None
         length = resp.getheader("Content-Length")
         chunked_out = length is None and self.request_version != "HTTP/1.0"
@@ -275,7 +274,7 @@ class _Handler(BoundedHandler, Handler):
                 self.close_connection = True
             self.end_headers()
             self.wfile.flush()
-            error = self._relay(resp, meter, sent, chunked_out)
+            error = self._relay(resp, meter, flight, chunked_out)
         except (BrokenPipeError, ConnectionResetError, OSError):
             error = error or "client_gone"
             self.close_connection = True
@@ -289,14 +288,16 @@ class _Handler(BoundedHandler, Handler):
             else:
                 conn.close()
         if flight.cut:       # the gateway's stop ended it (the run's end), not the upstream
-            gone = (error or "").startswith("client_gone") or flight.client_left()
+            gone = not flight.client_cut and ((error or "").startswith("client_gone") or
+                                              flight.client_left())
             error = "client_gone_cut" if gone else "cut"
         if flight.claim():
             record(st.ledger, flight, error)
 
-    def _relay(self, resp, meter: UsageMeter, sent: list[bytes], chunked_out: bool) -> str | None:
-        """Pass the answer on chunk by chunk; the upstream's failure, or None."""
-        error = None
+    def _relay(self, resp, meter: UsageMeter, flight: Flight, chunked_out: bool) -> str | None:
+        """Pass the answer on chunk by chunk; the upstream's failure (or the stop's cut), or
+        None."""
+        error, sent = None, flight.sent
         while True:
             try:
                 chunk = resp.read1(READ_CHUNK)
@@ -307,6 +308,7 @@ class _Handler(BoundedHandler, Handler):
                 error = "upstream_broken"
                 break
             if not chunk:
+                error = "cut" if flight.cut else None
                 break
             sent.append(chunk)
             meter.feed(chunk)
