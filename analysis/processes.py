@@ -50,6 +50,43 @@ REPLS = {"ipykernel", "ipykernel_launcher", "jupyter", "jupyter_console", "IPyth
          "pdb", "bpython", "ptpython", "xonsh", "rpyc", "debugpy", "pydevd", "idlelib"}
 
 
+_BINARIES: dict[str, list[str]] = {}
+
+
+def _installed_copy(path: str, sha256: str | None) -> bool:
+    """Whether a compiled file of the agent's is a byte-for-byte copy of one this machine has
+    installed under the same name (a library that copies its .so to a temporary folder, as
+    jericho's libfrotz.so does; a program copied from PATH)."""
+    if not sha256:
+        return False
+    import hashlib
+    import os
+    import shutil
+    import sys
+    name = posixpath.basename(path)
+    if not _BINARIES:
+        _BINARIES["_"] = []
+        for root in {p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p}:
+            for folder, _dirs, files in os.walk(root):
+                for file in files:
+                    if ".so" in file:
+                        _BINARIES.setdefault(file, []).append(os.path.join(folder, file))
+    candidates = list(_BINARIES.get(name, []))
+    if shutil.which(name):
+        candidates.append(shutil.which(name))
+    for candidate in candidates:
+        try:
+            digest = hashlib.sha256()
+            with open(candidate, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+            if digest.hexdigest() == sha256:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _installed(module: str) -> bool:
     """Whether this machine has the top-level module `module` (found, never imported)."""
     import importlib.util
@@ -155,7 +192,8 @@ class ProcessEvidence:
             where = entry.get("path") or entry.get("module") or f"{how} of pid {proc.pid}"
             agent = entry.get("agent_place") is not False   # the agent's (or inline) code
             if language == "binary":
-                proc.gaps.append(f"{where} ({proc.name}): {entry.get('why') or 'binary'}")
+                if not _installed_copy(where, entry.get("sha256")):
+                    proc.gaps.append(f"{where} ({proc.name}): {entry.get('why') or 'binary'}")
                 continue
             if language != "python":
                 continue      # a shell's own text is no evidence: the processes it ran are

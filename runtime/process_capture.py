@@ -240,8 +240,11 @@ class CodeCapture(ImportCapture):
                 continue
             proc.libraries.add(path)
             if self._agent_place(proc.pid, path):
+                read = self._read_path(proc, View(proc.pid, None), path)   # its digest
                 self._code_line(proc, how="library", language="binary", path=path,
                                 captured=False, agent_place=True,
+                                sha256=read.sha256 if read else None,
+                                size=read.size if read else None,
                                 why="a compiled library from a place the agent can write was "
                                     "loaded: what it does cannot be read")
 

@@ -192,6 +192,31 @@ def test_a_fork_is_its_parents_program(tmp_path):
     assert not [e for e in entries if e["kind"] == "code" and e["pid"] == child["pid"]]
 
 
+def test_a_library_copied_from_an_installed_package_is_no_gap(tmp_path):
+    """jericho copies its libfrotz.so to a temporary folder before loading it: a byte-for-byte
+    copy of an installed library is no gap; the same file changed by one byte is."""
+    import numpy
+
+    from a2c.analysis.processes import load
+    lib = next(Path(numpy.__file__).parent.rglob("_operand_flag_tests*.so"))
+    tmp = tmp_path / "run" / "agent-tmp"
+    tmp.mkdir(parents=True)
+    shutil.copy(lib, tmp / lib.name)
+    changed = bytearray(lib.read_bytes())
+    changed[-1] ^= 1
+    (tmp / "other").mkdir()
+    (tmp / "other" / lib.name).write_bytes(bytes(changed))
+    script = (f"{PY} -c 'import ctypes, time; ctypes.CDLL(\"{tmp / lib.name}\"); "
+              f"ctypes.CDLL(\"{tmp / 'other' / lib.name}\"); time.sleep(0.5)'")
+    entries, summary, _ = record(tmp_path, script)
+    libs = code(entries, how="library")
+    assert sorted(e["path"] for e in libs) == sorted([str(tmp / lib.name),
+                                                      str(tmp / "other" / lib.name)])
+    evidence = load(tmp_path / "run", [{"type": "process_record", "data": summary}])
+    gaps = [g for p in evidence.procs.values() for g in p.gaps]
+    assert len(gaps) == 1 and str(tmp / "other" / lib.name) in gaps[0], gaps
+
+
 def test_a_detached_grandchild_is_still_recorded(tmp_path):
     """setsid + double fork: the parent is gone, the marker (and the process group on the
     way) still name it."""
