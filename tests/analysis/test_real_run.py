@@ -55,7 +55,10 @@ def test_report_on_a_real_run(tmp_path):
     assert report["metrics"]["base_model_copies"] == 1
     categories = {f["submission_id"]: f["category"] for f in report["failures"]}
     assert categories["1"] == "base_copy" and categories["2"] == "load_failure"
-    assert report["route"]["per_submission"][0]["methods"] == ["SFT"]
+    # the route is what ran (the host-side process record): train_sft.py was written, never run
+    first_route = report["route"]["per_submission"][0]
+    assert report["route"]["executed"]["evidence"] == "process record"
+    assert first_route["methods"] == [] and first_route["attribution"] == "none", first_route
     assert report["run"]["base_model"] == "builtin:tiny"
     first = report["timeline"][0]
     assert "a2c_client.py" not in [f["path"] for f in first["files_changed"]]
