@@ -1,30 +1,26 @@
 """What ran, from the host-side process record (a2c.contracts.process_record): the evidence the
 route and mode compliance are judged on when a run has one.
 
-Every process of the agent is read with the code it ran: the kept scripts, inline code, modules,
-standard input, imported local modules and start-up files (each analysed by
-``training_methods``, as Python when an interpreter ran it as Python, whatever its name or
-suffix), the TRL command line in its argv, and for an installed module run with `-m` that
-module's source on this machine (a2c's with one level of its a2c imports, ``launched.py``).
-A fork of a process (same executable, command line and auxiliary vector) runs its parent's
-code. A submission is attributed to the processes seen writing its folder before it was received
-(`writer`); when none was seen writing it, or the writers train nothing (a copy), to every
-process that ran training code before it (`ran`). Code that never ran counts for nothing, and a
-path a script mentions is no evidence.
+Every process of the agent is read with the code it ran: kept scripts, inline code, modules,
+standard input, imported local modules and start-up files (analysed by ``training_methods`` as
+Python when an interpreter ran them as Python, whatever their name), the TRL command line in its
+argv, an installed `-m` module's source on this machine (``launched.py``); a fork runs its
+parent's code. A submission is attributed to the processes seen writing its folder before it was
+received (`writer`); when none was seen, or they train nothing (a copy), to every process that
+ran training code before it (`ran`). Code that never ran counts for nothing; a path a script
+mentions is no evidence.
 
-**Gaps** (compliance's "cannot be established"), for a submission, from every process started
-before it: Python code that ran and whose bytes are not kept (deleted before the recorder saw
-it, over the capture cap, unreadable), code changed after its process started, a program read
-from a pipe that no parent's code shows, code it runs that cannot be followed (exec, eval,
-importlib, runpy, ...), a compiled program or library from a place the agent can write, an
-installed `-m` module this machine does not have, an interpreter prompt or kernel (`-m code`,
-`ipykernel`, ...: it runs code handed to it at run time), an import found neither among the
-agent's files nor on this machine (a folder added to sys.path at run time), training-like code
-whose method is not recognised, a hand-written loop or a trainer subclass whose method is not
-established; a writer of the submitted folder that runs an installed module training nothing
-readable; with writers known, a disallowed method that ran in another process before (the
-submitted model may start from its output); and for the whole run a record that is missing,
-altered, or that its recorder said is incomplete.
+**Gaps** (compliance's "cannot be established"), from every process started before the
+submission: Python code that ran and is not kept (gone before the recorder saw it, over the cap,
+unreadable), code changed after its process started, a program read from a pipe no parent's
+code shows, code run that cannot be followed (exec, eval, importlib, runpy, ...), a compiled
+program or library of the agent's (not a copy of an installed one), an installed `-m` module
+this machine lacks, an interpreter prompt or kernel (`-m code`, `ipykernel`: code handed to it
+at run time), an import neither the agent's nor installed (a folder added to sys.path at run
+time), training-like code whose method is not recognised, a loop or trainer subclass whose
+method is not established; a writer running an installed module that trains nothing readable;
+with writers known, a disallowed method run in another process before (the submitted model may
+start from it); and a record missing, altered, or said incomplete by its recorder.
 """
 
 from __future__ import annotations
@@ -53,11 +49,12 @@ REPLS = {"ipykernel", "ipykernel_launcher", "jupyter", "jupyter_console", "IPyth
 _BINARIES: dict[str, list[str]] = {}
 
 
-def _installed_copy(path: str, sha256: str | None) -> bool:
+def _installed_copy(path: str, sha256: str | None, segments: list | None = None) -> bool:
     """Whether a compiled file of the agent's is a byte-for-byte copy of one this machine has
     installed under the same name (a library that copies its .so to a temporary folder, as
-    jericho's libfrotz.so does; a program copied from PATH)."""
-    if not sha256:
+    jericho's libfrotz.so does; a program copied from PATH): by the whole file's digest, or by
+    its executable segments' as the process mapped them (`segments`: [[offset, size, sha256]])."""
+    if not sha256 and not segments:
         return False
     import hashlib
     import os
@@ -76,13 +73,23 @@ def _installed_copy(path: str, sha256: str | None) -> bool:
         candidates.append(shutil.which(name))
     for candidate in candidates:
         try:
-            digest = hashlib.sha256()
             with open(candidate, "rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(chunk)
-            if digest.hexdigest() == sha256:
-                return True
-        except OSError:
+                if sha256:
+                    digest = hashlib.sha256()
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(chunk)
+                    if digest.hexdigest() == sha256:
+                        return True
+                    continue
+                same = True
+                for offset, size, want in segments or []:
+                    handle.seek(int(offset))
+                    data = handle.read(int(size))
+                    data += b"\0" * (int(size) - len(data))   # the last page, zero-filled
+                    same = same and hashlib.sha256(data).hexdigest() == want
+                if same:
+                    return True
+        except (OSError, TypeError, ValueError):
             continue
     return False
 
@@ -192,7 +199,7 @@ class ProcessEvidence:
             where = entry.get("path") or entry.get("module") or f"{how} of pid {proc.pid}"
             agent = entry.get("agent_place") is not False   # the agent's (or inline) code
             if language == "binary":
-                if not _installed_copy(where, entry.get("sha256")):
+                if not _installed_copy(where, entry.get("sha256"), entry.get("segments")):
                     proc.gaps.append(f"{where} ({proc.name}): {entry.get('why') or 'binary'}")
                 continue
             if language != "python":

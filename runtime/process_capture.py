@@ -228,25 +228,39 @@ class CodeCapture(ImportCapture):
         return out
 
     def _libraries(self, proc: Proc) -> None:
-        """Compiled libraries loaded from a place the agent can write (not a build cache)."""
+        """Compiled libraries loaded from a place the agent can write (not a build cache): the
+        file's digest (through /proc/PID/map_files, so a copy deleted once loaded is read too;
+        else by path), or without either the digests of its executable segments (what the
+        analysis compares with an installed library of that name)."""
         raw = proc_read(f"/proc/{proc.pid}/maps", 16 << 20) or b""
-        for line in raw.splitlines():
+        maps: dict[str, list[list[str]]] = {}
+        for line in raw.decode("utf-8", "surrogateescape").splitlines():
             parts = line.split(None, 5)
-            if len(parts) < 6:
-                continue
-            path = strip_deleted(parts[5].decode("utf-8", "surrogateescape").strip())
-            if not path.startswith("/") or path in proc.libraries or ".so" not in path or \
-                    COMPILE_CACHES.search(path):
-                continue
+            path = strip_deleted(parts[5].strip()) if len(parts) == 6 else ""
+            if path.startswith("/") and ".so" in path and path not in proc.libraries and \
+                    not COMPILE_CACHES.search(path):
+                maps.setdefault(path, []).append(parts)
+        for path, regions in maps.items():
             proc.libraries.add(path)
-            if self._agent_place(proc.pid, path):
-                read = self._read_path(proc, View(proc.pid, None), path)   # its digest
-                self._code_line(proc, how="library", language="binary", path=path,
-                                captured=False, agent_place=True,
-                                sha256=read.sha256 if read else None,
-                                size=read.size if read else None,
-                                why="a compiled library from a place the agent can write was "
-                                    "loaded: what it does cannot be read")
+            if not self._agent_place(proc.pid, path):
+                continue
+            read = segments = None
+            try:
+                fd = os.open(f"/proc/{proc.pid}/map_files/{regions[0][0]}", os.O_RDONLY)
+                try:
+                    read = read_fd(fd, path=path)
+                finally:
+                    os.close(fd)
+            except OSError:
+                read = self._read_path(proc, View(proc.pid, None), path)
+            if read is None:
+                segments = _segments(proc.pid, regions)
+            self._code_line(proc, how="library", language="binary", path=path,
+                            captured=False, agent_place=True,
+                            sha256=read.sha256 if read else None,
+                            size=read.size if read else None, segments=segments,
+                            why="a compiled library from a place the agent can write was "
+                                "loaded: what it does cannot be read")
 
     # ------------------------------------------------------------------ places
     def _agent_place(self, pid: int, path: str | None) -> bool | None:
@@ -272,3 +286,25 @@ class CodeCapture(ImportCapture):
         data = text.encode("utf-8", "surrogateescape")
         clean = redact_bytes(data, self.secrets)
         return text if clean == data else clean.decode("utf-8", "surrogateescape")
+
+
+def _segments(pid: int, regions: list[list[str]], limit: int = 64 << 20) -> list | None:
+    """[[file offset, size, sha256]] of a library's executable segments (its code: file pages
+    the loader never relocates), read from the process's memory, up to `limit` bytes; None when
+    unreadable."""
+    out, total = [], 0
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            for region in regions:
+                if "x" not in region[1] or "w" in region[1]:
+                    continue
+                start, end = (int(x, 16) for x in region[0].split("-"))
+                total += end - start
+                if total > limit:
+                    return None
+                mem.seek(start)
+                out.append([int(region[2], 16), end - start,
+                            hashlib.sha256(mem.read(end - start)).hexdigest()])
+    except (OSError, ValueError):
+        return None
+    return out or None

@@ -256,6 +256,7 @@ class ProcessRecorder(CodeCapture):
                 self._changed(parent, now_cmdline, now)
         forked = parent is not None and proc.auxv is not None and proc.auxv == parent.auxv \
             and proc.exe == parent.exe and cmdline == parent.cmdline
+        proc.maps_at = now - MAPS_EVERY_S + 1.0    # its libraries first read a second on
         self.live[pid] = proc
         if forked:
             proc.python = parent.python

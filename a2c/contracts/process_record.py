@@ -113,6 +113,7 @@ class CodeSeen(ProcessEntry):
     changed_after_start: bool | None = optional()
     redacted: bool | None = optional()
     by: str | None = optional()       # the file that imports it
+    segments: list[list[Any]] | None = optional()   # unread: its code [[offset, size, sha256]]
 
 
 @dataclass

@@ -206,8 +206,10 @@ def test_a_library_copied_from_an_installed_package_is_no_gap(tmp_path):
     changed[-1] ^= 1
     (tmp / "other").mkdir()
     (tmp / "other" / lib.name).write_bytes(bytes(changed))
-    script = (f"{PY} -c 'import ctypes, time; ctypes.CDLL(\"{tmp / lib.name}\"); "
-              f"ctypes.CDLL(\"{tmp / 'other' / lib.name}\"); time.sleep(0.5)'")
+    # the copy deleted once loaded, as jericho does: read through /proc/PID/map_files
+    script = (f"{PY} -c 'import ctypes, os, time; ctypes.CDLL(\"{tmp / lib.name}\"); "
+              f"os.unlink(\"{tmp / lib.name}\"); "
+              f"ctypes.CDLL(\"{tmp / 'other' / lib.name}\"); time.sleep(1.6)'")
     entries, summary, _ = record(tmp_path, script)
     libs = code(entries, how="library")
     assert sorted(e["path"] for e in libs) == sorted([str(tmp / lib.name),
@@ -215,6 +217,32 @@ def test_a_library_copied_from_an_installed_package_is_no_gap(tmp_path):
     evidence = load(tmp_path / "run", [{"type": "process_record", "data": summary}])
     gaps = [g for p in evidence.procs.values() for g in p.gaps]
     assert len(gaps) == 1 and str(tmp / "other" / lib.name) in gaps[0], gaps
+
+
+def test_a_library_is_compared_by_its_mapped_segments_when_unreadable(tmp_path):
+    """Without map_files (an unprivileged runtime) and with the copy gone, the library's code
+    segments, read from the process's memory, are compared with the installed one."""
+    import numpy
+
+    from a2c.analysis.processes import _installed_copy
+    from a2c.runtime.process_capture import _segments
+    lib = next(Path(numpy.__file__).parent.rglob("_operand_flag_tests*.so"))
+    copy = tmp_path / lib.name
+    shutil.copy(lib, copy)
+    proc = subprocess.Popen([PY, "-c", f"import ctypes, os, sys, time; ctypes.CDLL({str(copy)!r})"
+                             f"; os.unlink({str(copy)!r}); print(1, flush=True); time.sleep(5)"],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == b"1"
+        maps = Path(f"/proc/{proc.pid}/maps").read_text().splitlines()
+        regions = [line.split(None, 5) for line in maps if str(copy) in line]
+        segments = _segments(proc.pid, regions)
+    finally:
+        proc.kill()
+    assert segments and all(size > 0 for _, size, _ in segments)
+    assert _installed_copy(str(copy), None, segments)
+    segments[0][2] = "0" * 64
+    assert not _installed_copy(str(copy), None, segments)
 
 
 def test_a_detached_grandchild_is_still_recorded(tmp_path):
