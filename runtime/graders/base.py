@@ -3,6 +3,7 @@ turning per-item verdicts into a `GradeResult` with a bootstrap interval."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,12 @@ class Grader:
         cfg.update(overrides)
         return GenerationSettings.from_config(cfg)
 
+    def answer_stop(self) -> Any:
+        """A rule that says when an output's score can no longer change, so the backend may stop
+        generating it (`a2c.runtime.inference.answer_stop`); None: generate every output to its
+        end. The exact_match grader has one; graders that read the whole output do not."""
+        return None
+
     def template_kwargs(self) -> dict[str, Any]:
         """`chat_template=` for load_backend when the grading service named the base model's
         template (a submitted tokenizer's own template never renders a grading prompt)."""
@@ -76,6 +83,9 @@ class Grader:
         backend = load_backend(model_path, backend_kind, **self.template_kwargs())
         try:
             settings = self.generation_settings()
+            rule = self.answer_stop()
+            if rule is not None:
+                settings = dataclasses.replace(settings, answer_stop=rule)
             if n <= 1:
                 outs = backend.generate(list(prompts), settings)
                 result = [[o] for o in outs]

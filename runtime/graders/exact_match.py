@@ -35,6 +35,12 @@ class ExactMatchGrader(Grader):
         self.fallback, self.match = self.matcher.fallback, self.matcher.match
         self.steps, self.normalize_mode = self.matcher.steps, self.matcher.normalize_mode
 
+    def answer_stop(self) -> Any:
+        """Stop a sequence once its extracted answer is decided (answer_stop.py's rule: the first
+        match of `pattern` found without reading past the end of the text so far)."""
+        from a2c.runtime.inference.answer_stop import AnswerStop
+        return AnswerStop.for_matcher(self.matcher)
+
     # ---------------------------------------------------------------- extraction
     def extract(self, output: str | None) -> tuple[str | None, str]:
         """(answer, how) where how is 'pattern', 'last_number' or 'none'."""

@@ -31,6 +31,9 @@ class GenerationSettings:
     seed: int = _D["seed"]
     n_samples: int = _D["n_samples"]
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # The grader's answer rule (answer_stop.AnswerStop): a sequence whose answer it finds decided
+    # stops generating. Set by a grader in code (never from a spec); backends without it ignore it.
+    answer_stop: Any = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
         if self.max_new_tokens < 1:
@@ -53,7 +56,7 @@ class GenerationSettings:
     def from_config(cls, cfg: dict | None) -> GenerationSettings:
         """From a grader's `inference` block; unknown keys (backend, prompt_template) go to extra."""
         cfg = dict(cfg or {})
-        known = {f.name for f in fields(cls)} - {"extra"}
+        known = {f.name for f in fields(cls)} - {"extra", "answer_stop"}
         kwargs = {k: cfg.pop(k) for k in list(cfg) if k in known and cfg[k] is not None}
         if "stop" in kwargs:
             stop = kwargs["stop"]
