@@ -29,6 +29,8 @@ class SubmissionError(str, Enum):
     SPARSE_FILE = "sparse_file"              # a file with far fewer blocks than its size
     SUBMISSION_TOO_LARGE = "submission_too_large"  # over max_submission_bytes / _files
     PICKLE_WEIGHTS = "pickle_weights"        # a pickle-format file (.bin, .pt, .pth, .ckpt, .pkl)
+    UNLOADED_WEIGHTS = "unloaded_weights"    # a weight file the evaluator would not load
+    UNREADABLE_WEIGHTS = "unreadable_weights"  # a loaded file or dtype the provenance check cannot read
     # Invalid submissions (journal `scored` entries with valid = false).
     # The grader evaluates its own copy (made at submit), so these three no longer arise; they
     # stay for journals written before it did.
@@ -53,6 +55,7 @@ REFUSAL_STATUS: dict[SubmissionError, int] = {
     SubmissionError.DEADLINE_PASSED: 410, SubmissionError.UNAVAILABLE: 503,
     SubmissionError.NOT_REGULAR_FILE: 400, SubmissionError.SPARSE_FILE: 400,
     SubmissionError.SUBMISSION_TOO_LARGE: 413, SubmissionError.PICKLE_WEIGHTS: 400,
+    SubmissionError.UNLOADED_WEIGHTS: 400, SubmissionError.UNREADABLE_WEIGHTS: 400,
 }
 REFUSALS = tuple(REFUSAL_STATUS)
 INVALID_SUBMISSION = tuple(c for c in SubmissionError if c not in REFUSAL_STATUS)

@@ -90,6 +90,7 @@ class GradingService:
         self._grader_cfg_path: Path | None = None
         self.base = BaseReference(cfg.base_model)
         self._baseline: dict[str, Any] | None = None
+        self._base_checkable: bool | None = None   # provenance: see _checks_provenance
         self._replay()
         self.worker = threading.Thread(target=self._work, name="grader-worker", daemon=True)
 
@@ -153,7 +154,8 @@ class GradingService:
             intake = copy_submission(host, self.output_dir, incoming, shown=shown,
                                      limit=self.cfg.agent_output_dir,
                                      max_bytes=self.cfg.max_submission_bytes,
-                                     max_files=self.cfg.max_submission_files)
+                                     max_files=self.cfg.max_submission_files,
+                                     check_weights=self._checks_provenance())
             weights_hash = intake.folder_hash
             try:
                 with self.lock:
@@ -355,18 +357,36 @@ class GradingService:
                 outcome.returncode is None and outcome.elapsed_s > 0)).value
         summary["elapsed_s"] = round(outcome.elapsed_s, 3)
         if summary["valid"]:
-            result = {**result, "provenance": self._provenance(copy)}
+            provenance = self._provenance(copy)
+            result = {**result, "provenance": provenance}
+            if provenance is not None and provenance.get("not_derived") is None:
+                # never scored unchecked: intake let through only weights the check reads, so
+                # this is the grader's own failure (a disk error, the base gone), said as such
+                summary.update(valid=False, score=None, ci95=None,
+                               code=SubmissionError.INTERNAL_ERROR.value,
+                               error=f"the provenance check could not run "
+                                     f"({provenance.get('error')}); the submission is not "
+                                     "scored, submit it again")
         self._finish(sid, summary, result=result)
 
+    def _checks_provenance(self) -> bool:
+        """Whether submissions are checked against the base (provenance.py): a base model with
+        safetensors weights the check reads. A stand-in base without (tests) has no check."""
+        if self._base_checkable is None:
+            from a2c.runtime.grader_service.provenance import base_is_checkable
+            self._base_checkable = base_is_checkable(self.cfg.base_model)
+        return self._base_checkable
+
     def _provenance(self, copy: Path) -> dict[str, Any] | None:
-        """The submission against the base model (provenance.py); a failure of the check never
-        costs the agent its score: it is recorded as unchecked."""
-        if self.cfg.base_model is None:
+        """The submission against the base model (provenance.py); None without a base the
+        check reads. A check that cannot run is recorded with `not_derived` None and its error:
+        the caller then does not score the submission."""
+        if not self._checks_provenance():
             return None
         try:
             from a2c.runtime.grader_service.provenance import check_provenance  # numpy: lazy
             return check_provenance(copy, self.cfg.base_model)
-        except Exception as exc:  # noqa: BLE001 - recorded, never fatal
+        except Exception as exc:  # noqa: BLE001 - recorded; the submission is not scored
             log(f"provenance check failed: {exc}")
             return {"not_derived": None, "reasons": [], "error": str(exc)}
 

@@ -16,6 +16,16 @@ Weights are taken as safetensors only: a file in a pickle format (`PICKLE_SUFFIX
 before it is opened (`pickle_weights`). Loading a pickle runs code in the grader, and weights the
 provenance check cannot read (provenance.py reads safetensors) would be scored unchecked.
 
+When the run has a base model whose weights the provenance check reads (`check_weights`), the
+copy is then checked as the evaluator will load it (provenance.py `check_submission_weights`,
+the same file resolution as transformers and vLLM): a weight file the loader would not read
+(a second `*.safetensors`, a shard the index does not name, a `*.gguf`, an adapter, a
+`transformers_weights` redirection, a layout where transformers and vLLM would read different
+files) is refused as `unloaded_weights`; a loaded file whose header does not parse, whose
+offsets do not tile its data, or that stores a tensor in a dtype the check cannot compare is
+refused as `unreadable_weights`. One line each, naming the file; nothing is used up. So every
+scored submission's loaded tensors are the ones the check compares, all of them.
+
 Where the file system shares blocks (btrfs, XFS: FICLONE, `cp --reflink` semantics) the copy is
 a copy-on-write clone, a snapshot of the file that the agent's later writes never reach, and the
 hashes are read from the clone; elsewhere it is a byte copy. A hard link is never used: it would
@@ -82,8 +92,10 @@ def _refuse(code: str, message: str, limit: Any, status: int = 400) -> Refusal:
 
 
 def copy_submission(src: Path, output_dir: Path, dest: Path, *, shown: str, limit: str,
-                    max_bytes: int, max_files: int) -> Intake:
-    """Copy `src` (a real path inside `output_dir`) to `dest` (which must not exist)."""
+                    max_bytes: int, max_files: int, check_weights: bool = False) -> Intake:
+    """Copy `src` (a real path inside `output_dir`) to `dest` (which must not exist); with
+    `check_weights`, refuse a copy whose weights are not exactly what the evaluator loads and
+    the provenance check reads (`_check_weights`)."""
     started = time.monotonic()
     state = _State(max_bytes, max_files, shown, limit, src, output_dir)
     rel = os.path.relpath(src, output_dir)
@@ -106,6 +118,8 @@ def copy_submission(src: Path, output_dir: Path, dest: Path, *, shown: str, limi
             dest.mkdir(mode=0o755)
             _walk(top, "", dest, state, 0)
             folder_hash = sha256_json(sorted(state.entries, key=lambda e: e[0].split("/")))
+            if check_weights:
+                _check_weights(dest, state)
         elif stat.S_ISREG(st.st_mode):
             try:
                 _refuse_pickle(state, parts[-1] if parts else src.name)
@@ -129,6 +143,17 @@ def copy_submission(src: Path, output_dir: Path, dest: Path, *, shown: str, limi
     return Intake(path=dest, folder_hash=folder_hash,
                   weights_hash=weights_digest(state.tensors, state.others), files=state.count,
                   bytes=state.bytes, elapsed_s=time.monotonic() - started, entries=state.entries)
+
+
+def _check_weights(copy: Path, state: _State) -> None:
+    """The grader's copy (never the agent's folder) as the evaluator loads it: provenance.py
+    `check_submission_weights`; its refusal becomes the agent's /submit answer."""
+    from a2c.runtime.grader_service.provenance import WeightsRefused, check_submission_weights
+
+    try:
+        check_submission_weights(copy)
+    except WeightsRefused as exc:
+        raise _refuse(exc.code, f"{state.shown!r}: {exc.message}", state.limit) from None
 
 
 def _changed(state: _State, rel: str, exc: OSError) -> Refusal:

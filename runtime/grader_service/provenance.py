@@ -1,70 +1,361 @@
-"""Provenance of a submitted model: is it derived from the base model the task gives the agent?
+"""Provenance of a submitted model: is the state dict the evaluator loads derived from the base?
 
 Why: the benchmark measures what an agent's post-training did to *this* base model. A submission
-with another model's weights (a bigger model it found, a model trained elsewhere) or a
-re-initialised model scores something else, and a copy of the base is caught by its hash already
-(weights.py). So each valid submission is compared with the base:
+with another model's weights, a re-initialised model, or the base blended with either scores
+something else; a copy of the base is caught by its hash already (weights.py).
+
+**What is compared is what the evaluator loads** (DESIGN 5c). `resolve_weight_files` mirrors the
+two loaders the evaluator uses, transformers' `from_pretrained` (transformers 5.25,
+`_get_resolved_checkpoint_files`) and vLLM's default loader (`DefaultModelLoader._prepare_weights`):
+
+- transformers reads `config.json`'s `transformers_weights` when set, else `model.safetensors`,
+  else the shards named by `model.safetensors.index.json`'s `weight_map`;
+- vLLM reads every top-level `*.safetensors`, narrowed to the index's shards when an index exists;
+- both read every tensor of each file they open (a tensor in two files: the later one wins).
+
+When the two would read different files the folder is refused (`unloaded_weights`: a
+`model.safetensors` beside an index naming other shards, a stray `*.safetensors` next to
+`model.safetensors`, a shard in a sub-folder, a `transformers_weights` redirection). At intake
+(intake.py, `check_submission_weights`) a submission is also refused, with one line, when it
+holds a weight file no loader reads (`*.safetensors`, `*.gguf` anywhere in the folder), an
+`adapter_config.json` (transformers with peft installed applies the adapter on top), a tensor
+stored in two loaded files, or a loaded file the check cannot read: a header that does not parse
+the way the safetensors library parses it, offsets that do not tile the data, or a dtype outside
+`COMPARABLE_DTYPES` (`unloaded_weights` / `unreadable_weights`). So every submission that is
+scored has its every loaded tensor read here; nothing is scored "unchecked".
+
+Then each valid submission is compared with the base:
 
 - **architecture**: `config.json`'s `architectures`, `model_type` and the keys that fix the
-  tensors' shapes (hidden size, layers, heads, vocabulary) are the base's;
+  tensors' shapes are the base's;
 - **tokenizer**: the vocabulary (`tokenizer.json`'s `model` section, else `vocab.json` /
-  `merges.txt` / `tokenizer.model`) is the base's; missing tokenizer files are "unknown", not a
-  mismatch (the evaluation fails on its own if it needs them);
-- **weights**: the same tensor names and shapes; for each tensor whether it changed at all and the
-  relative norm of the change, ‖w − w_base‖ / ‖w_base‖, summed per layer group (the embeddings,
-  each `layers.<i>`, the output head, the rest). Tied embeddings: a side that stores no
-  `lm_head.weight` uses its embedding matrix as the head, so a submission that unties (or ties)
-  its head is compared head against head, not flagged for a missing tensor.
+  `merges.txt` / `tokenizer.model`) is the base's; missing tokenizer files are "unknown";
+- **weights**: the same tensor names and shapes; every tensor read (all shards), upcast to
+  float32 (float64 for F64 and integers; bf16 by a bit shift, fp8 through a 256-entry table) and
+  compared: ‖w − b‖², ‖b‖² and ⟨w, b⟩ (float32 products over chunks, summed in float64), per
+  tensor, per layer group (the embeddings, each `layers.<i>`, the output head, the rest) and
+  over the whole model. Tied embeddings: a side that stores no head uses its embedding matrix
+  as the head; a submission storing no head whose config no longer ties it (the base's does) is
+  loaded with a random head, and is not derived.
 
-Fine-tuning moves every layer group by a small fraction of its norm: measured on real SFT and GRPO
-submissions of the reference agents from SmolLM2-135M-Instruct, at most MEASURED_MAX_FT (numbers
-in docs/grader-service.md, `benchmarks/bench_provenance.py --calibrate`); a weight matrix
-replaced by independent values moves by at least 1 (‖r − b‖² = ‖r‖² + ‖b‖² when r and b are
-unrelated), a fresh initialisation by about √2. A submission is **not derived** when its
-architecture or tokenizer differs, its tensors differ in name or shape, or ANY layer group (the
-embeddings and the head included) moved by more than `NOT_DERIVED_REL_CHANGE`: replacing a single
-group (the red team's random embedding matrix) is caught, where a median over groups let it by.
+Two statistics decide, each against a threshold calibrated in docs/grader-service.md
+(`benchmarks/bench_provenance.py --calibrate`):
 
-Safetensors only: the grader refuses a submission holding pickle-format files at submit
-(intake.py, `pickle_weights`), so every weight it evaluates is read here. Cheap by construction:
-safetensors files are read through a memory map with numpy (bf16 widened by a bit shift), one
-tensor at a time, in float64 sums; no torch. benchmarks/bench_provenance.py prints the time as a
-ratio of one evaluation.
+- the **relative change** ‖w − b‖ / ‖b‖ of every layer group (`NOT_DERIVED_REL_CHANGE`) and of
+  every matrix (`NOT_DERIVED_MATRIX_CHANGE`: a small matrix moves further than its group):
+  independent values in place of a matrix move it by at least 1;
+- the **shrink** 1 − ⟨w, b⟩ / ‖b‖² of every layer group (`NOT_DERIVED_SHRINK`): a blend
+  (1 − a)·base + a·foreign with a foreign model independent of the base shrinks every group by
+  about a, whatever the foreign weights' scale, while fine-tuning moves weights across the base
+  direction, not along it (only weight decay shrinks, by lr × decay per step).
+
+A submission is **not derived** when its architecture or tokenizer differs, its tensors differ in
+name or shape, a tensor holds NaN or infinity, or either statistic passes its threshold. What the
+weights cannot tell apart: a model within those distances of the base, whatever its origin (a
+blend whose shrink was undone by rescaling, a fine-tune made elsewhere): see the docs.
+
+Cheap by construction: memory-mapped reads with numpy, one tensor at a time, in chunks; no torch.
+benchmarks/bench_provenance.py prints the time as a ratio of one evaluation.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
+import os
 import re
 import statistics
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from a2c.canonical import canonical_json
 
-NOT_DERIVED_REL_CHANGE = 0.5
-MEASURED_MAX_FT = 0.0122  # the largest per-group change of a real fine-tune (docs/grader-service.md)
+NOT_DERIVED_REL_CHANGE = 0.25   # of a layer group's norm (docs/grader-service.md: calibration)
+NOT_DERIVED_MATRIX_CHANGE = 0.5  # of one matrix's norm: a matrix replaced moves by 1 or more
+NOT_DERIVED_SHRINK = 0.05       # of a layer group's norm, along the base's direction
+MEASURED_MAX_FT = 0.0147        # the largest per-group change of a real fine-tune (docs)
+MEASURED_MAX_SHRINK = 0.0004    # the largest per-group |shrink| of a real fine-tune (docs)
 MAX_HEADER = 100 << 20   # safetensors' own limit on the JSON header
+CHUNK = 1 << 16          # elements a float32 product sums before a float64 total
 SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
               "intermediate_size", "vocab_size", "n_embd", "n_layer", "n_head", "d_model")
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
-DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
-          "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+SAFE_WEIGHTS = "model.safetensors"               # transformers' SAFE_WEIGHTS_NAME
+SAFE_INDEX = "model.safetensors.index.json"      # transformers' SAFE_WEIGHTS_INDEX_NAME
+ADAPTER_CONFIG = "adapter_config.json"           # peft: from_pretrained applies the adapter
+UNREAD_WEIGHT_SUFFIXES = (".safetensors", ".gguf")   # weight files that must be loaded or absent
+# safetensors dtype -> bytes per element: what the check reads and compares
+COMPARABLE_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
+                     "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2,
+                     "U8": 1, "BOOL": 1}
+# dtypes safetensors 0.8 knows that the check does not compare (refused at intake)
+KNOWN_DTYPES = (*COMPARABLE_DTYPES, "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F8_E8M0", "F4", "F6_E2M3",
+                "F6_E3M2", "C64")
 HEAD = re.compile(r"(?:^|\.)(?:lm_head|embed_out|output)\.weight$")
 LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\.")
 
 
+class WeightsRefused(ValueError):
+    """A weight layout or file the check will not score: `code` (a2c.contracts.submission_errors)
+    and a one-line message naming the file."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    path: Path
+    dtype: str
+    shape: tuple[int, ...]
+    start: int            # absolute byte offsets in the file
+    end: int
+
+
+@dataclass
+class LoadedWeights:
+    """What the evaluator's loader reads from a folder: `files` (relative paths, in the order
+    transformers reads them), how it found them (`layout`), and what it would not read."""
+    folder: Path
+    files: list[str]
+    layout: str
+    unread: list[str] = field(default_factory=list)      # weight files no loader reads
+    redirects: list[str] = field(default_factory=list)   # transformers_weights, adapter_config
+
+
+# ------------------------------------------------------------------ file resolution
 def _config(folder: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return cfg if isinstance(cfg, dict) else None
 
 
+def _inside(name: Any) -> bool:
+    if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
+        return False
+    return ".." not in Path(name).parts
+
+
+def _index_shards(folder: Path, index_name: str) -> list[str]:
+    """sorted(set(weight_map.values())), as transformers' get_checkpoint_shard_files."""
+    try:
+        index = json.loads((folder / index_name).read_text(encoding="utf-8"))
+        weight_map = index["weight_map"]
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ValueError("weight_map is not a non-empty object")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise WeightsRefused("unreadable_weights", f"{index_name} cannot be read as a safetensors "
+                             f"index ({exc}); save with save_pretrained") from None
+    shards = set(weight_map.values())
+    bad = sorted(str(s) for s in shards if not _inside(s))
+    if bad:
+        raise WeightsRefused("unloaded_weights", f"{index_name} names {bad[0]!r}, outside the "
+                             "model folder")
+    return sorted(shards)
+
+
+def transformers_files(folder: Path, config: dict[str, Any] | None = None) -> tuple[list[str], str]:
+    """The safetensors files transformers' from_pretrained reads from a local folder (no
+    variant, no subfolder): (files, what named them)."""
+    config = _config(folder) if config is None else config
+    explicit = (config or {}).get("transformers_weights")
+    if explicit is not None:
+        if not _inside(explicit) or not str(explicit).endswith(
+                (".safetensors", ".safetensors.index.json")):
+            raise WeightsRefused("unloaded_weights", f"config.json's transformers_weights "
+                                 f"{explicit!r} is not a safetensors file inside the folder")
+        if explicit.endswith(".index.json"):
+            return _index_shards(folder, explicit), f"transformers_weights: {explicit}"
+        return [explicit], f"transformers_weights: {explicit}"
+    if (folder / SAFE_WEIGHTS).is_file():
+        return [SAFE_WEIGHTS], SAFE_WEIGHTS
+    if (folder / SAFE_INDEX).is_file():
+        return _index_shards(folder, SAFE_INDEX), SAFE_INDEX
+    return [], "none"
+
+
+def vllm_files(folder: Path) -> list[str]:
+    """The safetensors files vLLM's default loader reads from a local folder: glob
+    `*.safetensors` at the top, narrowed to the index's weight_map when there is an index
+    (`filter_duplicate_safetensors_files`)."""
+    found = sorted(e.name for e in os.scandir(folder)
+                   if fnmatch.fnmatch(e.name, "*.safetensors") and not e.name.startswith("."))
+    if found and (folder / SAFE_INDEX).is_file():
+        try:
+            listed = set(json.loads((folder / SAFE_INDEX).read_text(encoding="utf-8"))
+                         ["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return found      # vLLM fails on it; transformers_files refuses it first
+        found = [f for f in found if f in listed]
+    return found
+
+
+def _weight_files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.name.lower().endswith(UNREAD_WEIGHT_SUFFIXES) and p.is_file())
+
+
+def resolve_weight_files(folder: str | Path) -> LoadedWeights:
+    """The weight files the evaluator loads from `folder`, the same whichever backend runs it
+    (transformers or vLLM); `WeightsRefused` when the two would read different files or the
+    index does not parse. The evaluator (evaluate_one) and this check both call it."""
+    folder = Path(folder)
+    config = _config(folder)
+    files, layout = transformers_files(folder, config)
+    other = vllm_files(folder)
+    if set(files) != set(other):
+        only_tf = sorted(set(files) - set(other))
+        only_vllm = sorted(set(other) - set(files))
+        what = (f"transformers would load {', '.join(only_tf[:3])} and vLLM would not"
+                if only_tf else f"vLLM would also load {', '.join(only_vllm[:3])}")
+        raise WeightsRefused("unloaded_weights", f"the loaders disagree on the weights ({what}; "
+                             f"transformers reads {layout}); keep only what save_pretrained "
+                             "wrote: model.safetensors, or an index and its shards")
+    unread = [f for f in _weight_files(folder) if f not in files]
+    redirects = []
+    if config and "transformers_weights" in config:
+        redirects.append("config.json transformers_weights")
+    if (folder / ADAPTER_CONFIG).exists():
+        redirects.append(ADAPTER_CONFIG)
+    return LoadedWeights(folder, files, layout, unread, redirects)
+
+
+# ------------------------------------------------------------------ headers
+def read_header(path: Path, shown: str | None = None) -> dict[str, TensorRef]:
+    """{tensor name: TensorRef} of one safetensors file, validated as the safetensors library
+    validates it (a JSON object, known dtypes, offsets that tile the data region exactly, sizes
+    that match shapes) and restricted to COMPARABLE_DTYPES; `WeightsRefused` otherwise."""
+    shown = shown or path.name
+
+    def bad(why: str) -> WeightsRefused:
+        return WeightsRefused("unreadable_weights", f"{shown} is not a readable safetensors "
+                              f"file ({why}); save with save_pretrained(..., "
+                              "safe_serialization=True)")
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            raw = handle.read(8)
+            if len(raw) < 8:
+                raise bad("shorter than its 8-byte header length")
+            n = int.from_bytes(raw, "little")
+            if n > min(MAX_HEADER, size - 8):
+                raise bad(f"header length {n} past the file's {size} bytes")
+            text = handle.read(n)
+    except OSError as exc:
+        raise bad(exc.strerror or str(exc)) from None
+    if not text.startswith(b"{"):     # safetensors: InvalidHeaderStart
+        raise bad("its header does not start with '{'")
+    try:
+        header = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise bad("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise bad("its header is not a JSON object")
+    meta = header.pop("__metadata__", None)
+    if meta is not None and not (isinstance(meta, dict) and all(
+            isinstance(v, str) for v in meta.values())):
+        raise bad("__metadata__ is not an object of strings")
+    start = 8 + n
+    refs: dict[str, TensorRef] = {}
+    spans = []
+    for name, info in header.items():
+        try:
+            dtype, shape, (lo, hi) = info["dtype"], info["shape"], info["data_offsets"]
+            if not all(type(x) is int and x >= 0 for x in (*shape, lo, hi)) or hi < lo:
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            raise bad(f"tensor {name!r} has no valid dtype, shape and data_offsets") from None
+        if dtype not in KNOWN_DTYPES:
+            raise bad(f"tensor {name!r} has the unknown dtype {dtype!r}")
+        if dtype not in COMPARABLE_DTYPES:
+            raise WeightsRefused("unreadable_weights", f"tensor {name!r} in {shown} is stored as "
+                                 f"{dtype}, which the provenance check cannot compare; save it as "
+                                 "float32, bfloat16 or float16")
+        count = 1
+        for d in shape:
+            count *= d
+        if count * COMPARABLE_DTYPES[dtype] != hi - lo:
+            raise bad(f"tensor {name!r}: {hi - lo} bytes for shape {shape} of {dtype}")
+        refs[str(name)] = TensorRef(path, dtype, tuple(shape), start + lo, start + hi)
+        spans.append((lo, hi, name))
+    end = 0
+    for lo, hi, name in sorted(spans):
+        if lo != end:
+            raise bad(f"tensor {name!r} does not start where the previous one ends")
+        end = hi
+    if start + end != size:
+        raise bad(f"the tensors cover {end} of its {size - start} data bytes")
+    return refs
+
+
+def loaded_tensors(weights: LoadedWeights) -> dict[str, TensorRef]:
+    """Every tensor the loader loads, over all its files; a name in two files is refused
+    (which copy is kept depends on the backend's order)."""
+    tensors: dict[str, TensorRef] = {}
+    for rel in weights.files:
+        path = weights.folder / rel
+        if not path.is_file():
+            raise WeightsRefused("unloaded_weights", f"{rel}, named by {weights.layout}, is not "
+                                 "in the folder")
+        for name, ref in read_header(path, rel).items():
+            if name in tensors:
+                raise WeightsRefused("unloaded_weights", f"tensor {name!r} is stored twice, in "
+                                     f"{tensors[name].path.name} and {rel}; save once")
+            tensors[name] = ref
+    return tensors
+
+
+def check_submission_weights(folder: str | Path) -> LoadedWeights:
+    """Intake's gate (intake.py): the submission's weights are exactly the ones its loader
+    reads, and every tensor of them can be compared; `WeightsRefused` (one line) otherwise."""
+    weights = resolve_weight_files(folder)
+    if weights.redirects:
+        what = weights.redirects[0]
+        fix = ("merge it (model.merge_and_unload()) and save the full model"
+               if what == ADAPTER_CONFIG else "remove it")
+        raise WeightsRefused("unloaded_weights", f"{what} makes the loader read weights the "
+                             f"grader does not check; {fix}")
+    if weights.unread:
+        more = f" (and {len(weights.unread) - 1} more)" if len(weights.unread) > 1 else ""
+        loads = ", ".join(weights.files[:2]) + ("..." if len(weights.files) > 2 else "") \
+            if weights.files else "no weights: no model.safetensors or index"
+        raise WeightsRefused("unloaded_weights", f"{weights.unread[0]}{more} is a weight file "
+                             f"the evaluator does not load (it loads {loads}); remove it")
+    loaded_tensors(weights)
+    return weights
+
+
+_BASE_CACHE: dict[tuple[str, float], tuple[LoadedWeights, dict[str, TensorRef]]] = {}
+
+
+def _base_tensors(base: Path) -> tuple[LoadedWeights, dict[str, TensorRef]]:
+    key = (str(base.resolve()), max((p.stat().st_mtime for p in base.iterdir()), default=0.0))
+    if key not in _BASE_CACHE:
+        weights = resolve_weight_files(base)
+        _BASE_CACHE.clear()
+        _BASE_CACHE[key] = (weights, loaded_tensors(weights))
+    return _BASE_CACHE[key]
+
+
+def base_is_checkable(base: str | Path | None) -> bool:
+    """Whether the base model has safetensors weights the check reads (a stand-in in tests,
+    or a base in a pickle format only, has none: then there is no provenance check)."""
+    if base is None or not Path(base).is_dir():
+        return False
+    try:
+        return bool(_base_tensors(Path(base))[1])
+    except (OSError, WeightsRefused):
+        return False
+
+
+# ------------------------------------------------------------------ architecture, tokenizer
 def architecture(folder: Path) -> dict[str, Any] | None:
     """What fixes the model's shape, from its config.json (None when it has none)."""
     cfg = _config(folder)
@@ -107,49 +398,66 @@ def tokenizer_identity(folder: Path) -> str | None:
     return digest.hexdigest() if found else None
 
 
-def _header(path: Path) -> tuple[dict[str, Any], int]:
-    with open(path, "rb") as handle:
-        size = int.from_bytes(handle.read(8), "little")
-        if size > min(MAX_HEADER, path.stat().st_size - 8):
-            raise ValueError(f"{path.name}: not a safetensors file")
-        header = json.loads(handle.read(size))
-    if not isinstance(header, dict):
-        raise ValueError(f"{path.name}: not a safetensors file")
-    header.pop("__metadata__", None)
-    return header, 8 + size
+# ------------------------------------------------------------------ tensors
+_FP8: dict[str, Any] = {}
 
 
-def tensor_index(folder: Path) -> dict[str, tuple[Path, dict[str, Any], int]] | None:
-    """{tensor name: (file, header entry, data start)} over the folder's safetensors shards;
-    None when there are none or one does not parse."""
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        return None
-    index: dict[str, tuple[Path, dict[str, Any], int]] = {}
-    try:
-        for path in files:
-            header, start = _header(path)
-            for name, entry in header.items():
-                index[name] = (path, entry, start)
-    except (OSError, ValueError):
-        return None
-    return index
+def _fp8_table(dtype: str):
+    """The 256 values of an fp8 byte as float32 (OCP E4M3 "fn": no infinity, 0x7f/0xff NaN;
+    E5M2: IEEE-like, the top byte of a float16)."""
+    import numpy as np
+    if dtype not in _FP8:
+        codes = np.arange(256, dtype=np.uint16)
+        if dtype == "F8_E5M2":
+            table = (codes << 8).view(np.float16).astype(np.float32)
+        else:
+            sign = np.where(codes & 0x80, -1.0, 1.0)
+            exp = (codes >> 3) & 0xF
+            man = (codes & 0x7).astype(np.float64)
+            value = np.where(exp == 0, man / 8 * 2.0 ** -6, (1 + man / 8) * 2.0 ** (exp - 7.0))
+            value = np.where((exp == 0xF) & (man == 7), np.nan, value)
+            table = (sign * value).astype(np.float32)
+        _FP8[dtype] = table
+    return _FP8[dtype]
 
 
-def _array(path: Path, entry: dict[str, Any], start: int) -> np.ndarray:
-    """One tensor as a flat float32/float64 array, read through a memory map."""
-    lo, hi = entry["data_offsets"]
-    dtype = entry["dtype"]
-    if dtype == "BF16":
-        raw = np.memmap(path, dtype=np.uint16, mode="r", offset=start + lo,
-                        shape=((hi - lo) // 2,))
+def _array(ref: TensorRef):
+    """One tensor as a flat float32 (float64 for F64 and integers) array, memory-mapped."""
+    import numpy as np
+    size = COMPARABLE_DTYPES[ref.dtype]
+    count = (ref.end - ref.start) // size
+    if count == 0:
+        return np.zeros(0, dtype=np.float32)
+    if ref.dtype == "BF16":
+        raw = np.memmap(ref.path, dtype=np.uint16, mode="r", offset=ref.start, shape=(count,))
         return (raw.astype(np.uint32) << 16).view(np.float32)
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype} is not supported")
-    item = np.dtype(DTYPES[dtype]).itemsize
-    raw = np.memmap(path, dtype=DTYPES[dtype], mode="r", offset=start + lo,
-                    shape=((hi - lo) // item,))
-    return raw.astype(np.float32) if dtype in ("F16", "F32") else raw.astype(np.float64)
+    if ref.dtype.startswith("F8_"):
+        raw = np.memmap(ref.path, dtype=np.uint8, mode="r", offset=ref.start, shape=(count,))
+        return _fp8_table(ref.dtype)[raw]
+    numpy_dtype = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
+                   "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2",
+                   "U8": "u1", "BOOL": "?"}[ref.dtype]
+    raw = np.memmap(ref.path, dtype=np.dtype(numpy_dtype), mode="r", offset=ref.start,
+                    shape=(count,))
+    return raw.astype(np.float32) if ref.dtype in ("F16", "F32") else raw.astype(np.float64)
+
+
+def _sums(a, b) -> tuple[float, float, float]:
+    """(‖a − b‖², ‖b‖², ⟨a, b⟩): float32 products over chunks of CHUNK elements (a chunk's
+    rounding error is about √CHUNK × 6e-8 of its sum), chunks summed in float64; float64
+    throughout when either side is float64."""
+    import numpy as np
+    wide = a.dtype == np.float64 or b.dtype == np.float64
+    diff = ref = dot = 0.0
+    for i in range(0, len(b), CHUNK):
+        x, y = a[i:i + CHUNK], b[i:i + CHUNK]
+        if wide:
+            x, y = x.astype(np.float64), y.astype(np.float64)
+        d = x - y
+        diff += float(np.dot(d, d))
+        ref += float(np.dot(y, y))
+        dot += float(np.dot(x, y))
+    return diff, ref, dot
 
 
 def layer_group(name: str) -> str:
@@ -185,68 +493,143 @@ def _tie_heads(sub: dict[str, Any], base: dict[str, Any]) -> list[str]:
     return aliased
 
 
-def weight_change(submission: Path, base: Path) -> dict[str, Any]:
-    """Tensor by tensor: names and shapes compared, the fraction of tensors that changed, and
-    the relative norm of the change per layer group (its largest and median too)."""
-    sub_index, base_index = tensor_index(submission), tensor_index(base)
-    if sub_index is None or base_index is None:
-        return {"checked": False, "reason": "no readable safetensors weights to compare"}
+def _rel(diff: float, ref: float) -> float:
+    if ref > 0:
+        return round(float(diff / ref) ** 0.5, 6)
+    return 0.0 if diff == 0 else float("inf")
+
+
+def _shrink(dot: float, ref: float) -> float:
+    return round(1.0 - dot / ref, 6) if ref > 0 else 0.0
+
+
+def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorRef]) -> dict[str, Any]:
+    """Every tensor: names and shapes compared, then per tensor, per layer group and over the
+    model the relative change ‖w − b‖ / ‖b‖ and the shrink 1 − ⟨w, b⟩ / ‖b‖², the fraction of
+    tensors changed, and the tensors holding NaN or infinity."""
+    import math
+    sub_index, base_index = dict(sub_index), dict(base_index)
     tied = _tie_heads(sub_index, base_index)
     missing = sorted(set(base_index) - set(sub_index))
     extra = sorted(set(sub_index) - set(base_index))
     shapes = sorted(n for n in set(sub_index) & set(base_index)
-                    if sub_index[n][1].get("shape") != base_index[n][1].get("shape"))
+                    if sub_index[n].shape != base_index[n].shape)
     if missing or extra or shapes:
         return {"checked": True, "same_tensors": False, "missing": missing[:5],
                 "extra": extra[:5], "shape_mismatch": shapes[:5]}
     changed = 0
+    nonfinite: list[str] = []
     groups: dict[str, list[float]] = {}
+    total = [0.0, 0.0, 0.0]
+    top_tensor, top_tensor_rel = None, 0.0
     for name in sorted(base_index):
-        a = _array(*sub_index[name])
-        b = _array(*base_index[name])
-        diff = float(np.square(a - b, dtype=np.float64).sum())
-        ref = float(np.square(b, dtype=np.float64).sum())
+        diff, ref, dot = _sums(_array(sub_index[name]), _array(base_index[name]))
+        if not (math.isfinite(diff) and math.isfinite(dot)):
+            nonfinite.append(name)
+            continue
         changed += diff > 0.0
-        acc = groups.setdefault(layer_group(name), [0.0, 0.0])
-        acc[0] += diff
-        acc[1] += ref
-    rel = {g: round(float(np.sqrt(d / r)) if r > 0 else (0.0 if d == 0 else float("inf")), 6)
-           for g, (d, r) in sorted(groups.items())}
-    top = max(rel, key=lambda g: rel[g])
+        for acc in (groups.setdefault(layer_group(name), [0.0, 0.0, 0.0]), total):
+            acc[0] += diff
+            acc[1] += ref
+            acc[2] += dot
+        if len(base_index[name].shape) >= 2:
+            rel = _rel(diff, ref)
+            if rel > top_tensor_rel or top_tensor is None:
+                top_tensor, top_tensor_rel = name, rel
+    rel = {g: _rel(d, r) for g, (d, r, _) in sorted(groups.items())}
+    shrink = {g: _shrink(p, r) for g, (_, r, p) in sorted(groups.items())}
+    top = max(rel, key=lambda g: rel[g]) if rel else None
+    top_shrink = max(shrink, key=lambda g: abs(shrink[g])) if shrink else None
     return {"checked": True, "same_tensors": True, "tensors": len(base_index),
-            "changed_fraction": round(changed / len(base_index), 6),
-            "relative_change": rel, "tied_head": tied,
-            "max_relative_change": rel[top], "max_group": top,
-            "median_relative_change": round(statistics.median(rel.values()), 6)}
+            "changed_fraction": round(changed / max(1, len(base_index)), 6),
+            "relative_change": rel, "shrink": shrink, "tied_head": tied,
+            "max_relative_change": rel[top] if top else 0.0, "max_group": top,
+            "median_relative_change": round(statistics.median(rel.values()), 6) if rel else 0.0,
+            "max_shrink": shrink[top_shrink] if top_shrink else 0.0, "max_shrink_group": top_shrink,
+            "max_tensor_change": top_tensor_rel, "max_tensor": top_tensor,
+            "model_relative_change": _rel(total[0], total[1]),
+            "model_shrink": _shrink(total[2], total[1]), "nonfinite": nonfinite[:5]}
+
+
+def _verdict(weights: dict[str, Any], threshold: float, shrink_limit: float) -> list[str]:
+    reasons = []
+    if weights.get("nonfinite"):
+        reasons.append(f"tensor {weights['nonfinite'][0]} holds NaN or infinite values: its "
+                       "change from the base cannot be measured")
+    rel = weights.get("relative_change") or {}
+    over = sorted(g for g, v in rel.items() if v > threshold)
+    if over:
+        moved = weights["max_relative_change"]
+        reasons.append(f"layer group{'s' if len(over) > 1 else ''} {', '.join(over[:6])} moved "
+                       f"by up to {moved:.3g} of {'their' if len(over) > 1 else 'its'} norm "
+                       f"(the check allows {threshold}; the most a measured fine-tune moved: "
+                       f"{MEASURED_MAX_FT})")
+    elif (weights.get("max_tensor_change") or 0) > NOT_DERIVED_MATRIX_CHANGE:
+        reasons.append(f"matrix {weights['max_tensor']} moved by "
+                       f"{weights['max_tensor_change']:.3g} of its norm (the check allows "
+                       f"{NOT_DERIVED_MATRIX_CHANGE} for one matrix)")
+    shrunk = sorted(g for g, v in (weights.get("shrink") or {}).items() if abs(v) > shrink_limit)
+    if shrunk:
+        s = weights["max_shrink"]
+        reasons.append(f"layer group{'s' if len(shrunk) > 1 else ''} {', '.join(shrunk[:6])} "
+                       f"{'shrank' if s > 0 else 'grew'} along the base's weights by up to "
+                       f"{abs(s):.3g} (what blending with other weights does; fine-tuning "
+                       f"measured at most {MEASURED_MAX_SHRINK}, the check allows {shrink_limit})")
+    return reasons
+
+
+def _tie_flag(folder: Path) -> Any:
+    cfg = _config(folder) or {}
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
+    return cfg.get("tie_word_embeddings", text.get("tie_word_embeddings"))
+
+
+def _head_left_to_chance(submission: Path, base: Path, sub_index: dict[str, Any]) -> bool:
+    """The base ties its head to the embeddings and stores none; a submission that stores no
+    head either but does not say it ties them gets a head the loader initialises at random
+    (a missing tensor), which no comparison of stored tensors would see."""
+    stores_head = any(layer_group(n) == "head" for n in sub_index)
+    return not stores_head and _tie_flag(base) is True and _tie_flag(submission) is not True
 
 
 def check_provenance(submission: str | Path, base: str | Path,
-                     threshold: float = NOT_DERIVED_REL_CHANGE) -> dict[str, Any]:
+                     threshold: float = NOT_DERIVED_REL_CHANGE,
+                     shrink_limit: float = NOT_DERIVED_SHRINK) -> dict[str, Any]:
     """The provenance record of one submission (results/<n>.json `provenance`): what was
-    compared, `not_derived` (True, False, or None when nothing could be compared) and `reasons`."""
+    compared, `not_derived` (True or False, never unknown) and `reasons`. `WeightsRefused` when
+    the submission's or the base's loaded weights cannot be read: a submission that passed
+    intake never raises it."""
     started = time.monotonic()
     submission, base = Path(submission), Path(base)
+    sub_weights = resolve_weight_files(submission)
+    sub_index = loaded_tensors(sub_weights)
+    base_weights, base_index = _base_tensors(base)
+    if not sub_index:
+        raise WeightsRefused("unreadable_weights", f"{submission.name} holds no weights the "
+                             "evaluator loads (no model.safetensors or index)")
+    if not base_index:
+        raise WeightsRefused("unreadable_weights", f"the base {base} has no safetensors weights")
     arch_sub, arch_base = architecture(submission), architecture(base)
     tok_sub, tok_base = tokenizer_identity(submission), tokenizer_identity(base)
     same_arch = None if arch_sub is None or arch_base is None else arch_sub == arch_base
     same_tok = None if tok_sub is None or tok_base is None else tok_sub == tok_base
-    weights = weight_change(submission, base) if same_arch is not False else \
-        {"checked": False, "reason": "the architecture differs"}
+    weights = weight_change(sub_index, base_index)
+    weights.update(files=sub_weights.files, layout=sub_weights.layout)
     reasons = []
     if same_arch is False:
         reasons.append(f"architecture {arch_sub} is not the base's {arch_base}")
     if same_tok is False:
         reasons.append("the tokenizer's vocabulary is not the base's")
-    if weights.get("checked") and not weights.get("same_tensors"):
+    if sub_weights.unread or sub_weights.redirects:
+        reasons.append(f"{(sub_weights.unread + sub_weights.redirects)[0]}: weights beside the "
+                       "ones compared (intake refuses these)")
+    if not weights.get("same_tensors"):
         reasons.append("its tensors are not the base's (names or shapes differ)")
-    moved = weights.get("max_relative_change")
-    if moved is not None and moved > threshold:
-        over = sorted(g for g, v in weights["relative_change"].items() if v > threshold)
-        reasons.append(f"layer group{'s' if len(over) > 1 else ''} {', '.join(over[:6])} moved "
-                       f"by up to {moved:.3g} of {'their' if len(over) > 1 else 'its'} norm "
-                       f"(fine-tuning moves every group by under {threshold}; the most "
-                       f"measured: {MEASURED_MAX_FT})")
-    known = same_arch is not None or same_tok is not None or weights.get("checked")
+    elif _head_left_to_chance(submission, base, sub_index):
+        reasons.append("config.json does not tie the output head to the embeddings as the "
+                       "base's does and stores no head: the loader initialises it at random")
+    reasons += _verdict(weights, threshold, shrink_limit)
     return {"same_architecture": same_arch, "same_tokenizer": same_tok, "weights": weights,
-            "not_derived": bool(reasons) if known else None, "reasons": reasons,
-            "threshold": threshold, "elapsed_s": round(time.monotonic() - started, 3)}
+            "not_derived": bool(reasons), "reasons": reasons, "threshold": threshold,
+            "matrix_threshold": NOT_DERIVED_MATRIX_CHANGE, "shrink_threshold": shrink_limit,
+            "elapsed_s": round(time.monotonic() - started, 3)}
