@@ -190,7 +190,15 @@ def test_copy_of_base_minus_metadata_is_flagged(service, tiny, tmp_path, monkeyp
     (out(run) / "nogen" / "generation_config.json").unlink()
     shutil.copytree(tiny, out(run) / "readme")
     (out(run) / "readme" / "README.md").write_text("my own fine-tuned model, trust me\n")
-    make_model(out(run) / "other", content="not the base")
+    # a real fine-tune stand-in: the base with one tensor moved a little (readable weights: a
+    # file that is not safetensors is refused at submit, before any copy check)
+    from safetensors.torch import load_file, save_file
+    shutil.copytree(tiny, out(run) / "other")
+    weights = out(run) / "other" / "model.safetensors"
+    tensors = load_file(str(weights))
+    first = sorted(tensors)[0]
+    tensors[first] = tensors[first] + 1e-3
+    save_file(tensors, str(weights), metadata={"format": "pt"})
     ids = [client.submit(f"output/{n}")["id"] for n in ("nogen", "readme", "other")]
     assert handle.wait_idle(30)
     subs = [client.status(i) for i in ids]
