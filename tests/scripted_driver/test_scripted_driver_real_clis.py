@@ -147,7 +147,10 @@ def test_real_cli_plays_the_script(name, open_tmp):
         argv, extra = _setup(name, f"http://127.0.0.1:{driver.port}", home)
         env = {"PATH": f"{search_path()}{os.pathsep}{os.environ['PATH']}", "HOME": str(home),
                **extra}
-        if os.geteuid() == 0:       # Claude Code refuses to skip permissions as root
+        # Claude Code refuses to skip permissions as root: the node CLIs run as nobody. Not
+        # mini-swe-agent: its venv's python links to the interpreter under the operator's home
+        # (/root, 0700 here), which only the sandbox's binds put in another uid's reach.
+        if os.geteuid() == 0 and name != "mini-swe-agent":
             for path in (tmp_path, *tmp_path.rglob("*")):
                 path.chmod(0o777)
             argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
