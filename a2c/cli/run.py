@@ -25,7 +25,7 @@ DEMO_AGENT = "ref-sft"
 # reference agent's own params; SmolLM2's loss is flat by step 15) submitted once, instead of two
 # stages of 25 each submitted and scored; the agent's time-limit callback stops earlier on a
 # slower machine, and the run ends when the agent does, not at the budget.
-DEMO_BUDGET = "4m"
+DEMO_BUDGET = "2m30s"
 DEMO_AGENT_PARAMS = {"ref-sft": {"stages": 1, "steps": 20}}
 
 

@@ -4,11 +4,11 @@ mixed precision, and the clock (stop training in time to save and submit).
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from a2c.agents.kit.context import AgentContext, log
+from a2c.cpu_share import free_threads
 
 
 def save_model(model, tokenizer, out_dir: Path) -> Path:
@@ -19,9 +19,11 @@ def save_model(model, tokenizer, out_dir: Path) -> Path:
 
 
 def set_threads(threads: int = 0) -> None:
-    """Torch's CPU threads: `threads` (an agent's `threads` param), 0 for one a CPU."""
+    """Torch's CPU threads: `threads` (an agent's `threads` param); 0 for the cores no other
+    runnable task wants now (a2c.cpu_share: spin-waiting threads on cores the grader or another
+    run also wants cost more than they compute)."""
     import torch
-    torch.set_num_threads(max(1, int(threads or os.cpu_count() or 1)))
+    torch.set_num_threads(max(1, int(threads or free_threads())))
 
 
 def time_limit_callback(stop_at: float):

@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from a2c.cpu_share import free_threads, usable_cores
 from a2c.settings import get as setting
 
 from .answer_stop import stable_prefix
 from .chat_template import KEEP, force_chat_template
 from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
 from .settings import GenerationSettings, InferenceError, Prompt
-
-OVERLOAD_EXTRA = 2   # runnable tasks beyond the cores from which generation uses one thread
 
 
 class TransformersBackend:
@@ -155,20 +153,17 @@ class TransformersBackend:
         return results  # type: ignore[return-value]
 
     def _threads_now(self) -> int | None:
-        """Intra-op threads for this call: `cpu_threads` when set; else, on a CPU whose 1-minute
-        load average is at least its cores + OVERLOAD_EXTRA (other processes want the cores),
-        one; else torch's choice. Measured on 2 shared cores at a load average of 6: a SmolLM2
-        decoding step of 32 rows took 1.1 s with 2 threads and 0.26 s with 1, the arith
-        baseline 107 s and 34 s, with the same 100 outputs."""
+        """Intra-op threads for this call: `cpu_threads` when set; else, on a CPU, the cores
+        other runnable tasks leave free (a2c.cpu_share: spin-waiting threads on a shared core
+        cost more than they compute); None (torch's choice) when every core is free. Measured
+        on 2 shared cores at a load average of 6: a SmolLM2 decoding step of 32 rows took 1.1 s
+        with 2 threads and 0.26 s with 1, the arith baseline 107 s and 34 s, with the same 100
+        outputs."""
         if self.cpu_threads or not self.load_threads:
             return self.cpu_threads
-        try:
-            load = os.getloadavg()[0]
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-                else (os.cpu_count() or 1)
-        except OSError:
-            return None
-        return 1 if cores > 1 and load >= cores + OVERLOAD_EXTRA else None
+        cores = usable_cores()
+        threads = free_threads(cores)
+        return threads if threads < cores else None
 
     def _finisher(self, settings: GenerationSettings, n_rows: int, stop_strings: bool = True):
         """finished(row, generated tokens) -> bool for stop strings and the answer rule, or None

@@ -172,18 +172,22 @@ def test_smollm2_arith_extracted_answers_are_the_same_stopped_or_not():
         backend.close()
 
 
-def test_one_thread_while_the_cpu_is_overloaded(tiny, monkeypatch):
-    from a2c.runtime.inference import transformers_backend as tb
+def test_threads_follow_the_cores_other_tasks_leave(tiny, monkeypatch):
+    from a2c import cpu_share
 
     monkeypatch.setattr(tiny, "cpu_threads", None)
     monkeypatch.setattr(tiny, "load_threads", True)
-    monkeypatch.setattr(tb.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(tb.os, "getloadavg", lambda: (3.9, 1.0, 1.0))
-    assert tiny._threads_now() is None                    # torch's choice
-    monkeypatch.setattr(tb.os, "getloadavg", lambda: (4.0, 1.0, 1.0))
+    monkeypatch.setattr(cpu_share.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(cpu_share.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    monkeypatch.setattr(cpu_share, "runnable_others", lambda: 0)
+    assert tiny._threads_now() is None                    # every core free: torch's choice
+    monkeypatch.setattr(cpu_share, "runnable_others", lambda: 1)
     assert tiny._threads_now() == 1
     tiny.generate(["What is 1 plus 2?"], GenerationSettings(max_new_tokens=2))
     assert tiny.last_stats["threads"] == 1
+    monkeypatch.setattr(cpu_share, "runnable_others", lambda: 0)
+    monkeypatch.setattr(cpu_share.os, "getloadavg", lambda: (4.0, 1.0, 1.0))
+    assert tiny._threads_now() == 1                       # overloaded a minute long: one
     monkeypatch.setattr(tiny, "cpu_threads", 3)           # cpu_threads / A2C_TORCH_THREADS win
     assert tiny._threads_now() == 3
     monkeypatch.setattr(tiny, "cpu_threads", None)

@@ -1,5 +1,5 @@
 """Issue 25: `a2c demo` runs a preset fitted to a 2-core machine: one SFT stage, submitted once,
-under a 4-minute agent budget, through the reference agent's own params (its spec's `params:`)."""
+under a 2m30s agent budget, through the reference agent's own params (its spec's `params:`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from a2c.cli import run as run_cli
 
 def test_demo_preset(monkeypatch):
     args = build_parser().parse_args(["demo"])
-    assert args.budget == "4m" and args.agent == "ref-sft"
+    assert args.budget == "2m30s" and args.agent == "ref-sft"
     seen = {}
 
     def fake_prepare(opts, progress):
@@ -22,7 +22,7 @@ def test_demo_preset(monkeypatch):
     except SystemExit:
         pass
     opts = seen["opts"]
-    assert opts.budget == "4m" and opts.backend == "local"
+    assert opts.budget == "2m30s" and opts.backend == "local"
     assert opts.agent_params == {"stages": 1, "steps": 20} and opts.agent_env == {}
     # params the reference agent declares (its bundle) and documents in its module
     import json
