@@ -24,6 +24,7 @@ from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, versions
 from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget
+from a2c.runtime.run.limits_note import limits_section
 from a2c.runtime.run.resolve import (
     load_agent,
     model_cfg,
@@ -179,12 +180,13 @@ def _run_dir(opts: RunOptions, task: dict, agent: dict) -> tuple[str, Path]:
     return run_id, (runs_dir / run_id).resolve()
 
 
-def _prepare_workspace(paths: RunPaths, mode: str) -> None:
-    """The bundle's agent-visible files, MODE.md, output/."""
+def _prepare_workspace(paths: RunPaths, mode: str, budget: dict) -> None:
+    """The bundle's agent-visible files, MODE.md (the mode, then the limits this run enforces:
+    limits_note.py), output/."""
     shutil.copytree(paths.bundle_workspace, paths.workspace, dirs_exist_ok=True)
     mode_file = paths.workspace_mode(mode)
-    if mode_file.is_file():
-        shutil.copy2(mode_file, paths.mode_md)
+    text = mode_file.read_text(encoding="utf-8") if mode_file.is_file() else ""
+    paths.mode_md.write_text(text + limits_section(budget), encoding="utf-8")
     paths.output.mkdir(exist_ok=True)
 
 
@@ -304,7 +306,7 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
 
     grader = grader_cfg(paths.bundle, task)
     write_json_atomic(paths.grader_json, grader)
-    _prepare_workspace(paths, opts.mode)
+    _prepare_workspace(paths, opts.mode, budget_cfg)
     report("preparing data")
     data_info = _prepare_data(paths, task, report)
 

@@ -29,7 +29,12 @@ def test_layout_and_separation(tmp_path):
     ws = run_dir / "workspace"
     assert (ws / "a2c_client.py").is_file() and (ws / "INSTRUCTIONS.md").is_file()
     assert (ws / "output").is_dir()
-    assert (ws / "MODE.md").read_text() == (ws / "modes" / "sft-only.md").read_text()
+    mode_md = (ws / "MODE.md").read_text()
+    assert mode_md.startswith((ws / "modes" / "sft-only.md").read_text())
+    # the limits this run enforces, not the compiled task's (INSTRUCTIONS.md says 15m)
+    limits = mode_md.split("## This run's limits", 1)[1]
+    assert "| Wall clock | 1m30s (90 s)" in limits and "15m" not in limits
+    assert "| Disk (workspace, /tmp and home together) | 200G (the default) |" in limits
     train = (run_dir / "data" / "train.jsonl").read_text().splitlines()
     heldout = (run_dir / "grader" / "heldout.jsonl").read_text().splitlines()
     assert len(train) == 2000 and len(heldout) == 100
@@ -120,3 +125,19 @@ def test_a_root_agent_without_bubblewrap_is_refused_before_anything_is_written(t
     with pytest.raises(RunError, match="refusing to run the agent as root"):
         _prepare(tmp_path, use_bwrap=False)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_mode_md_tells_the_limits_the_run_enforces(tmp_path):
+    """The task's disk and memory limits and a driver budget reach MODE.md as the run holds them
+    (limits_note.py); limits the task does not set are not listed."""
+    from a2c.runtime.run.limits_note import limits_section
+
+    text = limits_section({"wall_clock_s": 3600, "max_submissions": 4, "min_interval_s": 30,
+                           "eval_timeout_s": 600, "disk_mb": 5120, "memory_mb": 2048,
+                           "pids": 200, "driver_tokens": 30000})
+    assert "| Wall clock | 1h00m00s (3600 s)" in text and "| Submissions | at most 4 |" in text
+    assert "| Disk (workspace, /tmp and home together) | 5G |" in text
+    assert "| Memory | 2G |" in text and "| Processes | at most 200 |" in text
+    assert "| Driver model tokens | 30000 |" in text
+    assert "CPUs" not in text and "cost" not in text and "(the default)" not in text
+
