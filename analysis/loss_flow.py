@@ -27,6 +27,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from .trainers import GENERIC_TRAINERS, TRAINER_METHODS
+
 REWARD = re.compile(r"reward|advantage|return|score|correct|verif|judge|preference",
                     re.IGNORECASE)
 SAMPLING_CALLS = {"generate", "multinomial"}
@@ -329,7 +331,6 @@ def python_notes(tree: ast.AST, source: str, ambiguous: list[str], path: str
     a trainer's name does not establish its method (a subclass of a TRL trainer that overrides
     its loss or step), and whether it looks like training at all (a backward pass, an
     optimizer, a trainer)."""
-    from .training_methods import GENERIC_TRAINERS, TRAINER_METHODS
     trainers = set(TRAINER_METHODS) | set(GENERIC_TRAINERS)
     dynamic: list[str] = []
     for node in ast.walk(tree):

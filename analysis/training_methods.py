@@ -24,25 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .loss_flow import loop_methods, python_notes, word_loops
+from .trainers import GENERIC_TRAINERS, TRAINER_METHODS
 from .values import clip
 
-# Trainer / config names -> method.
-TRAINER_METHODS = {
-    "SFTTrainer": "SFT", "SFTConfig": "SFT",
-    "GRPOTrainer": "GRPO", "GRPOConfig": "GRPO",
-    "PPOTrainer": "PPO", "PPOConfig": "PPO", "PPOv2Trainer": "PPO",
-    "DPOTrainer": "DPO", "DPOConfig": "DPO",
-    "KTOTrainer": "KTO", "KTOConfig": "KTO",
-    "ORPOTrainer": "ORPO", "ORPOConfig": "ORPO",
-    "CPOTrainer": "CPO", "CPOConfig": "CPO",
-    "RLOOTrainer": "RLOO", "RLOOConfig": "RLOO",
-    "OnlineDPOTrainer": "Online DPO", "OnlineDPOConfig": "Online DPO",
-    "XPOTrainer": "XPO", "NashMDTrainer": "Nash-MD",
-    "GKDTrainer": "GKD", "GKDConfig": "GKD",
-    "RewardTrainer": "Reward model", "RewardConfig": "Reward model",
-    "PRMTrainer": "Reward model",
-}
-GENERIC_TRAINERS = {"Trainer": "SFT", "Seq2SeqTrainer": "SFT"}
 # An RL trainer fed by the agent's own environment episodes (TRL's multi-turn routes: a
 # `rollout_func` that plays the environment, or an `environment_factory`): online RL, level 3's
 # hardest route. The GRPO evidence of such a file is named ONLINE_GRPO.

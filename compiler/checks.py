@@ -1,7 +1,8 @@
 """Semantic checks, after the schema pass: what a schema cannot say, in the same message format.
 
-Each check is a small function `(doc) -> list[(path, what)]`, registered per kind; they all run
-and every problem is reported.
+Each check is a small function `(doc) -> list[(path, what)]`, registered per kind with
+`check_for` (checking.py, which runs them all: every problem is reported). The agent params
+checks are params.py's; load.py imports both modules, so both register.
 """
 
 from __future__ import annotations
@@ -10,40 +11,14 @@ import re
 import string
 from pathlib import Path
 
-from a2c.compiler.yamlsrc import dotted
-from a2c.wires import PROVIDER_WIRES
+from a2c.compiler.checking import _referenced_data, _spec_file, check_for
+from a2c.compiler.document import is_file
+from a2c.durations import parse_duration
+from a2c.wires import PROVIDER_WIRES, VLLM_WIRES
 
 LEVEL_GRADERS = {1: ("exact_match", "humaneval"), 2: ("pairwise_judge",), 3: ("rollout",)}
 REQUIRED_FIELDS = {"exact_match": ("prompt", "answer"), "humaneval": ("prompt", "test", "entry_point"),
                    "pairwise_judge": ("prompt",), "rollout": ()}
-
-_CHECKS: dict[str, list] = {"Task": [], "Agent": [], "Suite": []}
-
-
-def is_file(path: Path) -> bool:
-    """`path.is_file()`, but False for a name the OS cannot even look up (too long, a NUL byte)."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def check_for(*kinds):
-    def register(fn):
-        for kind in kinds:
-            _CHECKS[kind].append(fn)
-        return fn
-    return register
-
-
-def check(doc) -> list[str]:
-    problems = []
-    for fn in _CHECKS[doc.kind]:
-        for path, what, *key in fn(doc):
-            where = doc.source.where(path, key=bool(key and key[0]))
-            problems.append(f"{where}: {dotted(path) or '(document)'}: {what}")
-    return problems
-
 
 @check_for("Task", "Agent", "Suite")
 def id_matches_file(doc):
@@ -182,8 +157,11 @@ def services_are_distinct(doc):
 
 @check_for("Task")
 def budget_is_coherent(doc):
-    from a2c.compiler.resolve import seconds
     b = doc.data.get("budget") or {}
+
+    def seconds(value):          # as resolve.seconds: 0 allowed, said below where it is not
+        return parse_duration(value, allow_zero=True)
+
     wall = seconds(b.get("wall_clock", "12h"))
     if wall <= 0:
         yield ("budget", "wall_clock"), "the wall clock must be longer than 0s"
@@ -207,10 +185,12 @@ def agent_driver(doc):
 
 # The driver gateway's built-in providers and the wires each serves: the wire package's one
 # table, which the gateway's provider list reads too. A drivers-file provider is the
-# operator's, known only at run time.
-DRIVER_PROVIDER_WIRES = PROVIDER_WIRES
+# operator's, known only at run time. `vllm/MODEL` is a server a2c starts itself (its model a
+# hub id `org/name` or a folder path, hence a form of its own).
+DRIVER_PROVIDER_WIRES = {**PROVIDER_WIRES, "vllm": VLLM_WIRES}
 DRIVER_PROVIDERS = tuple(DRIVER_PROVIDER_WIRES)
-_DRIVER_FORM = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_-]*)/[A-Za-z0-9][A-Za-z0-9._:@-]*$")
+_DRIVER_FORM = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_-]*)/[A-Za-z0-9][A-Za-z0-9._:@-]*$|"
+                          r"^(?P<vllm>vllm)/[A-Za-z0-9./~_][^\s]*$")
 _SCRIPTED_FORM = re.compile(r"^scripted:(?P<name>[a-z0-9][a-z0-9_.-]*)$")
 
 
@@ -228,6 +208,8 @@ def driver_problem(driver: str, specs_root: Path) -> str | None:
             return f"no driver script '{name}' under {specs_root.name}/drivers{suggest(name, known)}"
         return None
     form = _DRIVER_FORM.match(driver)
+    if form and form["vllm"]:
+        return None
     if not form:
         return (f"unknown driver {driver!r}: write provider/model (e.g. anthropic/claude-sonnet-4-5,"
                 " openai/gpt-5-codex, gemini/gemini-2.5-pro) or scripted:NAME")
@@ -237,24 +219,6 @@ def driver_problem(driver: str, specs_root: Path) -> str | None:
                 f"{', '.join(DRIVER_PROVIDERS)}){suggest(form['provider'], DRIVER_PROVIDERS)}")
     return None
 
-
-def _spec_file(root: Path, folder: str, ident: str) -> Path | None:
-    return next((root / folder / f"{ident}{s}" for s in (".yaml", ".yml")
-                 if is_file(root / folder / f"{ident}{s}")), None)
-
-
-def _referenced_data(root: Path, folder: str, ident: str) -> dict | None:
-    """A referenced task's or agent's document (bases merged), or None if it does not read; its
-    own problems are reported when it is validated itself."""
-    from a2c.compiler.load import read_document
-    from a2c.errors import SpecError
-    path = _spec_file(root, folder, ident)
-    if path is None:
-        return None
-    try:
-        return read_document(path).data
-    except (SpecError, OSError):
-        return None
 
 
 @check_for("Suite")
@@ -360,7 +324,7 @@ def _wire_mismatches(root: Path, cells: list):
     reported: set[tuple] = set()
     for cell in cells:
         form = _DRIVER_FORM.match(cell.driver or "")
-        provider = form["provider"] if form else None
+        provider = (form["provider"] or form["vllm"]) if form else None
         if provider not in DRIVER_PROVIDER_WIRES or (cell.agent, provider) in reported:
             continue
         if cell.agent not in wires_of:
@@ -468,6 +432,3 @@ def answer_format_round_trips(doc):
         yield where, (f"the pattern does not match the gold answer written as the target: "
                       f"'{target}' -> {read} ({where_from}; {len(failed)} of {len(samples)} "
                       f"gold answers fail); widen the pattern or change answer_format")
-
-
-from a2c.compiler import params as _params  # noqa: E402,F401  (registers the agent params checks)

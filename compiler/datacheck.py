@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from a2c.compiler.checks import REQUIRED_FIELDS, is_file
+from a2c.compiler.checks import REQUIRED_FIELDS
+from a2c.compiler.document import is_file
 
 MAX_BYTES = 512 << 20         # larger files are left to the runtime (and to `a2c check`)
 READ_BY = {"jsonl": "jsonl", "json": "json", "csv": "csv"}

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2c.compiler.checks import _referenced_data, check_for
+# checks.py's checks register before these, so a document's general problems are listed first
+from a2c.compiler import checks as _checks  # noqa: F401
+from a2c.compiler.checking import _referenced_data, check_for
 from a2c.contracts.agent_params import check_value, declaration_problems
 
 DECLARATION_KEYS = ("type", "default", "description", "minimum", "maximum", "enum")

@@ -15,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from a2c.cli.bundles import load_agents
 from a2c.errors import RunError
 
 
@@ -58,23 +59,6 @@ def register(subparsers) -> None:
 
 
 # ----------------------------------------------------------------------------- bundles
-def _generated_agents() -> Path:
-    from a2c.paths import project_root
-    return project_root() / "generated" / "agents"
-
-
-def load_agents() -> list[dict]:
-    """Every compiled agent bundle's resolved spec, by id."""
-    from a2c.contracts.bundle import load_bundle
-    from a2c.runtime.run.resolve import AGENT_MANIFEST
-    root = _generated_agents()
-    agents = []
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if (folder / AGENT_MANIFEST).is_file():
-            agents.append(load_bundle(folder, kind="Agent", verify=False).agent)
-    return agents
-
-
 def load_one(ref: str) -> dict:
     """The resolved spec of agent `ref`: its bundle, compiled from its spec when none is built."""
     import tempfile

@@ -53,9 +53,10 @@ def register(subparsers) -> None:
 
 
 def checks(runs_dir: str | None = None) -> list:
-    from a2c.cli.agents import _search_path, load_agents
+    from a2c.cli.bundles import load_agents
     from a2c.runtime import preflight
-    return preflight.all_checks(load_agents(), _search_path(),
+    from a2c.runtime.scaffold_tools import search_path
+    return preflight.all_checks(load_agents(), search_path(),
                                 runs_dir=Path(runs_dir) if runs_dir else None)
 
 

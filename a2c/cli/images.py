@@ -67,7 +67,8 @@ def _base(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from a2c.runtime.run.resolve import resolve_agent_bundle, resolve_task_bundle
-    from a2c.runtime.sandbox.docker_images import ensure_run_image, ensure_task_image
+    from a2c.runtime.sandbox.docker_agent_layer import ensure_run_image
+    from a2c.runtime.sandbox.docker_images import ensure_task_image
     client = _client()
     bundle = resolve_task_bundle(args.task)
     start = time.monotonic()

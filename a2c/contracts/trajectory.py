@@ -144,7 +144,7 @@ NESTED = (AgentInfo, ToolCall, ObservationResult, Observation, Metrics, Step, Fi
 
 def schema_body() -> dict[str, Any]:
     """The JSON Schema of trajectory.json (a2c.contracts.schemas writes it)."""
-    from .schemas.generate import record_schema
+    from .schema_of import record_schema
 
     defs = {cls.__name__: record_schema(cls) for cls in NESTED}
     root = record_schema(Trajectory)
@@ -168,7 +168,7 @@ def validate_trajectory(data: dict[str, Any]) -> list[str]:
     1, 2, 3...; empty when it validates."""
     import jsonschema
 
-    from .schemas.generate import load_schema
+    from .schema_of import load_schema
 
     validator = jsonschema.Draft202012Validator(load_schema("trajectory"))
     problems = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"

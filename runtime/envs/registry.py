@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from a2c.runtime.envs.base import Env
-    from a2c.runtime.envs.prompts import PromptFormat
+    from a2c.runtime.envs.prompt_format import PromptFormat
 
 Generator = Callable[[dict, int, Path], dict]
 PathFilter = Callable[[str], bool]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.runtime.sandbox import SandboxSpec
+from a2c.runtime.sandbox.docker_agent_layer import ensure_run_image
 from a2c.runtime.sandbox.docker_container import (
     DEFAULT_PIDS,
     LIB_DIR,
@@ -32,7 +33,6 @@ from a2c.runtime.sandbox.docker_engine import NO_ENGINE, client, engine_error
 from a2c.runtime.sandbox.docker_images import (
     Built,
     agent_tag,
-    ensure_run_image,
     has_image,
     task_tag,
 )

@@ -4,7 +4,8 @@
     a2c-base:bookworm-py311-<key>    + a Python venv holding the bundle's pinned requirements
     a2c-<task>:<task digest>         the bundle's own Dockerfile, built on the pinned base
     a2c-<task>-<agent>:<t12>-<a12>   + the agent bundle's files at /opt/a2c/agent (what runs)
-                                     and a scaffold's packages (a2c-tools:<key>, docker_scaffolds)
+                                     and a scaffold's packages (a2c-tools:<key>, docker_scaffolds;
+                                     this layer: docker_agent_layer.py)
 
 The bundle's Dockerfile starts `ARG A2C_BASE_IMAGE=<pinned ref>` / `FROM ${A2C_BASE_IMAGE}`. Where
 the pinned base is present or can be pulled it is used as is. Where it cannot (no registry is
@@ -35,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import io
 import json
 import os
 import re
@@ -43,7 +43,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from collections.abc import Callable
@@ -53,7 +52,6 @@ from pathlib import Path
 from a2c.contracts.bundle import MANIFESTS
 from a2c.errors import RunError
 from a2c.runtime.sandbox.docker_engine import engine_error
-from a2c.runtime.sandbox.docker_scaffolds import ensure_tools, layer_has_tools, layer_lines
 
 Report = Callable[[str], None]
 
@@ -94,7 +92,8 @@ def build_lock():
     """One image build at a time on this machine (a file lock in the image cache): two runs,
     trials of a sweep or CI's early `a2c images build` beside the tests, asking for the same
     missing image wait for the first build and then find it present, instead of building it twice
-    side by side. Re-entrant within a process (ensure_run_image calls ensure_task_image)."""
+    side by side. Re-entrant within a process (ensure_run_image, docker_agent_layer.py, calls
+    ensure_task_image)."""
     if getattr(_held, "depth", 0):
         _held.depth += 1
         try:
@@ -360,60 +359,6 @@ def _ensure_task_image(client, bundle_root: Path, report: Report, tag: str | Non
            labels={"a2c.task": str(manifest(bundle_root).get("id")), "a2c.base": base.tag})
     steps = {**base.steps, "base_s": round(base.seconds, 1),
              "bundle_s": round(time.monotonic() - mark, 1)}
-    return Built(tag, True, time.monotonic() - start, "built", steps)
-
-
-def agent_context(agent_root: Path, task_image: str, tools: str | None = None) -> io.BytesIO:
-    """A build context (tar) for the agent layer: the agent bundle's own files (its manifest's
-    list, not the run's rendered prompt) at /opt/a2c/agent, read-only, labelled by digest; a
-    scaffold's packages copied from its tools image (docker_scaffolds.py)."""
-    found = manifest(agent_root, "Agent")
-    files = sorted(found.get("files") or {})
-    lines = [f"FROM {task_image}", "USER root", *layer_lines(tools)]
-    if files:
-        lines.append(f"COPY agent/ {AGENT_DIR}/")
-    lines += [f"LABEL a2c.agent={json.dumps(str(found.get('id')))} "
-              f"a2c.agent_digest={json.dumps(str(found.get('digest')))}", "USER agent"]
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        def add(name: str, data: bytes, mode: int = 0o644) -> None:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), mode, 0
-            tar.addfile(info, io.BytesIO(data))
-        add("Dockerfile", ("\n".join(lines) + "\n").encode())
-        for rel in files:
-            add(f"agent/{rel}", (Path(agent_root) / rel).read_bytes(), 0o755 if
-                rel.endswith(".sh") else 0o644)
-    buffer.seek(0)
-    return buffer
-
-
-def ensure_run_image(client, bundle_root: Path, agent_root: Path | None,
-                     report: Report = print) -> Built:
-    """The image a run's container starts from: the task image plus the agent layer, tagged by
-    both digests; built once, reused by every run of the same task and agent bundles."""
-    with build_lock():
-        return _ensure_run_image(client, bundle_root, agent_root, report)
-
-
-def _ensure_run_image(client, bundle_root: Path, agent_root: Path | None,
-                      report: Report) -> Built:
-    start = time.monotonic()
-    task = ensure_task_image(client, bundle_root, report)
-    tag = agent_tag(bundle_root, agent_root)
-    if tag is None:
-        return Built(task.tag, task.built, time.monotonic() - start, task.how, task.steps)
-    tools, tools_s = ensure_tools(client, manifest(agent_root, "Agent").get("agent") or {},
-                                  report)
-    if has_image(client, tag) and layer_has_tools(client, tag, tools):
-        return Built(tag, task.built, time.monotonic() - start,
-                     "present" if not task.built else task.how, task.steps)
-    mark = time.monotonic()
-    _build(client, tag, "the agent layer", fileobj=agent_context(agent_root, task.tag, tools),
-           custom_context=True)
-    steps = {**task.steps, "agent_layer_s": round(time.monotonic() - mark, 1)}
-    if tools:
-        steps["tools_s"] = round(tools_s, 1)
     return Built(tag, True, time.monotonic() - start, "built", steps)
 
 

@@ -8,6 +8,8 @@ default may be missing (an older record still validates); what is there must hav
 
 from __future__ import annotations
 
-from .generate import SCHEMA_DIR, generate_all, load_schema, write_all
+from a2c.contracts.schema_of import SCHEMA_DIR, load_schema
+
+from .generate import generate_all, write_all
 
 __all__ = ["SCHEMA_DIR", "generate_all", "load_schema", "write_all"]

