@@ -3,6 +3,7 @@ source names none it lacks, it lists none the source has dropped, and values par
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -137,3 +138,100 @@ def test_patterns_match_their_family():
 def test_every_audience_has_a_title_and_every_setting_a_doc():
     assert set(settings_doc.TITLES) == set(settings.Audience)
     assert all(s.doc.strip() and s.where.strip() for s in settings.SETTINGS)
+
+
+# Where an `A2C_*` variable may still be read straight from the environment, and why. Everything
+# else reads it through a2c/settings.py (`get`, `get_path`, `get_bool`), which parses it by its
+# declared type. The agent kit runs inside the sandbox against the runtime -> agent interface.
+DIRECT_READS_ALLOWED = {
+    "agents/kit/": "the agent kit, inside the sandbox: it reads the interface the runtime wrote",
+}
+ENVIRON_METHODS = {"get", "pop", "__getitem__", "__contains__"}
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level string constants (`UID_VAR = "A2C_AGENT_UID"`, tuples too)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for name, value in zip(names, values):
+                    if isinstance(name, ast.Name) and isinstance(value, ast.Constant) \
+                            and isinstance(value.value, str):
+                        out[name.id] = value.value
+    return out
+
+
+def _names_a2c_variable(key: ast.AST, constants: dict[str, str]) -> bool:
+    """Whether an environment key is an `A2C_*` name: a literal, an f-string or a sum starting
+    with one, or a module constant holding one."""
+    if isinstance(key, ast.Constant):
+        return isinstance(key.value, str) and key.value.startswith("A2C_")
+    if isinstance(key, ast.JoinedStr):
+        return bool(key.values) and _names_a2c_variable(key.values[0], constants)
+    if isinstance(key, ast.BinOp):
+        return _names_a2c_variable(key.left, constants)
+    if isinstance(key, ast.Name):
+        return constants.get(key.id, "").startswith("A2C_")
+    return False
+
+
+def _is_environ(node: ast.AST) -> bool:
+    """`os.environ`, or a mapping named `environ` (a function's environment parameter)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ"
+            and isinstance(node.value, ast.Name) and node.value.id == "os") or \
+        (isinstance(node, ast.Name) and node.id == "environ")
+
+
+def direct_reads(source: str) -> list[int]:
+    """The lines of `source` that read an `A2C_*` variable from the environment directly:
+    `os.environ.get/pop(NAME)`, `os.environ[NAME]` (read), `NAME in os.environ`,
+    `os.getenv(NAME)` (or the same on a mapping named `environ`)."""
+    tree = ast.parse(source)
+    constants = _constants(tree)
+    lines = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            if node.func.attr in ENVIRON_METHODS and _is_environ(node.func.value):
+                key = node.args[0]
+            elif node.func.attr == "getenv" and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id == "os":
+                key = node.args[0]
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                and _is_environ(node.value):
+            key = node.slice
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 \
+                and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is_environ(node.comparators[0]):
+            key = node.left
+        if key is not None and _names_a2c_variable(key, constants):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_a2c_variables_are_read_through_settings():
+    """No module of the packages reads an `A2C_*` variable from the environment itself (issue
+    33): each is declared once in a2c/settings.py with its type, default and doc, and read there.
+    Setting one (the runtime writing a child's environment) is not a read. Not caught: a name
+    computed in a local variable (the A2C_DRIVER_<PROVIDER>_* family that the gateway's config
+    discovers by listing the environment, runtime/driver_gateway/config.py `providers`)."""
+    found = []
+    for root in ("a2c", "compiler", "runtime", "agents", "analysis"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "a2c/settings.py" or any(rel.startswith(p) for p in DIRECT_READS_ALLOWED):
+                continue
+            found += [f"{rel}:{line}" for line in direct_reads(path.read_text(encoding="utf-8"))]
+    assert not found, ("read these through a2c.settings (get, get_path, get_bool), declared in "
+                       f"a2c/settings.py: {found}")
+
+
+def test_direct_reads_are_found():
+    # toy names spelled "@_..." so that this file names no undeclared variable
+    source = ('import os\nVAR = "@_X"\nos.environ.get("@_A")\nos.environ["@_B"]\n'
+              'os.environ.get(VAR, "")\n"@_C" in os.environ\nos.getenv(f"@_{1}")\n'
+              'os.environ["@_D"] = "1"\nos.environ.get("HOME")\nenviron.get(VAR)\n'
+              ).replace("@", "A2C")
+    assert direct_reads(source) == [3, 4, 5, 6, 7, 10]

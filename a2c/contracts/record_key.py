@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Union
 
 from a2c.errors import A2CError
+from a2c.settings import get_path
 
 KEY_BYTES = 32
 SIGNING_KEY_NAME = "record.ed25519"
@@ -66,12 +67,12 @@ def key_id(material: bytes) -> str:
 def signing_key_file() -> Path:
     """The operator's private signing key: $A2C_RECORD_SIGNING_KEY, else record.ed25519 beside
     $A2C_RECORD_KEY_FILE (when set), else config_dir()/record.ed25519."""
-    env = os.environ.get("A2C_RECORD_SIGNING_KEY")
+    env = get_path("A2C_RECORD_SIGNING_KEY")
     if env:
-        return Path(env).expanduser()
-    legacy = os.environ.get("A2C_RECORD_KEY_FILE")
+        return env
+    legacy = get_path("A2C_RECORD_KEY_FILE")
     if legacy:
-        return Path(legacy).expanduser().parent / SIGNING_KEY_NAME
+        return legacy.parent / SIGNING_KEY_NAME
     from a2c.paths import config_dir
     return config_dir() / SIGNING_KEY_NAME
 

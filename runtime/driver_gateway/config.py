@@ -29,6 +29,7 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.paths import SPECS_DIR, config_dir, project_root
+from a2c.settings import get_path
 from a2c.wires import PROVIDER_WIRES, WIRES
 
 from .prices import pinned_models, price_for
@@ -52,8 +53,7 @@ WIRE_PROVIDER = {wire: provider for provider, wires in PROVIDER_WIRES.items() fo
 
 # ----------------------------------------------------------------------------- drivers file
 def drivers_file() -> Path:
-    env = os.environ.get("A2C_DRIVERS_FILE")
-    return Path(env).expanduser() if env else config_dir() / "drivers.yaml"
+    return get_path("A2C_DRIVERS_FILE") or config_dir() / "drivers.yaml"
 
 
 @lru_cache(maxsize=1)
@@ -88,7 +88,7 @@ def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
     lines `FILE:LINE:COL: field: what` for a file that does not validate."""
     path = path or drivers_file()
     if not path.is_file():
-        if os.environ.get("A2C_DRIVERS_FILE"):
+        if get_path("A2C_DRIVERS_FILE"):
             raise RunError(f"{path}: A2C_DRIVERS_FILE names a file that does not exist; "
                            "create it or unset the variable")
         return {}

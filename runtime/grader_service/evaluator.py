@@ -41,7 +41,7 @@ EVAL_ENV_PREFIXES = ("VLLM_", "A2C_JUDGE_")
 
 def _judge_key_var(environ: dict[str, str]) -> str | None:
     """The variable a judge config file names for its key (`api_key_env`), if any."""
-    path = environ.get("A2C_JUDGE_CONFIG")
+    path = setting("A2C_JUDGE_CONFIG", environ)
     if not path:
         return None
     try:

@@ -37,7 +37,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import re
 import shlex
 import shutil
@@ -52,6 +51,8 @@ from pathlib import Path
 from a2c.contracts.bundle import MANIFESTS
 from a2c.errors import RunError
 from a2c.runtime.sandbox.docker_engine import engine_error
+from a2c.settings import get as setting
+from a2c.settings import get_path
 
 Report = Callable[[str], None]
 
@@ -78,8 +79,7 @@ class Built:
 def image_cache() -> Path:
     """Rootfs tarballs (removed after import) and the wheelhouse: $A2C_IMAGE_CACHE, else
     ~/.cache/a2c/images (never inside the repository, never a test's temporary cache)."""
-    env = os.environ.get("A2C_IMAGE_CACHE")
-    path = Path(env) if env else Path.home() / ".cache" / "a2c" / "images"
+    path = get_path("A2C_IMAGE_CACHE") or Path.home() / ".cache" / "a2c" / "images"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -112,7 +112,7 @@ def build_lock():
 
 
 def mirror() -> str:
-    return os.environ.get("A2C_DEBIAN_MIRROR") or DEFAULT_MIRROR
+    return setting("A2C_DEBIAN_MIRROR") or DEFAULT_MIRROR
 
 
 def _key(*parts) -> str:

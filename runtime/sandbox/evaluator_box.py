@@ -34,6 +34,7 @@ from a2c.errors import RunError
 from a2c.runtime.sandbox import bwrap
 from a2c.runtime.sandbox.bwrap import SYSTEM_DIRS, Bwrap, bwrap_path, parent_dirs
 from a2c.runtime.sandbox.privileges import AgentIds, agent_ids, is_root, setpriv_path
+from a2c.settings import get as setting
 
 EVAL_UID_VAR, EVAL_GID_VAR = "A2C_EVAL_UID", "A2C_EVAL_GID"
 DEFAULT_EVAL_ID = 65533
@@ -45,12 +46,12 @@ _ENV = object()   # box_argv's `visible` default: this process's CUDA_VISIBLE_DE
 
 def eval_ids() -> AgentIds:
     def number(var: str, default: int) -> int:
-        value = os.environ.get(var, "").strip()
-        if not value:
+        value = setting(var)            # an int (a value that is not: one error naming it)
+        if value is None:
             return default
-        if not value.isdigit():
+        if value < 0:
             raise RunError(f"{var}={value}: expected a number")
-        return int(value)
+        return value
     uid = number(EVAL_UID_VAR, DEFAULT_EVAL_ID)
     ids = AgentIds(uid, number(EVAL_GID_VAR, uid))
     if 0 in (ids.uid, ids.gid):

@@ -44,6 +44,8 @@ from pathlib import Path
 
 from a2c.errors import RunError
 from a2c.runtime.sandbox.bwrap import Bwrap
+from a2c.settings import get as setting
+from a2c.settings import get_bool
 
 UID_VAR, GID_VAR = "A2C_AGENT_UID", "A2C_AGENT_GID"
 UNSAFE_ROOT_VAR = "A2C_UNSAFE_ROOT_AGENT"
@@ -84,7 +86,7 @@ def _gid(value: str) -> int:
 def agent_ids(environ: dict[str, str] | None = None) -> AgentIds:
     """The agent's host uid/gid by the rule above; never 0."""
     environ = os.environ if environ is None else environ
-    named = environ.get(UID_VAR, "").strip()
+    named = setting(UID_VAR, environ) or ""
     if named:
         uid, primary = _uid(named)
     else:
@@ -92,7 +94,7 @@ def agent_ids(environ: dict[str, str] | None = None) -> AgentIds:
             uid, primary = _uid(DEFAULT_USER)
         except RunError:
             uid, primary = NOBODY_ID, NOBODY_ID
-    gid_value = environ.get(GID_VAR, "").strip()
+    gid_value = setting(GID_VAR, environ) or ""
     gid = _gid(gid_value) if gid_value else (primary if primary is not None else uid)
     if uid == 0 or gid == 0:
         raise RunError(f"the agent's uid/gid must not be 0 ({UID_VAR}/{GID_VAR} = {uid}/{gid})")
@@ -100,7 +102,7 @@ def agent_ids(environ: dict[str, str] | None = None) -> AgentIds:
 
 
 def unsafe_root_allowed() -> bool:
-    return os.environ.get(UNSAFE_ROOT_VAR, "") == "1"
+    return get_bool(UNSAFE_ROOT_VAR)
 
 
 def refuse_root_without_sandbox() -> None:
