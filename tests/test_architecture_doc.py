@@ -3,7 +3,9 @@ every module over 400 lines and every function over 80 (hand-written reasons).""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,83 @@ def test_an_authors_data_script_beside_the_task_data_keeps_the_doc_check_green(t
     assert not [m for m in gen.modules() if m.startswith("specs/tasks/")]
     assert not gen.in_package(script, tmp_path / "specs")
     assert gen.in_package(tmp_path / "specs" / "__init__.py", tmp_path / "specs")
+
+
+# ------------------------------------------------------------------------- "Where does X live"
+WHERE_HEADING = "## Where does X live"
+# a backticked repository path (a file or a folder/), optionally `:symbol` or `:Class.member`;
+# not a run-time folder (`.a2c/check-runs/`)
+NAMED = re.compile(r"`(\w[\w.-]*/(?:[\w.-]+/)*(?:[\w.-]+\.\w+)?)(?::([\w.]+))?`")
+WHERE_ROWS = ("the grading API", "budget: wall clock", "budget: driver tokens, cost, calls",
+              "budget: GPUs", "budget: disk", "budget: memory, CPUs, processes",
+              "budget: submissions", "the sandbox argv", "prices", "the trajectory builder",
+              "suite expansion", "signing keys", "provenance", "compliance evidence",
+              "contamination")
+
+
+def _where_section(doc: str) -> str:
+    assert WHERE_HEADING in doc, f"docs/architecture.md has no '{WHERE_HEADING}' section"
+    return doc.split(WHERE_HEADING, 1)[1].split("\n## ", 1)[0]
+
+
+def _defined(path: Path, symbol: str) -> bool:
+    """Whether `symbol` (`name` or `Class.member`) is defined at the top of the module (a def,
+    a class, an assignment; in a package's __init__.py an import counts: it is the API)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    head, _, member = symbol.partition(".")
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and path.name == "__init__.py":
+            names = [a.asname or a.name for a in node.names]
+        if head not in names:
+            continue
+        if not member:
+            return True
+        return isinstance(node, ast.ClassDef) and any(
+            getattr(n, "name", None) == member or
+            (isinstance(n, ast.Assign) and any(getattr(t, "id", None) == member
+                                               for t in n.targets))
+            for n in node.body)
+    return False
+
+
+def test_where_does_x_live_opens_the_doc():
+    """The table is the doc's first section, before the data flow."""
+    assert DOC.index(WHERE_HEADING) < DOC.index("## Data flow") < DOC.index(gen.BEGIN)
+
+
+def test_where_does_x_live_has_a_row_per_question():
+    rows = [line.split("|")[1].strip() for line in _where_section(DOC).splitlines()
+            if line.startswith("| ") and not line.startswith("| X ")]
+    missing = [q for q in WHERE_ROWS if not any(r.startswith(q) for r in rows)]
+    assert not missing, f"'{WHERE_HEADING}' has no row for {missing}"
+
+
+def test_where_does_x_live_is_true():
+    """Every path the table names exists; every `path:symbol` is defined in that file."""
+    section = _where_section(DOC)
+    named = NAMED.findall(section)
+    assert len(named) > 50
+    wrong = []
+    for rel, symbol in named:
+        path = ROOT / rel
+        if not path.exists():
+            wrong.append(f"{rel}: no such file or folder")
+        elif symbol and not (path.suffix == ".py" and _defined(path, symbol)):
+            wrong.append(f"{rel}:{symbol}: not defined there")
+    assert not wrong, f"docs/architecture.md '{WHERE_HEADING}' is stale: {wrong}"
+
+
+def test_where_does_x_live_check_catches_a_stale_name():
+    assert _defined(ROOT / "runtime" / "budget.py", "BudgetGuard")
+    assert _defined(ROOT / "runtime" / "driver_gateway" / "ledger.py", "Ledger.admit")
+    assert not _defined(ROOT / "runtime" / "budget.py", "NoSuchGuard")
+    assert not _defined(ROOT / "runtime" / "driver_gateway" / "ledger.py", "Ledger.no_such")
+    assert NAMED.findall("`a/b.py:C.d` and `runtime/sandbox/` and `grader.params.x`") == [
+        ("a/b.py", "C.d"), ("runtime/sandbox/", "")]
