@@ -45,8 +45,10 @@ def register(subparsers) -> None:
     run.add_argument("--backend", default="local", choices=list(BACKENDS))
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--driver", help="driver model for LLM scaffolds: provider/model "
-                                      "(anthropic/claude-sonnet-4-5, a drivers-file provider) "
-                                      "or scripted:NAME (the offline scripted driver)")
+                                      "(anthropic/claude-sonnet-4-5, a drivers-file provider), "
+                                      "vllm/MODEL (a vLLM server a2c starts: a hub id, a model "
+                                      "folder or a built-in name) or scripted:NAME (the "
+                                      "offline scripted driver)")
     run.add_argument("--driver-tokens", type=_positive(int), metavar="N",
                      help="driver budget: tokens (input + output) the scaffold may spend; "
                           "default: the task's budget.driver_tokens")
@@ -73,6 +75,10 @@ def register(subparsers) -> None:
                      help="the grader's GPUs for its evaluations (never the agent's): indices "
                           "or none; default: one free device the agent does not have, when the "
                           "agent has GPUs")
+    run.add_argument("--driver-gpus", metavar="IDS",
+                     help="a vllm/ driver's GPUs for its server (never the agent's or the "
+                          "grader's): indices or none (vLLM's CPU build); default: one free "
+                          "device neither has, where the machine has GPUs")
     run.add_argument("--no-bwrap", action="store_true",
                      help="local backend without bubblewrap (isolation: none; for debugging)")
     run.set_defaults(handler=handle_run)
@@ -335,6 +341,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   driver_tokens=args.driver_tokens,
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   gpus=args.gpus, grader_gpus=args.grader_gpus,
+                                  driver_gpus=args.driver_gpus,
                                   agent_params=parse_assignments(args.agent_param or []),
                                   use_bwrap=False if args.no_bwrap else None)
         from a2c.cli.doctor import preflight  # `a2c doctor`'s checks this run needs

@@ -74,6 +74,7 @@ class RunStarted(EventPayload):
     budget: dict[str, Any] | None = None
     scoring: dict[str, Any] | None = optional()
     versions: dict[str, Any] | None = optional()
+    driver_server: dict[str, Any] | None = optional()   # a vllm/ driver a2c served: digest, flags
 
 
 @dataclass
@@ -231,6 +232,9 @@ class DriverCall(EventPayload):
     response_sha256: str | None = optional()
     error: str | None = optional()
     usage_missing: bool | None = optional()
+    # the output cap forwarded was lowered below the request's own because the served model's
+    # context cannot hold it: {requested, forwarded, context, input_estimate, why}
+    cap_lowered: dict[str, Any] | None = optional()
 
 
 @dataclass

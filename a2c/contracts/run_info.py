@@ -120,6 +120,10 @@ class RunInfo:
     # the devices the run holds, when it holds any: {agent: [ids], grader: [ids]}
     # (runtime/run/devices.py; a sweep's resume replaces them with the new placement)
     gpus: Any = UNSET                 # dict
+    # a driver a2c serves itself (`--driver vllm/MODEL`), once its server is up: the weights'
+    # digest, the server's version and flags, the served context, the sampling in force
+    # (runtime/run/driver.py, DriverGateway.server_record)
+    driver_server: Any = UNSET        # dict
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -26,11 +26,16 @@ PROVIDER_WIRES = provider_wires()
 """The wires each built-in provider serves: {"anthropic": ("anthropic",), "gemini": ("gemini",),
 "openai": ("openai-chat", "openai-responses")}."""
 
+VLLM_WIRES = ("openai-chat", "openai-responses", "anthropic")
+"""The wires a vLLM OpenAI-compatible server serves from one port (Chat Completions, Responses and
+Anthropic Messages): a `vllm/...` driver's, the one a2c starts (runtime/run/driver_server.py)."""
+
 BUDGET_STATUS = {name: wire.budget_status for name, wire in WIRES.items()}
 """Out-of-credit statuses: Anthropic answers a spent credit balance with 400
 invalid_request_error; OpenAI with 429 insufficient_quota (its clients treat that code as final);
 Gemini with 429 RESOURCE_EXHAUSTED and a per-day QuotaFailure."""
 
-__all__ = ["BUDGET_STATUS", "NAMES", "PROVIDER_WIRES", "WIRES", "Conversation", "Item", "Route",
+__all__ = ["BUDGET_STATUS", "NAMES", "PROVIDER_WIRES", "VLLM_WIRES", "WIRES", "Conversation",
+           "Item", "Route",
            "Tool", "ToolCall", "Turn", "Usage", "Wire", "error_body", "generation_call",
            "normalize", "request_streams", "route", "wire_for_path"]

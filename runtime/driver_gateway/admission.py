@@ -91,6 +91,7 @@ class Reservation:
     candidates: int = 1
     cost_usd: float = 0.0      # reserved against a cost budget
     released: bool = False
+    lowered: dict | None = None   # the cap lowered for the served model's context (context.py)
 
     @property
     def output_tokens(self) -> int:
@@ -143,7 +144,8 @@ def counted_estimate(count: int, bound: int) -> int:
 
 
 def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s: float,
-          bounded: bool, count: Callable[[], int | None] | None = None
+          bounded: bool, count: Callable[[], int | None] | None = None,
+          context: Callable[[bytes], tuple[int, int, int | None]] | None = None
           ) -> tuple[Reservation, bytes] | str | None:
     """Admit a generation call on its reading: (the reservation, the bytes to forward), the
     message of a budget refusal, or None when the gateway is stopping. The stream usage is
@@ -151,12 +153,25 @@ def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s:
     cap is written after. When the bound does not fit a token or cost budget, `count` (the
     provider's counting route, where the wire has one) is asked for the input's real size and
     the call admitted on that if it fits: honest text is 3-4 bytes a token, so the bound alone
-    would refuse the last calls of a budget they fit in."""
+    would refuse the last calls of a budget they fit in. `context` (a served model that
+    reports its context window: context.py) gives (the context, the largest cap it holds for
+    this input, the input estimate): the cap is never more."""
     if stream:
         _wire(wire).ask_stream_usage(body)
     forward = encode(body)
     bound = input_estimate(forward, reading)
     cap = reading.cap or DEFAULT_OUTPUT_CAP
+    lowered = None
+    if context is not None:
+        window, limit, estimate = context(forward)
+        if limit < cap:
+            cap = limit
+            if reading.cap is not None or bounded:   # a cap is forwarded: the record says so
+                lowered = {"requested": reading.cap, "forwarded": limit, "context": window,
+                           "input_estimate": estimate,
+                           "why": "the served model's context holds no more output after "
+                                  "the input" if estimate is not None else
+                                  "above the served model's context"}
     got = ledger.admit(bound, cap, reading.candidates, wait_s=wait_s)
     if isinstance(got, tuple) and got[0] != "calls" and count is not None and \
             ledger.could_fit(ADDED_TOKENS, reading.candidates):
@@ -173,6 +188,9 @@ def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s:
         return (f"a2c driver gateway: the run's driver {limit} budget is spent ({used:g} of "
                 f"{cap:g}, with the calls in flight and this call's input); no further model "
                 "calls in this run")
+    if lowered is not None:
+        lowered["forwarded"] = got.output_cap    # (the budget may have lowered it further)
+        got.lowered = lowered
     if apply_cap(wire, body, got.output_cap, reading.cap, bounded):
         forward = encode(body)
     return got, forward

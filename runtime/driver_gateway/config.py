@@ -30,7 +30,7 @@ from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.paths import SPECS_DIR, config_dir, project_root
 from a2c.settings import get_path
-from a2c.wires import PROVIDER_WIRES, WIRES
+from a2c.wires import PROVIDER_WIRES, VLLM_WIRES, WIRES
 
 from .prices import pinned_models, price_for
 
@@ -49,6 +49,9 @@ BUILTIN_PROVIDERS: dict[str, dict[str, Any]] = {
                "key_env": "GEMINI_API_KEY", "wires": list(PROVIDER_WIRES["gemini"])},
 }
 WIRE_PROVIDER = {wire: provider for provider, wires in PROVIDER_WIRES.items() for wire in wires}
+# `--driver vllm/MODEL`: a server a2c starts itself (runtime/run/driver_server.py) and the wires
+# vLLM serves from one port; its URL is known only once it listens (gateway.json is updated then)
+VLLM_PROVIDER = "vllm"
 
 
 # ----------------------------------------------------------------------------- drivers file
@@ -86,6 +89,16 @@ def _dotted(path) -> str:
 def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
     """The drivers file's providers ({} when there is no file); SpecError-style RunError
     lines `FILE:LINE:COL: field: what` for a file that does not validate."""
+    return _read_drivers_file(path).get("providers") or {}
+
+
+def vllm_settings(path: Path | None = None) -> dict[str, Any]:
+    """The drivers file's `vllm` section: how a2c starts the server of a `vllm/...` driver
+    (executable, startup_timeout_s, args, per-model overrides; drivers.schema.json)."""
+    return _read_drivers_file(path).get("vllm") or {}
+
+
+def _read_drivers_file(path: Path | None = None) -> dict[str, Any]:
     path = path or drivers_file()
     if not path.is_file():
         if get_path("A2C_DRIVERS_FILE"):
@@ -110,7 +123,7 @@ def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
             found.append((line, col, f"{path}:{line}:{col}: {_dotted(err.absolute_path)}: "
                                      f"{err.message}"))
         raise RunError("\n".join(msg for _, _, msg in sorted(found)))
-    return data.get("providers") or {}
+    return data
 
 
 def _env_name(provider: str) -> str:
@@ -141,6 +154,10 @@ def providers() -> dict[str, dict[str, Any]]:
                 raise RunError(f"{prefix}WIRES: unknown wire {bad[0]!r}; use a comma list of "
                                f"{', '.join(WIRES)}")
             p["wires"] = wires
+    if VLLM_PROVIDER in out:
+        raise RunError(f"driver provider name {VLLM_PROVIDER!r} is reserved for the server a2c "
+                       f"starts itself (--driver vllm/MODEL); rename it (e.g. local) in "
+                       f"{drivers_file()} or in the A2C_DRIVER_VLLM_* variables")
     for name, p in out.items():
         if not p.get("base_url"):
             raise RunError(f"driver provider {name!r} has no base URL; set "
@@ -192,8 +209,28 @@ def _budget(budget: dict | None) -> dict[str, Any]:
             "driver_calls": None if b.get("driver_calls") is None else int(b["driver_calls"])}
 
 
-def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
-    """The upstream part of gateway.json for a driver string (raises RunError)."""
+def _resolve_vllm(driver: str, wires: list[str], server: dict | None) -> dict[str, Any]:
+    """`vllm/MODEL`: the server a2c starts (its plan, from runtime/run/driver_server.py)."""
+    if not server:
+        raise RunError(f"--driver {driver}: a2c starts this server itself when it runs; use "
+                       "`a2c run ... --driver vllm/MODEL` (or serve the model yourself and use "
+                       "a local/ provider)")
+    spoken = [w for w in wires if w in VLLM_WIRES]
+    if wires and not spoken:
+        raise RunError(f"--driver {driver}: the agent speaks {', '.join(wires)}; vLLM serves "
+                       f"{', '.join(VLLM_WIRES)}; pick an agent that speaks one of them")
+    return {"provider": VLLM_PROVIDER, "model": server["served_model_name"],
+            "wires": list(VLLM_WIRES), "agent_wire": spoken[0] if spoken else None,
+            "allow_models": [], "upstream": {"base_url": None, "key_env": None, "auth": None,
+                                             "context": "ask", "timeout_s": DEFAULT_TIMEOUT_S,
+                                             "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S},
+            "scripted": None, "server": server}
+
+
+def resolve_driver(driver: str, agent: dict | None,
+                   server: dict | None = None) -> dict[str, Any]:
+    """The upstream part of gateway.json for a driver string (raises RunError). `server`: the
+    plan of the vLLM server a2c starts for a `vllm/...` driver."""
     drv = _agent_driver(agent)
     wires = agent_wires(agent)
     wire = wires[0] if wires else None
@@ -216,6 +253,8 @@ def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
                                                  "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S},
                 "scripted": {"name": name, "script": str(script),
                              "sha256": hashlib.sha256(script.read_bytes()).hexdigest()}}
+    if driver.startswith(VLLM_PROVIDER + "/"):
+        return _resolve_vllm(driver, wires, server)
     if "/" in driver:
         provider, model = driver.split("/", 1)
     elif wire in WIRE_PROVIDER:
@@ -242,7 +281,7 @@ def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
             "agent_wire": spoken[0] if spoken else None,
             "allow_models": list(p.get("allow_models", [])),
             "upstream": {"base_url": p["base_url"].rstrip("/"), "key_env": key_env,
-                         "auth": p.get("auth"),
+                         "auth": p.get("auth"), "context": p.get("context"),
                          "timeout_s": float(p.get("timeout_s", DEFAULT_TIMEOUT_S)),
                          "connect_timeout_s": float(p.get("connect_timeout_s",
                                                           DEFAULT_CONNECT_TIMEOUT_S))},
@@ -250,11 +289,12 @@ def resolve_driver(driver: str, agent: dict | None) -> dict[str, Any]:
 
 
 def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
-                    budget: dict | None) -> dict[str, Any]:
+                    budget: dict | None, server: dict | None = None) -> dict[str, Any]:
     """Resolve the driver, write driver/gateway.json and driver/gateway.key (both 0600, in a
     0700 folder), and return the config. An existing key is kept (a resume keeps the agent's
-    key valid)."""
-    resolved = resolve_driver(driver, agent)
+    key valid). `server`: a `vllm/...` driver's server plan (its URL is set when it starts:
+    `set_upstream_url`)."""
+    resolved = resolve_driver(driver, agent, server)
     paths.driver.mkdir(parents=True, exist_ok=True)
     os.chmod(paths.driver, 0o700)
     if paths.driver_key.is_file() and paths.driver_key.read_text().strip():
@@ -268,6 +308,15 @@ def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
               "budget": _budget(budget), "price": price,
               "socket": str(paths.driver_socket)}
     write_json_atomic(paths.driver_config, config, mode=0o600)
+    return config
+
+
+def set_upstream_url(run_dir: str | Path, base_url: str) -> dict[str, Any]:
+    """Point gateway.json's upstream at a server a2c started (its port is chosen at each
+    start, a resume's too); the config written."""
+    config = read_config(run_dir)
+    config["upstream"]["base_url"] = base_url.rstrip("/")
+    write_json_atomic(RunPaths(Path(run_dir)).driver_config, config, mode=0o600)
     return config
 
 

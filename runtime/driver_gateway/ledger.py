@@ -54,7 +54,9 @@ def _log_line(ev) -> str:
     return (f"#{ev.seq} {ev.status} {ev.wire or '-'} {ev.path} model={ev.model} "
             f"in={ev.input_tokens} out={ev.output_tokens} cache_read={ev.cache_read_tokens} "
             f"cache_write={ev.cache_write_tokens} cost=${ev.cost_usd:.6f} "
-            f"{ev.duration_ms:.1f}ms" + (f" error={ev.error}" if ev.error else ""))
+            f"{ev.duration_ms:.1f}ms" + (f" error={ev.error}" if ev.error else "")
+            + (f" cap_lowered={ev.cap_lowered['requested']}->{ev.cap_lowered['forwarded']}"
+               f" (context {ev.cap_lowered['context']})" if ev.cap_lowered else ""))
 
 
 class Ledger:
@@ -236,7 +238,8 @@ class Ledger:
                            latency_ms=None if latency_ms is None else round(latency_ms, 3),
                            duration_ms=round(duration_ms, 3), request_sha256=req_sha,
                            response_sha256=resp_sha, error=error,
-                           usage_missing=True if missing else None)
+                           usage_missing=True if missing else None,
+                           cap_lowered=getattr(reservation, "lowered", None))
         self._queue.put(("call", event, snapshot, ((req_sha, request), (resp_sha, response))))
         return snapshot
 

@@ -183,7 +183,8 @@ class _Handler(BoundedHandler, Handler):
                               stream=stream)
             got = admission.admit(st.ledger, rt.wire, parsed, reading, stream,
                                   st.upstream.timeout, st.bounded,
-                                  lambda: self._count_input(st, rt, path, parsed))
+                                  lambda: self._count_input(st, rt, path, parsed),
+                                  st.context_room if st.context else None)
             if got is None:
                 return refuse(503, "upstream", STOPPING, model=model, stream=stream)
             if not isinstance(got, tuple):

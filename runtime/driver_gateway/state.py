@@ -11,6 +11,7 @@ from typing import Any
 from a2c.contracts.run_paths import RunPaths
 
 from .config import read_config, read_key
+from .context import context_room, served_context
 from .flights import Flights
 from .ledger import Ledger
 from .upstream import Upstream
@@ -43,6 +44,23 @@ class GatewayState:
         # a token or cost budget needs every forwarded call to carry an output cap
         self.bounded = any(budget.get(k) is not None for k in ("driver_tokens",
                                                                  "driver_cost_usd"))
+        # the served model's context (context.py): stated in the drivers file, or asked once
+        # of the server (`context: ask`; a vllm/ driver's always); None: no clamp
+        stated = up.get("context")
+        self.context: int | None = stated if isinstance(stated, int) else None
+        if stated == "ask":
+            self.context = served_context(self.upstream, self.model, self.provider_key)
+        if stated is not None:
+            print(f"driver gateway: the served model's context is "
+                  f"{self.context or 'not reported'}"
+                  + (" tokens: output caps are lowered to fit it" if self.context else ""),
+                  flush=True)
+
+    def context_room(self, forward: bytes) -> tuple[int, int, int | None]:
+        """(the served context, the largest output cap it holds after this forwarded input,
+        the input estimate): admission lowers a call's cap to it (context.py)."""
+        return context_room(self.upstream, self.model, self.context or 0, forward,
+                            self.provider_key)
 
     def model_ok(self, model: str) -> bool:
         """Exactly one of the run's pinned ids (gateway.json `models`): never by prefix."""

@@ -48,6 +48,9 @@ class RunOptions:
     # GPUs (runtime/run/devices.py): host indices "0,1" or "none"; None = the task's budget.gpus
     gpus: str | None = None
     grader_gpus: str | None = None   # the grader's own; None = one free device not the agent's
+    # a vllm/ driver's server: its own devices; None = one free device neither the agent's nor
+    # the grader's where the machine has GPUs, else none (a CPU build of vLLM)
+    driver_gpus: str | None = None
     snapshot_every_s: float = field(default_factory=default_snapshot_every_s)
     run_id: str | None = None
 

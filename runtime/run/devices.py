@@ -8,7 +8,12 @@ The grader's: `--grader-gpus` (RunOptions.grader_gpus; `none`: evaluations on CP
 device that is not the agent's when the agent has GPUs (as a sweep's `eval_gpus` default), else
 none. The two sets never overlap: the agent never sees the grader's devices.
 
-run.json records `gpus: {"agent": [...], "grader": [...]}` (host indices). A run asking for
+The driver's (a `--driver vllm/MODEL` server a2c starts): `--driver-gpus` (RunOptions.driver_gpus;
+`none`: vLLM's CPU build), else one free device that is neither the agent's nor the grader's
+where the machine has GPUs, else none. Kept apart from both, the same way.
+
+run.json records `gpus: {"agent": [...], "grader": [...]}` (host indices; `driver` too for a
+served driver). A run asking for
 more GPUs than the machine has fails before anything is written (`PreflightError`, exit 2).
 """
 
@@ -41,11 +46,21 @@ def _ids(text: str | None, flag: str, found: list[gpu_mod.Gpu]) -> tuple[str, ..
 
 def assign(gpus: str | None, grader_gpus: str | None, budget_gpus: int,
            found: list[gpu_mod.Gpu] | None = None,
-           lease: gpu_mod.GpuLease | None = None) -> tuple[dict, gpu_mod.GpuLease]:
-    """({"agent": [...], "grader": [...]}, the lease holding them), or a one-line error."""
+           lease: gpu_mod.GpuLease | None = None, *, driver_gpus: str | None = None,
+           served_driver: bool = False) -> tuple[dict, gpu_mod.GpuLease]:
+    """({"agent": [...], "grader": [...]} and "driver" for a served driver, the lease holding
+    them), or a one-line error."""
     found = gpu_mod.list_gpus() if found is None else found
+    if driver_gpus is not None and not served_driver:
+        raise RunError(f"--driver-gpus {driver_gpus}: only a driver a2c serves itself "
+                       "(--driver vllm/MODEL) has GPUs of its own")
     agent = _ids(gpus, "--gpus", found)
     grader = _ids(grader_gpus, "--grader-gpus", found)
+    driver = _ids(driver_gpus, "--driver-gpus", found)
+    for flag, other in (("--gpus", agent), ("--grader-gpus", grader)):
+        if driver and other and set(driver) & set(other):
+            raise RunError(f"--driver-gpus {','.join(driver)} and {flag} {','.join(other)} "
+                           "share a device: the driver's server has GPUs of its own")
     want = int(budget_gpus or 0)
     if agent is None and want > len(found):
         raise PreflightError(
@@ -57,10 +72,13 @@ def assign(gpus: str | None, grader_gpus: str | None, budget_gpus: int,
                        "device: the grader's GPUs are never the agent's")
     lease = lease or gpu_mod.GpuLease()
     try:
+        if driver:
+            lease.take(driver, "--driver-gpus")
         if grader:
             lease.take(grader, "--grader-gpus")
         if agent is None:
-            agent = lease.choose(want, found, exclude=grader or ()) if want else ()
+            agent = lease.choose(want, found, exclude=(*(grader or ()), *(driver or ()))) \
+                if want else ()
             if want and not agent:
                 raise PreflightError(f"the task asks for {want} GPU(s) (budget.gpus): fewer are "
                                      f"free on this machine (the others are held by a2c runs "
@@ -68,11 +86,20 @@ def assign(gpus: str | None, grader_gpus: str | None, budget_gpus: int,
         else:
             lease.take(agent, "--gpus")
         if grader is None:
-            grader = lease.choose(1, found, exclude=agent) if agent else ()
+            grader = lease.choose(1, found, exclude=(*agent, *(driver or ()))) if agent else ()
+        if served_driver and driver is None:
+            driver = lease.choose(1, found, exclude=(*agent, *grader)) if found else ()
+            if found and not driver:
+                raise PreflightError("the driver's vLLM server needs a GPU and none is free "
+                                     "beside the agent's and the grader's; pass --driver-gpus "
+                                     "IDS (or none for vLLM's CPU build)")
     except BaseException:
         lease.release()
         raise
-    return {"agent": list(agent), "grader": list(grader)}, lease
+    out = {"agent": list(agent), "grader": list(grader)}
+    if served_driver:
+        out["driver"] = list(driver or ())
+    return out, lease
 
 
 def register(run_dir: Path, lease: gpu_mod.GpuLease) -> None:
@@ -91,11 +118,13 @@ def held(run_dir: Path, run):
     process, or (a resumed run) the same ids taken again."""
     key = str(Path(run_dir).resolve())
     record = run.get("gpus") or {}
-    if key not in _LEASES and (record.get("agent") or record.get("grader")):
+    if key not in _LEASES and (record.get("agent") or record.get("grader")
+                               or record.get("driver")):
         lease = gpu_mod.GpuLease()
         try:
             lease.take(tuple(record.get("grader") or ()), "--grader-gpus")
             lease.take(tuple(record.get("agent") or ()), "--gpus")
+            lease.take(tuple(record.get("driver") or ()), "--driver-gpus")
         except BaseException:
             lease.release()
             raise

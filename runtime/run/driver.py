@@ -28,14 +28,25 @@ def driver_budget(budget_cfg: dict, overrides: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def configure(paths: RunPaths, driver: str, agent: dict, budget: dict) -> dict:
+def is_served(driver: str | None) -> bool:
+    """A driver whose server a2c starts itself (`vllm/MODEL`: runtime/run/driver_server.py)."""
+    return bool(driver) and str(driver).startswith("vllm/")
+
+
+def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
+              gpus: list[str] | None = None, seed: int = 0) -> dict:
     """driver/gateway.json and driver/gateway.key for this run (the gateway resolves the
     upstream; a provider it does not know, an unset key variable or a wire the upstream does
-    not serve is one clear error)."""
+    not serve is one clear error). A `vllm/MODEL` driver's server is planned here (on `gpus`,
+    seeded with the run's seed) and started with the gateway."""
     from a2c.runtime.driver_gateway import prepare_gateway
     paths.driver.mkdir(mode=0o700, exist_ok=True)
+    server = None
+    if is_served(driver):
+        from a2c.runtime.run.driver_server import plan
+        server = plan(driver.split("/", 1)[1], list(gpus or []), seed)
     try:
-        return prepare_gateway(paths, driver, agent, budget) or {}
+        return prepare_gateway(paths, driver, agent, budget, server=server) or {}
     except A2CError:
         raise
     except (ValueError, KeyError, OSError) as exc:
@@ -74,28 +85,77 @@ def usage_summary(totals: dict | None) -> dict[str, Any] | None:
 
 
 class DriverGateway:
-    """The run's gateway process (`DriverGatewayProcess`), with the runner's view of it."""
+    """The run's gateway process (`DriverGatewayProcess`), with the runner's view of it; for a
+    `vllm/MODEL` driver, the vLLM server too (started before the gateway, its URL written into
+    gateway.json; stopped after the gateway, so a call in flight is cut and recorded first)."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
         self.paths = RunPaths(self.run_dir)
         self.process = None
+        self.server = None
+        self.server_info: dict[str, Any] | None = None
+
+    def server_plan(self) -> dict | None:
+        from a2c.runtime.driver_gateway.config import read_config
+        try:
+            return read_config(self.run_dir).get("server")
+        except (A2CError, OSError, ValueError):
+            return None
 
     def start(self) -> None:
         from a2c.runtime.driver_gateway import DriverGatewayProcess
+        server_plan = self.server_plan()
+        if server_plan and self.server is None:
+            from a2c.runtime.driver_gateway.config import set_upstream_url
+            from a2c.runtime.run.driver_server import VllmServer
+            server = VllmServer(self.run_dir, server_plan)
+            self.server_info = server.start()
+            self.server = server
+            set_upstream_url(self.run_dir, server.base_url)
         remove_stale(self.paths.driver_socket)
         self.process = DriverGatewayProcess(self.run_dir)
-        self.process.start()
+        try:
+            self.process.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def alive(self) -> bool:
         return self.process is not None and bool(self.process.alive())
 
     def stop(self) -> None:
-        if self.process is not None:
-            try:
-                self.process.stop()
-            finally:
-                self.process = None
+        try:
+            if self.process is not None:
+                try:
+                    self.process.stop()
+                finally:
+                    self.process = None
+        finally:
+            if self.server is not None:
+                try:
+                    self.server.stop()
+                finally:
+                    self.server = None
+
+    def server_record(self) -> dict[str, Any] | None:
+        """run.json's `driver_server` for a served driver: what ran (the weights' digest, the
+        server's version and flags, the served context) and the sampling in force (the
+        server's defaults, the seed)."""
+        plan = self.server_plan()
+        if not plan:
+            return None
+        info = self.server_info or {}
+        return {"kind": plan.get("kind"), "model": plan.get("ref"),
+                "served_model_name": plan.get("served_model_name"),
+                "family": plan.get("family"), "tool_call_parser": plan.get("tool_call_parser"),
+                "chat_template": plan.get("chat_template"), "weights": plan.get("weights"),
+                "version": info.get("version"), "argv": info.get("argv"),
+                "max_model_len": info.get("max_model_len"), "gpus": plan.get("gpus"),
+                "sampling": {"seed": plan.get("seed"),
+                             "defaults": plan.get("sampling_defaults") or {},
+                             "note": "a request's own fields win over the defaults; each "
+                                     "forwarded body is in driver/blobs"}}
 
     def probe(self) -> tuple[bool, str]:
         from a2c.runtime.driver_gateway import probe

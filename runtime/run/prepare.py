@@ -23,7 +23,7 @@ from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, versions
-from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget
+from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget, is_served
 from a2c.runtime.run.limits_note import limits_section
 from a2c.runtime.run.resolve import (
     load_agent,
@@ -244,15 +244,18 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
         raise RunError(f"{run_dir} already exists")
     _check_record_keys(run_dir.parent)
     from a2c.runtime.run import devices  # before anything is written: a missing GPU is one line
-    gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, budget_cfg.get("gpus") or 0)
+    served = gateway and is_served(_driver_name(opts, agent))
+    gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, budget_cfg.get("gpus") or 0,
+                                 driver_gpus=opts.driver_gpus, served_driver=served)
     devices.register(run_dir, lease)
     try:
         ctx = _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
-                     report, params)
+                     report, params, gpus)
         ctx.run["gpus"] = gpus
         ctx.save()
         report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
-               f"grader {','.join(gpus['grader']) or 'none (CPU)'}")
+               f"grader {','.join(gpus['grader']) or 'none (CPU)'}"
+               + (f", driver {','.join(gpus['driver']) or 'none (CPU)'}" if served else ""))
         return ctx
     except BaseException:
         devices.release(run_dir)
@@ -291,9 +294,14 @@ def remove_run_dir(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _driver_name(opts: RunOptions, agent: dict) -> str | None:
+    driver = AgentSpec.from_dict(agent).driver   # an old agent may name its driver as a plain string
+    return opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)
+
+
 def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_src: Path,
            budget_cfg: dict, run_id: str, run_dir: Path, report: Reporter,
-           params: dict[str, Any]) -> RunContext:
+           params: dict[str, Any], gpus: dict | None = None) -> RunContext:
     wall = budget_cfg["wall_clock_s"]
     agent_spec, task_spec = AgentSpec.from_dict(agent), TaskSpec.from_dict(task)
     paths = RunPaths(run_dir)
@@ -335,13 +343,13 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         # --no-bwrap: the grading service goes without bubblewrap too (written only then)
         **({"use_bwrap": False} if opts.use_bwrap is False else {}))
 
-    driver = agent_spec.driver       # an old agent may name its driver as a plain string
-    driver_name = opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)
+    driver_name = _driver_name(opts, agent)
     if uses_gateway(agent):
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
         config = configure(paths, driver_name, agent,
-                           {key: budget_cfg.get(key) for key in BUDGET_KEYS})
+                           {key: budget_cfg.get(key) for key in BUDGET_KEYS},
+                           gpus=(gpus or {}).get("driver"), seed=opts.seed)
         refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")

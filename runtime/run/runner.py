@@ -56,7 +56,7 @@ SCORE_KEYS = ("submissions", "valid_submissions", "best_score", "final_score", "
               "copies_of_base")
 STARTED_KEYS = ("run_id", "task", "level", "agent", "agent_digest", "driver", "mode", "seed",
                 "backend", "isolation", "base_model", "data", "bundle_digest", "spec_hash",
-                "budget", "scoring", "versions")
+                "budget", "scoring", "versions", "driver_server")
 SUMMARY_KEYS = ("run_id", "task", "agent", "mode", "isolation", "baseline_score", "best_score",
                 "final_score", "submissions", "valid_submissions", "status")
 # with a final split (scoring.final): the scores on the items the agent never got feedback on
@@ -200,8 +200,20 @@ class Runner:
                 self.report(first_call_line(totals))
 
     def start_gateway(self) -> None:
+        if self.gateway.server_plan():
+            self.report(f"starting the driver's vLLM server ({self.run.driver}; log "
+                        f"{self.paths.logs / 'driver-server.log'})")
         self.report(f"starting the driver gateway ({self.run.driver})")
         self.gateway.start()
+        record = self.gateway.server_record()
+        if record is not None:   # what served the driver, into run.json (and run_started)
+            self.run.driver_server = record
+            self.ctx.save()
+            self.report(f"driver server: vLLM {record.get('version') or '?'} serving "
+                        f"{record.get('served_model_name')} (context "
+                        f"{record.get('max_model_len') or '?'} tokens, tool parser "
+                        f"{record.get('tool_call_parser')}, weights "
+                        f"{str((record.get('weights') or {}).get('fingerprint'))[:12]})")
 
     def stop_gateway(self) -> None:
         if self.gateway is not None:

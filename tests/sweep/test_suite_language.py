@@ -185,11 +185,14 @@ def test_the_built_bundle_lists_the_trials():
 
 
 def test_known_driver_providers_are_the_gateways():
+    """The built-ins, and `vllm` (a server a2c starts) with the wires the gateway gives it."""
     from a2c.compiler.checks import DRIVER_PROVIDER_WIRES, DRIVER_PROVIDERS
-    from a2c.runtime.driver_gateway.config import BUILTIN_PROVIDERS
-    assert set(DRIVER_PROVIDERS) == set(BUILTIN_PROVIDERS)
+    from a2c.runtime.driver_gateway.config import BUILTIN_PROVIDERS, VLLM_PROVIDER
+    from a2c.wires import VLLM_WIRES
+    assert set(DRIVER_PROVIDERS) == {*BUILTIN_PROVIDERS, VLLM_PROVIDER}
     assert {p: set(w) for p, w in DRIVER_PROVIDER_WIRES.items()} == \
-        {p: set(c["wires"]) for p, c in BUILTIN_PROVIDERS.items()}
+        {**{p: set(c["wires"]) for p, c in BUILTIN_PROVIDERS.items()},
+         VLLM_PROVIDER: set(VLLM_WIRES)}
 
 
 def test_a_scaffold_paired_with_a_provider_it_cannot_speak_to_is_refused(write_suite):

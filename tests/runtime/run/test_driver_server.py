@@ -1,0 +1,431 @@
+"""`--driver vllm/MODEL`: the server a2c starts itself (runtime/run/driver_server.py), against a
+stand-in `vllm` (fake_vllm.py) that answers what a2c asks of a real one.
+
+What is checked: the family table picks the tool parser; each bad input is one RunError line
+naming the fix (no executable, a folder that is not one, a flag a2c owns, a server that exits
+early or never becomes healthy); the server runs on loopback with the driver's GPUs and the
+run's seed, and stopping it leaves no process of its group; the gateway learns the served
+context and never forwards a cap the model cannot hold, and its event says so; the driver GPUs
+are kept apart from the agent's and the grader's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from a2c.contracts.run_paths import RunPaths
+from a2c.errors import RunError
+from a2c.runtime.driver_gateway import read_totals
+from a2c.runtime.driver_gateway.config import load_drivers_file, prepare_gateway
+from a2c.runtime.run import devices
+from a2c.runtime.run import driver_server as ds
+from a2c.runtime.run.driver import DriverGateway, configure
+from a2c.runtime.run.scaffold import PreflightError
+from a2c.runtime.run.vllm_families import family_of
+from a2c.runtime.sandbox import gpus as gpu_mod
+
+FAKE = Path(__file__).with_name("fake_vllm.py")
+AGENT = {"driver": {"default": "x", "wire": "openai-chat"}}
+
+
+@pytest.fixture
+def drivers(tmp_path, monkeypatch):
+    """A drivers file whose vllm section runs the stand-in; returns a writer of more of it."""
+    exe = tmp_path / "bin" / "vllm"
+    exe.parent.mkdir()
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    exe.chmod(0o755)
+    path = tmp_path / "drivers.yaml"
+    monkeypatch.setenv("A2C_DRIVERS_FILE", str(path))
+
+    def write(**vllm):
+        path.write_text(yaml.safe_dump({"vllm": {"executable": str(exe), **vllm}}))
+        return path
+    write()
+    return write
+
+
+def _model(tmp_path: Path, model_type: str = "qwen2", **config) -> Path:
+    folder = tmp_path / "My-Model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": model_type, **config}))
+    (folder / "model.safetensors").write_bytes(b"weights" * 100)
+    (folder / "generation_config.json").write_text(json.dumps(
+        {"temperature": 0.7, "top_p": 0.8, "bos_token_id": 1}))
+    return folder
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie the test process does not reap counts as gone
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+# ----------------------------------------------------------------------------- families
+@pytest.mark.parametrize("config, name, parser", [
+    ({"model_type": "qwen2"}, "x", "hermes"),
+    ({"model_type": "qwen3"}, "x", "hermes"),
+    ({"model_type": "llama", "vocab_size": 128256}, "x", "llama3_json"),
+    ({"model_type": "llama", "vocab_size": 49152}, "x", "hermes"),   # SmolLM2
+    ({"model_type": "mistral"}, "x", "mistral"),
+    ({"model_type": "something_new"}, "x", "hermes"),
+    (None, "Qwen/Qwen3-8B", "hermes"),
+    (None, "meta-llama/Llama-3.1-8B-Instruct", "llama3_json"),
+    (None, "mistralai/Mistral-7B-Instruct-v0.3", "mistral"),
+])
+def test_the_tool_parser_follows_the_model_family(tmp_path, config, name, parser):
+    folder = None
+    if config is not None:
+        folder = tmp_path
+        (folder / "config.json").write_text(json.dumps(config))
+    assert family_of(folder, name).tool_call_parser == parser
+
+
+def test_plan_names_weights_sampling_and_flags(tmp_path, drivers):
+    folder = _model(tmp_path)
+    p = ds.plan(str(folder), ["3"], seed=7)
+    assert p["served_model_name"] == "My-Model" and p["family"] == "qwen2"
+    assert p["args"][:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    from a2c.runtime.models import model_fingerprint
+    assert p["weights"]["fingerprint"] == model_fingerprint(folder)
+    assert p["sampling_defaults"] == {"temperature": 0.7, "top_p": 0.8}
+    assert p["seed"] == 7 and p["gpus"] == ["3"]
+    # the drivers file overrides the parser and adds flags, per model
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}")
+    drivers(args=["--dtype", "float32"], models={"My-Model": {
+        "tool_call_parser": "pythonic", "chat_template": str(template), "args": ["--x"]}})
+    p = ds.plan(str(folder), ["0", "1"], seed=0)
+    assert p["tool_call_parser"] == "pythonic"
+    assert p["args"] == ["--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
+                         "--chat-template", str(template), "--tensor-parallel-size", "2",
+                         "--dtype", "float32", "--x"]
+
+
+def test_hub_id_has_no_digest_a2c_can_establish(drivers):
+    p = ds.plan("Qwen/Qwen3-8B", [], seed=0)
+    assert p["model"] == "Qwen/Qwen3-8B" and p["folder"] is None
+    assert p["weights"]["fingerprint"] is None and "not hashed" in p["weights"]["note"]
+
+
+# ----------------------------------------------------------------------------- bad inputs
+def test_missing_executable_is_one_line_naming_the_fix(tmp_path, drivers, monkeypatch):
+    drivers(executable=str(tmp_path / "nowhere" / "vllm"))
+    with pytest.raises(RunError, match=r"vllm.executable .* is not an executable; fix the path"):
+        ds.plan(str(_model(tmp_path)), [], seed=0)
+    drivers()
+    (tmp_path / "drivers.yaml").write_text("vllm: {}\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(ds, "project_root", lambda: tmp_path / "no-project")
+    with pytest.raises(RunError) as err:
+        ds.plan(str(_model(tmp_path)), [], seed=0)
+    assert "no vLLM executable: install vLLM" in str(err.value)
+    assert "nox -s vllm" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_path_that_is_no_model_folder_is_refused(tmp_path, drivers):
+    with pytest.raises(RunError, match="is not a model folder; give a folder"):
+        ds.plan(str(tmp_path / "missing"), [], seed=0)
+
+
+def test_flags_a2c_owns_are_refused(tmp_path, drivers):
+    drivers(args=["--port=9"])
+    with pytest.raises(RunError, match="a2c sets --host, --port"):
+        ds.plan(str(_model(tmp_path)), [], seed=0)
+
+
+def test_a_bad_vllm_section_names_file_line_and_field(tmp_path, drivers):
+    path = tmp_path / "drivers.yaml"
+    path.write_text("vllm:\n  executable: vllm\n  startup_timeout_s: -1\n  modles: {}\n")
+    with pytest.raises(RunError) as err:
+        load_drivers_file(path)
+    text = str(err.value)
+    assert f"{path}:3:" in text and "vllm.startup_timeout_s" in text
+    assert "modles" in text
+
+
+def test_a_server_that_exits_early_is_one_line_naming_its_log(tmp_path, drivers):
+    drivers(args=["--fake-mode", "exit"])
+    run_dir = tmp_path / "run"
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    with pytest.raises(RunError) as err:
+        server.start()
+    text = str(err.value)
+    assert "exited with status 3" in text and "does not fit (fake)" in text
+    kept = re.search(r"\(log (\S+?):", text).group(1)
+    assert "FAKE_ARGV" in Path(kept).read_text() and "\n" not in text
+    Path(kept).unlink()
+
+
+def test_a_server_that_never_becomes_healthy_is_stopped(tmp_path, drivers):
+    drivers(args=["--fake-mode", "sick"], startup_timeout_s=2)
+    run_dir = tmp_path / "run"
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    t0 = time.monotonic()
+    with pytest.raises(RunError, match=r"did not serve My-Model within 2 s .*raise "
+                                       r"vllm.startup_timeout_s"):
+        server.start()
+    assert time.monotonic() - t0 < 30
+    log = ds.log_path(run_dir).read_text()
+    child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
+    assert _gone(child)
+
+
+# ----------------------------------------------------------------------------- the server
+def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, drivers):
+    run_dir = tmp_path / "run"
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), ["2"], seed=5))
+    info = server.start()
+    try:
+        assert info["url"].startswith("http://127.0.0.1:")
+        assert info["version"] == "0.0.0-fake" and info["max_model_len"] == 2048
+        log = ds.log_path(run_dir).read_text()
+        argv = json.loads(re.search(r"FAKE_ARGV (.*)", log).group(1))
+        assert argv[argv.index("--host") + 1] == "127.0.0.1"
+        assert argv[argv.index("--seed") + 1] == "5"
+        assert argv[argv.index("--served-model-name") + 1] == "My-Model"
+        assert "FAKE_CUDA_VISIBLE_DEVICES '2'" in log
+        child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
+        pid = server.process.pid
+    finally:
+        server.stop()
+    assert _gone(pid) and _gone(child)     # SIGTERM to the group: its engine child too
+
+
+# ----------------------------------------------------------------------------- through the run
+def _chat(gw_run: Path, body: dict) -> tuple[int, dict]:
+    from gateway_fakes import UnixHTTP
+    paths = RunPaths(gw_run)
+    conn = UnixHTTP(paths.driver_socket)
+    key = paths.driver_key.read_text().strip()
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(body).encode(),
+                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    resp = conn.getresponse()
+    data = json.loads(resp.read())
+    conn.close()
+    return resp.status, data
+
+
+def _events(run_dir: Path) -> list[dict]:
+    return [json.loads(line)["data"] for line in
+            RunPaths(run_dir).events.read_text().splitlines()
+            if json.loads(line)["type"] == "driver_call"]
+
+
+@pytest.fixture
+def gateway_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "driver_gateway"))
+
+
+def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
+        tmp_path, drivers, gateway_path):
+    folder = _model(tmp_path)
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    paths = RunPaths(run_dir)
+    config = configure(paths, f"vllm/{folder}", AGENT, {"driver_tokens": 100000}, ["1"], 3)
+    assert config["provider"] == "vllm" and config["model"] == "My-Model"
+    assert config["upstream"]["base_url"] is None and config["server"]["seed"] == 3
+    gw = DriverGateway(run_dir)
+    gw.start()
+    try:
+        url = json.loads(paths.driver_config.read_text())["upstream"]["base_url"]
+        assert url == gw.server.base_url
+        messages = [{"role": "user", "content": "add 2 and 3 " * 40}]
+        status, body = _chat(run_dir, {"model": "My-Model", "max_tokens": 32000,
+                                       "messages": messages})
+        assert status == 200, body        # 32,000 would pass the 2,048 context: refused
+        assert body["usage"]["completion_tokens"] == 7
+        status, _ = _chat(run_dir, {"model": "My-Model", "max_tokens": 50,
+                                    "messages": messages})
+        assert status == 200
+        record = gw.server_record()
+        server_pid = gw.server.process.pid
+    finally:
+        gw.stop()
+    assert _gone(server_pid)
+    first, second = _events(run_dir)
+    lowered = first["cap_lowered"]
+    assert lowered["requested"] == 32000 and lowered["context"] == 2048
+    assert lowered["forwarded"] == 2048 - lowered["input_estimate"]
+    assert lowered["input_estimate"] > first["input_tokens"]   # the server's count fit under it
+    assert "cap_lowered" not in second                         # 50 fits: forwarded as asked
+    assert first["input_tokens"] > 0 and first["output_tokens"] == 7   # the server's counts
+    assert read_totals(run_dir)["calls"] == 2
+    assert record["weights"]["fingerprint"] and record["version"] == "0.0.0-fake"
+    assert record["max_model_len"] == 2048 and record["sampling"]["seed"] == 3
+    assert record["sampling"]["defaults"] == {"temperature": 0.7, "top_p": 0.8}
+    log = ds.log_path(run_dir).read_text()
+    assert "FAKE_CALL max_tokens=50" in log
+
+
+def test_a_local_server_reporting_its_context_gets_the_clamp_too(
+        tmp_path, drivers, gateway_path, monkeypatch):
+    """`local/...` attached to a server the user runs (`context: ask`): its /v1/models says
+    max_model_len."""
+    run_dir = tmp_path / "served"
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server.start()
+    try:
+        (tmp_path / "drivers.yaml").write_text(yaml.safe_dump({"providers": {"local": {
+            "base_url": server.base_url, "key_env": None, "wires": ["openai-chat"],
+            "context": "ask"}}}))
+        run = tmp_path / "run"
+        (run / "logs").mkdir(parents=True)
+        prepare_gateway(RunPaths(run), "local/My-Model", AGENT, {})
+        from a2c.runtime.driver_gateway import DriverGatewayProcess
+        proc = DriverGatewayProcess(run)
+        proc.start()
+        try:
+            status, body = _chat(run, {"model": "My-Model", "max_completion_tokens": 9000,
+                                       "messages": [{"role": "user", "content": "hi"}]})
+        finally:
+            proc.stop()
+    finally:
+        server.stop()
+    assert status == 200, body
+    event = _events(run)[0]
+    assert event["cap_lowered"]["requested"] == 9000
+    assert event["cap_lowered"]["forwarded"] < 2048
+
+
+def test_a_stated_context_without_a_counting_route_caps_at_the_context(
+        tmp_path, drivers, gateway_path, fake_chat):
+    """A server that reports nothing (no /v1/models context, no /tokenize): the drivers file
+    states the context, and the cap is lowered to it, not below."""
+    (tmp_path / "drivers.yaml").write_text(yaml.safe_dump({"providers": {"local": {
+        "base_url": fake_chat.url, "key_env": None, "wires": ["openai-chat"],
+        "context": 4096}}}))
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    prepare_gateway(RunPaths(run), "local/m", AGENT, {})
+    from a2c.runtime.driver_gateway import DriverGatewayProcess
+    proc = DriverGatewayProcess(run)
+    proc.start()
+    try:
+        status, _ = _chat(run, {"model": "m", "max_tokens": 9000,
+                                "messages": [{"role": "user", "content": "hi"}]})
+        status2, _ = _chat(run, {"model": "m", "max_tokens": 100,
+                                 "messages": [{"role": "user", "content": "hi"}]})
+    finally:
+        proc.stop()
+    assert status == status2 == 200
+    assert fake_chat.caps == [4096, 100]
+    first, second = _events(run)
+    assert first["cap_lowered"] == {"requested": 9000, "forwarded": 4096, "context": 4096,
+                                    "input_estimate": None,
+                                    "why": "above the served model's context"}
+    assert "cap_lowered" not in second
+
+
+@pytest.fixture
+def fake_chat():
+    """A chat server with no /v1/models context and no /tokenize: it records the caps."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    caps: list = []
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path != "/v1/chat/completions":
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            caps.append(body.get("max_tokens"))
+            data = json.dumps({"id": "x", "object": "chat.completion", "model": "m",
+                               "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                    "content": "ok"}}],
+                               "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    server.caps = caps
+    yield server
+    server.shutdown()
+
+
+def test_a_driver_server_that_fails_leaves_no_gateway(tmp_path, drivers):
+    drivers(args=["--fake-mode", "exit"])
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    configure(RunPaths(run_dir), f"vllm/{_model(tmp_path)}", AGENT, {}, [], 0)
+    gw = DriverGateway(run_dir)
+    with pytest.raises(RunError, match="exited with status 3"):
+        gw.start()
+    assert gw.process is None and gw.server is None
+
+
+def test_vllm_needs_the_server_plan(tmp_path):
+    with pytest.raises(RunError, match="a2c starts this server itself"):
+        prepare_gateway(RunPaths(tmp_path), "vllm/x", AGENT, {})
+
+
+def test_a_gemini_agent_cannot_take_a_vllm_driver(tmp_path, drivers):
+    with pytest.raises(RunError, match="vLLM serves openai-chat, openai-responses, anthropic"):
+        configure(RunPaths(tmp_path), f"vllm/{_model(tmp_path)}",
+                  {"driver": {"default": "g", "wire": "gemini"}}, {}, [], 0)
+
+
+# ----------------------------------------------------------------------------- GPUs
+def _found(n: int) -> list[gpu_mod.Gpu]:
+    return [gpu_mod.Gpu(index=str(i), node=f"/dev/nvidia{i}") for i in range(n)]
+
+
+def test_driver_gpus_are_kept_apart(tmp_path):
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    found = _found(4)
+    got, lease = devices.assign(None, None, 1, found, gpu_mod.GpuLease(locks),
+                                served_driver=True)
+    assert got == {"agent": ["0"], "grader": ["1"], "driver": ["2"]}
+    lease.release()
+    got, lease = devices.assign(None, None, 1, found, gpu_mod.GpuLease(locks),
+                                driver_gpus="0,1", served_driver=True)
+    assert got == {"agent": ["2"], "grader": ["3"], "driver": ["0", "1"]}
+    lease.release()
+    with pytest.raises(RunError, match="--driver-gpus 1 and --gpus 1 share a device"):
+        devices.assign("1", None, 0, found, gpu_mod.GpuLease(locks), driver_gpus="1",
+                       served_driver=True)
+    with pytest.raises(RunError, match="--driver-gpus 2 and --grader-gpus 2 share a device"):
+        devices.assign(None, "2", 0, found, gpu_mod.GpuLease(locks), driver_gpus="2",
+                       served_driver=True)
+    with pytest.raises(RunError, match="only a driver a2c serves itself"):
+        devices.assign(None, None, 0, found, gpu_mod.GpuLease(locks), driver_gpus="1")
+    with pytest.raises(PreflightError, match="pass --driver-gpus"):
+        devices.assign("0,1", "2,3", 0, found, gpu_mod.GpuLease(locks), served_driver=True)
+    # no GPU on the machine: the CPU build, no device
+    got, lease = devices.assign(None, None, 0, [], gpu_mod.GpuLease(locks), served_driver=True)
+    assert got == {"agent": [], "grader": [], "driver": []}
+    lease.release()
+
+
+def test_suites_accept_vllm_drivers(tmp_path):
+    from a2c.compiler.checks import driver_problem
+    assert driver_problem("vllm/Qwen/Qwen3-8B", tmp_path) is None
+    assert driver_problem("vllm/smollm2-135m-instruct", tmp_path) is None
+    assert "unknown driver provider" in driver_problem("vlm/x", tmp_path)
