@@ -116,7 +116,7 @@ SETTINGS: tuple[Setting, ...] = (
        "The Debian mirror the docker backend's offline base image is built from.",
        "runtime/sandbox/docker_images.py"),
     _s("A2C_SEARXNG_URL", "url", None, OPS,
-       "DeepSearchQA's SearxNG endpoint when a task's search backend is `searxng`.",
+       "DeepSearchQA's SearxNG endpoint when a task's search engine (`backend`) is `searxng`.",
        "runtime/envs/deepsearchqa/search.py"),
     _s("A2C_WEBSHOP_URL", "url", "<the environment service's URL>", OPS,
        "A WebShop server to use instead of the task's environment service.",

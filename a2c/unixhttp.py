@@ -1,5 +1,5 @@
 """HTTP over a Unix socket (or loopback TCP): the one client connection and the one server base
-of every service the runtime runs on a socket (the grading service, the driver gateway, the
+of every service the runtime runs on a socket (the grader service, the driver gateway, the
 environment service proxies, the scripted driver).
 
     conn = connect("unix:/run/a2c/grader.sock", timeout=30)   # or "http://127.0.0.1:8000"

@@ -1,5 +1,5 @@
 """Helper processes on the host: the one way the runtime starts, waits for, stops and cleans up
-the services it runs beside the agent (the grading service, the driver gateway, the scripted
+the services it runs beside the agent (the grader service, the driver gateway, the scripted
 driver, a task's environment services).
 
     hp = HostProcess.spawn([python, "-m", MODULE, RUN], what="grading service", log=LOG)

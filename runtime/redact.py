@@ -16,7 +16,7 @@ URL-encoded (every byte as %XX, both cases, and `quote_plus`), and base64 (stand
 each of the three byte alignments a value can take inside a longer encoded text, so the encoding
 of "token: VALUE" is caught as well as that of VALUE alone). A form is replaced by
 `[redacted:NAME:FORM]`. The run's own secrets (the grader token, the gateway key) are dead once
-the run ends: the grading service and the gateway stop with it, so a value that escaped is no
+the run ends: the grader service and the gateway stop with it, so a value that escaped is no
 longer accepted anywhere; the public export (analysis/export.py) scans for the same forms.
 """
 

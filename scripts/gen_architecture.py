@@ -43,7 +43,7 @@ GROUPS = (
     ("runtime", 3, "`runtime/` (`a2c.runtime`) — running a bundle"),
     ("runtime/run", 4, "`runtime/run/` — one run"),
     ("runtime/check", 4, "`runtime/check/` — `a2c check`: proving an authored task"),
-    ("runtime/grader_service", 4, "`runtime/grader_service/` — the grading service (its own process)"),
+    ("runtime/grader_service", 4, "`runtime/grader_service/` — the grader service (its own process)"),
     ("runtime/driver_gateway", 4,
      "`runtime/driver_gateway/` — the agent's one way to its driver model (metered, recorded)"),
     ("runtime/env_services", 4, "`runtime/env_services/` — the task's environment services"),

@@ -1,4 +1,4 @@
-"""`RUN_DIR/grader/service.json`: what the grading service is told by the runtime that starts it.
+"""`RUN_DIR/grader/service.json`: what the grader service is told by the runtime that starts it.
 
 One writer (`write_service_config`, used by the run's prepare and launch steps) and one reader
 (`ServiceConfig.load`, used by the grader service). The file holds the run's token: it is written

@@ -1,4 +1,4 @@
-"""The policy model in a rollout: how its inference backend is loaded and how its tokens are
+"""The policy model in a rollout: how its inference engine is loaded and how its tokens are
 counted, shared by the rollout grader, the workspace's rollout example and the level-3 reference
 agents (so an agent generates exactly as it is scored).
 

@@ -1,4 +1,4 @@
-"""The grading service: its own process, a journal, a queue, a child process per evaluation.
+"""The grader service: its own process, a journal, a queue, a child process per evaluation.
 
 The runtime's API:
 

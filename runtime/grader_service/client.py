@@ -1,4 +1,4 @@
-"""A small Python client for the grading service (the runtime's side; the agent has its own
+"""A small Python client for the grader service (the runtime's side; the agent has its own
 standard-library copy in the workspace, `a2c_client.py`). Its connections are `a2c.unixhttp`'s."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What every part of the grading service shares: a refused request, the log line, the small
+"""What every part of the grader service shares: a refused request, the log line, the small
 helpers over a submission's files and metrics."""
 
 from __future__ import annotations

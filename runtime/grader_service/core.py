@@ -1,4 +1,4 @@
-"""The grading service's state: the journal, the queue, the worker, the limits.
+"""The grader service's state: the journal, the queue, the worker, the limits.
 
 Everything the service knows is in `submissions.jsonl` (the journal): a `received` line is
 appended and fsync'ed before a submission is acknowledged, a `scored` line when its result is in

@@ -1,6 +1,6 @@
 """Score one model in a child process: `python -m a2c.runtime.grader_service.evaluate_one ...`.
 
-The grading service runs every evaluation here so that a model that fails to load, a CUDA error,
+The grader service runs every evaluation here so that a model that fails to load, a CUDA error,
 an out-of-memory kill or a hang costs one invalid submission, never the service. The result (a
 full `GradeResult` as JSON) is written atomically to `--out`; exit status 0 means the file was
 written (the result itself may say `valid: false`), anything else means the evaluation crashed and

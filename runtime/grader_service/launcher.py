@@ -1,4 +1,4 @@
-"""Start the grading service for a run and hold its process (`ServiceHandle`).
+"""Start the grader service for a run and hold its process (`ServiceHandle`).
 
     handle = start_grader_service(run_dir)    # returns once RUN_DIR/grader/ready names its pid
     handle.client().list(); handle.wait_idle(600)

@@ -1,4 +1,4 @@
-"""HTTP front of the grading service: JSON over TCP loopback and/or a Unix socket, bearer token.
+"""HTTP front of the grader service: JSON over TCP loopback and/or a Unix socket, bearer token.
 
 Standard library only (`http.server`): a handful of endpoints, one client at a time in practice,
 and no dependency the sandboxed agent's side would also need. Connections are bounded in number

@@ -64,7 +64,7 @@ class Grader:
         return None
 
     def template_kwargs(self) -> dict[str, Any]:
-        """`chat_template=` for load_backend when the grading service named the base model's
+        """`chat_template=` for load_backend when the grader service named the base model's
         template (a submitted tokenizer's own template never renders a grading prompt)."""
         from a2c.runtime.inference.chat_template import KEEP, template_from_config
 

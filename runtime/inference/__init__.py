@@ -1,4 +1,4 @@
-"""Inference backends behind one interface: transformers (CPU/GPU, batched) and vLLM (offline engine).
+"""Inference engines behind one interface (`load_backend`): transformers (CPU/GPU, batched) and vLLM (offline engine).
 
 ```python
 settings = GenerationSettings.from_config(grader_cfg["inference"])

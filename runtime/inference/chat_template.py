@@ -4,7 +4,7 @@ A chat template is a program (Jinja) that the prompt rendering runs: a submitted
 template computes the answer and writes it into the prompt would score with untouched weights.
 So the grader reads the *base model's* template (`read_chat_template`, files only, no
 transformers) and the backends put it on the submission's tokenizer in place of its own
-(`chat_template=` of `load_backend`); the grading service passes it in the effective grader
+(`chat_template=` of `load_backend`); the grader service passes it in the effective grader
 configuration (`chat_template_source`) and flags a submission whose template differs
 (`metrics.chat_template_ignored`).
 

@@ -1,4 +1,4 @@
-"""Loading a backend (transformers or vLLM, chosen by `resolve_kind`) and generating for records."""
+"""Loading an inference engine (transformers or vLLM, chosen by `resolve_kind`) and generating for records."""
 
 from __future__ import annotations
 

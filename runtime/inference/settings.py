@@ -1,4 +1,4 @@
-"""Generation settings: what a grader's `inference` block asks of a backend, checked once.
+"""Generation settings: what a grader's `inference` block asks of an inference engine, checked once.
 
 Field defaults come from `a2c.contracts.inference` (the compiler's defaults too); see there for
 the one that differs when settings are built from nothing (`max_new_tokens`).

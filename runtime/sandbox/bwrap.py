@@ -5,7 +5,7 @@ Three sandboxes are built with bubblewrap: the agent's (local.py), the evaluator
 what it binds, in order, through `Bwrap`; each asks `available()` whether it can be built at
 all, so the documented override (`a2c run --no-bwrap`, `A2C_NO_BWRAP=1` for tests) turns every
 one of them off alike, and a host whose bubblewrap cannot make namespaces is found once. A run's
-`--no-bwrap` reaches the grading service as service.json `use_bwrap: false` (no evaluator box)
+`--no-bwrap` reaches the grader service as service.json `use_bwrap: false` (no evaluator box)
 and its evaluator child as `--no-bwrap`, which calls `turn_off()` (no code-execution box).
 
     argv = (Bwrap(bwrap_path()).system(SYSTEM_DIRS).proc().dev().tmpfs("/tmp", perms="1777")

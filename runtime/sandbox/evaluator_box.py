@@ -1,4 +1,4 @@
-"""The evaluator's own bubblewrap, separate from the agent's (the grading service uses it).
+"""The evaluator's own bubblewrap, separate from the agent's (the grader service uses it).
 
 When the service runs as root and bubblewrap works, the built-in evaluator of a grader that needs
 only the model and the held-out records (`BOXED_KINDS`: exact match, HumanEval) runs in new mount,

@@ -11,7 +11,7 @@ Two things a static reading cannot see are declared by the caller: modules loade
 name (`importlib.import_module(f"...")`: `dynamic_imports` lists them, so a test can say where
 each one's targets are declared), and "shell" packages, whose `__init__.py` the view replaces by
 an empty file because the agents need one self-contained submodule, not the package's API (the
-grading service's `client.py`); importing a name from a shell package itself is then an error.
+grader service's `client.py`); importing a name from a shell package itself is then an error.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import inside a2c, computed from their source at each sandbox start (import_clos
 code is staged per run in `RUN/agent-lib/a2c/` (`stage`) and shown where the a2c packages load
 from (`agent_view`): over `a2c/`, `runtime/` and `agents/` of a checkout (editable install), over
 `site-packages/a2c` of a wheel, at /opt/a2c/lib in a container. Everything else of a2c does not
-exist inside: the grader implementations, the grading service, the driver gateway and its price
+exist inside: the grader implementations, the grader service, the driver gateway and its price
 table, the scripted driver, the environment services' launcher, the run orchestration, the
 compiler, the specs (a task's JSONL files next to its spec are its held-out split), the
 templates, the analysis, the checkout's `generated/` and `tests/`, and any module added later

@@ -1,4 +1,4 @@
-"""DeepSearchQA's search backends: BM25 over a frozen corpus (bm25s, or the same formula in pure
+"""DeepSearchQA's search engines (the option `backend`): BM25 over a frozen corpus (bm25s, or the same formula in pure
 Python) and SearxNG; `make_search` picks one per record (see `env.py` for the options)."""
 
 from __future__ import annotations
