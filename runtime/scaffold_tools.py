@@ -280,6 +280,22 @@ class Outcome:
     error: InstallError | None = None
 
 
+def install_plan(agent, prefix: Path) -> list[str]:
+    """What `install_agent` would do for `agent`, one line each (`a2c agents install --dry-run`)."""
+    from a2c.runtime.run.scaffold import install_steps
+    lines = []
+    for tool in tools_of(agent, prefix):
+        if tool.kind == "npm":
+            lines.append(f"npm install --prefix {tool.folder}/npm {' '.join(tool.packages)} "
+                         f"(node {NODE_VERSION} in {node_tool(prefix).folder})")
+        else:
+            lines.append(f"python -m venv {tool.folder}/venv && pip install "
+                         f"{' '.join(tool.packages)}")
+        lines.append(f"ln -s {tool.folder}/bin/<its commands> {prefix / 'bin'}/")
+    lines += [s["command"] for s in install_steps(agent) if s["kind"] == "command"]
+    return lines
+
+
 def install_agent(agent, prefix: Path, reinstall: bool = False,
                   echo: Callable[[str], None] | None = None) -> Outcome:
     """Install the agent's npm and pip tools into PREFIX and link their commands; its install

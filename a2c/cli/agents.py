@@ -78,13 +78,14 @@ def load_one(ref: str) -> dict:
 def handle_list(args: argparse.Namespace) -> int:
     from a2c.contracts.spec import DriverSpec
     from a2c.runtime.run.scaffold import check_command, install_steps, typed
+    from a2c.runtime.scaffold_tools import search_path
     rows = []
     for agent in map(typed, load_agents()):
         command = check_command(agent) if agent.type == "cli" else None
         driver = agent.driver.default if isinstance(agent.driver, DriverSpec) else None
         rows.append({"id": agent.id, "type": agent.get("type"), "title": agent.get("title"),
                      "driver": driver, "command": command,
-                     "found": bool(command and shutil.which(command, path=_search_path())),
+                     "found": bool(command and shutil.which(command, path=search_path())),
                      "install": [s["shell"] for s in install_steps(agent)],
                      "params": sorted(agent.params)})
     if args.json:
@@ -147,30 +148,6 @@ def json_value(value) -> str:
 
 
 # ----------------------------------------------------------------------------- install
-def _search_path(prefix: Path | None = None) -> str:
-    """Where the sandbox's agent looks for commands (runtime/scaffold_tools.search_path)."""
-    from a2c.runtime.scaffold_tools import search_path
-    return search_path(prefix)
-
-
-def plan_lines(agent, prefix: Path) -> list[str]:
-    """What `install` would do for `agent`, one line each (--dry-run)."""
-    from a2c.runtime import scaffold_tools
-    from a2c.runtime.run.scaffold import install_steps
-    lines = []
-    for tool in scaffold_tools.tools_of(agent, prefix):
-        if tool.kind == "npm":
-            lines.append(f"npm install --prefix {tool.folder}/npm {' '.join(tool.packages)} "
-                         f"(node {scaffold_tools.NODE_VERSION} in "
-                         f"{scaffold_tools.node_tool(prefix).folder})")
-        else:
-            lines.append(f"python -m venv {tool.folder}/venv && pip install "
-                         f"{' '.join(tool.packages)}")
-        lines.append(f"ln -s {tool.folder}/bin/<its commands> {prefix / 'bin'}/")
-    lines += [s["command"] for s in install_steps(agent) if s["kind"] == "command"]
-    return lines
-
-
 def handle_install(args: argparse.Namespace) -> int:
     """One line per agent: installed, present, failed (the failing command's last lines first,
     then its log) or nothing to install. Exit 1 when any failed, after trying every one."""
@@ -186,7 +163,7 @@ def handle_install(args: argparse.Namespace) -> int:
     for agent in map(typed, agents):
         if args.dry_run:
             print(f"{agent.id}:")
-            for line in plan_lines(agent, prefix):
+            for line in scaffold_tools.install_plan(agent, prefix):
                 print(f"  would run: {line}")
             continue
         command = check_command(agent) if agent.type == "cli" else None

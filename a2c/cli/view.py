@@ -1,5 +1,6 @@
 """`a2c view RUNS_DIR`: one page over every run of a folder (analysis/view.py), written once or
-served and rebuilt on every request, so a sweep can be watched in a browser.
+served and rebuilt on every request (analysis/view_server.py), so a sweep can be watched in a
+browser.
 
 Served, it shows pages, never files. Three routes, each rendered by a2c: `/` (the page),
 `/runs/<id>/report` (the report page of an ended run, `<id>` one of analysis/view.py
@@ -13,19 +14,9 @@ server listens on loopback unless `--public` accepts another address.
 from __future__ import annotations
 
 import argparse
-import hmac
-import ipaddress
-import re
-import secrets
-import socket
 from pathlib import Path
-from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from a2c.errors import A2CError
-
-REPORT_ROUTE = re.compile(r"/runs/([^/]+)/report")
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-       "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
 def register(subparsers) -> None:
@@ -65,146 +56,6 @@ def handle_view(args: argparse.Namespace) -> int:
             write_missing_reports(runs_dir)
         print(write_view(runs_dir, Path(args.out) if args.out else None))
         return 0
+    from a2c.analysis.view_server import serve
     serve(runs_dir, args.host, args.port, reports=not args.no_reports, public=args.public)
     return 0
-
-
-# ----------------------------------------------------------------------------- addresses
-def is_loopback(host: str) -> bool:
-    """Every address `host` names is a loopback address (127.0.0.0/8, ::1)."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError):
-        return False
-    try:
-        return bool(infos) and all(
-            ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
-    except ValueError:
-        return False
-
-
-def check_host(host: str, public: bool) -> None:
-    if not host or not is_loopback(host):
-        if not public:
-            raise A2CError(f"--host {host!r} is not a loopback address: the runs' pages would "
-                           "be reachable from the network; pass --public to accept that (the "
-                           "token is still required)")
-
-
-# ----------------------------------------------------------------------------- the server
-def make_server(runs_dir: Path, host: str = "127.0.0.1", port: int = 0, *, reports: bool = True,
-                public: bool = False, token: str | None = None):
-    """(server, url): a ThreadingHTTPServer bound to (host, port) serving the pages of
-    `runs_dir`, not yet started (`serve_forever`), and the URL to open (with the token)."""
-    import http.server
-
-    from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
-    from a2c.analysis.view import (
-        has_report_page,
-        read_report_page,
-        render_view,
-        served_runs,
-        write_missing_reports,
-    )
-
-    check_host(host, public)
-    runs_dir = Path(runs_dir).resolve()
-    token = token or secrets.token_urlsafe(32)
-    secret = token.encode("ascii")
-    query = f"?token={quote(token, safe='')}"
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        server_version = "a2c-view"
-        sys_version = ""
-
-        def _authorised(self, split) -> bool:
-            given = parse_qs(split.query, keep_blank_values=True).get("token", [])
-            header = self.headers.get("Authorization", "")
-            if header.startswith("Bearer "):
-                given = [*given, header[len("Bearer "):].strip()]
-            return len(given) == 1 and hmac.compare_digest(
-                given[0].encode("utf-8", "replace"), secret)
-
-        def _send(self, status: int, body: bytes, ctype: str = "text/plain; charset=utf-8",
-                  head: bool = False) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("Referrer-Policy", "no-referrer")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("X-Frame-Options", "DENY")
-            self.send_header("Content-Security-Policy", CSP)
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
-
-        def _page(self, head: bool) -> None:
-            try:
-                split = urlsplit(self.path)
-            except ValueError:
-                split = None
-            if split is None or not self._authorised(split):
-                self._send(403, b"forbidden: open the URL a2c view printed (with its token)\n",
-                           head=head)
-                return
-            html = "text/html; charset=utf-8"
-            path = split.path
-            if path in ("/", "/index.html"):
-                if reports:
-                    write_missing_reports(runs_dir)
-                allowed = served_runs(runs_dir)
-
-                def link(run_dir: Path, run_id: str) -> str | None:
-                    return f"/runs/{quote(run_id, safe='')}/report{query}" \
-                        if run_id in allowed and has_report_page(run_dir) else None
-
-                body = render_view(runs_dir, link=link,
-                                   leaderboard_href=f"/leaderboard{query}").encode("utf-8")
-                self._send(200, body, html, head)
-                return
-            if path == "/leaderboard":
-                body = render_leaderboard(build_leaderboard(runs_dir), "html").encode("utf-8")
-                self._send(200, body, html, head)
-                return
-            match = REPORT_ROUTE.fullmatch(path)
-            if match:
-                run_id = unquote(match.group(1))
-                if run_id in served_runs(runs_dir):
-                    body = read_report_page(runs_dir, run_id)
-                    if body is not None:
-                        self._send(200, body, html, head)
-                        return
-            self._send(404, b"not found\n", head=head)
-
-        def do_GET(self):  # noqa: N802 - http.server's name
-            self._page(head=False)
-
-        def do_HEAD(self):  # noqa: N802
-            self._page(head=True)
-
-        def log_message(self, *_args):
-            pass
-
-    family = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)[0][0] if host \
-        else socket.AF_INET
-
-    class Server(http.server.ThreadingHTTPServer):
-        address_family = family
-        daemon_threads = True
-
-    httpd = Server((host, port), Handler)
-    shown = f"[{host}]" if ":" in host else host
-    return httpd, f"http://{shown}:{httpd.server_address[1]}/{query}"
-
-
-def serve(runs_dir: Path, host: str, port: int, reports: bool = True, public: bool = False,
-          token: str | None = None) -> None:
-    """Serve the pages of `runs_dir` until Ctrl-C (make_server)."""
-    httpd, url = make_server(runs_dir, host, port, reports=reports, public=public, token=token)
-    with httpd:
-        print(f"a2c view: {url} (Ctrl-C to stop)", flush=True)
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass

@@ -27,8 +27,8 @@ from urllib.parse import quote
 import pytest
 
 from a2c.analysis.view import read_report_page, served_runs, write_missing_reports
+from a2c.analysis.view_server import is_loopback, make_server
 from a2c.cli import main
-from a2c.cli.view import is_loopback, make_server
 from a2c.contracts.record_key import operator_key, signing_key_file
 from a2c.errors import A2CError
 

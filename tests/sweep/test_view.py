@@ -52,7 +52,7 @@ def test_a_running_sweep_reloads_and_shows_reasons(tmp_path):
 
 
 def test_serve_rebuilds_the_page_per_request(tmp_path):
-    from a2c.cli.view import make_server
+    from a2c.analysis.view_server import make_server
     runs = tmp_path / "runs"
     _sweep(runs, {"a": "queued"}, ended=False)
     (runs / "note.txt").write_text("a file of the folder")
