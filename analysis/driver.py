@@ -76,6 +76,24 @@ def _trajectory_file(record: RunRecord) -> str | None:
     return path.relative_to(record.root).as_posix() if path.is_file() else None
 
 
+def served_driver(record: RunRecord) -> dict[str, Any] | None:
+    """What served a `vllm/` driver a2c started (weights' digest, server version and flags,
+    context, sampling), from the signed run_started event (run.json's copy for a run that
+    ended before it); None for a driver a2c did not serve."""
+    started = record.first_event("run_started") or {}
+    server = (started.get("data") or {}).get("driver_server") or record.run.get("driver_server")
+    if not isinstance(server, dict):
+        return None
+    weights = server.get("weights") or {}
+    return {"model": server.get("model"), "served_model_name": server.get("served_model_name"),
+            "weights_fingerprint": weights.get("fingerprint"), "weights_note": weights.get("note"),
+            "version": server.get("version"), "argv": server.get("argv") or [],
+            "max_model_len": server.get("max_model_len"),
+            "tool_call_parser": server.get("tool_call_parser"),
+            "chat_template": server.get("chat_template"), "gpus": server.get("gpus") or [],
+            "sampling": server.get("sampling") or {}}
+
+
 def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """None for a run without driver calls (a scripted agent, or a record from before the
     gateway)."""
@@ -163,4 +181,8 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
         "sources": (trajectory.get("extra") or {}).get("sources") or [],
         "warnings": ((trajectory.get("extra") or {}).get("warnings") or [])[:20],
         "trajectory_file": _trajectory_file(record),
+        "server": served_driver(record),
+        "caps_lowered": [{"seq": e["data"].get("seq"), **e["data"]["cap_lowered"]}
+                         for e in record.events_of("driver_call")
+                         if isinstance((e.get("data") or {}).get("cap_lowered"), dict)],
     }

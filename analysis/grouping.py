@@ -30,8 +30,9 @@ from .templating import duration
 # Settings that change a run beyond the default --by keys (agent, driver, task, mode): the
 # run's budget (wall clock, driver budgets, submissions, ...), its base model and the agent's
 # params (run.json `options.agent_params`; a record from before params: the variables it passed
-# the agent, `options.agent_env`). Level and isolation follow from the task and the backend.
-CONFIG_KEYS = ("budget", "model", "agent_params")
+# the agent, `options.agent_env`) and, for a driver a2c served, its weights' digest. Level and
+# isolation follow from the task and the backend.
+CONFIG_KEYS = ("budget", "model", "agent_params", "driver_weights")
 # "queued" is a sweep trial's status before its run directory has a status of its own
 LIVE_STATUSES = ("queued", RunStatus.PREPARED, RunStatus.RUNNING)
 STALE_GRACE_S = 900          # after the deadline plus one evaluation, "running" is a stopped run
@@ -56,7 +57,18 @@ def config_values(header: dict[str, Any], run: dict[str, Any]) -> dict[str, str 
     else:
         legacy = None
     return {"budget": _label(header.get("budget")), "model": _label(header.get("base_model")),
-            "agent_params": _label(params) or legacy}
+            "agent_params": _label(params) or legacy, "driver_weights": driver_weights(run)}
+
+
+def driver_weights(run: dict[str, Any]) -> str | None:
+    """The digest of the weights that drove the agent, for a `vllm/` driver a2c served
+    (run.json driver_server): runs driven by other weights are not pooled, and within a group
+    the seed (which also seeds the server's sampling) tells repeats from seeds. None for a
+    driver a2c did not serve (a hosted model's weights are the provider's)."""
+    server = run.get("driver_server")
+    weights = server.get("weights") if isinstance(server, dict) else None
+    digest = weights.get("fingerprint") if isinstance(weights, dict) else None
+    return f"sha256:{digest[:12]}" if isinstance(digest, str) and digest else None
 
 
 def param_labels(values: list[str | None]) -> dict[str | None, str]:

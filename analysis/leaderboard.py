@@ -336,7 +336,7 @@ HEADINGS = {"baseline": "baseline", "best": "best", "improvement": "improvement"
             "submissions": "submissions", "valid": "valid", "time_to_best_s": "time to best",
             "runs": "runs", "tokens": "tokens", "cost_usd": "cost (USD)",
             "cost_per_point": "cost per point", "budget": "budget", "model": "base model",
-            "agent_params": "agent params"}
+            "agent_params": "agent params", "driver_weights": "driver weights"}
 
 
 def _csv_value(column: str, value: float) -> str:

@@ -270,3 +270,41 @@ def test_level3_episodes_render_as_steps(fixture_run, maker):
     assert "<code class=\"text\">go north</code>" in html
     md = paths["md"].read_text()
     assert "  1. `go north`" in md and '{"action"' not in md
+
+
+def test_a_served_driver_is_named_by_digest_in_the_report(driven_copy, tmp_path):
+    """A vllm/ driver a2c served: the report names its weights' digest, the server's version
+    and flags and the sampling in force, and the calls whose cap the context lowered."""
+    run_json = driven_copy / "run.json"
+    run = json.loads(run_json.read_text())
+    run["driver_server"] = {
+        "kind": "vllm", "model": "smollm2-135m-instruct", "served_model_name": "smollm2",
+        "weights": {"fingerprint": "ab" * 32}, "version": "0.32.0",
+        "argv": ["serve", "/m", "--seed", "4", "--tool-call-parser", "hermes"],
+        "max_model_len": 2048, "tool_call_parser": "hermes", "chat_template": None,
+        "gpus": [], "sampling": {"seed": 4, "defaults": {"temperature": 0.2}}}
+    run_json.write_text(json.dumps(run))
+    EventLog(driven_copy / "events.jsonl").append("driver_call", {
+        "seq": 91, "wire": "openai-chat", "path": "/v1/chat/completions", "status": 200,
+        "cap_lowered": {"requested": 32000, "forwarded": 1500, "context": 2048,
+                        "input_estimate": 548, "why": "context"}})
+    # (edited after the seal: reported with --force, marked unverified)
+    report, paths = write_report(driven_copy, tmp_path / "out", force=True)
+    validate_report(report)
+    server = report["driver"]["server"]
+    assert server["weights_fingerprint"] == "ab" * 32 and server["version"] == "0.32.0"
+    assert server["sampling"] == {"seed": 4, "defaults": {"temperature": 0.2}}
+    assert report["driver"]["caps_lowered"] == [
+        {"seq": 91, "requested": 32000, "forwarded": 1500, "context": 2048,
+         "input_estimate": 548, "why": "context"}]
+    md = paths["md"].read_text()
+    assert f"weights `{'ab' * 32}`" in md and "vLLM 0.32.0 serving" in md
+    assert "seed 4; server defaults temperature=0.2" in md
+    assert "#91: 32000 → 1500 (context 2048)" in md
+    html = paths["html"].read_text()
+    assert f"<code>{'ab' * 32}</code>" in html and "Caps lowered for the context" in html
+
+
+def test_a_driver_not_served_by_a2c_has_no_server(written):
+    report, _ = written
+    assert report["driver"]["server"] is None and report["driver"]["caps_lowered"] == []

@@ -31,3 +31,17 @@ def test_labels_name_only_the_params_that_differ():
                                                        "agent_params": p}} for p in (a, b)]
     label_budgets(groups, ("agent",))
     assert [g["labels"]["agent_params"] for g in groups] == ["steps=10", "steps=20"]
+
+
+def test_a_served_drivers_weights_split_groups_and_name_comparable_runs():
+    """Two runs driven by a vllm/ driver a2c served are pooled only with the same weights'
+    digest; within that group the seed (which seeds the server's sampling too) tells repeats
+    from seeds, so the same digest and seed are the comparable pair."""
+    assert "driver_weights" in CONFIG_KEYS
+
+    def served(digest):
+        return {"options": {}, "driver_server": {"weights": {"fingerprint": digest}}}
+    a, b = config_values({}, served("a" * 64)), config_values({}, served("b" * 64))
+    assert a["driver_weights"] == "sha256:" + "a" * 12 != b["driver_weights"]
+    assert config_values({}, served(None))["driver_weights"] is None       # a hub id
+    assert config_values({}, _run())["driver_weights"] is None             # a hosted model
