@@ -7,10 +7,10 @@ anything is still queued or running it asks the browser to reload itself. It rea
 (written by `a2c sweep`, a2c/sweep/record.py) as plain JSON, and the run directories themselves,
 so it works for a folder of plain `a2c run` records too.
 
-Served (analysis/view_server.py), the page links each report as `/runs/<id>/report`: `served_runs` is the
-allow-list of those ids (run directories found under the folder, by their path below it) and
-`read_report_page` opens a report one path component at a time, refusing any symlink, so no
-request ever names a file.
+Served (analysis/view_server.py), the page links each report as `/runs/<id>/report`:
+`served_runs` is the allow-list of those ids (run directories found under the folder, by their
+path below it) and `read_report_page` opens a report one path component at a time, refusing any
+symlink, so no request ever names a file.
 """
 
 from __future__ import annotations
