@@ -429,3 +429,51 @@ def test_suites_accept_vllm_drivers(tmp_path):
     assert driver_problem("vllm/Qwen/Qwen3-8B", tmp_path) is None
     assert driver_problem("vllm/smollm2-135m-instruct", tmp_path) is None
     assert "unknown driver provider" in driver_problem("vlm/x", tmp_path)
+
+
+# ----------------------------------------------------------------------------- a whole run
+def _cli_agent(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from driver_helpers import make_cli_agent
+    return make_cli_agent(tmp_path, "fake-cli", "true\n", check="true")
+
+
+def test_a_run_starts_records_and_stops_its_driver_server(tmp_path, drivers):
+    from a2c.runtime import run as run_mod
+    folder = _model(tmp_path)
+    lines: list[str] = []
+    ctx = run_mod.prepare(run_mod.RunOptions(
+        bundle="arith", agent=str(_cli_agent(tmp_path)), model="tiny", budget="30s",
+        runs_dir=tmp_path / "runs", driver=f"vllm/{folder}", seed=9, driver_gpus="none"),
+        report=lines.append)
+    assert ctx.run["gpus"]["driver"] == []
+    summary = run_mod.execute(ctx, report=lines.append)
+    assert summary["status"] in ("no_submission", "finished"), summary
+    run = json.loads(ctx.paths.run_json.read_text())
+    server = run["driver_server"]
+    from a2c.runtime.models import model_fingerprint
+    assert server["weights"]["fingerprint"] == model_fingerprint(folder)
+    assert server["version"] == "0.0.0-fake" and server["sampling"]["seed"] == 9
+    started = next(json.loads(x)["data"] for x in ctx.paths.events.read_text().splitlines()
+                   if json.loads(x)["type"] == "run_started")
+    assert started["driver_server"] == server        # in the signed chain
+    log = ds.log_path(ctx.run_dir).read_text()
+    child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
+    assert _gone(child)                                # stopped with the run
+    assert any("driver server: vLLM 0.0.0-fake serving My-Model" in x for x in lines)
+
+
+def test_a_driver_server_that_fails_its_preflight_leaves_no_run(tmp_path, drivers):
+    from a2c.runtime import run as run_mod
+    drivers(args=["--fake-mode", "exit"])
+    ctx = run_mod.prepare(run_mod.RunOptions(
+        bundle="arith", agent=str(_cli_agent(tmp_path)), model="tiny", budget="30s",
+        runs_dir=tmp_path / "runs", driver=f"vllm/{_model(tmp_path)}"), report=lambda _: None)
+    with pytest.raises(PreflightError) as info:
+        run_mod.execute(ctx, report=lambda _: None)
+    text = str(info.value)
+    assert "\n" not in text and "exited with status 3" in text
+    assert not ctx.run_dir.exists()
+    kept = Path(re.search(r"\(log (\S+?):", text).group(1))
+    assert kept.is_file() and kept.stat().st_mode & 0o777 == 0o600
+    kept.unlink()
