@@ -110,7 +110,11 @@ class DriverGateway:
             from a2c.runtime.driver_gateway.config import set_upstream_url
             from a2c.runtime.run.driver_server import VllmServer
             server = VllmServer(self.run_dir, server_plan)
-            self.server_info = server.start()
+            try:            # (an interrupt while it loads must not leave it running)
+                self.server_info = server.start()
+            except BaseException:
+                server.stop()
+                raise
             self.server = server
             set_upstream_url(self.run_dir, server.base_url)
         remove_stale(self.paths.driver_socket)

@@ -477,3 +477,28 @@ def test_a_driver_server_that_fails_its_preflight_leaves_no_run(tmp_path, driver
     kept = Path(re.search(r"\(log (\S+?):", text).group(1))
     assert kept.is_file() and kept.stat().st_mode & 0o777 == 0o600
     kept.unlink()
+
+
+def test_an_interrupt_while_the_server_loads_leaves_no_server(tmp_path, drivers, monkeypatch):
+    """Ctrl-C during the minutes a large model loads: the server goes with the run."""
+    drivers(args=["--fake-mode", "sick"], startup_timeout_s=60)
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    configure(RunPaths(run_dir), f"vllm/{_model(tmp_path)}", AGENT, {}, [], 0)
+    calls = {"n": 0}
+    real_sleep = time.sleep
+
+    def interrupting_sleep(s):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        real_sleep(s)
+    monkeypatch.setattr(ds.time, "sleep", interrupting_sleep)
+    gw = DriverGateway(run_dir)
+    with pytest.raises(KeyboardInterrupt):
+        gw.start()
+    monkeypatch.setattr(ds.time, "sleep", real_sleep)
+    log = ds.log_path(run_dir).read_text()
+    child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
+    time.sleep(0.5)
+    assert _gone(child) and gw.server is None and gw.process is None
