@@ -145,7 +145,7 @@ def counted_estimate(count: int, bound: int) -> int:
 
 def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s: float,
           bounded: bool, count: Callable[[], int | None] | None = None,
-          context: Callable[[bytes], tuple[int, int, int | None]] | None = None
+          context: Callable[[bytes, int, int], tuple[int, int, int | None]] | None = None
           ) -> tuple[Reservation, bytes] | str | None:
     """Admit a generation call on its reading: (the reservation, the bytes to forward), the
     message of a budget refusal, or None when the gateway is stopping. The stream usage is
@@ -163,7 +163,7 @@ def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s:
     cap = reading.cap or DEFAULT_OUTPUT_CAP
     lowered = None
     if context is not None:
-        window, limit, estimate = context(forward)
+        window, limit, estimate = context(forward, bound, cap)
         if limit < cap:
             cap = limit
             if reading.cap is not None or bounded:   # a cap is forwarded: the record says so

@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
             if self.path == "/tokenize":
+                print("FAKE_TOKENIZE", flush=True)
                 return self._json(200, {"count": tokens(body.get("prompt") or ""),
                                         "max_model_len": context})
             if self.path == "/v1/chat/completions":

@@ -271,6 +271,8 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
     assert record["sampling"]["defaults"] == {"temperature": 0.7, "top_p": 0.8}
     log = ds.log_path(run_dir).read_text()
     assert "FAKE_CALL max_tokens=50" in log
+    # the server counted the first call's input only: the second's bound and cap fit the context
+    assert log.count("FAKE_TOKENIZE") == 1
 
 
 def test_a_local_server_reporting_its_context_gets_the_clamp_too(
