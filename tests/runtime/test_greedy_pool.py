@@ -133,9 +133,10 @@ def test_grader_scores_are_the_same_with_and_without_the_rule(tiny_path, params)
 
 @pytest.mark.slow
 def test_smollm2_arith_extracted_answers_are_the_same_stopped_or_not():
-    """SmolLM2-135M-Instruct on 40 held-out arith items: answers read with the arith pattern and
+    """SmolLM2-135M-Instruct on 24 held-out arith items: answers read with the arith pattern and
     with patterns its own replies match (`67 + 50 = 117.`), stopped by the rule or generated to
-    the end, are identical; the rule ends most sequences early where the pattern matches."""
+    the end, are identical; the rule ends most sequences early where the pattern matches. (24,
+    not 40: the same property for 40 % less of CI's first pass, where it took 155 s.)"""
     import json
     from pathlib import Path
 
@@ -144,7 +145,7 @@ def test_smollm2_arith_extracted_answers_are_the_same_stopped_or_not():
 
     bundle = Path(__file__).resolve().parents[2] / "generated" / "arith" / "bundle.json"
     task = json.loads(bundle.read_text())["task"]
-    records = load_split(task, "heldout", bundle.parent)[:40]
+    records = load_split(task, "heldout", bundle.parent)[:24]
     backend = inference.load_backend(prepare_builtin("smollm2-135m-instruct"), "transformers")
     try:
         prompts = [r["prompt"] for r in records]
@@ -167,7 +168,8 @@ def test_smollm2_arith_extracted_answers_are_the_same_stopped_or_not():
                 [grader.score_item(r, p, o)["extracted"] for r, p, o in
                  zip(records, prompts, full)]
             if pattern == r"(\d+)":
-                assert backend.last_stats["answer_stops"] >= 30 and tokens < full_tokens // 2
+                assert backend.last_stats["answer_stops"] >= len(records) * 3 // 4 and \
+                    tokens < full_tokens // 2
     finally:
         backend.close()
 
