@@ -160,36 +160,10 @@ def test_snapshot_keeps_outside_text_not_weights_binaries_or_a_forged_prefix(tmp
 
 
 # ------------------------------------------------------------------ end to end (real sandbox)
-OUTSIDE_SFT_AGENT = r"""
-cat > /tmp/sft.py <<'PYEOF'
-import os
-from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
-from trl import SFTConfig, SFTTrainer
-
-base = os.environ["A2C_BASE_MODEL"]
-out = os.path.join(os.environ["A2C_OUTPUT_DIR"], "final")
-tok = AutoTokenizer.from_pretrained(base)
-model = AutoModelForCausalLM.from_pretrained(base)
-rows = [{"prompt": f"What is {a} + {a}?", "completion": f" #### {2 * a}"} for a in range(40)]
-trainer = SFTTrainer(model=model, train_dataset=Dataset.from_list(rows), processing_class=tok,
-                     args=SFTConfig(output_dir="/tmp/sft-run", max_steps=20,
-                                    per_device_train_batch_size=2, use_cpu=True, bf16=False,
-                                    report_to="none", save_strategy="no", learning_rate=5e-4))
-trainer.train()
-trainer.model.save_pretrained(out, safe_serialization=True)
-tok.save_pretrained(out)
-PYEOF
-cd /tmp && python sft.py > /tmp/sft.log 2>&1
-cd "$A2C_WORKSPACE"
-cat > grpo_train.py <<'PYEOF'
-from trl import GRPOConfig, GRPOTrainer
-trainer = GRPOTrainer(model="base", reward_funcs=[], args=GRPOConfig(output_dir="output/final"))
-trainer.train()
-PYEOF
-./submit output/final
-sleep 2
-"""
+def outside_sft_agent() -> str:
+    from scripted_agents import DECOY_GRPO_AND_SUBMIT, sft_to_tmp
+    return (sft_to_tmp(20) + "cd /tmp && python sft.py > /tmp/sft.log 2>&1\n"
+            + DECOY_GRPO_AND_SUBMIT)
 
 
 @pytest.mark.slow
@@ -202,7 +176,7 @@ def test_rl_only_agent_running_sft_from_tmp_is_not_reported_compliant(tmp_path):
 
     if not bwrap_works():
         pytest.skip("needs the bubblewrap sandbox (its /tmp is RUN/agent-tmp)")
-    agent = make_agent(tmp_path, "outside-sft", OUTSIDE_SFT_AGENT)
+    agent = make_agent(tmp_path, "outside-sft", outside_sft_agent())
     opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="4m",
                               runs_dir=tmp_path / "runs", snapshot_every_s=1, mode="rl-only")
     ctx = run_mod.prepare(opts, report=lambda _: None)
