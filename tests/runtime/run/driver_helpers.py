@@ -4,8 +4,10 @@ configured through A2C_DRIVER_FAKE_* variables, and a fake provider key on the h
 from __future__ import annotations
 
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from scripted_agents import make_agent
 
@@ -71,3 +73,15 @@ def configure_fake_provider(monkeypatch, port: int = 9) -> None:
     monkeypatch.setenv("A2C_DRIVER_FAKE_WIRES", "anthropic")
     monkeypatch.setenv("FAKE_PROVIDER_API_KEY", FAKE_KEY)
     monkeypatch.delenv("A2C_DRIVERS_FILE", raising=False)
+
+
+def process_gone(pid: int) -> bool:
+    """No process `pid` any more; a zombie the test process does not reap counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True

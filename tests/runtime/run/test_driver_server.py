@@ -12,7 +12,6 @@ are kept apart from the agent's and the grader's.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from driver_helpers import process_gone
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
@@ -63,21 +63,9 @@ def _model(tmp_path: Path, model_type: str = "qwen2", **config) -> Path:
     return folder
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # a zombie the test process does not reap counts as gone
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    except OSError:
-        return True
-
-
 def _gone_within(pid: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
-    while not _gone(pid):
+    while not process_gone(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -203,7 +191,7 @@ def test_a_server_that_never_becomes_healthy_is_stopped(tmp_path, drivers):
     assert time.monotonic() - t0 < 30
     log = ds.log_path(run_dir).read_text()
     child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
-    assert _gone(child)
+    assert process_gone(child)
 
 
 # ----------------------------------------------------------------------------- the server
@@ -239,7 +227,7 @@ def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, 
     finally:
         server.stop()
     # SIGTERM to the group: its engine child too (it may take a moment to die once signalled)
-    assert _gone(pid) and _gone_within(child, 5.0)
+    assert process_gone(pid) and _gone_within(child, 5.0)
 
 
 # ----------------------------------------------------------------------------- through the run
@@ -293,7 +281,7 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
         server_pid = gw.server.process.pid
     finally:
         gw.stop()
-    assert _gone(server_pid)
+    assert process_gone(server_pid)
     first, second = _events(run_dir)
     lowered = first["cap_lowered"]
     assert lowered["requested"] == 32000 and lowered["context"] == 2048
@@ -497,7 +485,7 @@ def test_a_run_starts_records_and_stops_its_driver_server(tmp_path, drivers):
     assert started["driver_server"] == server        # in the signed chain
     log = ds.log_path(ctx.run_dir).read_text()
     child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
-    assert _gone(child)                                # stopped with the run
+    assert process_gone(child)                                # stopped with the run
     assert any("driver server: vLLM 0.0.0-fake serving My-Model" in x for x in lines)
 
 
@@ -539,4 +527,4 @@ def test_an_interrupt_while_the_server_loads_leaves_no_server(tmp_path, drivers,
     log = ds.log_path(run_dir).read_text()
     child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
     time.sleep(0.5)
-    assert _gone(child) and gw.server is None and gw.process is None
+    assert process_gone(child) and gw.server is None and gw.process is None

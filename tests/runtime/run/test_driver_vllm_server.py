@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from driver_helpers import process_gone
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.driver_gateway import read_totals
@@ -62,17 +63,6 @@ def _call(run_dir: Path, path: str, body: dict) -> tuple[int, dict]:
 def _events(run_dir: Path) -> list[dict]:
     lines = RunPaths(run_dir).events.read_text().splitlines()
     return [json.loads(x)["data"] for x in lines if json.loads(x)["type"] == "driver_call"]
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    except OSError:
-        return True
 
 
 def _group(pgid: int) -> list[int]:
@@ -133,7 +123,7 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
     finally:
         gw.stop()
     time.sleep(1.0)
-    assert _gone(pid) and not _group(pid), "the vLLM server's group outlived the stop"
+    assert process_gone(pid) and not _group(pid), "the vLLM server's group outlived the stop"
     for what, (status, body) in answers.items():
         assert status == 200, (what, body)
     events = _events(run_dir)
