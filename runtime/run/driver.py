@@ -44,7 +44,9 @@ def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
     server = None
     if is_served(driver):
         from a2c.runtime.run.driver_server import plan
-        server = plan(driver.split("/", 1)[1], list(gpus or []), seed)
+        need = ((agent or {}).get("driver") or {}).get("context_min")
+        server = plan(driver.split("/", 1)[1], list(gpus or []), seed,
+                      context_min=need, scaffold=str((agent or {}).get("id") or "the scaffold"))
     try:
         return prepare_gateway(paths, driver, agent, budget, server=server) or {}
     except A2CError:
@@ -155,7 +157,8 @@ class DriverGateway:
                 "family": plan.get("family"), "tool_call_parser": plan.get("tool_call_parser"),
                 "chat_template": plan.get("chat_template"), "weights": plan.get("weights"),
                 "version": info.get("version"), "argv": info.get("argv"),
-                "max_model_len": info.get("max_model_len"), "gpus": plan.get("gpus"),
+                "max_model_len": info.get("max_model_len"), "context": plan.get("context"),
+                "gpus": plan.get("gpus"),
                 "sampling": {"seed": plan.get("seed"),
                              "defaults": plan.get("sampling_defaults") or {},
                              "note": "a request's own fields win over the defaults; each "

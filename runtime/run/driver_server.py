@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -141,8 +142,65 @@ def _sampling(folder: Path | None) -> dict[str, Any]:
     return {k: data[k] for k in SAMPLING_KEYS if isinstance(data, dict) and k in data}
 
 
-def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None) -> dict[str, Any]:
-    """What the run's vLLM server will be (gateway.json `server`; RunError when it cannot be)."""
+def trained_context(folder: Path | None) -> int | None:
+    """The context the model was trained on: config.json's `max_position_embeddings` (a
+    multimodal model's `text_config`'s); None for a hub id or a config that does not say."""
+    if folder is None:
+        return None
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    text = config.get("text_config")
+    value = config.get("max_position_embeddings")
+    if value is None and isinstance(text, dict):
+        value = text.get("max_position_embeddings")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The value of `flag` in an argv (`--flag V` or `--flag=V`), the last one given."""
+    found = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith(flag + "="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def fit_context(trained: int | None, args: list[str], need: int | None,
+                scaffold: str) -> tuple[list[str], dict[str, Any]]:
+    """(the flags that serve the scaffold's context, what the record says of the context).
+
+    A scaffold declares the context its calls need (the agent spec's `driver.context_min`:
+    Claude Code's first request alone, system prompt and tools, is ~87 KB). A model trained on
+    less would have every call refused by its server (input plus cap past `max_model_len`), so
+    the server gets `--max-model-len NEED` and the model's length stretched to it
+    (`--hf-overrides max_position_embeddings`): the run happens, and the record says the model
+    answered past what it was trained on. A `--max-model-len` the operator gave wins."""
+    given = _flag_value(args, "--max-model-len")
+    note: dict[str, Any] = {"trained": trained, "needed": need, "needed_by": scaffold if need
+                            else None, "stretched": False}
+    if given is not None:
+        note["set_by"] = "drivers file"
+        return [], note
+    if need is None or trained is None or trained >= need:
+        return [], note
+    note.update(stretched=True, set_by="a2c",
+                why=f"{scaffold} needs a {need}-token context; the model was trained on "
+                    f"{trained}: its answers past {trained} tokens are out of distribution")
+    return ["--max-model-len", str(need),
+            "--hf-overrides", json.dumps({"max_position_embeddings": need})], note
+
+
+def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None,
+         context_min: int | None = None, scaffold: str = "") -> dict[str, Any]:
+    """What the run's vLLM server will be (gateway.json `server`; RunError when it cannot be).
+    `context_min`: the context the run's scaffold needs (its spec's `driver.context_min`)."""
     if not ref:
         raise RunError("--driver vllm/: name the model, e.g. vllm/Qwen/Qwen3-8B, "
                        "vllm/smollm2-135m-instruct or vllm/PATH/TO/FOLDER")
@@ -168,14 +226,36 @@ def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None) -> 
         flags += ["--chat-template", str(Path(template).expanduser().resolve())]
     if len(gpus) > 1:
         flags += ["--tensor-parallel-size", str(len(gpus))]
+    context_flags, context = fit_context(trained_context(folder), args, context_min, scaffold)
+    flags += context_flags
     return {"kind": "vllm", "ref": ref, "model": source, "folder": str(folder) if folder else None,
             "served_model_name": served, "family": family.name, "tool_call_parser": parser,
             "chat_template": template, "executable": executable,
             "launch": launch_prefix(executable, source), "gpus": list(gpus),
             "seed": int(seed), "args": flags + args, "weights": _weights(folder),
-            "sampling_defaults": _sampling(folder),
+            "sampling_defaults": _sampling(folder), "context": context,
             "startup_timeout_s": float(settings.get("startup_timeout_s")
                                        or DEFAULT_STARTUP_TIMEOUT_S)}
+
+
+EXCEPTION_LINE = re.compile(r"^(?:\([^)]*\)\s*)?(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\b:? ")
+# (an engine process's lines come prefixed with its name: "(EngineCore_DP0 pid=7) ValueError: ...")
+
+
+def failure_line(log_tail: str) -> str:
+    """The line of a server's log that says why it stopped: the last exception line of a
+    traceback (`ValueError: ...`, the cause as Python words it), else the first line vLLM
+    logged as an ERROR, else the last line (a Python warning printed at exit would hide the
+    cause behind it). At most 200 characters."""
+    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    # only what this start wrote (the log is appended to by each start of a resumed run)
+    starts = [i for i, line in enumerate(lines) if line.startswith("a2c: starting ")]
+    lines = lines[starts[-1] + 1:] if starts else lines
+    exceptions = [line for line in lines if EXCEPTION_LINE.match(line)]
+    errors = [line for line in lines if " ERROR " in f" {line} " or line.startswith("ERROR")]
+    found = exceptions[-1] if exceptions else errors[0] if errors else \
+        (lines[-1] if lines else "")
+    return found[:200]
 
 
 def free_port() -> int:
@@ -245,7 +325,7 @@ class VllmServer:
             if not self.process.alive():
                 rc = self.process.returncode
                 self.stop()      # what it started in its group goes with it
-                last = (read_tail(self.log, 400).strip().splitlines() or [""])[-1][:200]
+                last = failure_line(read_tail(self.log, 65536))
                 raise RunError(f"the driver's vLLM server exited with status {rc} before it "
                                f"served {self.plan['served_model_name']} (log {self.keep_log()}"
                                + (f": {last}" if last else "") + "); fix what it says, or the "

