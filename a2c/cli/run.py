@@ -79,6 +79,11 @@ def register(subparsers) -> None:
                      help="a vllm/ driver's GPUs for its server (never the agent's or the "
                           "grader's): indices or none (vLLM's CPU build); default: one free "
                           "device neither has, where the machine has GPUs")
+    run.add_argument("--share-driver-server", metavar="DIR",
+                     help="a vllm/ driver's server shared with the other runs on this machine "
+                          "given the same folder and the same server (model, flags, GPUs, "
+                          "seed): the first starts it, the last to end stops it (a2c sweep "
+                          "gives its trials RUNS/.sweep/driver-servers)")
     run.add_argument("--no-bwrap", action="store_true",
                      help="local backend without bubblewrap (isolation: none; for debugging)")
     run.set_defaults(handler=handle_run)
@@ -342,6 +347,7 @@ def handle_run(args: argparse.Namespace) -> int:
                                   driver_cost=args.driver_cost, driver_calls=args.driver_calls,
                                   gpus=args.gpus, grader_gpus=args.grader_gpus,
                                   driver_gpus=args.driver_gpus,
+                                  share_driver_server=args.share_driver_server,
                                   agent_params=parse_assignments(args.agent_param or []),
                                   use_bwrap=False if args.no_bwrap else None)
         from a2c.cli.doctor import preflight  # `a2c doctor`'s checks this run needs

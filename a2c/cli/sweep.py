@@ -273,10 +273,18 @@ def _run(args, suite: SuiteSpec, digest: str, plans, runs_dir: Path) -> int:
     def connect():
         started.append(engine.connect(args.address, args.num_cpus, args.num_gpus))
         return started[0]
+    # vllm/ drivers: the trials of this node share one server per model, kept between trials
+    # and stopped when the sweep ends (runtime/run/driver_share.py)
+    from contextlib import nullcontext
+
+    from a2c.runtime.run.driver_share import SweepHold
+    from a2c.sweep.plan import SHARED_SERVERS
+    served = any((p.trial.driver or "").startswith("vllm/") for p in plans)
     try:
-        result = engine.run_sweep(connect, plans, runs_dir, verify, on_event,
-                                  max_concurrent=args.max_concurrent,
-                                  max_resumes=args.max_resumes, no_bwrap=args.no_bwrap)
+        with SweepHold(runs_dir / SHARED_SERVERS) if served else nullcontext():
+            result = engine.run_sweep(connect, plans, runs_dir, verify, on_event,
+                                      max_concurrent=args.max_concurrent,
+                                      max_resumes=args.max_resumes, no_bwrap=args.no_bwrap)
     finally:
         progress.close()
         if started and not args.address:

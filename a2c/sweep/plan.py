@@ -15,6 +15,9 @@ from typing import Any
 from a2c.contracts.trial import Trial
 from a2c.errors import A2CError
 
+SHARED_SERVERS = ".sweep/driver-servers"   # under the runs folder: vllm/ driver servers the
+                                           # trials of one node share (runtime/run/driver_share.py)
+
 
 @dataclass
 class TrialPlan:
@@ -35,6 +38,8 @@ class TrialPlan:
                 "--run-id", t.id]
         if t.driver:
             argv += ["--driver", t.driver]
+            if t.driver.startswith("vllm/"):   # one server per node for the trials that can share it
+                argv += ["--share-driver-server", str(self.run_dir.parent / SHARED_SERVERS)]
         over = t.overrides or {}
         budget = over.get("budget") or {}
         if budget.get("wall_clock_s") is not None:

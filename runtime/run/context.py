@@ -51,6 +51,9 @@ class RunOptions:
     # a vllm/ driver's server: its own devices; None = one free device neither the agent's nor
     # the grader's where the machine has GPUs, else none (a CPU build of vLLM)
     driver_gpus: str | None = None
+    # a vllm/ driver's server shared by the runs given the same folder on one node (a sweep's
+    # trials): runtime/run/driver_share.py; None = the run's own server
+    share_driver_server: str | Path | None = None
     snapshot_every_s: float = field(default_factory=default_snapshot_every_s)
     run_id: str | None = None
 

@@ -34,11 +34,13 @@ def is_served(driver: str | None) -> bool:
 
 
 def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
-              gpus: list[str] | None = None, seed: int = 0) -> dict:
+              gpus: list[str] | None = None, seed: int = 0,
+              share: str | Path | None = None) -> dict:
     """driver/gateway.json and driver/gateway.key for this run (the gateway resolves the
     upstream; a provider it does not know, an unset key variable or a wire the upstream does
     not serve is one clear error). A `vllm/MODEL` driver's server is planned here (on `gpus`,
-    seeded with the run's seed) and started with the gateway."""
+    seeded with the run's seed) and started with the gateway; with `share`, the server is the
+    one the runs given that folder share (runtime/run/driver_share.py)."""
     from a2c.runtime.driver_gateway import prepare_gateway
     paths.driver.mkdir(mode=0o700, exist_ok=True)
     server = None
@@ -47,6 +49,11 @@ def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
         need = ((agent or {}).get("driver") or {}).get("context_min")
         server = plan(driver.split("/", 1)[1], list(gpus or []), seed,
                       context_min=need, scaffold=str((agent or {}).get("id") or "the scaffold"))
+        if share:
+            server["share"] = str(Path(share).expanduser().resolve())
+    elif share:
+        raise RunError(f"--share-driver-server is for a vllm/ driver a2c starts; {driver} is "
+                       "served by its provider")
     try:
         return prepare_gateway(paths, driver, agent, budget, server=server) or {}
     except A2CError:
@@ -97,6 +104,8 @@ class DriverGateway:
         self.process = None
         self.server = None
         self.server_info: dict[str, Any] | None = None
+        self.shared = None        # driver_share.SharedServer when the server is shared
+        self.share_state: dict[str, Any] | None = None
 
     def server_plan(self) -> dict | None:
         from a2c.runtime.driver_gateway.config import read_config
@@ -108,7 +117,9 @@ class DriverGateway:
     def start(self) -> None:
         from a2c.runtime.driver_gateway import DriverGatewayProcess
         server_plan = self.server_plan()
-        if server_plan and self.server is None:
+        if server_plan and server_plan.get("share") and self.shared is None:
+            self._attach_shared(server_plan)
+        elif server_plan and self.server is None:
             from a2c.runtime.driver_gateway.config import set_upstream_url
             from a2c.runtime.run.driver_server import VllmServer
             server = VllmServer(self.run_dir, server_plan)
@@ -127,6 +138,26 @@ class DriverGateway:
             self.stop()
             raise
 
+    def _attach_shared(self, server_plan: dict[str, Any]) -> None:
+        """Attach to the node's shared server for this plan, starting it when none runs."""
+        from a2c.runtime.driver_gateway.config import set_upstream_url
+        from a2c.runtime.run.driver_server import VllmServer
+        from a2c.runtime.run.driver_share import SharedServer
+        plan = {k: v for k, v in server_plan.items() if k != "share"}
+        shared = SharedServer(server_plan["share"], plan, self.run_dir.name)
+
+        def start(log: Path):
+            server = VllmServer(self.run_dir, plan, log=log)
+            try:
+                return server, server.start()
+            except BaseException:
+                server.stop()
+                raise
+        self.share_state = shared.acquire(start)
+        self.shared = shared
+        self.server_info = self.share_state["info"]
+        set_upstream_url(self.run_dir, self.share_state["url"])
+
     def alive(self) -> bool:
         return self.process is not None and bool(self.process.alive())
 
@@ -143,6 +174,11 @@ class DriverGateway:
                     self.server.stop()
                 finally:
                     self.server = None
+            if self.shared is not None:
+                try:
+                    self.shared.release()   # the last run to leave stops it
+                finally:
+                    self.shared = None
 
     def server_record(self) -> dict[str, Any] | None:
         """run.json's `driver_server` for a served driver: what ran (the weights' digest, the
@@ -158,11 +194,19 @@ class DriverGateway:
                 "chat_template": plan.get("chat_template"), "weights": plan.get("weights"),
                 "version": info.get("version"), "argv": info.get("argv"),
                 "max_model_len": info.get("max_model_len"), "context": plan.get("context"),
-                "gpus": plan.get("gpus"),
+                "gpus": plan.get("gpus"), "shared": self._share_record(),
                 "sampling": {"seed": plan.get("seed"),
                              "defaults": plan.get("sampling_defaults") or {},
                              "note": "a request's own fields win over the defaults; each "
                                      "forwarded body is in driver/blobs"}}
+
+    def _share_record(self) -> dict[str, Any] | None:
+        """Whether the server was this run's own or shared (its key, the run that started it)."""
+        state = self.share_state
+        if not state:
+            return None
+        return {"key": state.get("key"), "started_by": state.get("started_by"),
+                "started_by_this_run": bool(state.get("started_it"))}
 
     def probe(self) -> tuple[bool, str]:
         from a2c.runtime.driver_gateway import probe

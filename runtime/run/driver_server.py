@@ -276,10 +276,10 @@ def _get_json(url: str, timeout: float = 5.0) -> Any:
 class VllmServer:
     """One run's vLLM server (a plan from `plan`), started and stopped as a host process."""
 
-    def __init__(self, run_dir: Path, server_plan: dict[str, Any]):
+    def __init__(self, run_dir: Path, server_plan: dict[str, Any], log: Path | None = None):
         self.run_dir = Path(run_dir)
         self.plan = server_plan
-        self.log = log_path(self.run_dir)
+        self.log = Path(log) if log is not None else log_path(self.run_dir)
         self.process: HostProcess | None = None
         self.base_url: str | None = None
         self.info: dict[str, Any] = {}

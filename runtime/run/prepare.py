@@ -349,7 +349,8 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         os.chmod(paths.agent_home, 0o700)
         config = configure(paths, driver_name, agent,
                            {key: budget_cfg.get(key) for key in BUDGET_KEYS},
-                           gpus=(gpus or {}).get("driver"), seed=opts.seed)
+                           gpus=(gpus or {}).get("driver"), seed=opts.seed,
+                           share=opts.share_driver_server)
         refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")

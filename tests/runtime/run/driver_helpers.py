@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -85,3 +86,26 @@ def process_gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     except OSError:
         return True
+
+
+FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
+
+
+def fake_vllm_executable(folder: Path) -> Path:
+    """A `vllm` script in `folder`/bin that runs the stand-in server (fake_vllm.py)."""
+    exe = folder / "bin" / "vllm"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_VLLM} \"$@\"\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def fake_model(tmp_path: Path, model_type: str = "qwen2", **config) -> Path:
+    """A model folder as a vllm/ driver names it: config.json, weights, generation defaults."""
+    folder = tmp_path / "My-Model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": model_type, **config}))
+    (folder / "model.safetensors").write_bytes(b"weights" * 100)
+    (folder / "generation_config.json").write_text(json.dumps(
+        {"temperature": 0.7, "top_p": 0.8, "bos_token_id": 1}))
+    return folder

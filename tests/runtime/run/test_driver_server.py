@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from driver_helpers import process_gone
+from driver_helpers import fake_model, process_gone
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
@@ -32,35 +32,10 @@ from a2c.runtime.run.scaffold import PreflightError
 from a2c.runtime.run.vllm_families import family_of
 from a2c.runtime.sandbox import gpus as gpu_mod
 
-FAKE = Path(__file__).with_name("fake_vllm.py")
 AGENT = {"driver": {"default": "x", "wire": "openai-chat"}}
 
 
-@pytest.fixture
-def drivers(tmp_path, monkeypatch):
-    """A drivers file whose vllm section runs the stand-in; returns a writer of more of it."""
-    exe = tmp_path / "bin" / "vllm"
-    exe.parent.mkdir()
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
-    exe.chmod(0o755)
-    path = tmp_path / "drivers.yaml"
-    monkeypatch.setenv("A2C_DRIVERS_FILE", str(path))
-
-    def write(**vllm):
-        path.write_text(yaml.safe_dump({"vllm": {"executable": str(exe), **vllm}}))
-        return path
-    write()
-    return write
-
-
-def _model(tmp_path: Path, model_type: str = "qwen2", **config) -> Path:
-    folder = tmp_path / "My-Model"
-    folder.mkdir(exist_ok=True)
-    (folder / "config.json").write_text(json.dumps({"model_type": model_type, **config}))
-    (folder / "model.safetensors").write_bytes(b"weights" * 100)
-    (folder / "generation_config.json").write_text(json.dumps(
-        {"temperature": 0.7, "top_p": 0.8, "bos_token_id": 1}))
-    return folder
+_model = fake_model
 
 
 def _gone_within(pid: int, seconds: float) -> bool:
