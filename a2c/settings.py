@@ -204,6 +204,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("A2C_DRIVER", "str", None, IFC, "The run's driver (`provider/model`).", _GW),
     _s("A2C_DRIVER_MODEL", "str", None, IFC, "The model part a scaffold is told.", _GW),
     _s("A2C_DRIVER_WIRE", "str", None, IFC, "The wire the gateway speaks to the agent.", _GW),
+    _s("A2C_DRIVER_CONTEXT", "int", None, IFC,
+       "The served model's context in tokens, set only when a2c knows it (a `vllm/` driver, a "
+       "provider with a stated or asked `context`): a scaffold spec passes it on with "
+       "`${A2C_DRIVER_CONTEXT:+...}` so its compaction fits the model.",
+       "runtime/run/driver.py"),
     _s("A2C_DRIVER_SOCKET", "path", "/run/a2c/driver.sock", IFC, "The driver gateway's socket.", _GW),
     _s("A2C_DRIVER_KEY", "str", None, IFC, "The run's key for the driver gateway.", _GW),
     _s("A2C_DRIVER_URL", "url", None, IFC,

@@ -276,6 +276,8 @@ class DriverSpec(SpecRecord):
     wire: str | None = doc("the preferred wire (the first of `wires`)")
     wires: list[str] = doc("the wires the scaffold speaks, preferred first", factory=list)
     models: list[str] = doc("the driver models it is known to work with", factory=list)
+    context_min: int | None = doc("the context (tokens) its calls need; a vllm/ driver's "
+                                  "server is given at least this much", when_set=True)
 
 
 @dataclass

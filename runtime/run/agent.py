@@ -104,9 +104,13 @@ def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
     A2C_DRIVER_MODEL = the run's driver, as before."""
     if not uses_gateway(agent):
         return {"A2C_DRIVER_MODEL": run.driver or ""}
-    from a2c.runtime.run.driver import read_key, read_wire
-    return {"A2C_DRIVER": run.driver or "", "A2C_DRIVER_MODEL": driver_model(run.driver, agent),
-            "A2C_DRIVER_WIRE": read_wire(paths), "A2C_DRIVER_KEY": read_key(paths)}
+    from a2c.runtime.run.driver import read_key, read_wire, served_context
+    env = {"A2C_DRIVER": run.driver or "", "A2C_DRIVER_MODEL": driver_model(run.driver, agent),
+           "A2C_DRIVER_WIRE": read_wire(paths), "A2C_DRIVER_KEY": read_key(paths)}
+    context = served_context(paths)
+    if context:
+        env["A2C_DRIVER_CONTEXT"] = str(context)
+    return env
 
 
 def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,

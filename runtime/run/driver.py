@@ -75,6 +75,31 @@ def read_wire(paths: RunPaths) -> str:
     return read_config(paths.root).get("agent_wire") or ""
 
 
+def served_context(paths: RunPaths) -> int | None:
+    """The context of the model the gateway forwards to, when a2c knows it: a `vllm/` server's
+    `max_model_len` (a2c started it), a provider's stated `context`, or the one its server
+    reports (`context: ask`, /v1/models, asked without the provider's key). The scaffold is told
+    (A2C_DRIVER_CONTEXT) so that its own compaction keeps the conversation inside the model:
+    Claude Code and Codex assume a large window for a model they do not know, and a vLLM server
+    refuses every call once the conversation passes the context."""
+    from a2c.runtime.driver_gateway.config import read_config
+    try:
+        config = read_config(paths.root)
+    except (A2CError, OSError, ValueError):
+        return None
+    upstream = config.get("upstream") or {}
+    stated = upstream.get("context")
+    if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0:
+        return stated
+    if stated != "ask" and not config.get("server"):
+        return None
+    if not upstream.get("base_url"):
+        return None
+    from a2c.runtime.driver_gateway.context import served_context as ask
+    from a2c.runtime.driver_gateway.upstream import Upstream
+    return ask(Upstream(upstream["base_url"], 5.0, 5.0), str(config.get("model") or ""))
+
+
 def usage_summary(totals: dict | None) -> dict[str, Any] | None:
     """The summary's driver line: calls, tokens, cost, errors, exhausted. `tokens` counts all
     four kinds (input, output, cache read, cache write), as the gateway, the report and the

@@ -85,7 +85,8 @@ def test_launcher_points_the_scaffold_at_the_gateway(agent_id, tmp_path):
     assert env["A2C_DRIVER_URL"] == URL and env["A2C_DRIVER_MODEL"] == "m-1"
     for key, value in agent["launch"]["env"].items():
         expected = (value.replace("${A2C_DRIVER_URL}", URL).replace("${A2C_DRIVER_KEY}", "k-test")
-                    .replace("${A2C_DRIVER_MODEL}", "m-1").replace("${HOME}", str(tmp_path / "home")))
+                    .replace("${A2C_DRIVER_MODEL}", "m-1").replace("${HOME}", str(tmp_path / "home"))
+                    .replace("${A2C_DRIVER_CONTEXT:-0}", "0"))   # not known: not told
         assert env[key] == expected, key
     assert set(seen["files"]) >= set(agent["launch"]["files"])
     for rel, content in agent["launch"]["files"].items():
@@ -110,6 +111,29 @@ def test_codex_config_names_the_gateway(tmp_path):
     assert provider == {"name": "a2c driver gateway", "base_url": URL + "/v1",
                         "env_key": "A2C_DRIVER_KEY", "wire_api": "responses"}
     assert config["model"] == "m-1" and seen["env"]["CODEX_HOME"].endswith("/home/.codex")
+
+
+def test_scaffolds_are_told_the_served_context_only_when_known(tmp_path):
+    """A vllm/ driver's context reaches Claude Code (CLAUDE_CODE_MAX_CONTEXT_TOKENS) and Codex
+    (model_context_window), so that they compact before the server refuses the conversation;
+    a closed provider's run tells them nothing (0 is Claude Code's "not set")."""
+    root = project_root() / "generated" / "agents"
+    for told in (None, "32768"):
+        env = {"A2C_DRIVER_CONTEXT": told} if told else {}
+        where = tmp_path / (told or "unknown")
+        where.mkdir()
+        (where / "claude").mkdir()
+        (where / "codex").mkdir()
+        proc, claude = run_launcher(root / "claude-code", where / "claude", env)
+        assert proc.returncode == 0, proc.stderr
+        assert claude["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] == (told or "0")
+        proc, codex = run_launcher(root / "codex", where / "codex", env)
+        assert proc.returncode == 0, proc.stderr
+        flag = ["-c", f"model_context_window={told}"]
+        argv = codex["argv"]
+        pairs = [argv[i:i + 2] for i in range(len(argv) - 1)]
+        assert (flag in pairs) == bool(told)
+        assert not any(a.startswith("model_context_window") for a in argv) or told
 
 
 def test_json_and_yaml_configs_parse(tmp_path):

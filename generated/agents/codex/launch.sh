@@ -77,4 +77,4 @@ enabled = false
 [analytics]
 enabled = false
 A2C_END_OF_FILE
-exec codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --model "$A2C_DRIVER_MODEL" "$A2C_PROMPT" </dev/null
+exec codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check ${A2C_DRIVER_CONTEXT:+-c model_context_window=$A2C_DRIVER_CONTEXT} --model "$A2C_DRIVER_MODEL" "$A2C_PROMPT" </dev/null
