@@ -3,8 +3,8 @@
 The gateway forwards only what it meters (issue 23). A request target is checked before anything
 else: it must be a plain origin-form path with nothing a server might read differently from us
 (`..` or `.` segments, empty segments, any %-encoding, backslashes, control characters), then
-match one route of a2c.wires.routes exactly, with its method, and carry only the query parameters
-its wire needs. The path and query forwarded upstream are rebuilt from what matched, never copied.
+match one route of a wire exactly (`Wire.endpoints`), with its method, and carry only the query
+parameters its wire allows (`Wire.query_keys`). The path and query forwarded upstream are rebuilt from what matched, never copied.
 
 Headers work the same way: an allow-list (`FORWARD_HEADERS`) goes upstream; everything else the
 agent sends (Authorization and the other key headers, OpenAI-Organization/-Project, X-Forwarded-*,
@@ -22,7 +22,8 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from a2c.wires.routes import NO_ROUTE, QUERY_KEYS, Route, normalize, route
+from a2c.wires import WIRES, Route, normalize, route
+from a2c.wires.routes import NO_ROUTE
 
 _SAFE_PATH = re.compile(r"^(/[A-Za-z0-9_.:-]+)+$")
 _SAFE_QUERY = re.compile(r"^[A-Za-z0-9_.=&-]*$")
@@ -93,7 +94,7 @@ def check_target(method: str, target: str) -> Target | Refused:
     if not _SAFE_QUERY.match(query):
         return Refused(400, "bad_request", "a2c driver gateway: the query string is not plain "
                        "name=value pairs", path)
-    allowed = QUERY_KEYS.get(rt.wire or "", {})
+    allowed = WIRES[rt.wire].query_keys if rt.wire in WIRES else {}
     kept: list[tuple[str, str]] = []
     key: str | None = None
     seen: set[str] = set()
@@ -112,19 +113,6 @@ def check_target(method: str, target: str) -> Target | Refused:
                            f"is not accepted on {path}", path)
     forward = path + ("?" + urllib.parse.urlencode(kept) if kept else "")
     return Target(rt, forward, key)
-
-
-def guess_wire(path: str, default: str | None) -> str | None:
-    """The wire whose error shape answers a refused path: by its look, else the run's own."""
-    if path.startswith(("/v1/messages", "/messages")):
-        return "anthropic"
-    if path.startswith(("/v1beta", "/v1alpha")) or ":" in path:
-        return "gemini"
-    if path.startswith(("/v1/responses", "/responses")):
-        return "openai-responses"
-    if path.startswith(("/v1/chat", "/chat")):
-        return "openai-chat"
-    return default
 
 
 def forward_headers(items) -> dict[str, str]:

@@ -43,14 +43,13 @@ from typing import Any
 from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
-from a2c.wires import BUDGET_STATUS, WIRES, error_body, request_streams, strict
+from a2c.wires import WIRES, error_body, looks_like_path, request_streams, strict
 from a2c.wires.reading import UsageMeter
 
 from . import admission
 from .admission import Reservation
 from .flights import CutError, Flight, record, record_failed
-from .routes import Refused, Target, check_target, guess_wire
-from .server_tools import provider_tools
+from .routes import Refused, Target, check_target
 from .state import GatewayState, model_list
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -119,7 +118,7 @@ class _Handler(BoundedHandler, Handler):
             rt, path = target.route, target.path
         else:
             rt, path = None, target.path
-        wire = rt.wire if rt else guess_wire(path, st.default_wire)
+        wire = rt.wire if rt else looks_like_path(path, st.default_wire)
 
         def refuse(status: int, kind: str, message: str, *, model=None, stream=False):
             b, h = error_body(wire, status, kind, message)
@@ -171,7 +170,7 @@ class _Handler(BoundedHandler, Handler):
         if not rt.generation:
             forward = strict.encode(parsed)
         else:
-            if named := provider_tools(rt.wire, parsed):
+            if named := WIRES[rt.wire].provider_tools(parsed):
                 return refuse(400, "bad_request", "a2c driver gateway: the request asks for "
                               f"provider-side tools ({', '.join(named)}) that the gateway "
                               "cannot meter and that reach the network; use the agent's own "
@@ -188,7 +187,8 @@ class _Handler(BoundedHandler, Handler):
             if got is None:
                 return refuse(503, "upstream", STOPPING, model=model, stream=stream)
             if not isinstance(got, tuple):
-                return refuse(BUDGET_STATUS[rt.wire], "budget", got, model=model, stream=stream)
+                return refuse(WIRES[rt.wire].budget_status, "budget", got, model=model,
+                              stream=stream)
             res, forward = got
         try:
             self._forward(st, rt, path, forward, model, stream, t0, res)
