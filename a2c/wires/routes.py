@@ -16,7 +16,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Protocol
 
 MODEL_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
@@ -41,7 +41,7 @@ class Endpoint:
         return _pattern(self.path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pattern(path: str) -> re.Pattern:
     return re.compile("^" + re.escape(path).replace(re.escape("{model}"), f"({MODEL_SEGMENT})")
                       + "$")

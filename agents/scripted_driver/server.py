@@ -33,11 +33,13 @@ _API_ROOT = re.compile(r"/v1(beta)?/")
 
 def route(path: str) -> tuple[str, str, str]:
     """(wire, action, gemini model) for a request path, or ("", "", "") when unknown: the
-    gateway's own routes (each wire's `endpoints`), after any prefix before `/v1` or `/v1beta`
-    (a scaffold pointed here without the gateway builds its URL from the base URL its own way).
-    action: generate | stream (Gemini's streaming route) | count."""
+    gateway's own routes (each wire's `endpoints`), the path as it is or after any prefix
+    before `/v1` or `/v1beta` (a scaffold pointed here without the gateway builds its URL from
+    the base URL its own way). action: generate | stream (Gemini's streaming route) | count."""
+    found = wire_route(path)
     prefixed = _API_ROOT.search(path)
-    found = wire_route(normalize(path[prefixed.start():] if prefixed else path))
+    if found.wire is None:
+        found = wire_route(normalize(path[prefixed.start():] if prefixed else path))
     if found.kind == "count":
         return found.wire, "count", found.path_model or ""
     if found.kind == "generate":
