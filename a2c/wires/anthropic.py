@@ -41,6 +41,32 @@ PROVIDER_TOOL_PREFIXES = ("web_search_", "web_fetch_", "code_execution_", "mcp_t
 PROVIDER_TOOL_FIELDS = ("mcp_servers", "container")
 """Tool types (by prefix) and request fields that ask for tools Anthropic runs itself."""
 
+BETAS = frozenset({
+    # Claude Code 2.1.332 (the pinned version) with an API key sends the first, second, and the
+    # context-management, thinking-token-count and advanced-tool-use values (captured against a
+    # recording upstream); the others are earlier Claude Code and SDK values. Each is metered
+    # as tokens and priced as such.
+    "claude-code-20250219",
+    "interleaved-thinking-2025-05-14",
+    "fine-grained-tool-streaming-2025-05-14",
+    "token-efficient-tools-2025-02-19",
+    "prompt-caching-2024-07-31",
+    "prompt-caching-scope-2026-01-05",
+    "context-management-2025-06-27",
+    "mid-conversation-system-2026-04-07",
+    "thinking-token-count-2026-05-13",
+    "output-128k-2025-02-19",
+    "effort-2025-11-24",
+    "structured-outputs-2025-11-13",
+    "advanced-tool-use-2025-11-20",
+})
+"""anthropic-beta values passed upstream; any other value is dropped from the header. Claude
+Code sends betas its request bodies rely on (interleaved thinking, context management,
+fine-grained tool streaming), while others open features the gateway does not meter (files,
+batches, MCP connectors, code execution, web fetch, the advisor tool's second model), does not
+price (the 1M context window and the 1-hour cache, billed at higher rates) or that belong to
+another credential (oauth)."""
+
 _ANSWER_ONLY = frozenset({"max_tokens", "stream", "temperature", "top_p", "top_k",
                           "stop_sequences", "metadata", "service_tier", "speed"})
 """Fields of a Messages request that shape the answer, not the input (left out of a count)."""
@@ -125,6 +151,7 @@ class Anthropic(Wire):
     endpoints = (Endpoint("/v1/messages", "generate"),
                  Endpoint("/v1/messages/count_tokens", "count"))
     query_keys = {"beta": ("true",)}        # Claude Code sends ?beta=true
+    headers = {"anthropic-version": None, "anthropic-beta": BETAS}
     path_looks = ("/v1/messages", "/messages")
 
     def looks_like_body(self, body: dict) -> bool:

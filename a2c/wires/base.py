@@ -77,6 +77,9 @@ class Wire:
     query_keys: dict[str, tuple[str, ...]] = {}
     """The query parameters a request may forward, with their allowed values (`key=`, a Gemini
     client's way of sending its key, is read as the run key and never forwarded)."""
+    headers: dict[str, frozenset[str] | None] = {}
+    """Agent headers (lower case) this wire's clients send that may go upstream: None for any
+    value, or the values a comma-list header may keep (the gateway's routes.forward_headers)."""
     path_looks: tuple[str, ...] = ()
     """Prefixes of paths that look like this wire's (the shape of a refusal of a path no route
     claims)."""

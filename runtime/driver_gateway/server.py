@@ -48,7 +48,7 @@ from a2c.wires.reading import UsageMeter
 
 from . import admission
 from .admission import Reservation
-from .flights import CutError, Flight, record, record_failed
+from .flights import CutError, Flight, Forwarded, record, record_failed
 from .routes import Refused, Target, check_target
 from .state import GatewayState, model_list
 
@@ -224,9 +224,8 @@ class _Handler(BoundedHandler, Handler):
         up = st.upstream
         headers = up.headers(self.headers.items(), rt.wire, st.auth_style, st.provider_key,
                              len(forward))
-        flight = Flight(self.connection, {"wire": rt.wire, "path": path, "model": model,
-                                          "stream": stream, "t0": t0, "request": forward,
-                                          "generation": rt.generation, "res": res})
+        flight = Flight(self.connection, Forwarded(rt.wire, path, model, stream, t0, forward,
+                                                   rt.generation, res))
         try:
             st.flights.start(flight)
         except CutError:
@@ -239,7 +238,7 @@ class _Handler(BoundedHandler, Handler):
     def _forward_in_flight(self, st: GatewayState, rt, flight: Flight, forward: bytes,
                            headers: dict) -> None:
         up = st.upstream
-        path, stream = flight.info["path"], flight.info["stream"]
+        path, stream = flight.info.path, flight.info.stream
         try:
             resp, conn = up.send("POST", path, forward, headers, attach=flight.attach)
         except (OSError, http.client.HTTPException) as exc:
@@ -252,7 +251,7 @@ class _Handler(BoundedHandler, Handler):
             return self._failed(st, flight, 502, "upstream", f"a2c driver gateway: the "
                                 f"upstream {up.base_url} is unreachable "
                                 f"({type(exc).__name__}: {exc})")
-        flight.latency_ms = (time.perf_counter() - flight.info["t0"]) * 1000
+        flight.latency_ms = (time.perf_counter() - flight.info.t0) * 1000
         flight.status = resp.status
         # SSE is parsed event by event; a JSON answer (also Gemini's streamed JSON array
         # without alt=sse) whole at its end.
@@ -338,8 +337,7 @@ class _Handler(BoundedHandler, Handler):
                 *, forwarded: bool = True) -> None:
         """A call the upstream did not answer (unreachable, silent, or cut by the gateway's
         stop before its answer): the wire's error to the agent, and the record."""
-        info = flight.info
-        b, h = error_body(info["wire"], status, "upstream" if kind == "cut" else kind, message)
+        b, h = error_body(flight.info.wire, status, "upstream" if kind == "cut" else kind, message)
         try:
             self._send(status, b, h)
         except OSError:
