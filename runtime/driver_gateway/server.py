@@ -109,7 +109,7 @@ class _Handler(BoundedHandler, Handler):
                 b, h = error_body(None, 401, "auth", "a2c driver gateway: missing or wrong "
                                   "gateway key")
                 return self._send(401, b, h)
-            info = {"ok": True, "driver": st.config["driver"], "model": st.model,
+            info = {"ok": True, "driver": st.config.driver, "model": st.model,
                     "wires": sorted(st.wires)}
             return self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"})
 
@@ -138,7 +138,7 @@ class _Handler(BoundedHandler, Handler):
         assert rt is not None
         if rt.wire not in st.wires:
             return refuse(404, "not_served", f"a2c driver gateway: this run's driver "
-                          f"{st.config['driver']} does not serve the {rt.wire} wire "
+                          f"{st.config.driver} does not serve the {rt.wire} wire "
                           f"(it serves {', '.join(sorted(st.wires))})")
         if rt.kind == "models":
             if rt.path_model is not None and not st.model_ok(rt.path_model):
@@ -351,7 +351,7 @@ def serve(run_dir: Path) -> int:
     run_dir = run_dir.resolve()
     state = GatewayState(run_dir)
     paths = state.paths
-    sock = Path(state.config.get("socket") or paths.driver_socket)
+    sock = Path(state.config.socket or paths.driver_socket)
     # 0666: the agent runs as another (unprivileged) user
     server = listen_unix(sock, _Handler, mode=0o666, server_cls=_Server, state=state)
     server.limiter = ConnectionLimiter(MAX_CONNECTIONS, DropLog(
@@ -364,10 +364,10 @@ def serve(run_dir: Path) -> int:
     signal.signal(signal.SIGINT, on_signal)
     paths.driver_pid.write_text(str(os.getpid()))
     write_json_atomic(paths.driver_ready, {"pid": os.getpid(), "socket": str(sock),
-                                           "driver": state.config["driver"],
+                                           "driver": state.config.driver,
                                            "model": state.model,
                                            "upstream": state.upstream.base_url})
-    print(f"driver gateway: {state.config['driver']} on {sock} -> {state.upstream.base_url}",
+    print(f"driver gateway: {state.config.driver} on {sock} -> {state.upstream.base_url}",
           flush=True)
     try:
         server.serve_forever(poll_interval=0.1)

@@ -25,6 +25,7 @@ from a2c.unixhttp import UnixHTTPConnection
 from a2c.wires import NAMES, WIRES
 
 from .config import prepare_gateway, read_key
+from .gateway_config import GatewayConfig
 from .process import DriverGatewayProcess, read_totals
 
 SCRIPTED_MODEL = "claude-sonnet-4-5"
@@ -43,18 +44,18 @@ def _error(body: bytes) -> str:
 class AnalysisGateway:
     """A started gateway: `ask` sends one question through it (RunError on any refusal)."""
 
-    def __init__(self, folder: Path, config: dict[str, Any]):
+    def __init__(self, folder: Path, config: GatewayConfig):
         self.folder = folder
         self.config = config
-        self.wire = WIRES[config.get("agent_wire") or NAMES[0]]
-        self.model = config["model"]
+        self.wire = config.agent_wire or NAMES[0]      # the wire's name (recorded by callers)
+        self.model = config.model
         self.totals: dict[str, Any] = {}
 
     def ask(self, system: str, user: str, max_tokens: int = 4000,
             timeout: float = 900.0) -> str:
-        path, body = self.wire.question(self.model, system, user, max_tokens)
+        path, body = WIRES[self.wire].question(self.model, system, user, max_tokens)
         key = read_key(self.folder)
-        conn = UnixHTTPConnection(str(self.config["socket"]), timeout)
+        conn = UnixHTTPConnection(str(self.config.socket), timeout)
         try:
             conn.request("POST", path, body=json.dumps(body).encode(),
                          headers={"Content-Type": "application/json", "x-api-key": key,
@@ -73,9 +74,9 @@ class AnalysisGateway:
             answer = json.loads(raw)
             if not isinstance(answer, dict):
                 raise ValueError("not a JSON object")
-            return self.wire.response(answer).text
+            return WIRES[self.wire].response(answer).text
         except (ValueError, AttributeError, TypeError, KeyError) as exc:
-            raise RunError(f"the driver model's answer is not {self.wire.name} JSON: "
+            raise RunError(f"the driver model's answer is not {self.wire} JSON: "
                            f"{exc}") from None
 
 
@@ -91,8 +92,7 @@ def analysis_gateway(folder: str | Path, driver: str, budget: dict | None = None
     prepare_gateway(RunPaths(folder), driver, agent, budget)
     proc = DriverGatewayProcess(folder)
     proc.start()
-    from .config import read_config
-    gw = AnalysisGateway(folder, read_config(folder))
+    gw = AnalysisGateway(folder, GatewayConfig.read(folder))
     try:
         yield gw
     finally:
