@@ -24,6 +24,8 @@ from typing import Any
 
 from a2c.wires import Usage
 
+from .admission import Reservation
+
 
 class CutError(OSError):
     """The gateway is stopping: the call is not (or no longer) forwarded."""
@@ -51,7 +53,7 @@ class Forwarded:
     t0: float = 0.0
     request: bytes = b""
     generation: bool = False
-    res: Any = None             # admission.Reservation
+    res: Reservation | None = None
 
 
 class Flight:
