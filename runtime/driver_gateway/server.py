@@ -57,6 +57,8 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
 READ_CHUNK = 65536
 MAX_BODY = 64 * 1024 * 1024
 MAX_CONNECTIONS = 128    # a scaffold holds a few; each is a thread and a descriptor here
+KEY_HEADERS = ("api-key", *sorted({w.auth for w in WIRES.values() if w.auth != "bearer"}))
+"""Run-key headers besides `Authorization: Bearer`: each wire's (`Wire.auth`), Azure's `api-key`."""
 STOPPING = ("a2c driver gateway: the gateway is stopping (the run is over); the call was not "
             "finished")
 
@@ -83,7 +85,7 @@ class _Handler(BoundedHandler, Handler):
         """Every key the request carries (a client may send more than one header style)."""
         h = self.headers
         keys: list[str] = []
-        for name in ("x-api-key", "x-goog-api-key", "api-key"):
+        for name in KEY_HEADERS:
             keys += [v.strip() for v in h.get_all(name) or [] if v.strip()]
         for auth in h.get_all("Authorization") or []:
             if auth.lower().startswith("bearer ") and auth[7:].strip():
