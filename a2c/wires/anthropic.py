@@ -152,6 +152,7 @@ class Anthropic(Wire):
                  Endpoint("/v1/messages/count_tokens", "count"))
     query_keys = {"beta": ("true",)}        # Claude Code sends ?beta=true
     headers = {"anthropic-version": None, "anthropic-beta": BETAS}
+    client_headers = {"anthropic-version": "2023-06-01"}
     path_looks = ("/v1/messages", "/messages")
 
     def looks_like_body(self, body: dict) -> bool:

@@ -80,6 +80,8 @@ class Wire:
     headers: dict[str, frozenset[str] | None] = {}
     """Agent headers (lower case) this wire's clients send that may go upstream: None for any
     value, or the values a comma-list header may keep (the gateway's routes.forward_headers)."""
+    client_headers: dict[str, str] = {}
+    """Headers a client of this wire sends on every request (the analysis's question too)."""
     path_looks: tuple[str, ...] = ()
     """Prefixes of paths that look like this wire's (the shape of a refusal of a path no route
     claims)."""

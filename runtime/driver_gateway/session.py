@@ -53,14 +53,14 @@ class AnalysisGateway:
 
     def ask(self, system: str, user: str, max_tokens: int = 4000,
             timeout: float = 900.0) -> str:
-        path, body = WIRES[self.wire].question(self.model, system, user, max_tokens)
+        wire = WIRES[self.wire]
+        path, body = wire.question(self.model, system, user, max_tokens)
         key = read_key(self.folder)
         conn = UnixHTTPConnection(str(self.config.socket), timeout)
         try:
             conn.request("POST", path, body=json.dumps(body).encode(),
                          headers={"Content-Type": "application/json", "x-api-key": key,
-                                  "authorization": f"Bearer {key}",
-                                  "anthropic-version": "2023-06-01"})
+                                  "authorization": f"Bearer {key}", **wire.client_headers})
             resp = conn.getresponse()
             raw = resp.read()
         except OSError as exc:
@@ -74,7 +74,7 @@ class AnalysisGateway:
             answer = json.loads(raw)
             if not isinstance(answer, dict):
                 raise ValueError("not a JSON object")
-            return WIRES[self.wire].response(answer).text
+            return wire.response(answer).text
         except (ValueError, AttributeError, TypeError, KeyError) as exc:
             raise RunError(f"the driver model's answer is not {self.wire} JSON: "
                            f"{exc}") from None
