@@ -92,8 +92,9 @@ class Wire:
         return path.startswith(self.path_looks)
 
     def looks_like_body(self, body: dict) -> bool:
-        """Whether a request body of unknown wire reads as this wire's (asked in `rank`
-        order; the last wire asked takes what no other claims)."""
+        """Whether a request body of unknown wire reads as this wire's (the wires are asked in
+        `rank` order; this default claims any body, so the first wire that keeps it takes what
+        the wires before it left: Gemini's)."""
         return True
 
     # -- the request's routing fields
