@@ -4,11 +4,14 @@ as typed blocks (text, thinking, tool_use), tool results as user-message blocks,
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from a2c.wires.base import Reading, Wire, positive_int, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
-from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.records import Answer, Conversation, Item, Tool, ToolCall, Turn, group, pieces
+from a2c.wires.routes import Endpoint
+from a2c.wires.sse import event as sse
 from a2c.wires.strict import Unreadable, bool_field, int_field, is_int, one_of
 from a2c.wires.usage import Usage, count
 
@@ -32,6 +35,37 @@ SERVICE_TIERS = ("auto", "standard_only")
 """Anthropic's service tiers at the price table's (standard) rates; Priority Tier capacity is
 bought by commitment, not chosen per request."""
 
+
+PROVIDER_TOOL_PREFIXES = ("web_search_", "web_fetch_", "code_execution_", "mcp_toolset",
+                          "advisor_")
+PROVIDER_TOOL_FIELDS = ("mcp_servers", "container")
+"""Tool types (by prefix) and request fields that ask for tools Anthropic runs itself."""
+
+BETAS = frozenset({
+    # Claude Code 2.1.332 (the pinned version) with an API key sends the first, second, and the
+    # context-management, thinking-token-count and advanced-tool-use values (captured against a
+    # recording upstream); the others are earlier Claude Code and SDK values. Each is metered
+    # as tokens and priced as such.
+    "claude-code-20250219",
+    "interleaved-thinking-2025-05-14",
+    "fine-grained-tool-streaming-2025-05-14",
+    "token-efficient-tools-2025-02-19",
+    "prompt-caching-2024-07-31",
+    "prompt-caching-scope-2026-01-05",
+    "context-management-2025-06-27",
+    "mid-conversation-system-2026-04-07",
+    "thinking-token-count-2026-05-13",
+    "output-128k-2025-02-19",
+    "effort-2025-11-24",
+    "structured-outputs-2025-11-13",
+    "advanced-tool-use-2025-11-20",
+})
+"""anthropic-beta values passed upstream; any other value is dropped from the header. Claude
+Code sends betas its request bodies rely on (interleaved thinking, context management,
+fine-grained tool streaming), while others open features the gateway does not meter (files,
+batches, MCP connectors, code execution, web fetch, the advisor tool's second model), does not
+price (the 1M context window and the 1-hour cache, billed at higher rates) or that belong to
+another credential (oauth)."""
 
 _ANSWER_ONLY = frozenset({"max_tokens", "stream", "temperature", "top_p", "top_k",
                           "stop_sequences", "metadata", "service_tier", "speed"})
@@ -77,12 +111,57 @@ def _blocks(blocks: list[dict[str, Any]]) -> Turn:
     return turn
 
 
+def _tool_types(tools: Any) -> list[str]:
+    return [t.get("type") for t in tools if isinstance(t, dict) and
+            isinstance(t.get("type"), str)] if isinstance(tools, list) else []
+
+
+def _answer_blocks(answer: Answer) -> list[dict]:
+    blocks: list[dict] = [{"type": "text", "text": answer.text}] if answer.text else []
+    for i, call in enumerate(answer.calls):
+        blocks.append({"type": "tool_use", "id": f"toolu_{answer.id(f':{i}')}",
+                       "name": call.name, "input": call.arguments})
+    return blocks or [{"type": "text", "text": "."}]
+
+
+def _block_events(index: int, block: dict) -> list[bytes]:
+    """One content block of a whole answer as its start, deltas and stop events."""
+    if block["type"] == "text":
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in pieces(block["text"])]
+    else:
+        start = dict(block, input={})
+        deltas = [{"type": "input_json_delta", "partial_json": p}
+                  for p in pieces(json.dumps(block["input"]))]
+    out = [sse("content_block_start", {"type": "content_block_start", "index": index,
+                                       "content_block": start})]
+    out += [sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                        "delta": d}) for d in deltas]
+    out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return out
+
+
 @register
 class Anthropic(Wire):
     name = "anthropic"
     provider = "anthropic"
     auth = "x-api-key"
     budget_status = 400     # a spent credit balance: 400 invalid_request_error
+    rank, vllm_rank = 0, 2
+    endpoints = (Endpoint("/v1/messages", "generate"),
+                 Endpoint("/v1/messages/count_tokens", "count"))
+    query_keys = {"beta": ("true",)}        # Claude Code sends ?beta=true
+    headers = {"anthropic-version": None, "anthropic-beta": BETAS}
+    client_headers = {"anthropic-version": "2023-06-01"}
+    path_looks = ("/v1/messages", "/messages")
+
+    def looks_like_body(self, body: dict) -> bool:
+        return "system" in body or "max_tokens" in body and "messages" in body
+
+    def provider_tools(self, body: dict) -> list[str]:
+        return [t for t in _tool_types(body.get("tools"))
+                if t.startswith(PROVIDER_TOOL_PREFIXES)] + \
+            [f for f in PROVIDER_TOOL_FIELDS if body.get(f)]
 
     def read_request(self, body: dict) -> Reading:
         reading = Reading(cap=int_field(body, "max_tokens", "max_tokens", 1))
@@ -219,6 +298,33 @@ class Anthropic(Wire):
         entries = [(m.get("role") == "assistant", history_text(m.get("content")))
                    for m in body.get("messages") or [] if isinstance(m, dict)]
         results, first = group(entries)
-        return Conversation("anthropic", str(body.get("model", "")), tools,
+        return Conversation(self.name, str(body.get("model", "")), tools,
                             history_text(body.get("system")) + "\n" + first, results,
                             stream=bool(body.get("stream")))
+
+    def question(self, model: str, system: str, user: str, max_tokens: int
+                 ) -> tuple[str, dict[str, Any]]:
+        return "/v1/messages", {"model": model, "max_tokens": max_tokens, "system": system,
+                                "messages": [{"role": "user", "content": user}]}
+
+    def answer(self, answer: Answer) -> dict:
+        return {"id": f"msg_{answer.id()}", "type": "message", "role": "assistant",
+                "model": answer.model, "content": _answer_blocks(answer),
+                "stop_reason": "tool_use" if answer.calls else "end_turn",
+                "stop_sequence": None, "usage": self.usage_fields(answer.usage)}
+
+    def answer_stream(self, answer: Answer, conv: Conversation, query: str
+                      ) -> tuple[list[bytes], str]:
+        whole = self.answer(answer)
+        start_usage = dict(whole["usage"], output_tokens=0)
+        out = [sse("message_start", {"type": "message_start", "message": dict(
+            whole, content=[], stop_reason=None, usage=start_usage)}),
+            sse("ping", {"type": "ping"})]
+        for index, block in enumerate(whole["content"]):
+            out += _block_events(index, block)
+        out.append(sse("message_delta", {"type": "message_delta",
+                                         "delta": {"stop_reason": whole["stop_reason"],
+                                                   "stop_sequence": None},
+                                         "usage": {"output_tokens": answer.usage.output_tokens}}))
+        out.append(sse("message_stop", {"type": "message_stop"}))
+        return out, "text/event-stream"

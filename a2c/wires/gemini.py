@@ -5,13 +5,16 @@ or one JSON array without, errors as Google RPC status bodies. Gemini CLI speaks
 
 from __future__ import annotations
 
+import json
+import urllib.parse
 from typing import Any
 
 from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, lower_types, text_of
 from a2c.wires.openai_chat import media_kind
-from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
-from a2c.wires.routes import Route
+from a2c.wires.records import Answer, Conversation, Item, Tool, ToolCall, Turn, group, pieces
+from a2c.wires.routes import Endpoint, Route
+from a2c.wires.sse import event as sse
 from a2c.wires.strict import Unreadable, absent, int_field, is_int
 from a2c.wires.usage import Usage, count
 
@@ -83,11 +86,60 @@ def _tool_result(part: dict[str, Any]) -> Item:
                             isinstance(response, dict) and "error" in response)
 
 
+PROVIDER_TOOL_KEYS = frozenset({"googleSearch", "google_search", "googleSearchRetrieval",
+                                "google_search_retrieval", "urlContext", "url_context",
+                                "codeExecution", "code_execution", "googleMaps", "google_maps",
+                                "fileSearch", "file_search", "enterpriseWebSearch",
+                                "enterprise_web_search", "retrieval"})
+"""Keys of a `tools` entry that ask for tools Google runs itself (Search grounding, URL
+context, code execution, Maps, file search)."""
+
+
+def _endpoints() -> tuple[Endpoint, ...]:
+    out = []
+    for root in ("/v1beta", "/v1"):
+        out += [Endpoint(f"{root}/models/{{model}}:generateContent", "generate"),
+                Endpoint(f"{root}/models/{{model}}:streamGenerateContent", "generate",
+                         stream=True),
+                Endpoint(f"{root}/models/{{model}}:countTokens", "count")]
+    return (*out, Endpoint("/v1beta/models", "models", "GET"),
+            Endpoint("/v1beta/models/{model}", "models", "GET"))
+
+
+def _answer_chunks(answer: Answer, usage: dict) -> list[dict]:
+    """Text in pieces first; the last chunk carries the calls, finishReason and `usage`."""
+    text = pieces(answer.text)
+    head = {"modelVersion": answer.model, "responseId": answer.id()}
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": p}]},
+                               "index": 0}], **head}
+              for p in (text if answer.calls else text[:-1])]
+    final_parts = ([] if answer.calls else [{"text": (text or ["."])[-1]}]) + \
+        [{"functionCall": {"name": c.name, "args": c.arguments}} for c in answer.calls]
+    chunks.append({"candidates": [{"content": {"role": "model", "parts": final_parts},
+                                   "finishReason": "STOP", "index": 0}],
+                   "usageMetadata": usage, **head})
+    return chunks
+
+
 @register
 class Gemini(Wire):
     name = "gemini"
     provider = "gemini"
     auth = "x-goog-api-key"
+    rank = 3
+    endpoints = _endpoints()
+    version = "/v1beta"
+    query_keys = {"alt": ("sse", "json")}   # streams as SSE with alt=sse
+    path_looks = ("/v1beta", "/v1alpha")
+    streams_json_array = True
+
+    def looks_like_path(self, path: str) -> bool:
+        return super().looks_like_path(path) or ":" in path
+
+    def provider_tools(self, body: dict) -> list[str]:
+        tools = body.get("tools")
+        return [k for tool in tools if isinstance(tool, dict) for k in tool
+                if k in PROVIDER_TOOL_KEYS] if isinstance(tools, list) else []
 
     def request_streams(self, rt: Route, body: Any) -> bool:
         return rt.path_stream
@@ -235,5 +287,35 @@ class Gemini(Wire):
         config = body.get("generationConfig") or {}
         json_reply = str(config.get("responseMimeType", "")).startswith("application/json")
         prompt = history_text(system.get("parts") if isinstance(system, dict) else system)
-        return Conversation("gemini", model, tools, prompt + "\n" + first, results,
+        return Conversation(self.name, model, tools, prompt + "\n" + first, results,
                             stream=stream, json_reply=json_reply)
+
+    def question(self, model: str, system: str, user: str, max_tokens: int
+                 ) -> tuple[str, dict[str, Any]]:
+        return f"/v1beta/models/{model}:generateContent", {
+            "systemInstruction": {"parts": [{"text": system}]},
+            "contents": [{"role": "user", "parts": [{"text": user}]}],
+            "generationConfig": {"maxOutputTokens": max_tokens}}
+
+    def answer(self, answer: Answer) -> dict:
+        parts: list[dict] = [{"text": answer.text}] if answer.text else []
+        parts += [{"functionCall": {"name": c.name, "args": c.arguments}} for c in answer.calls]
+        return {"candidates": [{"content": {"role": "model", "parts": parts or [{"text": "."}]},
+                                "finishReason": "STOP", "index": 0}],
+                "usageMetadata": self.usage_fields(answer.usage), "modelVersion": answer.model,
+                "responseId": answer.id()}
+
+    def answer_stream(self, answer: Answer, conv: Conversation, query: str
+                      ) -> tuple[list[bytes], str]:
+        """SSE with `alt=sse`; else one JSON array, sent element by element."""
+        chunks = _answer_chunks(answer, self.usage_fields(answer.usage))
+        if urllib.parse.parse_qs(query).get("alt", [""])[0] == "sse":
+            return [sse(None, c) for c in chunks], "text/event-stream"
+        body = [b"["]
+        for i, c in enumerate(chunks):
+            body.append((("," if i else "") + json.dumps(c)).encode())
+        body.append(b"]")
+        return body, "application/json"
+
+    def count_answer(self, tokens: int) -> dict:
+        return {"totalTokens": tokens}

@@ -6,11 +6,15 @@ Most open-source scaffolds speak it."""
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
-from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.records import Answer, Conversation, Item, Tool, ToolCall, Turn, group, pieces
+from a2c.wires.routes import Endpoint
+from a2c.wires.sse import event as sse
 from a2c.wires.strict import Unreadable, absent, bool_field, int_field, one_of
 from a2c.wires.usage import Usage
 
@@ -19,6 +23,22 @@ MAX_CANDIDATES = 128
 SERVICE_TIERS = ("auto", "default", "flex")
 """OpenAI service tiers charged at the price table's standard rates (flex costs less); priority
 and scale are billed at rates the table does not hold (both OpenAI wires)."""
+
+
+PROVIDER_TOOL_TYPES = frozenset({"web_search", "web_search_preview",
+                                "web_search_preview_2025_03_11", "web_search_2025_08_26",
+                                "file_search", "code_interpreter", "mcp", "image_generation"})
+PROVIDER_TOOL_FIELDS = ("web_search_options",)
+"""Tool types and request fields that ask for tools OpenAI runs itself (both OpenAI wires)."""
+
+
+def provider_tools(body: dict) -> list[str]:
+    """The OpenAI provider-side tools a request names (both OpenAI wires)."""
+    tools = body.get("tools")
+    types = [t.get("type") for t in tools if isinstance(t, dict) and
+             isinstance(t.get("type"), str)] if isinstance(tools, list) else []
+    return [t for t in types if t in PROVIDER_TOOL_TYPES] + \
+        [f for f in PROVIDER_TOOL_FIELDS if f in body]
 
 
 def service_tier(body: dict) -> None:
@@ -87,10 +107,28 @@ def _function_call(call: dict[str, Any]) -> ToolCall:
                     synth=not call.get("id"))
 
 
+def _answer_calls(answer: Answer) -> list[dict]:
+    return [{"id": f"call_{answer.id(f':{i}')}", "type": "function",
+             "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+            for i, c in enumerate(answer.calls)]
+
+
 @register
 class OpenAIChat(Wire):
     name = "openai-chat"
     provider = "openai"
+    rank, vllm_rank = 1, 0
+    fallback = True
+    endpoints = (Endpoint("/v1/chat/completions", "generate"),
+                 Endpoint("/v1/models", "models", "GET"),
+                 Endpoint("/v1/models/{model}", "models", "GET"))
+    path_looks = ("/v1/chat", "/chat")
+
+    def looks_like_body(self, body: dict) -> bool:
+        return "messages" in body
+
+    def provider_tools(self, body: dict) -> list[str]:
+        return provider_tools(body)
 
     def read_request(self, body: dict) -> Reading:
         caps = [c for c in (int_field(body, "max_completion_tokens", "max_completion_tokens",
@@ -235,7 +273,48 @@ class OpenAIChat(Wire):
             entries.append((role == "assistant", history_text(m.get("content"))))
         results, first = group(entries)
         options = body.get("stream_options") or {}
-        return Conversation("openai-chat", str(body.get("model", "")), tools,
+        return Conversation(self.name, str(body.get("model", "")), tools,
                             "\n".join(system) + "\n" + first, results,
                             stream=bool(body.get("stream")),
                             include_usage=bool(options.get("include_usage")))
+
+    def question(self, model: str, system: str, user: str, max_tokens: int
+                 ) -> tuple[str, dict[str, Any]]:
+        return "/v1/chat/completions", {
+            "model": model, "max_completion_tokens": max_tokens,
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": user}]}
+
+    def answer(self, answer: Answer) -> dict:
+        message: dict = {"role": "assistant", "content": answer.text or None}
+        if answer.calls:
+            message["tool_calls"] = _answer_calls(answer)
+        return {"id": f"chatcmpl-{answer.id()}", "object": "chat.completion",
+                "created": int(time.time()), "model": answer.model,
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": "tool_calls" if answer.calls else "stop"}],
+                "usage": self.usage_fields(answer.usage)}
+
+    def answer_stream(self, answer: Answer, conv: Conversation, query: str
+                      ) -> tuple[list[bytes], str]:
+        """Usage in a last chunk only when the request asked (`stream_options.include_usage`)."""
+        head = {"id": f"chatcmpl-{answer.id()}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": answer.model}
+
+        def chunk(delta: dict, finish: str | None = None) -> bytes:
+            return sse(None, dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None,
+                                                  "finish_reason": finish}]))
+
+        out = [chunk({"role": "assistant", "content": ""})]
+        out += [chunk({"content": p}) for p in pieces(answer.text)]
+        for i, call in enumerate(_answer_calls(answer)):
+            out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                              "function": {"name": call["function"]["name"],
+                                                           "arguments": ""}}]}))
+            out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+                    for p in pieces(call["function"]["arguments"])]
+        out.append(chunk({}, "tool_calls" if answer.calls else "stop"))
+        if conv.include_usage:
+            out.append(sse(None, dict(head, choices=[], usage=self.usage_fields(answer.usage))))
+        out.append(sse(None, "[DONE]"))
+        return out, "text/event-stream"

@@ -5,12 +5,16 @@ it; errors and budget status as Chat Completions."""
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 from a2c.wires.base import Reading, Wire, referenced, register
 from a2c.wires.content import arguments, history_text, text_of
-from a2c.wires.openai_chat import data_url, media_kind, openai_error, service_tier
-from a2c.wires.records import Conversation, Item, Tool, ToolCall, Turn, group
+from a2c.wires.openai_chat import data_url, media_kind, openai_error, provider_tools, service_tier
+from a2c.wires.records import Answer, Conversation, Item, Tool, ToolCall, Turn, group, pieces
+from a2c.wires.routes import Endpoint
+from a2c.wires.sse import event as sse
 from a2c.wires.strict import Unreadable, absent, bool_field, int_field, is_int
 from a2c.wires.usage import Usage
 
@@ -91,10 +95,68 @@ def _output(output: list[Any], turn: Turn) -> Turn:
     return turn
 
 
+def _answer_items(answer: Answer) -> list[dict]:
+    items: list[dict] = []
+    if answer.text or not answer.calls:
+        items.append({"type": "message", "id": f"msg_{answer.id(':m')}", "status": "completed",
+                      "role": "assistant",
+                      "content": [{"type": "output_text", "text": answer.text or ".",
+                                   "annotations": []}]})
+    for i, call in enumerate(answer.calls):
+        call_id = f"call_{answer.id(f':{i}')}"
+        if call.kind == "local_shell":
+            items.append({"type": "local_shell_call", "id": f"lsh_{answer.id(f':{i}:i')}",
+                          "call_id": call_id, "status": "completed", "action": call.arguments})
+        else:
+            items.append({"type": "function_call", "id": f"fc_{answer.id(f':{i}:i')}",
+                          "call_id": call_id, "name": call.name,
+                          "arguments": json.dumps(call.arguments), "status": "completed"})
+    return items
+
+
+def _item_events(event, index: int, item: dict) -> list[bytes]:
+    """One output item of a whole answer as its added, delta, done events."""
+    if item["type"] == "message":
+        text = item["content"][0]["text"]
+        out = [event("response.output_item.added", output_index=index,
+                     item=dict(item, status="in_progress", content=[]))]
+        part = {"type": "output_text", "text": "", "annotations": []}
+        out.append(event("response.content_part.added", item_id=item["id"],
+                         output_index=index, content_index=0, part=part))
+        out += [event("response.output_text.delta", item_id=item["id"], output_index=index,
+                      content_index=0, delta=p) for p in pieces(text)]
+        out.append(event("response.output_text.done", item_id=item["id"], output_index=index,
+                         content_index=0, text=text))
+        out.append(event("response.content_part.done", item_id=item["id"],
+                         output_index=index, content_index=0, part=dict(part, text=text)))
+    elif item["type"] == "function_call":
+        out = [event("response.output_item.added", output_index=index,
+                     item=dict(item, status="in_progress", arguments=""))]
+        out += [event("response.function_call_arguments.delta", item_id=item["id"],
+                      output_index=index, delta=p) for p in pieces(item["arguments"])]
+        out.append(event("response.function_call_arguments.done", item_id=item["id"],
+                         output_index=index, arguments=item["arguments"]))
+    else:
+        out = [event("response.output_item.added", output_index=index,
+                     item=dict(item, status="in_progress"))]
+    out.append(event("response.output_item.done", output_index=index, item=item))
+    return out
+
+
 @register
 class OpenAIResponses(Wire):
     name = "openai-responses"
     provider = "openai"
+    rank, vllm_rank = 2, 1
+    endpoints = (Endpoint("/v1/responses", "generate"),
+                 Endpoint("/v1/responses/input_tokens", "count"))
+    path_looks = ("/v1/responses", "/responses")
+
+    def looks_like_body(self, body: dict) -> bool:
+        return "input" in body
+
+    def provider_tools(self, body: dict) -> list[str]:
+        return provider_tools(body)
 
     def read_request(self, body: dict) -> Reading:
         reading = Reading(cap=int_field(body, "max_output_tokens", "max_output_tokens", 1))
@@ -233,6 +295,38 @@ class OpenAIResponses(Wire):
             entries.append((is_model, "" if is_model else
                             history_text(item.get("output", item.get("content")))))
         results, first = group(entries)
-        return Conversation("openai-responses", str(body.get("model", "")), tools,
+        return Conversation(self.name, str(body.get("model", "")), tools,
                             history_text(body.get("instructions")) + "\n" + first, results,
                             stream=bool(body.get("stream")))
+
+    def question(self, model: str, system: str, user: str, max_tokens: int
+                 ) -> tuple[str, dict[str, Any]]:
+        return "/v1/responses", {"model": model, "max_output_tokens": max_tokens,
+                                 "instructions": system, "input": user}
+
+    def answer(self, answer: Answer) -> dict:
+        return {"id": f"resp_{answer.id()}", "object": "response",
+                "created_at": int(time.time()), "status": "completed", "error": None,
+                "incomplete_details": None, "model": answer.model,
+                "output": _answer_items(answer), "parallel_tool_calls": True,
+                "usage": self.usage_fields(answer.usage)}
+
+    def answer_stream(self, answer: Answer, conv: Conversation, query: str
+                      ) -> tuple[list[bytes], str]:
+        """Codex waits for `response.completed`, which carries the whole answer."""
+        whole = self.answer(answer)
+        seq = iter(range(1_000_000))
+
+        def event(kind: str, **data) -> bytes:
+            return sse(kind, {"type": kind, "sequence_number": next(seq), **data})
+
+        pending = dict(whole, status="in_progress", output=[], usage=None)
+        out = [event("response.created", response=pending),
+               event("response.in_progress", response=pending)]
+        for index, item in enumerate(whole["output"]):
+            out += _item_events(event, index, item)
+        out.append(event("response.completed", response=whole))
+        return out, "text/event-stream"
+
+    def count_answer(self, tokens: int) -> dict:
+        return {"object": "response.input_tokens", "input_tokens": tokens}

@@ -9,19 +9,11 @@ import json
 from typing import Any
 
 from a2c.wires import sse
-from a2c.wires.base import WIRES
+from a2c.wires.base import WIRES, shape
 from a2c.wires.records import Item, Turn
 from a2c.wires.usage import Usage
 
 _READ_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
-
-
-def _guess(body: dict[str, Any]) -> str:
-    if "system" in body or "max_tokens" in body and "messages" in body:
-        return "anthropic"
-    if "messages" in body:
-        return "openai-chat"
-    return "openai-responses" if "input" in body else "gemini"
 
 
 def request_items(wire: str | None, body: Any) -> list[Item]:
@@ -29,17 +21,19 @@ def request_items(wire: str | None, body: Any) -> list[Item]:
     if not isinstance(body, dict):
         return []
     try:
-        return WIRES[wire if wire in WIRES else _guess(body)].request_items(body)
+        reader = WIRES.get(wire or "") or next(
+            (w for w in WIRES.values() if w.looks_like_body(body)), list(WIRES.values())[-1])
+        return reader.request_items(body)
     except (TypeError, AttributeError, KeyError, ValueError):
         return []
 
 
 def response_turn(wire: str | None, raw: bytes | None) -> Turn:
     """The agent turn in a response body (SSE or JSON); an empty turn for what cannot be read.
-    An unknown wire is read as OpenAI Chat."""
+    An unknown wire is read as the fallback wire's (OpenAI Chat)."""
     if not raw:
         return Turn()
-    reader = WIRES.get(wire or "") or WIRES["openai-chat"]
+    reader = shape(wire)
     try:
         if sse.looks_like(raw):
             return reader.response_stream(sse.events(raw))
@@ -48,7 +42,8 @@ def response_turn(wire: str | None, raw: bytes | None) -> Turn:
         except ValueError:
             return Turn()
         if isinstance(body, list):   # Gemini's streamGenerateContent without alt=sse: an array
-            return WIRES["gemini"].response_stream([(None, b) for b in body])
+            arrays = next(w for w in WIRES.values() if w.streams_json_array)
+            return arrays.response_stream([(None, b) for b in body])
         return reader.response(body) if isinstance(body, dict) else Turn()
     except _READ_ERRORS:
         return Turn()

@@ -1,6 +1,7 @@
 """The typed records a wire's bodies are read into, the same whatever the wire: a request as a
 list of conversation `Item`s (the analysis), or as a `Conversation` (the scripted driver's view:
-model turns played, what came back after each, tools offered); a response as one `Turn`.
+model turns played, what came back after each, tools offered); a response as one `Turn`; and
+the one record a wire writes from: the scripted driver's `Answer`.
 
 Every reader is tolerant: a shape it does not know yields what it could read, never an
 exception (a record is read back long after the run; a scaffold's request is never refused for
@@ -9,6 +10,7 @@ an unexpected field).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,13 +20,15 @@ from a2c.wires.usage import Usage
 @dataclass
 class ToolCall:
     """A tool call the model made. `synth`: the wire gave it no id (Gemini); `from_message`:
-    read out of the text of a text-protocol scaffold's answer (by the analysis), not a call."""
+    read out of the text of a text-protocol scaffold's answer (by the analysis), not a call;
+    `kind`: function, or local_shell (Codex's built-in shell item, on the Responses wire)."""
 
     id: str
     name: str
     arguments: dict[str, Any]
     synth: bool = False
     from_message: bool = False
+    kind: str = "function"
 
 
 @dataclass
@@ -90,6 +94,31 @@ class Conversation:
     stream: bool = False
     include_usage: bool = False
     json_reply: bool = False        # the request asks for a JSON answer (Gemini's response schema)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the scripted driver says to one request, before a wire writes it (`Wire.answer`,
+    `Wire.answer_stream`): its text, tool calls and usage, the model it names, and the `seed`
+    its ids are made from (the same request gets the same ids)."""
+
+    text: str
+    calls: list[ToolCall]
+    usage: Usage
+    model: str
+    seed: str
+
+    def id(self, salt: str = "", n: int = 24) -> str:
+        """A stable id of `n` hex digits for this answer (`salt` tells its parts apart)."""
+        return hashlib.sha256((self.seed + salt).encode()).hexdigest()[:n]
+
+
+def pieces(text: str, n: int = 3) -> list[str]:
+    """Split into up to n non-empty pieces, so streamed deltas really have to be joined."""
+    if len(text) < n:
+        return [text] if text else []
+    step = -(-len(text) // n)
+    return [text[i:i + step] for i in range(0, len(text), step)]
 
 
 def group(entries: list[tuple[bool, str]]) -> tuple[list[str], str]:

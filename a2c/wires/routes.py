@@ -1,49 +1,50 @@
-"""The four driver wire formats' request routes, read one way by every area: the gateway admits
-and meters by them, the analysis replays its record by them, the scripted driver answers by
-them. A wire is chosen from the path alone (a scaffold does not say which SDK it is).
+"""How a request path is read as a wire, the same way by every area: the gateway admits and
+meters by it, the analysis replays its record by it, the scripted driver answers by it. A wire
+is chosen from the path alone (a scaffold does not say which SDK it is).
 
-The routes are an exact allow-list (issue 23): generation (metered, counted, pinned, budgeted)
-and token counting (free at every provider, pinned), plus the model lists, which the gateway
-answers itself from the run's pinned models. Nothing else on a provider's API (message batches,
-files, `:batchGenerateContent`, model deletion, fine-tuning) has a route, so nothing else can be
-reached with the host's provider key.
+Each wire declares its own routes (`Wire.endpoints`, `Wire.query_keys`); this module only
+matches a path against them. The routes are an exact allow-list (issue 23): generation
+(metered, counted, pinned, budgeted) and token counting (free at every provider, pinned), plus
+the model lists, which the gateway answers itself from the run's pinned models. Nothing else on
+a provider's API (message batches, files, `:batchGenerateContent`, model deletion, fine-tuning)
+has a route, so nothing else can be reached with the host's provider key.
 """
 
 from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+from typing import Protocol
 
-NAMES = ("anthropic", "openai-chat", "openai-responses", "gemini")
-"""The wires, in the order every list of them is written."""
-
-# kinds: generate (the model answers a turn), count (token counting), models (a model list or
-# one model's card, answered by the gateway itself, never forwarded)
-_EXACT: dict[str, tuple[str, str, str]] = {
-    # path: (method, wire, kind)
-    "/v1/messages": ("POST", "anthropic", "generate"),
-    "/v1/messages/count_tokens": ("POST", "anthropic", "count"),
-    "/v1/chat/completions": ("POST", "openai-chat", "generate"),
-    "/v1/responses": ("POST", "openai-responses", "generate"),
-    "/v1/responses/input_tokens": ("POST", "openai-responses", "count"),
-    "/v1/models": ("GET", "openai-chat", "models"),
-    "/v1beta/models": ("GET", "gemini", "models"),
-}
 MODEL_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 """A model id as one safe path segment: no dot-only names, no separators, nothing encoded."""
-_GEMINI = re.compile(rf"^/(v1beta|v1)/models/({MODEL_SEGMENT}):"
-                     r"(generateContent|streamGenerateContent|countTokens)$")
-_MODEL_CARD = re.compile(rf"^/(v1|v1beta)/models/({MODEL_SEGMENT})$")
-_GEMINI_KIND = {"generateContent": "generate", "streamGenerateContent": "generate",
-                "countTokens": "count"}
 
-QUERY_KEYS = {"anthropic": {"beta": ("true",)},
-              "openai-chat": {}, "openai-responses": {},
-              "gemini": {"alt": ("sse", "json")}}
-"""The query parameters each wire may forward, with their allowed values (Claude Code sends
-`?beta=true`; Gemini streams with `alt=sse`). `key=` (a Gemini client's way of sending its key)
-is read as the run key and never forwarded."""
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One path a wire serves. `path` is exact but for `{model}`, one model id segment
+    (`MODEL_SEGMENT`); `kind` is generate (the model answers a turn) | count (token counting) |
+    models (a model list or one model's card, answered by the gateway itself, never
+    forwarded); `stream`: the path itself asks for a stream (Gemini's
+    `:streamGenerateContent`)."""
+
+    path: str
+    kind: str
+    method: str = "POST"
+    stream: bool = False
+
+    @property
+    def pattern(self) -> re.Pattern:
+        return _pattern(self.path)
+
+
+@cache
+def _pattern(path: str) -> re.Pattern:
+    return re.compile("^" + re.escape(path).replace(re.escape("{model}"), f"({MODEL_SEGMENT})")
+                      + "$")
 
 
 @dataclass(frozen=True)
@@ -60,49 +61,39 @@ class Route:
 
 
 NO_ROUTE = Route(None, False)
-_BARE_GEMINI = re.compile(r"^/models/[^/]+:[A-Za-z]+$")
 
 
-def normalize(path: str) -> str:
-    """The canonical form of a request path: a scaffold given a base URL without `/v1` (or
-    Gemini's `/v1beta`) sends `/chat/completions`, `/messages`, `/models/m:generateContent`;
-    those are read (and forwarded) as `/v1/...` and `/v1beta/...`. Applied only to paths the
-    gateway already found free of dot segments and encodings."""
-    split = urllib.parse.urlsplit(path)
-    p = split.path
-    if _BARE_GEMINI.match(p):
-        p = "/v1beta" + p
-    elif p in ("/chat/completions", "/responses", "/messages", "/models") or \
-            p.startswith(("/responses/", "/messages/", "/models/")):
-        p = "/v1" + p
-    else:
-        return path
-    return p + ("?" + split.query if split.query else "")
+class Routed(Protocol):
+    """What the matching needs of a wire (a2c.wires.base.Wire)."""
+
+    name: str
+    version: str
+    endpoints: tuple[Endpoint, ...]
 
 
-def route(path: str) -> Route:
-    """The route of a request path (`NO_ROUTE` when the allow-list has none); the path is
-    matched exactly, so `/v1/messages/batches` or `/v1/../v1/files` find nothing."""
+def match(wires: Iterable[Routed], path: str) -> Route:
+    """The route of a request path among `wires` (`NO_ROUTE` when none claims it); the path
+    is matched exactly, so `/v1/messages/batches` or `/v1/../v1/files` find nothing."""
     p = urllib.parse.urlsplit(path).path
-    exact = _EXACT.get(p)
-    if exact:
-        method, wire, kind = exact
-        return Route(wire, kind == "generate", kind=kind, method=method)
-    m = _GEMINI.match(p)
-    if m:
-        kind = _GEMINI_KIND[m.group(3)]
-        return Route("gemini", kind == "generate", m.group(2),
-                     m.group(3) == "streamGenerateContent", kind=kind)
-    m = _MODEL_CARD.match(p)
-    if m:
-        return Route("gemini" if m.group(1) == "v1beta" else "openai-chat", False, m.group(2),
-                     kind="models", method="GET")
+    for wire in wires:
+        for endpoint in wire.endpoints:
+            m = endpoint.pattern.match(p)
+            if m:
+                return Route(wire.name, endpoint.kind == "generate",
+                             m.group(1) if m.groups() else None, endpoint.stream,
+                             kind=endpoint.kind, method=endpoint.method)
     return NO_ROUTE
 
 
-def generation_call(wire: str | None, path: str | None) -> bool:
-    """Whether a recorded call asked the model for a turn: by its path as the gateway routed
-    it; a record without a path counts when its wire is known."""
-    if path:
-        return route(normalize(path)).generation
-    return wire in NAMES
+def versioned(wires: Iterable[Routed], path: str) -> str:
+    """The canonical form of a request path: a scaffold given a base URL without `/v1` (or
+    Gemini's `/v1beta`) sends `/chat/completions`, `/messages`, `/models/m:generateContent`;
+    such a path is read (and forwarded) under the version root of the first wire that serves
+    it there (`Wire.version`). Applied only to paths the gateway already found free of dot
+    segments and encodings."""
+    wires = list(wires)
+    split = urllib.parse.urlsplit(path)
+    for wire in wires:
+        if match(wires, wire.version + split.path).wire == wire.name:
+            return wire.version + split.path + ("?" + split.query if split.query else "")
+    return path

@@ -1,4 +1,6 @@
-"""The scripted driver's HTTP server: the four wire formats, streaming and not, on loopback.
+"""The scripted driver's HTTP server: every registered wire, streaming and not, on loopback. Each
+wire writes its own answers (`Wire.answer`, `Wire.answer_stream`, `Wire.count_answer`), from the
+reply the player chose put as a wire-neutral `a2c.wires.Answer`.
 
 Any path prefix before the API path is accepted (`/v1/messages`, `/anthropic/v1/messages`,
 `/api/v1/chat/completions`), since each scaffold builds its URL from the base URL differently.
@@ -16,12 +18,13 @@ import threading
 import time
 import zlib
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from a2c.agents.scripted_driver import conversation, player, wires
+from a2c.agents.scripted_driver import conversation, player
 from a2c.agents.scripted_driver.script import Script
 from a2c.unixhttp import Handler, LoopbackServer, serve_in_thread
-from a2c.wires import routes
+from a2c.wires import WIRES, Answer, ToolCall, normalize, shape
+from a2c.wires import route as wire_route
 
 MAX_BODY = 64 * 1024 * 1024
 DEFAULT_MODEL = "scripted"
@@ -30,16 +33,24 @@ _API_ROOT = re.compile(r"/v1(beta)?/")
 
 def route(path: str) -> tuple[str, str, str]:
     """(wire, action, gemini model) for a request path, or ("", "", "") when unknown: the
-    gateway's own routes (a2c/wires/routes.py), after any prefix before `/v1` or `/v1beta`
-    (a scaffold pointed here without the gateway builds its URL from the base URL its own way).
-    action: generate | stream (Gemini's streaming route) | count."""
+    gateway's own routes (each wire's `endpoints`), the path as it is or after any prefix
+    before `/v1` or `/v1beta` (a scaffold pointed here without the gateway builds its URL from
+    the base URL its own way). action: generate | stream (Gemini's streaming route) | count."""
+    found = wire_route(path)
     prefixed = _API_ROOT.search(path)
-    found = routes.route(routes.normalize(path[prefixed.start():] if prefixed else path))
+    if found.wire is None:
+        found = wire_route(normalize(path[prefixed.start():] if prefixed else path))
     if found.kind == "count":
         return found.wire, "count", found.path_model or ""
     if found.kind == "generate":
         return found.wire, "stream" if found.path_stream else "generate", found.path_model or ""
     return "", "", ""
+
+
+def _error(wire: str | None, status: int, message: str) -> dict:
+    """The wire's own body for a request the driver cannot read (the fallback wire's shape for
+    a path no wire claims)."""
+    return shape(wire).error(status, "bad_request", message)
 
 
 class _Log:
@@ -101,7 +112,7 @@ class _Handler(Handler):     # quiet: the JSON log is the record
         elif path.endswith("/health"):
             self._json(200, {"ok": True, "script": self.server.script.id, "model": model})
         else:
-            self._json(404, wires.error("openai-chat", 404, f"no such path: {path}"))
+            self._json(404, _error(None, 404, f"no such path: {path}"))
 
     def do_POST(self):  # noqa: N802
         split = urlsplit(self.path)
@@ -110,25 +121,22 @@ class _Handler(Handler):     # quiet: the JSON log is the record
             raw = self._body()          # read first, so a kept-alive connection stays in step
         except (ValueError, zlib.error) as exc:
             self.close_connection = True
-            self._json(400, wires.error(wire or "openai-chat", 400, f"cannot read: {exc}"))
+            self._json(400, _error(wire, 400, f"cannot read: {exc}"))
             return
         if not wire:
-            self._json(404, wires.error("openai-chat", 404, f"no such path: {split.path}"))
+            self._json(404, _error(None, 404, f"no such path: {split.path}"))
             return
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("the request body is not a JSON object")
         except ValueError as exc:
-            self._json(400, wires.error(wire, 400, f"cannot read the request: {exc}"))
+            self._json(400, _error(wire, 400, f"cannot read the request: {exc}"))
             return
         if action == "count":
             tokens = max(1, len(json.dumps(body)) // 4)
-            self._json(200, {"totalTokens": tokens} if wire == "gemini" else
-                       {"object": "response.input_tokens", "input_tokens": tokens}
-                       if wire == "openai-responses" else {"input_tokens": tokens})
+            self._json(200, WIRES[wire].count_answer(tokens))
             return
-        alt_sse = parse_qs(split.query).get("alt", [""])[0] == "sse"
         conv = conversation.read(wire, body, gemini_model, stream=action == "stream")
         reply = player.choose(self.server.script, conv)
         model = conv.model or self.server.model
@@ -138,30 +146,12 @@ class _Handler(Handler):     # quiet: the JSON log is the record
             "kind": reply.kind, "via": reply.via, "wire": wire, "stream": conv.stream,
             "model": model, "usage": reply.usage.as_dict(), "history_turns": len(conv.results),
             "tools": [c.name for c in reply.calls]})
-        self._reply(wire, conv, reply, model, seed, alt_sse)
-
-    def _reply(self, wire, conv, reply, model, seed, alt_sse) -> None:
-        sse = "text/event-stream"
-        if wire == "anthropic":
-            if conv.stream:
-                self._stream(wires.anthropic_stream(reply, model, seed), sse)
-            else:
-                self._json(200, wires.anthropic(reply, model, seed))
-        elif wire == "openai-chat":
-            if conv.stream:
-                self._stream(wires.chat_stream(reply, model, seed, conv.include_usage), sse)
-            else:
-                self._json(200, wires.chat(reply, model, seed))
-        elif wire == "openai-responses":
-            if conv.stream:
-                self._stream(wires.responses_stream(reply, model, seed), sse)
-            else:
-                self._json(200, wires.responses(reply, model, seed))
-        elif conv.stream:
-            self._stream(wires.gemini_stream(reply, model, seed, alt_sse),
-                         sse if alt_sse else "application/json")
+        answer = Answer(reply.text, [ToolCall("", c.name, c.arguments, kind=c.kind)
+                                     for c in reply.calls], reply.usage, model, seed)
+        if conv.stream:
+            self._stream(*WIRES[wire].answer_stream(answer, conv, split.query))
         else:
-            self._json(200, wires.gemini(reply, model, seed))
+            self._json(200, WIRES[wire].answer(answer))
 
 
 class _Server(LoopbackServer):

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from a2c.wires import WIRES, Usage, Wire
+from a2c.wires import WIRES, Usage
 from a2c.wires.base import Reading
 from a2c.wires.strict import encode
 
@@ -68,18 +68,14 @@ def input_estimate(forwarded: bytes, reading: Reading | None = None) -> int:
     return est
 
 
-def _wire(name: str) -> Wire:
-    return WIRES.get(name) or WIRES["gemini"]
-
-
 def read_request(wire: str, body: dict) -> Reading:
     """The request's cost fields read strictly (a2c.wires.strict.Unreadable when refused)."""
-    return _wire(wire).read_request(body)
+    return WIRES[wire].read_request(body)
 
 
 def output_cap(wire: str, body: dict) -> tuple[int | None, int]:
     """(the request's own output cap or None, the number of candidates it asks for)."""
-    return _wire(wire).output_cap(body)
+    return WIRES[wire].output_cap(body)
 
 
 @dataclass
@@ -127,7 +123,7 @@ def apply_cap(wire: str, body: dict, cap: int, requested: int | None, bounded: b
     when lower than the request's own, when the request names more than one cap field (so
     every field reads the one cap reserved), or when the request names none and a budget needs
     the bound (`bounded`)."""
-    w = _wire(wire)
+    w = WIRES[wire]
     if requested is None:
         if not bounded:
             return False
@@ -157,7 +153,7 @@ def admit(ledger, wire: str, body: dict, reading: Reading, stream: bool, wait_s:
     reports its context window: context.py) gives (the context, the largest cap it holds for
     this input, the input estimate): the cap is never more."""
     if stream:
-        _wire(wire).ask_stream_usage(body)
+        WIRES[wire].ask_stream_usage(body)
     forward = encode(body)
     bound = input_estimate(forward, reading)
     cap = reading.cap or DEFAULT_OUTPUT_CAP
@@ -200,6 +196,6 @@ def forward_body(wire: str, body: dict, stream: bool, cap: int, requested: int |
                  bounded: bool) -> dict | None:
     """The body to forward with its stream usage asked for and the cap written (None when
     nothing changed). The gateway itself forwards `encode(body)` in every case."""
-    changed = stream and _wire(wire).ask_stream_usage(body)
+    changed = stream and WIRES[wire].ask_stream_usage(body)
     changed = apply_cap(wire, body, cap, requested, bounded) or changed
     return body if changed else None

@@ -19,9 +19,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from a2c.wires import Usage
+
+from .admission import Reservation
 
 
 class CutError(OSError):
@@ -36,13 +39,30 @@ def _shut(sock: Any) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Forwarded:
+    """What a forwarded call's record needs, fixed when it goes upstream: its route (wire,
+    path), the model it names, whether it streams, when it arrived (`t0`, perf_counter), the
+    bytes forwarded, whether it is a generation, and its reservation (None: not admitted by the
+    ledger, e.g. a token count)."""
+
+    wire: str = ""
+    path: str = ""
+    model: str = ""
+    stream: bool = False
+    t0: float = 0.0
+    request: bytes = b""
+    generation: bool = False
+    res: Reservation | None = None
+
+
 class Flight:
     """One forwarded call: its upstream connection once open, the agent's socket, what was
     relayed so far (`sent`, `meter`), and who records it (`claim`: exactly once)."""
 
-    def __init__(self, client: Any, info: dict[str, Any]):
+    def __init__(self, client: Any, info: Forwarded):
         self.client = client
-        self.info = info            # what its record needs (wire, path, model, ...)
+        self.info = info
         self.upstream: Any = None
         self.cut = False
         self.client_cut = False             # the stop shut the agent's connection itself
@@ -146,7 +166,7 @@ def record(ledger: Any, flight: Flight, error: str | None) -> None:
     before the usage) is charged at least its reservation (Reservation.charge). `error` is the
     handler's (`client_gone_*`: the agent left first; recorded as `client_gone`)."""
     info = flight.info
-    res = info["res"]
+    res = info.res
     meter = flight.meter
     try:
         usage = meter.finish() if meter is not None else Usage()
@@ -164,12 +184,12 @@ def record(ledger: Any, flight: Flight, error: str | None) -> None:
         status = 503             # cut before any answer: what the agent was (or would be) told
     elif error is None and status >= 400:
         error = "upstream_status"
-    ledger.record(wire=info["wire"], path=info["path"], model=info["model"],
-                  stream=info["stream"], status=status, usage=usage,
+    ledger.record(wire=info.wire, path=info.path, model=info.model,
+                  stream=info.stream, status=status, usage=usage,
                   latency_ms=flight.latency_ms,
-                  duration_ms=(time.perf_counter() - info["t0"]) * 1000,
-                  request=info["request"], response=b"".join(list(flight.sent)),
-                  error=error, generation=info["generation"], forwarded=True,
+                  duration_ms=(time.perf_counter() - info.t0) * 1000,
+                  request=info.request, response=b"".join(list(flight.sent)),
+                  error=error, generation=info.generation, forwarded=True,
                   reservation=res, charged=charged)
 
 
@@ -179,12 +199,12 @@ def record_failed(ledger: Any, flight: Flight, status: int, kind: str, answer: b
     charged), silent past the timeout or cut by the stop while the provider worked on it (it
     may have generated: charged its reservation), or not sent at all (the stop came first)."""
     info = flight.info
-    res = info["res"]
+    res = info.res
     charged = forwarded and res is not None and kind in ("timeout", "cut")
-    ledger.record(wire=info["wire"], path=info["path"], model=info["model"],
-                  stream=info["stream"], status=status,
+    ledger.record(wire=info.wire, path=info.path, model=info.model,
+                  stream=info.stream, status=status,
                   usage=res.charged() if charged else None, latency_ms=None,
-                  duration_ms=(time.perf_counter() - info["t0"]) * 1000,
-                  request=info["request"], response=answer, error=kind,
-                  generation=info["generation"], forwarded=forwarded,
+                  duration_ms=(time.perf_counter() - info.t0) * 1000,
+                  request=info.request, response=answer, error=kind,
+                  generation=info.generation, forwarded=forwarded,
                   reservation=res, charged=charged)

@@ -30,6 +30,7 @@ from a2c.timefmt import iso_utc
 from a2c.wires import Usage
 
 from .admission import Reservation
+from .gateway_config import GatewayConfig
 from .prices import cost_usd
 
 COUNTERS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -41,10 +42,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def empty_totals(config: dict[str, Any]) -> dict[str, Any]:
+def empty_totals(config: GatewayConfig | None) -> dict[str, Any]:
     out: dict[str, Any] = {k: 0 for k in COUNTERS}
-    out.update(cost_usd=0.0, by_model={}, budget=config.get("budget") or {}, exhausted=None,
-               driver=config.get("driver"), model=config.get("model"), seq=0, updated=None)
+    out.update(cost_usd=0.0, by_model={}, budget=config.budget if config else {},
+               exhausted=None, driver=config.driver if config else None,
+               model=config.model if config else None, seq=0, updated=None)
     return out
 
 
@@ -60,15 +62,15 @@ def _log_line(ev) -> str:
 
 
 class Ledger:
-    def __init__(self, run_dir: Path, config: dict[str, Any], events: EventLog | None = None):
+    def __init__(self, run_dir: Path, config: GatewayConfig, events: EventLog | None = None):
         self.paths = RunPaths(run_dir)
         self.config = config
-        self.price = config.get("price")
-        self.budget = config.get("budget") or {}
+        self.price = config.price
+        self.budget = config.budget
         self.totals = empty_totals(config)
         try:
             saved = json.loads(self.paths.driver_totals.read_text(encoding="utf-8"))
-            if saved.get("driver") == config.get("driver"):
+            if saved.get("driver") == config.driver:
                 self.totals.update({k: saved[k] for k in self.totals if k in saved})
                 self.totals["budget"] = self.budget
         except (FileNotFoundError, ValueError):
@@ -230,7 +232,7 @@ class Ledger:
                 m["cost_usd"] = round(m["cost_usd"] + cost, 10)
             t["updated"] = iso_utc(time.time())
             snapshot = json.loads(json.dumps(t))
-        event = DriverCall(seq=seq, driver=self.config.get("driver"), wire=wire, path=path,
+        event = DriverCall(seq=seq, driver=self.config.driver, wire=wire, path=path,
                            model=model, response_model=u.model, stream=stream, status=status,
                            input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                            cache_read_tokens=u.cache_read_tokens,

@@ -25,12 +25,12 @@ from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
-from a2c.fsutil import write_json_atomic
 from a2c.runtime import hostproc
 from a2c.runtime.hostproc import HostProcess, file_ready, pid_file_ready, unlink_quiet
 from a2c.unixhttp import UnixHTTPConnection
 
-from .config import read_config
+from .config import set_upstream_url
+from .gateway_config import GatewayConfig
 from .ledger import empty_totals
 
 GATEWAY_MODULE = "a2c.runtime.driver_gateway"
@@ -61,10 +61,10 @@ def agent_env(run_dir: str | Path, socket_in_sandbox: str | None = None) -> dict
     the run chose from those the agent speaks), A2C_DRIVER_SOCKET (the path the sandbox binds
     the socket at, else the host path), A2C_DRIVER_KEY (the per-run key)."""
     from .config import read_key
-    config = read_config(run_dir)
-    return {"A2C_DRIVER": config["driver"], "A2C_DRIVER_MODEL": config["model"],
-            "A2C_DRIVER_WIRE": config.get("agent_wire") or "",
-            "A2C_DRIVER_SOCKET": socket_in_sandbox or config["socket"],
+    config = GatewayConfig.read(run_dir)
+    return {"A2C_DRIVER": config.driver, "A2C_DRIVER_MODEL": config.model,
+            "A2C_DRIVER_WIRE": config.agent_wire or "",
+            "A2C_DRIVER_SOCKET": socket_in_sandbox or config.socket or "",
             "A2C_DRIVER_KEY": read_key(run_dir)}
 
 
@@ -76,9 +76,9 @@ def read_totals(run_dir: str | Path) -> dict[str, Any]:
         return json.loads(paths.driver_totals.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         try:
-            return empty_totals(read_config(run_dir))
+            return empty_totals(GatewayConfig.read(run_dir))
         except RunError:
-            return empty_totals({})
+            return empty_totals(None)
 
 
 class DriverGatewayProcess:
@@ -104,11 +104,11 @@ class DriverGatewayProcess:
         """Start the gateway (and a scripted driver) and wait until it serves; RunError if it
         exits or is not ready within `timeout` s. `env` defaults to this process's environment
         (the provider key variable must be in it)."""
-        config = read_config(self.run_dir)
+        config = GatewayConfig.read(self.run_dir)
         python = python or sys.executable
         env = dict(os.environ if env is None else env)
         deadline = time.monotonic() + timeout
-        if config.get("scripted"):
+        if config.script:
             self._start_scripted(config, python, env, deadline)
         unlink_quiet(self.paths.driver_ready)
         self.gateway = HostProcess.spawn([python, "-m", GATEWAY_MODULE, str(self.run_dir)],
@@ -122,7 +122,8 @@ class DriverGatewayProcess:
                 self.scripted_driver.stop(5)
             raise
 
-    def _start_scripted(self, config: dict, python: str, env: dict, deadline: float) -> None:
+    def _start_scripted(self, config: GatewayConfig, python: str, env: dict, deadline: float
+                        ) -> None:
         port_file = self.paths.driver / "scripted.port"
         unlink_quiet(port_file)
         log = self.paths.scripted_driver_log
@@ -130,16 +131,15 @@ class DriverGatewayProcess:
         # The scripted driver gets no provider key: it needs none.
         child_env = {k: v for k, v in env.items() if not k.endswith("_API_KEY")}
         self.scripted_driver = HostProcess.spawn(
-            [python, "-m", SCRIPTED_MODULE, "--script", config["scripted"]["script"],
-             "--port-file", str(port_file), "--log", str(log), "--model", config["model"]],
+            [python, "-m", SCRIPTED_MODULE, "--script", str(config.script),
+             "--port-file", str(port_file), "--log", str(log), "--model", config.model],
             what="scripted driver", log=self.paths.logs / "scripted-driver.stderr.log",
             env=child_env)
         self.scripted_driver.write_pid(self.paths.driver / "scripted.pid")
         port = self.scripted_driver.wait_ready(
             file_ready(port_file, lambda t: int(t.strip()) if t.strip().isdigit() else None),
             deadline=deadline)
-        config["upstream"]["base_url"] = f"http://127.0.0.1:{port}"
-        write_json_atomic(self.paths.driver_config, config, mode=0o600)
+        set_upstream_url(self.run_dir, f"http://127.0.0.1:{port}")
 
     def alive(self) -> bool:
         return self.gateway is not None and self.gateway.alive()

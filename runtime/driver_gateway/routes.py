@@ -3,17 +3,15 @@
 The gateway forwards only what it meters (issue 23). A request target is checked before anything
 else: it must be a plain origin-form path with nothing a server might read differently from us
 (`..` or `.` segments, empty segments, any %-encoding, backslashes, control characters), then
-match one route of a2c.wires.routes exactly, with its method, and carry only the query parameters
-its wire needs. The path and query forwarded upstream are rebuilt from what matched, never copied.
+match one route of a wire exactly (`Wire.endpoints`), with its method, and carry only the query
+parameters its wire allows (`Wire.query_keys`). The path and query forwarded upstream are
+rebuilt from what matched, never copied.
 
-Headers work the same way: an allow-list (`FORWARD_HEADERS`) goes upstream; everything else the
-agent sends (Authorization and the other key headers, OpenAI-Organization/-Project, X-Forwarded-*,
-Host, proxy and SDK telemetry headers) is dropped. `anthropic-beta` is kept value by value
-against `ANTHROPIC_BETAS`: Claude Code sends betas its request bodies rely on (interleaved
-thinking, context management, fine-grained tool streaming), while others open features the
-gateway does not meter (files, batches, MCP connectors, code execution, web fetch, the advisor
-tool's second model), does not price (the 1M context window and the 1-hour cache, billed at
-higher rates) or that belong to another credential (oauth).
+Headers work the same way: an allow-list (`COMMON_HEADERS` and the headers the wires declare,
+`Wire.headers`) goes upstream; everything else the agent sends (Authorization and the other key
+headers, OpenAI-Organization/-Project, X-Forwarded-*, Host, proxy and SDK telemetry headers) is
+dropped. A comma-list header a wire holds to a set of values (Anthropic's `anthropic-beta`) is
+kept value by value.
 """
 
 from __future__ import annotations
@@ -22,35 +20,15 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from a2c.wires.routes import NO_ROUTE, QUERY_KEYS, Route, normalize, route
+from a2c.wires import WIRES, Route, normalize, route
+from a2c.wires.routes import NO_ROUTE
 
 _SAFE_PATH = re.compile(r"^(/[A-Za-z0-9_.:-]+)+$")
 _SAFE_QUERY = re.compile(r"^[A-Za-z0-9_.=&-]*$")
 
-FORWARD_HEADERS = frozenset({"content-type", "accept", "anthropic-version", "anthropic-beta",
-                             "user-agent"})
-"""Agent headers that go upstream (the provider key header is set by the gateway itself)."""
-
-ANTHROPIC_BETAS = frozenset({
-    # Claude Code 2.1.332 (the pinned version) with an API key sends the first, second, and the
-    # context-management, thinking-token-count and advanced-tool-use values (captured against a
-    # recording upstream); the others are earlier Claude Code and SDK values. Each is metered
-    # as tokens and priced as such.
-    "claude-code-20250219",
-    "interleaved-thinking-2025-05-14",
-    "fine-grained-tool-streaming-2025-05-14",
-    "token-efficient-tools-2025-02-19",
-    "prompt-caching-2024-07-31",
-    "prompt-caching-scope-2026-01-05",
-    "context-management-2025-06-27",
-    "mid-conversation-system-2026-04-07",
-    "thinking-token-count-2026-05-13",
-    "output-128k-2025-02-19",
-    "effort-2025-11-24",
-    "structured-outputs-2025-11-13",
-    "advanced-tool-use-2025-11-20",
-})
-"""anthropic-beta values passed upstream; any other value is dropped from the header."""
+COMMON_HEADERS = frozenset({"content-type", "accept", "user-agent"})
+"""Agent headers that go upstream whatever the wire; each wire adds its own (`Wire.headers`).
+The provider key header is set by the gateway itself."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +71,7 @@ def check_target(method: str, target: str) -> Target | Refused:
     if not _SAFE_QUERY.match(query):
         return Refused(400, "bad_request", "a2c driver gateway: the query string is not plain "
                        "name=value pairs", path)
-    allowed = QUERY_KEYS.get(rt.wire or "", {})
+    allowed = WIRES[rt.wire].query_keys if rt.wire in WIRES else {}
     kept: list[tuple[str, str]] = []
     key: str | None = None
     seen: set[str] = set()
@@ -114,29 +92,21 @@ def check_target(method: str, target: str) -> Target | Refused:
     return Target(rt, forward, key)
 
 
-def guess_wire(path: str, default: str | None) -> str | None:
-    """The wire whose error shape answers a refused path: by its look, else the run's own."""
-    if path.startswith(("/v1/messages", "/messages")):
-        return "anthropic"
-    if path.startswith(("/v1beta", "/v1alpha")) or ":" in path:
-        return "gemini"
-    if path.startswith(("/v1/responses", "/responses")):
-        return "openai-responses"
-    if path.startswith(("/v1/chat", "/chat")):
-        return "openai-chat"
-    return default
-
-
 def forward_headers(items) -> dict[str, str]:
-    """The agent's headers that may go upstream, `anthropic-beta` reduced to allowed values."""
+    """The agent's headers that may go upstream, a comma-list header a wire holds to a set of
+    values reduced to those (the headers of every wire are kept: a scaffold's SDK sends what
+    its wire needs)."""
+    allowed: dict[str, frozenset[str] | None] = dict.fromkeys(COMMON_HEADERS)
+    for wire in WIRES.values():
+        allowed.update(wire.headers)
     out: dict[str, str] = {}
     for name, value in items:
         low = name.lower()
-        if low not in FORWARD_HEADERS:
+        if low not in allowed:
             continue
-        if low == "anthropic-beta":
-            betas = [b.strip() for b in value.split(",")]
-            value = ",".join(b for b in betas if b in ANTHROPIC_BETAS)
+        values = allowed[low]
+        if values is not None:
+            value = ",".join(v for v in (p.strip() for p in value.split(",")) if v in values)
             if not value:
                 continue
             if low in out:

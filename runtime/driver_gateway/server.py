@@ -43,14 +43,13 @@ from typing import Any
 from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
 from a2c.fsutil import write_json_atomic
 from a2c.unixhttp import Handler, UnixServer, listen_unix, token_matches
-from a2c.wires import BUDGET_STATUS, WIRES, error_body, request_streams, strict
+from a2c.wires import WIRES, error_body, looks_like_path, request_streams, strict
 from a2c.wires.reading import UsageMeter
 
 from . import admission
 from .admission import Reservation
-from .flights import CutError, Flight, record, record_failed
-from .routes import Refused, Target, check_target, guess_wire
-from .server_tools import provider_tools
+from .flights import CutError, Flight, Forwarded, record, record_failed
+from .routes import Refused, Target, check_target
 from .state import GatewayState, model_list
 
 HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -58,6 +57,8 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
 READ_CHUNK = 65536
 MAX_BODY = 64 * 1024 * 1024
 MAX_CONNECTIONS = 128    # a scaffold holds a few; each is a thread and a descriptor here
+KEY_HEADERS = ("api-key", *sorted({w.auth for w in WIRES.values() if w.auth != "bearer"}))
+"""Run-key headers besides `Authorization: Bearer`: each wire's (`Wire.auth`), Azure's `api-key`."""
 STOPPING = ("a2c driver gateway: the gateway is stopping (the run is over); the call was not "
             "finished")
 
@@ -84,7 +85,7 @@ class _Handler(BoundedHandler, Handler):
         """Every key the request carries (a client may send more than one header style)."""
         h = self.headers
         keys: list[str] = []
-        for name in ("x-api-key", "x-goog-api-key", "api-key"):
+        for name in KEY_HEADERS:
             keys += [v.strip() for v in h.get_all(name) or [] if v.strip()]
         for auth in h.get_all("Authorization") or []:
             if auth.lower().startswith("bearer ") and auth[7:].strip():
@@ -110,7 +111,7 @@ class _Handler(BoundedHandler, Handler):
                 b, h = error_body(None, 401, "auth", "a2c driver gateway: missing or wrong "
                                   "gateway key")
                 return self._send(401, b, h)
-            info = {"ok": True, "driver": st.config["driver"], "model": st.model,
+            info = {"ok": True, "driver": st.config.driver, "model": st.model,
                     "wires": sorted(st.wires)}
             return self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"})
 
@@ -119,7 +120,7 @@ class _Handler(BoundedHandler, Handler):
             rt, path = target.route, target.path
         else:
             rt, path = None, target.path
-        wire = rt.wire if rt else guess_wire(path, st.default_wire)
+        wire = rt.wire if rt else looks_like_path(path, st.default_wire)
 
         def refuse(status: int, kind: str, message: str, *, model=None, stream=False):
             b, h = error_body(wire, status, kind, message)
@@ -139,7 +140,7 @@ class _Handler(BoundedHandler, Handler):
         assert rt is not None
         if rt.wire not in st.wires:
             return refuse(404, "not_served", f"a2c driver gateway: this run's driver "
-                          f"{st.config['driver']} does not serve the {rt.wire} wire "
+                          f"{st.config.driver} does not serve the {rt.wire} wire "
                           f"(it serves {', '.join(sorted(st.wires))})")
         if rt.kind == "models":
             if rt.path_model is not None and not st.model_ok(rt.path_model):
@@ -171,7 +172,7 @@ class _Handler(BoundedHandler, Handler):
         if not rt.generation:
             forward = strict.encode(parsed)
         else:
-            if named := provider_tools(rt.wire, parsed):
+            if named := WIRES[rt.wire].provider_tools(parsed):
                 return refuse(400, "bad_request", "a2c driver gateway: the request asks for "
                               f"provider-side tools ({', '.join(named)}) that the gateway "
                               "cannot meter and that reach the network; use the agent's own "
@@ -188,7 +189,8 @@ class _Handler(BoundedHandler, Handler):
             if got is None:
                 return refuse(503, "upstream", STOPPING, model=model, stream=stream)
             if not isinstance(got, tuple):
-                return refuse(BUDGET_STATUS[rt.wire], "budget", got, model=model, stream=stream)
+                return refuse(WIRES[rt.wire].budget_status, "budget", got, model=model,
+                              stream=stream)
             res, forward = got
         try:
             self._forward(st, rt, path, forward, model, stream, t0, res)
@@ -224,9 +226,8 @@ class _Handler(BoundedHandler, Handler):
         up = st.upstream
         headers = up.headers(self.headers.items(), rt.wire, st.auth_style, st.provider_key,
                              len(forward))
-        flight = Flight(self.connection, {"wire": rt.wire, "path": path, "model": model,
-                                          "stream": stream, "t0": t0, "request": forward,
-                                          "generation": rt.generation, "res": res})
+        flight = Flight(self.connection, Forwarded(rt.wire, path, model, stream, t0, forward,
+                                                   rt.generation, res))
         try:
             st.flights.start(flight)
         except CutError:
@@ -239,7 +240,7 @@ class _Handler(BoundedHandler, Handler):
     def _forward_in_flight(self, st: GatewayState, rt, flight: Flight, forward: bytes,
                            headers: dict) -> None:
         up = st.upstream
-        path, stream = flight.info["path"], flight.info["stream"]
+        path, stream = flight.info.path, flight.info.stream
         try:
             resp, conn = up.send("POST", path, forward, headers, attach=flight.attach)
         except (OSError, http.client.HTTPException) as exc:
@@ -252,7 +253,7 @@ class _Handler(BoundedHandler, Handler):
             return self._failed(st, flight, 502, "upstream", f"a2c driver gateway: the "
                                 f"upstream {up.base_url} is unreachable "
                                 f"({type(exc).__name__}: {exc})")
-        flight.latency_ms = (time.perf_counter() - flight.info["t0"]) * 1000
+        flight.latency_ms = (time.perf_counter() - flight.info.t0) * 1000
         flight.status = resp.status
         # SSE is parsed event by event; a JSON answer (also Gemini's streamed JSON array
         # without alt=sse) whole at its end.
@@ -338,8 +339,7 @@ class _Handler(BoundedHandler, Handler):
                 *, forwarded: bool = True) -> None:
         """A call the upstream did not answer (unreachable, silent, or cut by the gateway's
         stop before its answer): the wire's error to the agent, and the record."""
-        info = flight.info
-        b, h = error_body(info["wire"], status, "upstream" if kind == "cut" else kind, message)
+        b, h = error_body(flight.info.wire, status, "upstream" if kind == "cut" else kind, message)
         try:
             self._send(status, b, h)
         except OSError:
@@ -353,7 +353,7 @@ def serve(run_dir: Path) -> int:
     run_dir = run_dir.resolve()
     state = GatewayState(run_dir)
     paths = state.paths
-    sock = Path(state.config.get("socket") or paths.driver_socket)
+    sock = Path(state.config.socket or paths.driver_socket)
     # 0666: the agent runs as another (unprivileged) user
     server = listen_unix(sock, _Handler, mode=0o666, server_cls=_Server, state=state)
     server.limiter = ConnectionLimiter(MAX_CONNECTIONS, DropLog(
@@ -366,10 +366,10 @@ def serve(run_dir: Path) -> int:
     signal.signal(signal.SIGINT, on_signal)
     paths.driver_pid.write_text(str(os.getpid()))
     write_json_atomic(paths.driver_ready, {"pid": os.getpid(), "socket": str(sock),
-                                           "driver": state.config["driver"],
+                                           "driver": state.config.driver,
                                            "model": state.model,
                                            "upstream": state.upstream.base_url})
-    print(f"driver gateway: {state.config['driver']} on {sock} -> {state.upstream.base_url}",
+    print(f"driver gateway: {state.config.driver} on {sock} -> {state.upstream.base_url}",
           flush=True)
     try:
         server.serve_forever(poll_interval=0.1)

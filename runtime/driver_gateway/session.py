@@ -22,49 +22,14 @@ from typing import Any
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.unixhttp import UnixHTTPConnection
+from a2c.wires import NAMES, WIRES
 
 from .config import prepare_gateway, read_key
+from .gateway_config import GatewayConfig
 from .process import DriverGatewayProcess, read_totals
 
-WIRE_ORDER = ["anthropic", "openai-chat", "gemini", "openai-responses"]
 SCRIPTED_MODEL = "claude-sonnet-4-5"
 """The model a `scripted:` analysis driver impersonates (and is priced as)."""
-
-
-def _request(wire: str, model: str, system: str, user: str, max_tokens: int
-             ) -> tuple[str, dict[str, Any]]:
-    if wire == "anthropic":
-        return "/v1/messages", {"model": model, "max_tokens": max_tokens, "system": system,
-                                "messages": [{"role": "user", "content": user}]}
-    if wire == "openai-chat":
-        return "/v1/chat/completions", {
-            "model": model, "max_completion_tokens": max_tokens,
-            "messages": [{"role": "system", "content": system},
-                         {"role": "user", "content": user}]}
-    if wire == "openai-responses":
-        return "/v1/responses", {"model": model, "max_output_tokens": max_tokens,
-                                 "instructions": system, "input": user}
-    return f"/v1beta/models/{model}:generateContent", {
-        "systemInstruction": {"parts": [{"text": system}]},
-        "contents": [{"role": "user", "parts": [{"text": user}]}],
-        "generationConfig": {"maxOutputTokens": max_tokens}}
-
-
-def _text(wire: str, body: dict[str, Any]) -> str:
-    """The answer's text in a non-streaming response of `wire`."""
-    if wire == "anthropic":
-        return "".join(b.get("text", "") for b in body.get("content") or []
-                       if isinstance(b, dict) and b.get("type") == "text")
-    if wire == "openai-chat":
-        choices = body.get("choices") or [{}]
-        return str(((choices[0] or {}).get("message") or {}).get("content") or "")
-    if wire == "openai-responses":
-        return "".join(c.get("text", "") for item in body.get("output") or []
-                       if isinstance(item, dict) for c in item.get("content") or []
-                       if isinstance(c, dict) and c.get("type") == "output_text")
-    cands = body.get("candidates") or [{}]
-    return "".join(p.get("text", "") for p in ((cands[0] or {}).get("content") or {})
-                   .get("parts") or [] if isinstance(p, dict) and not p.get("thought"))
 
 
 def _error(body: bytes) -> str:
@@ -79,23 +44,23 @@ def _error(body: bytes) -> str:
 class AnalysisGateway:
     """A started gateway: `ask` sends one question through it (RunError on any refusal)."""
 
-    def __init__(self, folder: Path, config: dict[str, Any]):
+    def __init__(self, folder: Path, config: GatewayConfig):
         self.folder = folder
         self.config = config
-        self.wire = config.get("agent_wire") or WIRE_ORDER[0]
-        self.model = config["model"]
+        self.wire = config.agent_wire or NAMES[0]      # the wire's name (recorded by callers)
+        self.model = config.model
         self.totals: dict[str, Any] = {}
 
     def ask(self, system: str, user: str, max_tokens: int = 4000,
             timeout: float = 900.0) -> str:
-        path, body = _request(self.wire, self.model, system, user, max_tokens)
+        wire = WIRES[self.wire]
+        path, body = wire.question(self.model, system, user, max_tokens)
         key = read_key(self.folder)
-        conn = UnixHTTPConnection(str(self.config["socket"]), timeout)
+        conn = UnixHTTPConnection(str(self.config.socket), timeout)
         try:
             conn.request("POST", path, body=json.dumps(body).encode(),
                          headers={"Content-Type": "application/json", "x-api-key": key,
-                                  "authorization": f"Bearer {key}",
-                                  "anthropic-version": "2023-06-01"})
+                                  "authorization": f"Bearer {key}", **wire.client_headers})
             resp = conn.getresponse()
             raw = resp.read()
         except OSError as exc:
@@ -106,9 +71,13 @@ class AnalysisGateway:
             raise RunError(f"the driver model refused the call (HTTP {resp.status}): "
                            f"{_error(raw)}")
         try:
-            return _text(self.wire, json.loads(raw))
-        except (ValueError, AttributeError) as exc:
-            raise RunError(f"the driver model's answer is not {self.wire} JSON: {exc}") from None
+            answer = json.loads(raw)
+            if not isinstance(answer, dict):
+                raise ValueError("not a JSON object")
+            return wire.response(answer).text
+        except (ValueError, AttributeError, TypeError, KeyError) as exc:
+            raise RunError(f"the driver model's answer is not {self.wire} JSON: "
+                           f"{exc}") from None
 
 
 @contextmanager
@@ -119,12 +88,11 @@ def analysis_gateway(folder: str | Path, driver: str, budget: dict | None = None
     in `.totals`."""
     folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    agent = {"driver": {"wires": WIRE_ORDER, "default": SCRIPTED_MODEL}}
+    agent = {"driver": {"wires": list(NAMES), "default": SCRIPTED_MODEL}}
     prepare_gateway(RunPaths(folder), driver, agent, budget)
     proc = DriverGatewayProcess(folder)
     proc.start()
-    from .config import read_config
-    gw = AnalysisGateway(folder, read_config(folder))
+    gw = AnalysisGateway(folder, GatewayConfig.read(folder))
     try:
         yield gw
     finally:

@@ -10,43 +10,43 @@ from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 
-from .config import read_config, read_key
+from .config import read_key
 from .context import context_room, served_context
 from .flights import Flights
+from .gateway_config import GatewayConfig
 from .ledger import Ledger
 from .upstream import Upstream
 
 
 class GatewayState:
+    """What every request of a running gateway shares: gateway.json as read at its start
+    (`config`), the run key, the upstream, the ledger and the calls in flight."""
+
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self.paths = RunPaths(run_dir)
-        self.config = read_config(run_dir)
+        self.config = config = GatewayConfig.read(run_dir)
         self.key = read_key(run_dir)
-        up = self.config["upstream"]
-        if not up.get("base_url"):
+        up = config.upstream
+        if not up.base_url:
             raise SystemExit(f"{self.paths.driver_config}: upstream.base_url is not set")
-        self.upstream = Upstream(up["base_url"], float(up.get("timeout_s") or 600),
-                                 float(up.get("connect_timeout_s") or 10))
-        key_env = up.get("key_env")
-        self.provider_key = os.environ.get(key_env) if key_env else None
-        if key_env and not self.provider_key:
-            raise SystemExit(f"${key_env} is not set in the gateway's environment")
-        self.auth_style = up.get("auth")
-        self.model = self.config["model"]
-        self.allowed = list(dict.fromkeys(self.config.get("models") or
-                                          [self.model, *self.config.get("allow_models", [])]))
-        self.wires = set(self.config["wires"])
-        self.default_wire = self.config.get("agent_wire") or sorted(self.wires)[0]
-        self.ledger = Ledger(run_dir, self.config)
+        self.upstream = Upstream(up.base_url, float(up.timeout_s), float(up.connect_timeout_s))
+        self.provider_key = os.environ.get(up.key_env) if up.key_env else None
+        if up.key_env and not self.provider_key:
+            raise SystemExit(f"${up.key_env} is not set in the gateway's environment")
+        self.auth_style = up.auth
+        self.model = config.model
+        self.allowed = config.allowed
+        self.wires = set(config.wires)
+        self.default_wire = config.agent_wire or sorted(self.wires)[0]
+        self.ledger = Ledger(run_dir, config)
         self.flights = Flights()
-        budget = self.config.get("budget") or {}
         # a token or cost budget needs every forwarded call to carry an output cap
-        self.bounded = any(budget.get(k) is not None for k in ("driver_tokens",
-                                                                 "driver_cost_usd"))
+        self.bounded = any(config.budget.get(k) is not None for k in ("driver_tokens",
+                                                                        "driver_cost_usd"))
         # the served model's context (context.py): stated in the drivers file, or asked once
         # of the server (`context: ask`; a vllm/ driver's always); None: no clamp
-        stated = up.get("context")
+        stated = up.context
         self.context: int | None = stated if isinstance(stated, int) else None
         if stated == "ask":
             self.context = served_context(self.upstream, self.model, self.provider_key)

@@ -54,7 +54,7 @@ class Upstream:
         out["Content-Length"] = str(length)
         if key:
             style = auth_style or (WIRES[wire].auth if wire in WIRES else "bearer")
-            if style in ("x-api-key", "x-goog-api-key"):
+            if style != "bearer":           # a header of its own (Wire.auth)
                 out[style] = key
             else:
                 out["Authorization"] = f"Bearer {key}"

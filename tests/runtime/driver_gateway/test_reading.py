@@ -12,7 +12,7 @@ import pytest
 
 from a2c.runtime.driver_gateway import admission
 from a2c.runtime.driver_gateway.admission import Reservation, input_estimate
-from a2c.runtime.driver_gateway.flights import CutError, Flight, Flights
+from a2c.runtime.driver_gateway.flights import CutError, Flight, Flights, Forwarded
 from a2c.wires import Usage, normalize, route, strict
 from a2c.wires.strict import Unreadable
 
@@ -123,14 +123,14 @@ def test_a_cut_call_is_charged_at_least_its_reservation():
 def test_the_stop_records_a_call_its_handler_never_finished():
     flights = Flights()
     a, b = socket.socketpair()
-    stuck = Flight(a, {"path": "/v1/messages"})
+    stuck = Flight(a, Forwarded(path="/v1/messages"))
     flights.start(stuck)
     recorded = []
     assert flights.stop(recorded.append, upstream_grace=0.05, client_grace=0.05) == 1
     assert recorded == [stuck] and stuck.cut and not stuck.claim()
     assert len(flights) == 0
     with pytest.raises(CutError):                        # nothing starts after the stop
-        flights.start(Flight(a, {}))
+        flights.start(Flight(a, Forwarded()))
     with pytest.raises(CutError):                        # nor goes over a cut flight
         stuck.attach(object())
     assert b.recv(1) == b""                               # the agent's side was shut
@@ -140,7 +140,7 @@ def test_the_stop_records_a_call_its_handler_never_finished():
 
 def test_a_flight_sees_its_agent_leave():
     a, b = socket.socketpair()
-    flight = Flight(a, {})
+    flight = Flight(a, Forwarded())
     assert not flight.client_left()
     b.close()
     assert flight.client_left()
