@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from a2c.analysis.trajectory import build_trajectory, shell_command, tool_kind, write_trajectory
+from a2c.analysis.tool_calls import shell_command, tool_kind
+from a2c.analysis.trajectory import build_trajectory, write_trajectory
 from a2c.contracts.events import EventLog, read_events
 from a2c.contracts.trajectory import TRAJECTORY_FORMAT, validate_trajectory
 from a2c.wires.reading import response_turn
