@@ -44,6 +44,7 @@ from a2c.contracts.process_record import (
     verify_record,
 )
 
+from .installed import installed_copy, installed_module
 from .launched import _a2c_imports, _analyse_module, _module_source
 from .training_methods import FileTraining, analyse_file
 
@@ -55,63 +56,6 @@ COPY_PROGRAMS = {"cp", "mv", "rsync", "tar", "install", "ln", "dd", "cat", "tee"
 # installed modules that run code handed to them at run time
 REPLS = {"ipykernel", "ipykernel_launcher", "jupyter", "jupyter_console", "IPython", "code",
          "pdb", "bpython", "ptpython", "xonsh", "rpyc", "debugpy", "pydevd", "idlelib"}
-
-
-_BINARIES: dict[str, list[str]] = {}
-
-
-def _installed_copy(path: str, sha256: str | None, segments: list | None = None) -> bool:
-    """Whether a compiled file of the agent's is a byte-for-byte copy of one this machine has
-    installed under the same name (a library that copies its .so to a temporary folder, as
-    jericho's libfrotz.so does; a program copied from PATH): by the whole file's digest, or by
-    its executable segments' as the process mapped them (`segments`: [[offset, size, sha256]])."""
-    if not sha256 and not segments:
-        return False
-    import hashlib
-    import os
-    import shutil
-    import sys
-    name = posixpath.basename(path)
-    if not _BINARIES:
-        _BINARIES["_"] = []
-        for root in {p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p}:
-            for folder, _dirs, files in os.walk(root):
-                for file in files:
-                    if ".so" in file:
-                        _BINARIES.setdefault(file, []).append(os.path.join(folder, file))
-    candidates = list(_BINARIES.get(name, []))
-    if shutil.which(name):
-        candidates.append(shutil.which(name))
-    for candidate in candidates:
-        try:
-            with open(candidate, "rb") as handle:
-                if sha256:
-                    digest = hashlib.sha256()
-                    for chunk in iter(lambda: handle.read(1 << 20), b""):
-                        digest.update(chunk)
-                    if digest.hexdigest() == sha256:
-                        return True
-                    continue
-                same = True
-                for offset, size, want in segments or []:
-                    handle.seek(int(offset))
-                    data = handle.read(int(size))
-                    data += b"\0" * (int(size) - len(data))   # the last page, zero-filled
-                    same = same and hashlib.sha256(data).hexdigest() == want
-                if same:
-                    return True
-        except (OSError, TypeError, ValueError):
-            continue
-    return False
-
-
-def _installed(module: str) -> bool:
-    """Whether this machine has the top-level module `module` (found, never imported)."""
-    import importlib.util
-    try:
-        return importlib.util.find_spec(module.split(".")[0]) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 @dataclass
@@ -210,7 +154,7 @@ class ProcessEvidence:
             where = entry.path or entry.module or f"{how} of pid {proc.pid}"
             agent = entry.agent_place is not False   # the agent's (or inline) code
             if language == "binary":
-                if not _installed_copy(where, entry.sha256, entry.segments):
+                if not installed_copy(where, entry.sha256, entry.segments):
                     proc.gaps.append(f"{where} ({proc.name}): {entry.why or 'binary'}")
                 continue
             if language != "python":
@@ -242,7 +186,7 @@ class ProcessEvidence:
             return        # a shell's children are recorded themselves
         if how == "import" and not entry.path:
             module = entry.module or ""
-            if not _installed(module):
+            if not installed_module(module):
                 proc.gaps.append(f"{entry.by or where} imports {module} ({proc.name}): "
                                  "neither the agent's files nor this machine have it (a folder "
                                  "added at run time?)")
