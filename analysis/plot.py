@@ -6,9 +6,10 @@ declarative, and the standalone SVG (``score_over_time.svg``); report.html inlin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+from .rows import SubmissionRow, rows_of
 from .templating import duration, environment
 
 W, H = 860, 340
@@ -23,27 +24,6 @@ class Margins:
 
 
 M = Margins()
-
-
-@dataclass(frozen=True)
-class _Row:
-    """What the plot takes from one submission row of the report (read once, at the boundary:
-    the report may come from report.json)."""
-
-    id: Any
-    index: int
-    t_s: float | None
-    valid: bool
-    score: float | None
-    ci95: list[float] | None
-    base_copy: bool
-    improved: bool
-    error: str | None
-    best_so_far: float | None
-
-    @classmethod
-    def of(cls, row: dict[str, Any]) -> _Row:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
 
 
 def _nice_step(span: float, target: int) -> float:
@@ -79,7 +59,7 @@ class _Frame:
         return round(M.top + self.height * (1 - (v - self.y_lo) / (self.y_hi - self.y_lo)), 2)
 
 
-def _time_span(report: dict[str, Any], rows: list[_Row]) -> tuple[float, float | None]:
+def _time_span(report: dict[str, Any], rows: list[SubmissionRow]) -> tuple[float, float | None]:
     """(the time axis' end, the deadline when it falls near enough to show)."""
     run = report["run"]
     span = run["agent_time_s"] or run["duration_s"] or 0.0
@@ -91,7 +71,7 @@ def _time_span(report: dict[str, Any], rows: list[_Row]) -> tuple[float, float |
     return x_max, deadline_t
 
 
-def _score_range(rows: list[_Row], baseline: float | None) -> tuple[float, float, float]:
+def _score_range(rows: list[SubmissionRow], baseline: float | None) -> tuple[float, float, float]:
     """(y_lo, y_hi, y_step): every valid score and interval and the baseline, padded."""
     values = [r.score for r in rows if r.valid and r.score is not None]
     for r in rows:
@@ -108,7 +88,7 @@ def _score_range(rows: list[_Row], baseline: float | None) -> tuple[float, float
     return math.floor(y_lo / y_step) * y_step, math.ceil(y_hi / y_step) * y_step, y_step
 
 
-def _point(r: _Row, frame: _Frame) -> dict[str, Any]:
+def _point(r: SubmissionRow, frame: _Frame) -> dict[str, Any]:
     t = r.t_s if r.t_s is not None else 0.0
     x = frame.px(t)
     label = f"#{r.index} (id {r.id}) at {duration(t)}: "
@@ -128,7 +108,7 @@ def _point(r: _Row, frame: _Frame) -> dict[str, Any]:
             "base_copy": r.base_copy}
 
 
-def _best_path(rows: list[_Row], frame: _Frame) -> str:
+def _best_path(rows: list[SubmissionRow], frame: _Frame) -> str:
     """The best-so-far step line, to the right edge."""
     path: list[tuple[float, float]] = []
     for r in rows:
@@ -153,7 +133,7 @@ def _ticks(start: float, stop: float, step: float) -> list[float]:
 
 def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
     """Pixel geometry of the score-over-time plot (consumed by templates/plot.svg.j2)."""
-    rows = [_Row.of(s) for s in report["submissions"]]
+    rows = rows_of(report["submissions"])
     baseline = report["scores"]["baseline"]
     x_max, deadline_t = _time_span(report, rows)
     y_lo, y_hi, y_step = _score_range(rows, baseline)
