@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from a2c.contracts.events import DriverCall, RunStarted, payload_of
@@ -88,6 +89,33 @@ def _trajectory_file(record: RunRecord) -> str | None:
     return path.relative_to(record.root).as_posix() if path.is_file() else None
 
 
+@dataclass(frozen=True)
+class ServedDriver:
+    """run.json's (and run_started's) `driver_server` as the report shows it
+    (runtime/run/driver.py `server_record` writes it)."""
+
+    model: str | None = None
+    served_model_name: str | None = None
+    weights_fingerprint: str | None = None
+    weights_note: str | None = None
+    version: str | None = None
+    argv: list[str] = field(default_factory=list)
+    max_model_len: int | None = None
+    tool_call_parser: str | None = None
+    chat_template: str | None = None
+    gpus: list[Any] = field(default_factory=list)
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, server: dict[str, Any]) -> ServedDriver:
+        weights = server.get("weights") or {}
+        given = {f.name: server.get(f.name) for f in fields(cls)}
+        return cls(**{**given, "argv": given["argv"] or [], "gpus": given["gpus"] or [],
+                      "sampling": given["sampling"] or {},
+                      "weights_fingerprint": weights.get("fingerprint"),
+                      "weights_note": weights.get("note")})
+
+
 def served_driver(record: RunRecord) -> dict[str, Any] | None:
     """What served a `vllm/` driver a2c started (weights' digest, server version and flags,
     context, sampling), from the signed run_started event (run.json's copy for a run that
@@ -96,16 +124,7 @@ def served_driver(record: RunRecord) -> dict[str, Any] | None:
     started = payload_of(event) if event else None
     server = started.driver_server if isinstance(started, RunStarted) else None
     server = server or record.run.get("driver_server")
-    if not isinstance(server, dict):
-        return None
-    weights = server.get("weights") or {}
-    return {"model": server.get("model"), "served_model_name": server.get("served_model_name"),
-            "weights_fingerprint": weights.get("fingerprint"), "weights_note": weights.get("note"),
-            "version": server.get("version"), "argv": server.get("argv") or [],
-            "max_model_len": server.get("max_model_len"),
-            "tool_call_parser": server.get("tool_call_parser"),
-            "chat_template": server.get("chat_template"), "gpus": server.get("gpus") or [],
-            "sampling": server.get("sampling") or {}}
+    return asdict(ServedDriver.of(server)) if isinstance(server, dict) else None
 
 
 def _shell_commands(steps: Sequence[Step], times: list[float | None],
