@@ -267,24 +267,28 @@ def _submission(ctx: _Context, row: SubmissionRow, commit: str, walk: _Walk
     return entry, timeline
 
 
+def _executed_summary(executed: Executed) -> dict[str, Any]:
+    out: dict[str, Any] = {"command_log": executed.log_present, "runs": executed.runs[:50],
+                           "evidence": "process record" if executed.processes is not None
+                           else "command log"}
+    if executed.hints:
+        out["hints"] = executed.hints
+    return out
+
+
 def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str | None
                           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the report's `route`, its `timeline`); fills each row's `snapshot` from the tags."""
     repo = SnapshotRepo(RunPaths(record.root).snapshots)
-    section: dict[str, Any] = {"available": repo.available, "per_submission": [],
-                               "methods": [], "adapters": [], "hyperparameters": {},
-                               "compliance": compliance.compliance(mode, [])}
-    timeline: list[dict[str, Any]] = []
     if not repo.available:
-        section["compliance"]["detail"] = "no snapshots.git: the route cannot be read"
-        return section, timeline
+        return {"available": False, "per_submission": [], "methods": [], "adapters": [],
+                "hyperparameters": {},
+                "compliance": {**compliance.compliance(mode, []),
+                               "detail": "no snapshots.git: the route cannot be read"}}, []
+    per_submission: list[dict[str, Any]] = []
+    timeline: list[dict[str, Any]] = []
     try:
         executed = _executed(record, repo)
-        section["executed"] = {"command_log": executed.log_present, "runs": executed.runs[:50],
-                               "evidence": "process record" if executed.processes is not None
-                               else "command log"}
-        if executed.hints:
-            section["executed"]["hints"] = executed.hints
         ctx = _Context(record, repo, _FileCache(repo),
                        _shipped_workspace(RunPaths(record.root).bundle_workspace), executed,
                        launched_training(record), mode)
@@ -296,16 +300,16 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
                 commit = repo.resolve(f"refs/tags/submission-{row.id}")
                 sub["snapshot"] = commit
             if commit is None:
-                section["per_submission"].append(_no_snapshot(row.id))
+                per_submission.append(_no_snapshot(row.id))
                 continue
             entry, step = _submission(ctx, row, commit, walk)
-            section["per_submission"].append(entry)
+            per_submission.append(entry)
             timeline.append(step)
-        section["methods"] = sorted(walk.methods)
-        section["adapters"] = sorted(walk.adapters)
-        section["hyperparameters"] = _merge_hps(section["per_submission"])
-        section["compliance"] = compliance.overall(mode, walk.verdicts, sorted(walk.methods),
-                                                   walk.gaps)
     finally:
         repo.close()
-    return section, timeline
+    return {"available": True, "per_submission": per_submission,
+            "methods": sorted(walk.methods), "adapters": sorted(walk.adapters),
+            "hyperparameters": _merge_hps(per_submission),
+            "compliance": compliance.overall(mode, walk.verdicts, sorted(walk.methods),
+                                             walk.gaps),
+            "executed": _executed_summary(executed)}, timeline

@@ -30,6 +30,7 @@ from a2c.contracts.trajectory import (
 from a2c.timefmt import parse_time
 
 from .record import RunRecord
+from .rows import rows_of
 from .trajectory import trajectory_of
 from .values import clip
 
@@ -65,7 +66,7 @@ def _result_view(result: ObservationResult) -> dict[str, Any]:
             "from_transcript": extra.source == "transcript"}
 
 
-def _step_view(step: Step, record: RunRecord) -> dict[str, Any]:
+def _step_view(step: Step, record: RunRecord, submission: Any) -> dict[str, Any]:
     extra = step.details
     metrics = step.metrics or Metrics()
     message, cut, size = _clipped(step.message, MESSAGE_WIDTH)
@@ -80,7 +81,7 @@ def _step_view(step: Step, record: RunRecord) -> dict[str, Any]:
             "output_tokens": metrics.completion_tokens,
             "cached_tokens": metrics.cached_tokens, "cost_usd": metrics.cost_usd,
             "tool_calls": [_call_view(c) for c in step.calls],
-            "results": [_result_view(r) for r in step.results], "submission": None}
+            "results": [_result_view(r) for r in step.results], "submission": submission}
 
 
 def _trajectory_file(record: RunRecord) -> str | None:
@@ -162,25 +163,28 @@ def _submits(step: Step) -> bool:
 
 def _per_submission(steps: Sequence[Step], times: list[float | None],
                     subs: list[dict[str, Any]], commands: list[dict[str, Any]]
-                    ) -> tuple[list[dict[str, Any]], float | None]:
-    """For each submission, the steps after the previous one up to its arrival; and the time
-    the last one arrived."""
+                    ) -> tuple[list[dict[str, Any]], dict[int, Any], float | None]:
+    """For each submission, the steps after the previous one up to its arrival; the submission
+    each step led to; and the time the last one arrived."""
     per_sub = []
+    owner: dict[int, Any] = {}
+    command_steps = [c["step_id"] for c in commands]
     previous = None
-    for sub in subs:
-        received = parse_time(sub.get("received_at"))
+    for row in rows_of(subs):
+        received = parse_time(row.received_at)
         members = [s for s, ts in zip(steps, times) if ts is not None and received is not None
                    and ts <= received and (previous is None or ts > previous)]
         ids = {s.step_id for s in members}
+        owner.update((sid, row.id) for sid in ids)
         per_sub.append({
-            "id": sub["id"], "t_s": sub.get("t_s"), "score": sub.get("score"),
-            "valid": sub.get("valid"), "steps": [s.step_id for s in members],
+            "id": row.id, "t_s": row.t_s, "score": row.score,
+            "valid": row.valid, "steps": [s.step_id for s in members],
             "submit_step": next((s.step_id for s in reversed(members) if _submits(s)), None),
             **_usage(members),
-            "shell_commands": sum(1 for c in commands if c["step_id"] in ids)})
+            "shell_commands": sum(1 for sid in command_steps if sid in ids)})
         if received is not None:
             previous = received
-    return per_sub, previous
+    return per_sub, owner, previous
 
 
 def _budget_exhausted(extra: FinalExtra, record: RunRecord) -> list[dict[str, Any]]:
@@ -218,12 +222,9 @@ def driver_section(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, A
     steps = trajectory.steps
     times = [parse_time(s.timestamp) for s in steps]
     commands = _shell_commands(steps, times, record)
-    per_sub, previous = _per_submission(steps, times, subs, commands)
+    per_sub, owner, previous = _per_submission(steps, times, subs, commands)
     rest = [s for s, ts in zip(steps, times) if previous is None or ts is None or ts > previous]
-    views = [_step_view(s, record) for s in steps[:MAX_STEPS]]
-    owner = {sid: p["id"] for p in per_sub for sid in p["steps"]}
-    for view in views:
-        view["submission"] = owner.get(view["step_id"])
+    views = [_step_view(s, record, owner.get(s.step_id)) for s in steps[:MAX_STEPS]]
     budget = {k: v for k, v in (record.budget or {}).items() if str(k).startswith("driver_")}
     return {
         "available": True, **_totals(final),
