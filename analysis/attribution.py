@@ -10,6 +10,7 @@ against the mode (``compliance``). The timeline diffs each snapshot against the 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from . import compliance
 from .executed import Executed, executed_code, outside_files
 from .launched import launched_training
 from .record import RunRecord
+from .rows import SubmissionRow
 from .snapshots import MAX_TEXT_BYTES, SnapshotRepo, diff_trees
 from .training_methods import FileTraining, analyse_file, is_code
 from .values import rounded
@@ -141,116 +143,173 @@ def _no_snapshot(sub_id: str) -> dict[str, Any]:
             "compliance": {"verdict": "unknown", "detail": "no code snapshot", "offending": []}}
 
 
+@dataclass
+class _Walk:
+    """What one submission's route and diff carry to the next: the previous snapshot, score and
+    id, and what the run's route gathers."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    commit: str | None = None
+    score: float | None = None
+    id: str | None = None
+    methods: set[str] = field(default_factory=set)
+    adapters: set[str] = field(default_factory=set)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    gaps: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Route:
+    chosen: list[FileTraining]
+    how: str
+    gaps: list[str]
+    writers: list[str]
+
+
+def _snapshot_before(record: RunRecord, repo: SnapshotRepo, commit: str, row: SubmissionRow,
+                     walk: _Walk) -> None:
+    """The first submission is diffed against the last snapshot taken before it."""
+    before = [s for s in record.snapshots if s["commit"] != commit and s["ts"] is not None
+              and row.received_at is not None and iso_utc(s["ts"]) <= row.received_at]
+    if before:
+        walk.commit = before[-1]["commit"]
+        walk.files = repo.files(walk.commit)
+
+
+def _route(row: SubmissionRow, codes: list[FileTraining], changed: set[str],
+           executed: Executed, launched: list[tuple[float | None, FileTraining]],
+           mode: str | None) -> _Route:
+    """The code the submitted model is attributed to, how, and what the evidence leaves open."""
+    chosen, how = _attribute(codes, changed, row.model_path)
+    received = parse_time(row.received_at)
+    writers: list[str] = []
+    gaps: list[str] = []
+    if executed.processes is not None:   # what ran, seen from the host (processes.py)
+        chosen, how, gaps, writers = executed.processes.for_submission(
+            received, row.model_path, compliance.MODE_ALLOWED.get((mode or "").lower()),
+            compliance.FAMILY)
+        return _Route(chosen, how, gaps, writers)
+    if how == "output_path":
+        chosen = _upstream(chosen, codes)
+    elif how == "none":
+        chosen = [c for stamp, c in launched
+                  if stamp is None or received is None or stamp <= received]
+        how = "launched" if chosen else "none"
+    # code run from outside the workspace (or inline) before it was submitted counts whatever
+    # the workspace shows: the route is what ran, not what was left ... and so does training
+    # code kept from the agent's /tmp or HOME at this snapshot, seen run or not (the agent can
+    # write its command log)
+    for extra in executed.code_until(received) + [
+            k for k in codes if k.path.startswith(OUTSIDE_PREFIX + "/")]:
+        if extra.trains and extra.path not in {k.path for k in chosen}:
+            chosen.append(extra)
+    gaps = executed.gaps_until(received) + [a for c in chosen for a in c.ambiguous]
+    return _Route(chosen, how, gaps, writers)
+
+
+def _timeline_entry(row: SubmissionRow, walk: _Walk, commit: str, diff: Any,
+                    methods: list[str]) -> dict[str, Any]:
+    score = row.score if row.valid else None
+    return {
+        "from_id": walk.id, "to_id": row.id, "from_commit": walk.commit,
+        "to_commit": commit, "t_s": row.t_s,
+        "files_changed": [{"path": f.path, "status": f.status, "added": f.added,
+                           "removed": f.removed} for f in diff.files],
+        "lines_added": diff.added, "lines_removed": diff.removed,
+        "diff_excerpt": diff.excerpt, "diff_truncated": diff.truncated,
+        "score_before": walk.score, "score_after": score,
+        "score_change": rounded(score - walk.score) if score is not None
+        and walk.score is not None else None,
+        "valid": row.valid, "methods": methods}
+
+
+@dataclass(frozen=True)
+class _Context:
+    record: RunRecord
+    repo: SnapshotRepo
+    cache: _FileCache
+    shipped: dict[str, str]
+    executed: Executed
+    launched: list[tuple[float | None, FileTraining]]
+    mode: str | None
+
+
+def _submission(ctx: _Context, row: SubmissionRow, commit: str, walk: _Walk
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the submission's route entry, its timeline entry); `walk` moves on to it."""
+    if walk.commit is None:
+        _snapshot_before(ctx.record, ctx.repo, commit, row, walk)
+    files = ctx.repo.files(commit)
+    diff = diff_trees(ctx.repo, walk.files, files,
+                      old_text=ctx.shipped if walk.commit is None else None)
+    codes = [c for path, blob in sorted(files.items()) if is_code(path)
+             for c in [ctx.cache.file(path, blob)] if c is not None]
+    route = _route(row, codes, {f.path for f in diff.files}, ctx.executed, ctx.launched,
+                   ctx.mode)
+    methods = sorted({m for c in route.chosen for m in c.methods})
+    adapters = sorted({a for c in route.chosen for a in c.adapters})
+    verdict = compliance.compliance(ctx.mode, methods, route.gaps) if row.valid or methods \
+        else {"verdict": "n/a", "detail": "invalid submission", "offending": []}
+    if row.valid and not row.base_copy:
+        walk.verdicts.append(verdict)
+        walk.gaps += [g for g in route.gaps if g not in walk.gaps]
+    walk.methods.update(methods)
+    walk.adapters.update(adapters)
+    entry = {"id": row.id, "snapshot": commit, "methods": methods, "attribution": route.how,
+             "files": [c.path for c in route.chosen], "adapters": adapters,
+             "hyperparameters": _logged_hps(ctx.repo, files) or _hp_summary(route.chosen),
+             "evidence": [e.to_dict() for c in route.chosen for e in c.evidence][:12],
+             "compliance": verdict, **({"writers": route.writers} if route.writers else {})}
+    timeline = _timeline_entry(row, walk, commit, diff, methods)
+    walk.files, walk.commit, walk.id = files, commit, row.id
+    if row.valid and row.score is not None:
+        walk.score = row.score
+    return entry, timeline
+
+
+def _executed_summary(executed: Executed) -> dict[str, Any]:
+    out: dict[str, Any] = {"command_log": executed.log_present, "runs": executed.runs[:50],
+                           "evidence": "process record" if executed.processes is not None
+                           else "command log"}
+    if executed.hints:
+        out["hints"] = executed.hints
+    return out
+
+
 def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str | None
                           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the report's `route`, its `timeline`); fills each row's `snapshot` from the tags."""
     repo = SnapshotRepo(RunPaths(record.root).snapshots)
-    section: dict[str, Any] = {"available": repo.available, "per_submission": [],
-                               "methods": [], "adapters": [], "hyperparameters": {},
-                               "compliance": compliance.compliance(mode, [])}
-    timeline: list[dict[str, Any]] = []
     if not repo.available:
-        section["compliance"]["detail"] = "no snapshots.git: the route cannot be read"
-        return section, timeline
-    cache = _FileCache(repo)
-    shipped = _shipped_workspace(RunPaths(record.root).bundle_workspace)
-    launched = launched_training(record)
+        return {"available": False, "per_submission": [], "methods": [], "adapters": [],
+                "hyperparameters": {},
+                "compliance": {**compliance.compliance(mode, []),
+                               "detail": "no snapshots.git: the route cannot be read"}}, []
+    per_submission: list[dict[str, Any]] = []
+    timeline: list[dict[str, Any]] = []
     try:
         executed = _executed(record, repo)
-        run_gaps: list[str] = []
-        section["executed"] = {"command_log": executed.log_present, "runs": executed.runs[:50],
-                               "evidence": "process record" if executed.processes is not None
-                               else "command log"}
-        if executed.hints:
-            section["executed"]["hints"] = executed.hints
-        snapshots = record.snapshots
-        prev_files: dict[str, str] = {}
-        prev_commit: str | None = None
-        prev_score: float | None = None
-        prev_id: str | None = None
-        all_methods: set[str] = set()
-        all_adapters: set[str] = set()
-        verdicts = []
+        ctx = _Context(record, repo, _FileCache(repo),
+                       _shipped_workspace(RunPaths(record.root).bundle_workspace), executed,
+                       launched_training(record), mode)
+        walk = _Walk()
         for sub in subs:
-            commit = sub["snapshot"]
+            row = SubmissionRow.of(sub)
+            commit = row.snapshot
             if commit is None:
-                commit = repo.resolve(f"refs/tags/submission-{sub['id']}")
+                commit = repo.resolve(f"refs/tags/submission-{row.id}")
                 sub["snapshot"] = commit
             if commit is None:
-                section["per_submission"].append(_no_snapshot(sub["id"]))
+                per_submission.append(_no_snapshot(row.id))
                 continue
-            if prev_commit is None:
-                # Diff the first submission against the last snapshot taken before it.
-                before = [s for s in snapshots if s["commit"] != commit and s["ts"] is not None
-                          and sub["received_at"] is not None
-                          and iso_utc(s["ts"]) <= sub["received_at"]]
-                if before:
-                    prev_commit = before[-1]["commit"]
-                    prev_files = repo.files(prev_commit)
-            files = repo.files(commit)
-            diff = diff_trees(repo, prev_files, files,
-                              old_text=shipped if prev_commit is None else None)
-            changed = {f.path for f in diff.files}
-            codes = [c for path, blob in sorted(files.items()) if is_code(path)
-                     for c in [cache.file(path, blob)] if c is not None]
-            chosen, how = _attribute(codes, changed, sub["model_path"])
-            received = parse_time(sub["received_at"])
-            writers: list[str] = []
-            if executed.processes is not None:   # what ran, seen from the host (processes.py)
-                chosen, how, gaps, writers = executed.processes.for_submission(
-                    received, sub["model_path"], compliance.MODE_ALLOWED.get((mode or "").lower()),
-                    compliance.FAMILY)
-            elif how == "output_path":
-                chosen = _upstream(chosen, codes)
-            elif how == "none":
-                chosen = [c for stamp, c in launched
-                          if stamp is None or received is None or stamp <= received]
-                how = "launched" if chosen else "none"
-            # code run from outside the workspace (or inline) before it was submitted counts
-            # whatever the workspace shows: the route is what ran, not what was left
-            # ... and so does training code kept from the agent's /tmp or HOME at this snapshot,
-            # seen run or not (the agent can write its command log)
-            if executed.processes is None:
-                for extra in executed.code_until(received) + [
-                        k for k in codes if k.path.startswith(OUTSIDE_PREFIX + "/")]:
-                    if extra.trains and extra.path not in {k.path for k in chosen}:
-                        chosen.append(extra)
-                gaps = executed.gaps_until(received) + [a for c in chosen for a in c.ambiguous]
-            methods = sorted({m for c in chosen for m in c.methods})
-            adapters = sorted({a for c in chosen for a in c.adapters})
-            verdict = compliance.compliance(mode, methods, gaps) if sub["valid"] or methods \
-                else {"verdict": "n/a", "detail": "invalid submission", "offending": []}
-            if sub["valid"] and not sub["base_copy"]:
-                verdicts.append(verdict)
-                run_gaps += [g for g in gaps if g not in run_gaps]
-            all_methods.update(methods)
-            all_adapters.update(adapters)
-            section["per_submission"].append({
-                "id": sub["id"], "snapshot": commit, "methods": methods, "attribution": how,
-                "files": [c.path for c in chosen], "adapters": adapters,
-                "hyperparameters": _logged_hps(repo, files) or _hp_summary(chosen),
-                "evidence": [e.to_dict() for c in chosen for e in c.evidence][:12],
-                "compliance": verdict, **({"writers": writers} if writers else {})})
-            score = sub["score"] if sub["valid"] else None
-            timeline.append({
-                "from_id": prev_id, "to_id": sub["id"], "from_commit": prev_commit,
-                "to_commit": commit, "t_s": sub["t_s"],
-                "files_changed": [{"path": f.path, "status": f.status, "added": f.added,
-                                   "removed": f.removed} for f in diff.files],
-                "lines_added": diff.added, "lines_removed": diff.removed,
-                "diff_excerpt": diff.excerpt, "diff_truncated": diff.truncated,
-                "score_before": prev_score, "score_after": score,
-                "score_change": rounded(score - prev_score) if score is not None
-                and prev_score is not None else None,
-                "valid": sub["valid"], "methods": methods})
-            prev_files, prev_commit, prev_id = files, commit, sub["id"]
-            if score is not None:
-                prev_score = score
-        section["methods"] = sorted(all_methods)
-        section["adapters"] = sorted(all_adapters)
-        section["hyperparameters"] = _merge_hps(section["per_submission"])
-        section["compliance"] = compliance.overall(mode, verdicts, sorted(all_methods),
-                                                   run_gaps)
+            entry, step = _submission(ctx, row, commit, walk)
+            per_submission.append(entry)
+            timeline.append(step)
     finally:
         repo.close()
-    return section, timeline
+    return {"available": True, "per_submission": per_submission,
+            "methods": sorted(walk.methods), "adapters": sorted(walk.adapters),
+            "hyperparameters": _merge_hps(per_submission),
+            "compliance": compliance.overall(mode, walk.verdicts, sorted(walk.methods),
+                                             walk.gaps),
+            "executed": _executed_summary(executed)}, timeline

@@ -336,7 +336,7 @@ def executed_code(root: Path, outside: dict[str, tuple[str, str]],
     logged = _from_log(root, outside)
     if evidence is None:
         return logged
-    seen = {c.get("path") for p in evidence.procs.values() for c in p.code}
+    seen = {c.path for p in evidence.procs.values() for c in p.code}
     hints = [{**r, "note": "named by the command log, not seen running by the recorder"}
              for r in logged.runs if r["where"] != "inline" and r["path"] not in seen]
     return Executed(log_present=logged.log_present, runs=evidence.runs(),

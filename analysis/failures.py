@@ -13,9 +13,11 @@ lines about that submission, quoted.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.events import AgentExited, DriverBudgetExhausted, DriverCall, payload_of
 from a2c.contracts.run_info import RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.submission_errors import SubmissionError as E
@@ -122,159 +124,218 @@ def _submission_pattern(sub_id: str) -> re.Pattern:
     return re.compile(r"(?:submission|sub|id)[\s#=:\"'_-]*" + re.escape(sub_id) + r"\b", re.IGNORECASE)
 
 
-def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[dict[str, Any]]:
-    failures: list[dict[str, Any]] = []
-    grader_log = _log_lines(record.root, "grader.log")
-    for sub in submissions:
-        if sub.valid and not sub.base_copy:
+@dataclass(frozen=True)
+class Evidence:
+    """A quoted line of the record: the file (`source`), its line number when known."""
+
+    source: str
+    line: int | None
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One entry of the report's failure list."""
+
+    category: str
+    message: str
+    evidence: tuple[Evidence, ...] = ()
+    submission_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "label": LABELS[self.category],
+                "submission_id": self.submission_id, "message": self.message,
+                "evidence": [e.to_dict() for e in self.evidence]}
+
+
+@dataclass(frozen=True)
+class _Logged:
+    """An event as the failure list quotes it: its line in events.jsonl, its payload as
+    recorded (for the quote) and as typed (for the decisions)."""
+
+    line: int | None
+    type: str
+    raw: dict[str, Any]
+    payload: Any
+
+    @classmethod
+    def of(cls, event: dict[str, Any]) -> _Logged:
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        return cls(event.get("_line"), str(event.get("type")), data or {}, payload_of(event))
+
+    def quote(self, text: str | None = None) -> Evidence:
+        return Evidence("events.jsonl", self.line, _clip(text or f"{self.type} {self.raw}"))
+
+
+def _logged(record: RunRecord, *types: str) -> list[_Logged]:
+    return [_Logged.of(e) for e in record.events if e.get("type") in types]
+
+
+def _grader_evidence(sub: Submission, grader_log: list[str], room: int
+                     ) -> list[tuple[str, Evidence]]:
+    pattern = _submission_pattern(sub.id)
+    out = []
+    for lineno, line in enumerate(grader_log, start=1):
+        if len(out) >= room:
+            break
+        if pattern.search(line) and re.search(r"error|fail|invalid|traceback|timeout|"
+                                              r"refus|duplicate|copy", line, re.IGNORECASE):
+            out.append((line, Evidence("logs/grader.log", lineno, _clip(line))))
+    return out
+
+
+def _submission_failure(record: RunRecord, sub: Submission, grader_log: list[str]) -> Failure:
+    """Why one submission is invalid (or a copy of the base model), with the evidence."""
+    evidence: list[Evidence] = []
+    texts = []
+    if sub.error:
+        texts.append(sub.error)
+        evidence.append(Evidence("events.jsonl", sub.scored_line, _clip(sub.error)))
+    result = record.result(sub.result_file) if sub.result_file else None
+    error = result.get("error") if result else None
+    if error and error != sub.error:
+        texts.append(str(error))
+        for line in str(error).splitlines()[-3:]:
+            evidence.append(Evidence(str(sub.result_file), None, _clip(line)))
+    for line, quoted in _grader_evidence(sub, grader_log, MAX_EVIDENCE - len(evidence)):
+        texts.append(line)
+        evidence.append(quoted)
+    if sub.base_copy:
+        category = "base_copy"
+    elif not sub.scored:
+        category = "never_scored"
+    elif sub.duplicate_of and not sub.error:
+        category = "duplicate"
+    else:
+        category = category_of(sub.code, "\n".join(texts))
+    if sub.base_copy and not evidence:
+        evidence.append(Evidence("events.jsonl", sub.scored_line,
+                                 f"duplicate_of={sub.duplicate_of}"))
+    return Failure(category, _clip(sub.error or texts[0] if texts else LABELS[category]),
+                   tuple(evidence[:MAX_EVIDENCE]), sub.id)
+
+
+def _no_valid_submission(record: RunRecord, submissions: list[Submission]) -> Failure:
+    evidence = [e.quote() for e in _logged(record, "deadline_reached", "agent_exited",
+                                           "run_finished")]
+    copies = any(s.valid and s.base_copy for s in submissions)
+    return Failure("no_submission", f"{len(submissions)} submission(s), none valid"
+                   + (" apart from copies of the base model" if copies else ""),
+                   tuple(evidence[:MAX_EVIDENCE]))
+
+
+def _agent_crashes(record: RunRecord) -> list[Failure]:
+    """Each agent_exited event with a non-zero code that the deadline did not cause."""
+    out = []
+    for event in _logged(record, "agent_exited"):
+        exited = event.payload
+        if not isinstance(exited, AgentExited) or exited.returncode in (0, None) or \
+                exited.reason in ("deadline", "killed_at_deadline"):
             continue
-        evidence: list[dict[str, Any]] = []
-        texts = []
-        if sub.error:
-            texts.append(sub.error)
-            evidence.append({"source": "events.jsonl", "line": sub.scored_line,
-                             "text": _clip(sub.error)})
-        result = record.result(sub.result_file) if sub.result_file else None
-        if result and result.get("error") and result.get("error") != sub.error:
-            texts.append(str(result["error"]))
-            for line in str(result["error"]).splitlines()[-3:]:
-                evidence.append({"source": sub.result_file, "line": None, "text": _clip(line)})
-        pattern = _submission_pattern(sub.id)
-        for lineno, line in enumerate(grader_log, start=1):
-            if len(evidence) >= MAX_EVIDENCE:
-                break
-            if pattern.search(line) and re.search(r"error|fail|invalid|traceback|timeout|"
-                                                  r"refus|duplicate|copy", line, re.IGNORECASE):
-                texts.append(line)
-                evidence.append({"source": "logs/grader.log", "line": lineno,
-                                 "text": _clip(line)})
-        if sub.base_copy:
-            category = "base_copy"
-        elif not sub.scored:
-            category = "never_scored"
-        elif sub.duplicate_of and not sub.error:
-            category = "duplicate"
-        else:
-            category = category_of(sub.code, "\n".join(texts))
-        if sub.base_copy and not evidence:
-            evidence.append({"source": "events.jsonl", "line": sub.scored_line,
-                             "text": f"duplicate_of={sub.duplicate_of}"})
-        failures.append({"category": category, "label": LABELS[category],
-                         "submission_id": sub.id, "message": _clip(sub.error or texts[0]
-                                                                   if texts else LABELS[category]),
-                         "evidence": evidence[:MAX_EVIDENCE]})
-    # Run-level failures.
-    if not any(s.valid and not s.base_copy for s in submissions):
-        evidence = []
-        for event in record.events:
-            if event.get("type") in ("deadline_reached", "agent_exited", "run_finished"):
-                evidence.append({"source": "events.jsonl", "line": event.get("_line"),
-                                 "text": _clip(f"{event['type']} {event.get('data') or {}}")})
-        failures.append({"category": "no_submission", "label": LABELS["no_submission"],
-                         "submission_id": None,
-                         "message": f"{len(submissions)} submission(s), none valid"
-                         + (" apart from copies of the base model"
-                            if any(s.valid and s.base_copy for s in submissions) else ""),
-                         "evidence": evidence[:MAX_EVIDENCE]})
-    for event in record.events_of("agent_exited"):
-        data = event.get("data") or {}
-        code = data.get("returncode")
-        if code not in (0, None) and data.get("reason") not in ("deadline", "killed_at_deadline"):
-            evidence = [{"source": "events.jsonl", "line": event.get("_line"),
-                         "text": _clip(f"agent_exited {data}")}]
-            agent_log = _log_lines(record.root, "agent.log")
-            hits = [(n, line) for n, line in enumerate(agent_log, start=1)
-                    if re.search(r"Traceback|Error|error:|Killed", line)]
-            for n, line in hits[-(MAX_EVIDENCE - 1):]:
-                evidence.append({"source": "logs/agent.log", "line": n, "text": _clip(line)})
-            failures.append({"category": "agent_crashed", "label": LABELS["agent_crashed"],
-                             "submission_id": None,
-                             "message": f"agent exited with return code {code}"
-                                        + (f" ({data.get('reason')})" if data.get("reason") else ""),
-                             "evidence": evidence})
-    _run_status(record, failures)
-    _driver(record, failures)
+        agent_log = _log_lines(record.root, "agent.log")
+        hits = [(n, line) for n, line in enumerate(agent_log, start=1)
+                if re.search(r"Traceback|Error|error:|Killed", line)]
+        evidence = [event.quote()] + [Evidence("logs/agent.log", n, _clip(line))
+                                      for n, line in hits[-(MAX_EVIDENCE - 1):]]
+        out.append(Failure("agent_crashed", f"agent exited with return code {exited.returncode}"
+                           + (f" ({exited.reason})" if exited.reason else ""), tuple(evidence)))
+    return out
+
+
+def _refusals(grader_log: list[str]) -> list[Failure]:
+    """The requests the grader refused, one entry per kind."""
+    out = []
     for category, pattern in SERVICE_REFUSALS:
         hits = [(n, line) for n, line in enumerate(grader_log, start=1) if pattern.search(line)]
         if hits:
-            failures.append({"category": category, "label": LABELS[category],
-                             "submission_id": None,
-                             "message": f"{len(hits)} request(s) refused by the grader",
-                             "evidence": [{"source": "logs/grader.log", "line": n,
-                                           "text": _clip(line)} for n, line in hits[:MAX_EVIDENCE]]})
-    return failures
+            out.append(Failure(category, f"{len(hits)} request(s) refused by the grader",
+                               tuple(Evidence("logs/grader.log", n, _clip(line))
+                                     for n, line in hits[:MAX_EVIDENCE])))
+    return out
 
 
-def _tail_evidence(record: RunRecord) -> list[dict[str, Any]]:
+def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[dict[str, Any]]:
+    """The report's failure list: each invalid submission, then the run-level failures."""
+    grader_log = _log_lines(record.root, "grader.log")
+    failures = [_submission_failure(record, sub, grader_log) for sub in submissions
+                if not sub.valid or sub.base_copy]
+    if not any(s.valid and not s.base_copy for s in submissions):
+        failures.append(_no_valid_submission(record, submissions))
+    failures += _agent_crashes(record)
+    failures = _run_status(record, failures)
+    failures += _driver(record)
+    failures += _refusals(grader_log)
+    return [f.to_dict() for f in failures]
+
+
+def _tail_evidence(record: RunRecord) -> list[Evidence]:
     tail = record.run.get("agent_log_tail")
     if not isinstance(tail, list):
         return []
     lines = [str(line) for line in tail if str(line).strip()]
-    return [{"source": "run.json agent_log_tail", "line": None, "text": _clip(line)}
+    return [Evidence("run.json agent_log_tail", None, _clip(line))
             for line in lines[-(MAX_EVIDENCE - 1):]]
 
 
-def _run_status(record: RunRecord, failures: list[dict[str, Any]]) -> None:
+def _first(failures: list[Failure], category: str) -> int | None:
+    return next((i for i, f in enumerate(failures) if f.category == category), None)
+
+
+def _run_status(record: RunRecord, failures: list[Failure]) -> list[Failure]:
     """The run statuses that say how the agent ended (a2c.contracts.run_info): `agent_failed`
     (it exited non-zero) and `no_submission` (it never submitted), with the last lines of its
     log that run.json keeps."""
     status = record.run.get("status")
-    tail = _tail_evidence(record)
+    tail = tuple(_tail_evidence(record))
+    out = list(failures)
     if status == RunStatus.AGENT_FAILED:
-        crashed = next((f for f in failures if f["category"] == "agent_crashed"), None)
+        crashed = _first(out, "agent_crashed")
         if crashed is None:
-            exit_info = record.run.get("agent_exit") if isinstance(record.run.get("agent_exit"),
-                                                                   dict) else {}
-            code = exit_info.get("returncode")
-            failures.append({"category": "agent_crashed", "label": LABELS["agent_crashed"],
-                             "submission_id": None,
-                             "message": "run status agent_failed: the agent exited with an "
-                                        "error" + (f" (return code {code})" if code is not None
-                                                   else ""),
-                             "evidence": tail[:MAX_EVIDENCE]})
+            exit_info = record.run.get("agent_exit")
+            code = exit_info.get("returncode") if isinstance(exit_info, dict) else None
+            out.append(Failure("agent_crashed", "run status agent_failed: the agent exited "
+                               "with an error" + (f" (return code {code})" if code is not None
+                                                  else ""), tail[:MAX_EVIDENCE]))
         elif tail:
-            crashed["evidence"] = (crashed["evidence"] + tail)[:MAX_EVIDENCE + len(tail)]
+            entry = out[crashed]
+            out[crashed] = replace(entry, evidence=(entry.evidence + tail)[:MAX_EVIDENCE
+                                                                          + len(tail)])
     elif status == RunStatus.NO_SUBMISSION:
-        entry = next((f for f in failures if f["category"] == "no_submission"), None)
-        if entry is not None:
-            entry["message"] = "run status no_submission: the agent never submitted"
-            entry["evidence"] = (entry["evidence"] + tail)
+        index = _first(out, "no_submission")
+        if index is not None:
+            out[index] = replace(out[index], evidence=out[index].evidence + tail,
+                                 message="run status no_submission: the agent never submitted")
+    return out
 
 
-def _driver(record: RunRecord, failures: list[dict[str, Any]]) -> None:
+def _driver(record: RunRecord) -> list[Failure]:
     """The driver gateway's refusals and errors: a spent driver budget (each
     `driver_budget_exhausted` event), and calls answered with an error (an upstream down or
     failing, a refused model or key), counted by error."""
-    for event in record.events_of("driver_budget_exhausted"):
-        data = event.get("data") or {}
-        failures.append({"category": "driver_budget", "label": LABELS["driver_budget"],
-                         "submission_id": None,
-                         "message": f"{data.get('limit')}: {data.get('used')} used of "
-                                    f"{data.get('budget')}; later calls were refused",
-                         "evidence": [{"source": "events.jsonl", "line": event.get("_line"),
-                                       "text": _clip(f"driver_budget_exhausted {data}")}]})
-    errors = [e for e in record.events_of("driver_call")
-              if (e.get("data") or {}).get("error") or
-              _status((e.get("data") or {}).get("status")) >= 400]
+    out = []
+    for event in _logged(record, "driver_budget_exhausted"):
+        spent = event.payload
+        if not isinstance(spent, DriverBudgetExhausted):
+            continue
+        out.append(Failure("driver_budget", f"{spent.limit}: {spent.used} used of "
+                           f"{spent.budget}; later calls were refused",
+                           (event.quote(),)))
+    errors = [e for e in _logged(record, "driver_call") if isinstance(e.payload, DriverCall)
+              and (e.payload.error or _status(e.payload.status) >= 400)]
     if not errors:
-        return
+        return out
     kinds: dict[str, int] = {}
     for event in errors:
-        data = event.get("data") or {}
-        kind = str(data.get("error") or f"HTTP {data.get('status')}")
+        kind = str(event.payload.error or f"HTTP {event.payload.status}")
         kinds[kind] = kinds.get(kind, 0) + 1
-    failures.append({"category": "driver_errors", "label": LABELS["driver_errors"],
-                     "submission_id": None,
-                     "message": f"{len(errors)} call(s): " + ", ".join(
-                         f"{k} ×{n}" for k, n in sorted(kinds.items())),
-                     "evidence": [{"source": "events.jsonl", "line": e.get("_line"),
-                                   "text": _clip("driver_call seq {seq} status {status} {error}"
-                                                 .format(seq=(e.get("data") or {}).get("seq"),
-                                                         status=(e.get("data") or {})
-                                                         .get("status"),
-                                                         error=(e.get("data") or {})
-                                                         .get("error") or ""))}
-                                  for e in errors[:MAX_EVIDENCE]]})
+    out.append(Failure("driver_errors", f"{len(errors)} call(s): " + ", ".join(
+        f"{k} ×{n}" for k, n in sorted(kinds.items())),
+        tuple(e.quote(f"driver_call seq {e.payload.seq} status {e.payload.status} "
+                      f"{e.payload.error or ''}") for e in errors[:MAX_EVIDENCE])))
+    return out
 
 
 def _status(value: Any) -> int:

@@ -6,12 +6,24 @@ declarative, and the standalone SVG (``score_over_time.svg``); report.html inlin
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+from .rows import SubmissionRow, rows_of
 from .templating import duration, environment
 
 W, H = 860, 340
-M = {"left": 56, "right": 20, "top": 18, "bottom": 44}
+
+
+@dataclass(frozen=True)
+class Margins:
+    left: int = 56
+    right: int = 20
+    top: int = 18
+    bottom: int = 44
+
+
+M = Margins()
 
 
 def _nice_step(span: float, target: int) -> float:
@@ -23,21 +35,48 @@ def _nice_step(span: float, target: int) -> float:
     return 10 * power
 
 
-def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
-    """Pixel geometry of the score-over-time plot (consumed by templates/plot.svg.j2)."""
-    subs = report["submissions"]
-    baseline = report["scores"]["baseline"]
-    span = report["run"]["agent_time_s"] or report["run"]["duration_s"] or 0.0
-    times = [s["t_s"] for s in subs if s["t_s"] is not None]
-    budget = (report["run"]["budget"] or {}).get("wall_clock_s")
-    x_max = max([span, *times, 1.0])
+@dataclass(frozen=True)
+class _Frame:
+    """The plot's axes: time 0..x_max across, score y_lo..y_hi up."""
+
+    x_max: float
+    y_lo: float
+    y_hi: float
+
+    @property
+    def width(self) -> int:
+        return W - M.left - M.right
+
+    @property
+    def height(self) -> int:
+        return H - M.top - M.bottom
+
+    def px(self, t: float) -> float:
+        return round(M.left + self.width * t / self.x_max, 2)
+
+    def py(self, v: float) -> float:
+        v = min(max(v, self.y_lo), self.y_hi)
+        return round(M.top + self.height * (1 - (v - self.y_lo) / (self.y_hi - self.y_lo)), 2)
+
+
+def _time_span(report: dict[str, Any], rows: list[SubmissionRow]) -> tuple[float, float | None]:
+    """(the time axis' end, the deadline when it falls near enough to show)."""
+    run = report["run"]
+    span = run["agent_time_s"] or run["duration_s"] or 0.0
+    budget = (run["budget"] or {}).get("wall_clock_s")
+    x_max = max([span, *(r.t_s for r in rows if r.t_s is not None), 1.0])
     deadline_t = float(budget) if isinstance(budget, (int, float)) else None
     if deadline_t is not None and deadline_t <= x_max * 1.25:
         x_max = max(x_max, deadline_t)
-    values = [s["score"] for s in subs if s["valid"] and s["score"] is not None]
-    for s in subs:
-        if s["valid"] and s["ci95"]:
-            values.extend(s["ci95"])
+    return x_max, deadline_t
+
+
+def _score_range(rows: list[SubmissionRow], baseline: float | None) -> tuple[float, float, float]:
+    """(y_lo, y_hi, y_step): every valid score and interval and the baseline, padded."""
+    values = [r.score for r in rows if r.valid and r.score is not None]
+    for r in rows:
+        if r.valid and r.ci95:
+            values.extend(r.ci95)
     if baseline is not None:
         values.append(baseline)
     lo, hi = (min(values), max(values)) if values else (0.0, 100.0)
@@ -46,71 +85,76 @@ def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
     if y_hi - y_lo < 5:
         y_lo, y_hi = max(0.0, y_lo - 2.5), min(100.0, y_hi + 2.5)
     y_step = _nice_step(y_hi - y_lo, 5)
-    y_lo = math.floor(y_lo / y_step) * y_step
-    y_hi = math.ceil(y_hi / y_step) * y_step
+    return math.floor(y_lo / y_step) * y_step, math.ceil(y_hi / y_step) * y_step, y_step
+
+
+def _point(r: SubmissionRow, frame: _Frame) -> dict[str, Any]:
+    t = r.t_s if r.t_s is not None else 0.0
+    x = frame.px(t)
+    label = f"#{r.index} (id {r.id}) at {duration(t)}: "
+    if r.valid and r.score is not None:
+        label += f"score {r.score:.2f}"
+        if r.ci95:
+            label += f" [{r.ci95[0]:.1f}, {r.ci95[1]:.1f}]"
+        if r.base_copy:
+            label += " (copy of the base model)"
+        return {"id": r.id, "index": r.index, "x": x, "y": frame.py(r.score),
+                "valid": True, "label": label, "improved": r.improved,
+                "base_copy": r.base_copy,
+                "ci": [frame.py(r.ci95[1]), frame.py(r.ci95[0])] if r.ci95 else None}
+    label += "invalid" + (f": {r.error}" if r.error else "")
+    return {"id": r.id, "index": r.index, "x": x, "y": M.top + frame.height - 9,
+            "valid": False, "label": label[:300], "improved": False, "ci": None,
+            "base_copy": r.base_copy}
+
+
+def _best_path(rows: list[SubmissionRow], frame: _Frame) -> str:
+    """The best-so-far step line, to the right edge."""
+    path: list[tuple[float, float]] = []
+    for r in rows:
+        if r.best_so_far is not None:
+            x = frame.px(r.t_s if r.t_s is not None else 0.0)
+            if path:
+                path.append((x, path[-1][1]))
+            path.append((x, frame.py(r.best_so_far)))
+    if path:
+        path.append((frame.px(frame.x_max), path[-1][1]))
+    return " ".join(f"{x},{y}" for x, y in path)
+
+
+def _ticks(start: float, stop: float, step: float) -> list[float]:
+    out = []
+    value = start
+    while value <= stop + 1e-9:
+        out.append(value)
+        value += step
+    return out
+
+
+def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
+    """Pixel geometry of the score-over-time plot (consumed by templates/plot.svg.j2)."""
+    rows = rows_of(report["submissions"])
+    baseline = report["scores"]["baseline"]
+    x_max, deadline_t = _time_span(report, rows)
+    y_lo, y_hi, y_step = _score_range(rows, baseline)
     unit, scale = ("s", 1.0) if x_max < 180 else ("min", 60.0) if x_max < 3 * 3600 else \
         ("h", 3600.0)
     x_step = _nice_step(x_max / scale, 8) * scale
-    pw = W - M["left"] - M["right"]
-    ph = H - M["top"] - M["bottom"]
-
-    def px(t: float) -> float:
-        return round(M["left"] + pw * t / x_max, 2)
-
-    def py(v: float) -> float:
-        v = min(max(v, y_lo), y_hi)
-        return round(M["top"] + ph * (1 - (v - y_lo) / (y_hi - y_lo)), 2)
-
-    points = []
-    best_path = []
-    for s in subs:
-        t = s["t_s"] if s["t_s"] is not None else 0.0
-        x = px(t)
-        label = f"#{s['index']} (id {s['id']}) at {duration(t)}: "
-        if s["valid"] and s["score"] is not None:
-            label += f"score {s['score']:.2f}"
-            if s["ci95"]:
-                label += f" [{s['ci95'][0]:.1f}, {s['ci95'][1]:.1f}]"
-            if s["base_copy"]:
-                label += " (copy of the base model)"
-            point = {"id": s["id"], "index": s["index"], "x": x, "y": py(s["score"]),
-                     "valid": True, "label": label, "improved": s["improved"],
-                     "base_copy": s["base_copy"],
-                     "ci": [py(s["ci95"][1]), py(s["ci95"][0])] if s["ci95"] else None}
-        else:
-            label += "invalid" + (f": {s['error']}" if s["error"] else "")
-            point = {"id": s["id"], "index": s["index"], "x": x, "y": M["top"] + ph - 9,
-                     "valid": False, "label": label[:300], "improved": False, "ci": None,
-                     "base_copy": s["base_copy"]}
-        points.append(point)
-        if s["best_so_far"] is not None:
-            y = py(s["best_so_far"])
-            if best_path:
-                best_path.append(f"{x},{best_path[-1].split(',')[1]}")
-            best_path.append(f"{x},{y}")
-    if best_path:
-        best_path.append(f"{px(x_max)},{best_path[-1].split(',')[1]}")
-    x_ticks = []
-    t = 0.0
-    while t <= x_max + 1e-9:
-        value = t / scale
-        x_ticks.append({"x": px(t), "label": f"{value:g}"})
-        t += x_step
-    y_ticks = []
-    v = y_lo
-    while v <= y_hi + 1e-9:
-        y_ticks.append({"y": py(v), "label": f"{v:g}"})
-        v += y_step
+    frame = _Frame(x_max, y_lo, y_hi)
+    points = [_point(r, frame) for r in rows]
+    valid = sum(1 for r, p in zip(rows, points) if r.valid and r.score is not None)
     return {
-        "width": W, "height": H, "left": M["left"], "top": M["top"],
-        "right": W - M["right"], "bottom": H - M["bottom"],
-        "points": points, "best_path": " ".join(best_path),
-        "baseline_y": py(baseline) if baseline is not None else None,
+        "width": W, "height": H, "left": M.left, "top": M.top,
+        "right": W - M.right, "bottom": H - M.bottom,
+        "points": points, "best_path": _best_path(rows, frame),
+        "baseline_y": frame.py(baseline) if baseline is not None else None,
         "baseline": baseline,
-        "deadline_x": px(deadline_t) if deadline_t is not None and deadline_t <= x_max else None,
-        "x_ticks": x_ticks, "y_ticks": y_ticks, "x_unit": unit,
-        "n_valid": sum(1 for p in points if p["valid"]),
-        "n_invalid": sum(1 for p in points if not p["valid"]),
+        "deadline_x": frame.px(deadline_t) if deadline_t is not None and deadline_t <= x_max
+        else None,
+        "x_ticks": [{"x": frame.px(t), "label": f"{t / scale:g}"}
+                    for t in _ticks(0.0, x_max, x_step)],
+        "y_ticks": [{"y": frame.py(v), "label": f"{v:g}"} for v in _ticks(y_lo, y_hi, y_step)],
+        "x_unit": unit, "n_valid": valid, "n_invalid": len(points) - valid,
     }
 
 

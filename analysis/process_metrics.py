@@ -10,54 +10,62 @@ import statistics
 from typing import Any
 
 from .record import RunRecord
+from .rows import SubmissionRow, rows_of
 from .values import finite, rounded
+
+
+def _best(counted: list[SubmissionRow]) -> SubmissionRow | None:
+    """The earliest submission reaching the best score."""
+    if not counted:
+        return None
+    top = max(counted, key=lambda s: (s.score, -s.index))
+    return next(s for s in counted if s.score == top.score)
+
+
+def _rank_correlation(scores: list[float]) -> float | None:
+    if len(scores) >= 3 and len(set(scores)) > 1:
+        return _pearson(list(range(1, len(scores) + 1)), _ranks(scores))
+    return None
 
 
 def process_metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: float | None,
                     header: dict[str, Any]) -> dict[str, Any]:
     """`subs` are the report's submission rows, `header` its run header."""
-    n = len(subs)
-    counted = [s for s in subs if s["valid"] and s["score"] is not None and not s["base_copy"]]
+    rows = rows_of(subs)
+    n = len(rows)
+    counted = [s for s in rows if s.counted]
     first_valid = counted[0] if counted else None
-    best = max(counted, key=lambda s: (s["score"], -s["index"])) if counted else None
-    if best is not None:  # earliest submission reaching the best score
-        best = next(s for s in counted if s["score"] == best["score"])
+    best = _best(counted)
     first_improvement = next((s for s in counted if baseline is not None
-                              and s["score"] > baseline), None)
-    scores = [s["score"] for s in counted]
+                              and s.score is not None and s.score > baseline), None)
+    scores = [s.score for s in counted if s.score is not None]
     pairs = list(itertools.pairwise(scores))
     monotonicity = (sum(1 for a, b in pairs if b >= a) / len(pairs)) if pairs else None
-    spearman = None
-    if len(scores) >= 3 and len(set(scores)) > 1:
-        ranks = _ranks(scores)
-        order = list(range(1, len(scores) + 1))
-        spearman = _pearson(order, ranks)
-    wall = finite((record.budget or {}).get("wall_clock_s"))
+    budget = record.budget or {}
+    wall = finite(budget.get("wall_clock_s"))
     duration = header.get("agent_time_s")
     if duration is None:
         duration = header.get("duration_s")
-    max_subs = (record.budget or {}).get("max_submissions")
-    last_t = max((s["t_s"] for s in subs if s["t_s"] is not None), default=None)
+    max_subs = budget.get("max_submissions")
+    last_t = max((s.t_s for s in rows if s.t_s is not None), default=None)
     gap = None
     if last_t is not None and duration is not None:
         gap = round(max(0.0, duration - last_t), 3)
+    valid = sum(1 for s in rows if s.valid)
     return {
-        "n_submissions": n,
-        "n_valid": len([s for s in subs if s["valid"]]),
-        "n_invalid": len([s for s in subs if not s["valid"]]),
-        "valid_submission_rate": rounded(len([s for s in subs if s["valid"]]) / n) if n
-        else None,
-        "first_valid_index": first_valid["index"] if first_valid else None,
-        "first_valid_delay_s": first_valid["t_s"] if first_valid else None,
-        "first_improvement_index": first_improvement["index"] if first_improvement else None,
-        "time_to_first_improvement_s": first_improvement["t_s"] if first_improvement else None,
-        "best_index": best["index"] if best else None,
-        "time_to_best_s": best["t_s"] if best else None,
-        "n_improvements": sum(1 for s in subs if s["improved"]),
+        "n_submissions": n, "n_valid": valid, "n_invalid": n - valid,
+        "valid_submission_rate": rounded(valid / n) if n else None,
+        "first_valid_index": first_valid.index if first_valid else None,
+        "first_valid_delay_s": first_valid.t_s if first_valid else None,
+        "first_improvement_index": first_improvement.index if first_improvement else None,
+        "time_to_first_improvement_s": first_improvement.t_s if first_improvement else None,
+        "best_index": best.index if best else None,
+        "time_to_best_s": best.t_s if best else None,
+        "n_improvements": sum(1 for s in rows if s.improved),
         "monotonicity": rounded(monotonicity),
-        "rank_correlation": rounded(spearman),
-        "base_model_copies": sum(1 for s in subs if s["base_copy"]),
-        "duplicates": sum(1 for s in subs if s["duplicate_of"] and not s["base_copy"]),
+        "rank_correlation": rounded(_rank_correlation(scores)),
+        "base_model_copies": sum(1 for s in rows if s.base_copy),
+        "duplicates": sum(1 for s in rows if s.duplicate_of and not s.base_copy),
         "run_duration_s": header.get("duration_s"),
         "agent_time_s": duration,
         "budget_used_share": rounded(duration / wall) if duration is not None and wall

@@ -31,8 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.process_record import read_process_record, verify_record
+from a2c.contracts.process_record import (
+    ENTRY_TYPES,
+    CodeSeen,
+    ProcessEnded,
+    ProcessEntry,
+    ProcessSeen,
+    RecorderStarted,
+    RecorderStopped,
+    WriteSeen,
+    read_process_record,
+    verify_record,
+)
 
+from .installed import installed_copy, installed_module
 from .launched import _a2c_imports, _analyse_module, _module_source
 from .training_methods import FileTraining, analyse_file
 
@@ -46,63 +58,6 @@ REPLS = {"ipykernel", "ipykernel_launcher", "jupyter", "jupyter_console", "IPyth
          "pdb", "bpython", "ptpython", "xonsh", "rpyc", "debugpy", "pydevd", "idlelib"}
 
 
-_BINARIES: dict[str, list[str]] = {}
-
-
-def _installed_copy(path: str, sha256: str | None, segments: list | None = None) -> bool:
-    """Whether a compiled file of the agent's is a byte-for-byte copy of one this machine has
-    installed under the same name (a library that copies its .so to a temporary folder, as
-    jericho's libfrotz.so does; a program copied from PATH): by the whole file's digest, or by
-    its executable segments' as the process mapped them (`segments`: [[offset, size, sha256]])."""
-    if not sha256 and not segments:
-        return False
-    import hashlib
-    import os
-    import shutil
-    import sys
-    name = posixpath.basename(path)
-    if not _BINARIES:
-        _BINARIES["_"] = []
-        for root in {p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p}:
-            for folder, _dirs, files in os.walk(root):
-                for file in files:
-                    if ".so" in file:
-                        _BINARIES.setdefault(file, []).append(os.path.join(folder, file))
-    candidates = list(_BINARIES.get(name, []))
-    if shutil.which(name):
-        candidates.append(shutil.which(name))
-    for candidate in candidates:
-        try:
-            with open(candidate, "rb") as handle:
-                if sha256:
-                    digest = hashlib.sha256()
-                    for chunk in iter(lambda: handle.read(1 << 20), b""):
-                        digest.update(chunk)
-                    if digest.hexdigest() == sha256:
-                        return True
-                    continue
-                same = True
-                for offset, size, want in segments or []:
-                    handle.seek(int(offset))
-                    data = handle.read(int(size))
-                    data += b"\0" * (int(size) - len(data))   # the last page, zero-filled
-                    same = same and hashlib.sha256(data).hexdigest() == want
-                if same:
-                    return True
-        except (OSError, TypeError, ValueError):
-            continue
-    return False
-
-
-def _installed(module: str) -> bool:
-    """Whether this machine has the top-level module `module` (found, never imported)."""
-    import importlib.util
-    try:
-        return importlib.util.find_spec(module.split(".")[0]) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 @dataclass
 class Ran:
     """One process of the agent (all its program images) and what its code says."""
@@ -113,9 +68,9 @@ class Ran:
     argv: list[str] = field(default_factory=list)
     exe: str | None = None
     end: float | None = None
-    images: list[dict[str, Any]] = field(default_factory=list)
-    code: list[dict[str, Any]] = field(default_factory=list)
-    writes: list[dict[str, Any]] = field(default_factory=list)
+    images: list[ProcessSeen] = field(default_factory=list)
+    code: list[CodeSeen] = field(default_factory=list)
+    writes: list[WriteSeen] = field(default_factory=list)
     analysed: list[FileTraining] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
     library: bool = False         # its program is an installed module (`-m`), not the agent's
@@ -147,42 +102,42 @@ class ProcessEvidence:
         self.procs: dict[tuple[int, float], Ran] = {}
         self._texts: dict[str, str | None] = {}
         sessions: dict[int, bool] = {}
-        for entry in entries:
-            kind = entry.get("kind")
-            if kind == "recorder":
-                sessions[int(entry.get("session") or 0)] = False
-                self.views.update(entry.get("views") or {})
-                continue
-            if kind == "stopped":
-                sessions[int(entry.get("session") or 0)] = True
-                self.problems += [f"the process recorder: {p}" for p in entry.get("problems")
-                                  or []]
-                continue
-            key = (int(entry.get("pid") or 0), float(entry.get("start") or 0.0))
-            proc = self.procs.setdefault(key, Ran(pid=key[0], start=key[1]))
-            if kind == "process":
-                proc.images.append(entry)
-                proc.argv, proc.exe = list(entry.get("argv") or []), entry.get("exe")
-                proc.ppid = int(entry.get("ppid") or 0)
-            elif kind == "code":
-                proc.code.append(entry)
-            elif kind == "write":
-                proc.writes.append(entry)
-            elif kind == "end":
-                proc.end = entry.get("gone") or entry.get("last_seen")
+        for entry in (_typed(e) for e in entries):
+            if isinstance(entry, RecorderStarted):
+                sessions[int(entry.session or 0)] = False
+                self.views.update(entry.views or {})
+            elif isinstance(entry, RecorderStopped):
+                sessions[int(entry.session or 0)] = True
+                self.problems += [f"the process recorder: {p}" for p in entry.problems or []]
+            elif entry is not None:
+                self._add(entry)
         self.problems += [f"the process recorder's session {n} did not stop (the runtime ended "
                           "without closing its record)" for n, ok in sessions.items() if not ok]
         for proc in sorted(self.procs.values(), key=lambda p: p.start):
-            parent = self._parent(proc) if proc.images and proc.images[0].get("forked") \
-                else None
+            parent = self._parent(proc) if proc.images and proc.images[0].forked else None
             if parent is not None:      # a fork of its parent: the parent's program
                 proc.analysed, proc.library = list(parent.analysed), parent.library
             self._analyse(proc)
 
+    def _add(self, entry: ProcessEntry) -> None:
+        """One entry about a process: the process keyed by (pid, start)."""
+        key = (int(getattr(entry, "pid", 0) or 0), float(getattr(entry, "start", 0.0) or 0.0))
+        proc = self.procs.setdefault(key, Ran(pid=key[0], start=key[1]))
+        if isinstance(entry, ProcessSeen):
+            proc.images.append(entry)
+            proc.argv, proc.exe = list(entry.argv or []), entry.exe
+            proc.ppid = int(entry.ppid or 0)
+        elif isinstance(entry, CodeSeen):
+            proc.code.append(entry)
+        elif isinstance(entry, WriteSeen):
+            proc.writes.append(entry)
+        elif isinstance(entry, ProcessEnded):
+            proc.end = entry.gone or entry.last_seen
+
     # ------------------------------------------------------------------ reading code
-    def text(self, entry: dict[str, Any]) -> str | None:
-        rel = entry.get("file")
-        if not rel or not entry.get("captured"):
+    def text(self, entry: CodeSeen) -> str | None:
+        rel = entry.file
+        if not rel or not entry.captured:
             return None
         if rel not in self._texts:
             path = self.root / rel
@@ -195,12 +150,12 @@ class ProcessEvidence:
 
     def _analyse(self, proc: Ran) -> None:
         for entry in proc.code:
-            language, how = entry.get("language"), entry.get("how")
-            where = entry.get("path") or entry.get("module") or f"{how} of pid {proc.pid}"
-            agent = entry.get("agent_place") is not False   # the agent's (or inline) code
+            language, how = entry.language, entry.how
+            where = entry.path or entry.module or f"{how} of pid {proc.pid}"
+            agent = entry.agent_place is not False   # the agent's (or inline) code
             if language == "binary":
-                if not _installed_copy(where, entry.get("sha256"), entry.get("segments")):
-                    proc.gaps.append(f"{where} ({proc.name}): {entry.get('why') or 'binary'}")
+                if not installed_copy(where, entry.sha256, entry.segments):
+                    proc.gaps.append(f"{where} ({proc.name}): {entry.why or 'binary'}")
                 continue
             if language != "python":
                 continue      # a shell's own text is no evidence: the processes it ran are
@@ -208,7 +163,7 @@ class ProcessEvidence:
             if text is None:
                 self._not_kept(proc, entry, where, agent)
                 continue
-            if entry.get("changed_after_start"):
+            if entry.changed_after_start:
                 proc.gaps.append(f"{where} changed after {proc.name} started: what ran may not "
                                  "be what was kept")
             code = analyse_file(where + ".py", text)
@@ -225,19 +180,19 @@ class ProcessEvidence:
             proc.gaps += code.ambiguous
         proc.analysed += self._trl_cli(proc)
 
-    def _not_kept(self, proc: Ran, entry: dict[str, Any], where: str, agent: bool) -> None:
-        how, language = entry.get("how"), entry.get("language")
+    def _not_kept(self, proc: Ran, entry: CodeSeen, where: str, agent: bool) -> None:
+        how, language = entry.how, entry.language
         if language != "python":
             return        # a shell's children are recorded themselves
-        if how == "import" and not entry.get("path"):
-            module = entry.get("module") or ""
-            if not _installed(module):
-                proc.gaps.append(f"{entry.get('by') or where} imports {module} ({proc.name}): "
+        if how == "import" and not entry.path:
+            module = entry.module or ""
+            if not installed_module(module):
+                proc.gaps.append(f"{entry.by or where} imports {module} ({proc.name}): "
                                  "neither the agent's files nor this machine have it (a folder "
                                  "added at run time?)")
             return
-        if how == "module" and not entry.get("file"):
-            module = entry.get("module") or ""
+        if how == "module" and not entry.file:
+            module = entry.module or ""
             proc.library = True
             if module.split(".")[0] in REPLS:
                 proc.gaps.append(f"python -m {module} ({proc.name}) runs code it receives at "
@@ -264,7 +219,7 @@ class ProcessEvidence:
         if not agent:
             return        # a program of this machine (read-only in the sandbox)
         proc.gaps.append(f"{where} ran ({proc.name}) and the record does not hold it: "
-                         f"{entry.get('why') or 'not kept'}")
+                         f"{entry.why or 'not kept'}")
 
     def _library(self, module: str, with_a2c_imports: bool = False) -> list[FileTraining]:
         loaded = _module_source(module)
@@ -290,7 +245,7 @@ class ProcessEvidence:
         bodies: list[str] = []
         for key in keys:
             for entry in self.procs[key].code:
-                if entry.get("language") == "shell" and (text := self.text(entry)):
+                if entry.language == "shell" and (text := self.text(entry)):
                     for match in _HEREDOC.finditer(text):
                         rest = text[match.end():]
                         end = re.search(rf"^\s*{re.escape(match.group(2))}\s*$", rest, re.M)
@@ -304,7 +259,7 @@ class ProcessEvidence:
     def _trl_cli(self, proc: Ran) -> list[FileTraining]:
         out = []
         for image in proc.images:
-            argv = image.get("argv") or []
+            argv = image.argv or []
             for i, arg in enumerate(argv[:-1]):
                 if posixpath.basename(arg) == "trl" and argv[i + 1] in _TRL_CLI:
                     code = analyse_file("argv.sh", f"trl {argv[i + 1]}")
@@ -333,9 +288,9 @@ class ProcessEvidence:
         out = []
         for proc in self.procs.values():
             for write in proc.writes:
-                rel = self._relative(write.get("path"))
+                rel = self._relative(write.path)
                 if rel is not None and (not want or rel == want or rel.startswith(want + "/")) \
-                        and (received is None or float(write.get("at") or 0) <= received):
+                        and (received is None or float(write.at or 0) <= received):
                     out.append(proc)
                     break
         return out
@@ -372,18 +327,25 @@ class ProcessEvidence:
         report: what, when, which code, kept or not, its methods."""
         out = []
         for proc in sorted(self.procs.values(), key=lambda p: p.start):
-            code = [c for c in proc.code if c.get("language") in ("python", "binary")]
+            code = [c for c in proc.code if c.language in ("python", "binary")]
             if not code and not proc.writes:
                 continue
             out.append({"pid": proc.pid, "start": proc.start, "argv": proc.argv[:8],
-                        "code": [{"path": c.get("path") or c.get("module") or c.get("how"),
-                                  "how": c.get("how"), "captured": bool(c.get("captured"))}
+                        "code": [{"path": c.path or c.module or c.how,
+                                  "how": c.how, "captured": bool(c.captured)}
                                  for c in code[:8]],
                         "methods": proc.methods, "wrote_output": bool(proc.writes),
                         "gaps": proc.gaps[:3]})
             if len(out) >= limit:
                 break
         return out
+
+
+def _typed(entry: dict[str, Any]) -> ProcessEntry | None:
+    """A line of logs/processes.jsonl as its entry class (read_process_record keeps only the
+    kinds ENTRY_TYPES knows)."""
+    cls = ENTRY_TYPES.get(entry.get("kind"))  # type: ignore[arg-type]
+    return cls.from_dict(entry) if cls else None
 
 
 def load(root: str | Path, events: list[dict[str, Any]]) -> ProcessEvidence | None:

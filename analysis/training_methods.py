@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .loss_flow import loop_methods, python_notes, word_loops
+from .source_values import Unresolved, constants_of, jsonable, name_of, value_of
 from .trainers import GENERIC_TRAINERS, TRAINER_METHODS
 from .values import clip
 
@@ -51,6 +52,7 @@ HP_NAMES = {
     "warmup_ratio": "warmup_ratio", "weight_decay": "weight_decay",
     "lr_scheduler_type": "lr_scheduler",
 }
+SHORT_NAMES = ("steps", "rank", "bs")   # too common to count as a hyperparameter by name alone
 
 _REGEX_TRAINERS = re.compile(r"\b(" + "|".join(sorted(TRAINER_METHODS, key=len, reverse=True))
                              + r")\b")
@@ -117,41 +119,6 @@ class FileTraining:
         return bool(self.methods)
 
 
-def _name_of(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-class _Unresolved(Exception):
-    pass
-
-
-def _value(node: ast.AST, source: str, constants: dict[str, Any]) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    if isinstance(node, ast.Name):
-        if node.id in constants:
-            return constants[node.id]
-        raise _Unresolved(node.id)  # a bare variable name says nothing
-    # an expression (`float(os.environ.get("SFT_LR", "5e-5"))`) is not the value that ran: no
-    # source text as a value (the run's hyperparameters.json says what ran, attribution.py)
-    raise _Unresolved(ast.get_source_segment(source, node) or "")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool))
-                                                for v in value):
-        return list(value)
-    return repr(value)[:80]
-
-
 def _line_text(lines: list[str], lineno: int) -> str:
     if 1 <= lineno <= len(lines):
         text = lines[lineno - 1].strip()
@@ -162,113 +129,110 @@ def _line_text(lines: list[str], lineno: int) -> str:
 def _add_hp(found: FileTraining, key: str, node: ast.AST, source: str, constants: dict[str, Any],
             path: str, line: int, name: str) -> None:
     try:
-        value = _jsonable(_value(node, source, constants))
-    except _Unresolved:
+        value = jsonable(value_of(node, source, constants))
+    except Unresolved:
         return
     found.hyperparameters.append(Hyperparameter(key, value, path, line, name))
+
+
+@dataclass
+class _Reading:
+    """One Python file being read: what was found so far, and what the reading needs."""
+
+    found: FileTraining
+    source: str
+    lines: list[str]
+    constants: dict[str, Any]
+    imported: dict[str, int] = field(default_factory=dict)
+    seen_calls: set[tuple[str, int]] = field(default_factory=set)
+
+    def hp(self, key: str, node: ast.AST, line: int, name: str) -> None:
+        _add_hp(self.found, key, node, self.source, self.constants, self.found.path, line, name)
+
+    def call(self, node: ast.Call) -> None:
+        """A trainer constructed, a LoRA config, and hyperparameters passed by keyword."""
+        found = self.found
+        name = name_of(node.func)
+        if name in TRAINER_METHODS or (name in GENERIC_TRAINERS and (
+                name in self.imported or isinstance(node.func, ast.Attribute))):
+            method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
+            if (method, node.lineno) not in self.seen_calls:
+                self.seen_calls.add((method, node.lineno))
+                found.evidence.append(Evidence(method, found.path, node.lineno, "call",
+                                               _line_text(self.lines, node.lineno)))
+        if name and name.endswith("LoraConfig") and "LoRA" not in found.adapters:
+            found.adapters.append("LoRA")
+        for kw in node.keywords:
+            if kw.arg is None:
+                continue
+            key = HP_NAMES.get(kw.arg)
+            if kw.arg == "r" and name and name.endswith("LoraConfig"):
+                key = "lora_rank"
+            if kw.arg == "default" and name == "add_argument" and node.args:
+                flag = node.args[0]
+                if isinstance(flag, ast.Constant) and isinstance(flag.value, str):
+                    key = HP_NAMES.get(flag.value.lstrip("-").replace("-", "_"))
+                    if key:
+                        self.hp(key, kw.value, node.lineno, flag.value)
+                continue
+            if key:
+                self.hp(key, kw.value, node.lineno, kw.arg)
+
+    def dict_literal(self, node: ast.Dict) -> None:
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Constant) and isinstance(k.value, str) and \
+                    k.value in HP_NAMES and k.value not in SHORT_NAMES:
+                self.hp(HP_NAMES[k.value], v, k.lineno, k.value)
+
+    def module_assignments(self, tree: ast.Module) -> None:
+        """Hyperparameters set at module level (`LR = 5e-5`)."""
+        for node in tree.body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if not isinstance(target, ast.Name) or node.value is None:
+                    continue
+                key = HP_NAMES.get(target.id.lower())
+                if not key or target.id.lower() in SHORT_NAMES:
+                    continue
+                if target.id in self.constants:
+                    self.found.hyperparameters.append(Hyperparameter(
+                        key, jsonable(self.constants[target.id]), self.found.path,
+                        node.lineno, target.id))
+                else:
+                    self.hp(key, node.value, node.lineno, target.id)
+
+    def imports_not_called(self) -> None:
+        """A trainer imported and never constructed here: weaker evidence, still named."""
+        called = {e.method for e in self.found.evidence}
+        for name, lineno in self.imported.items():
+            method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
+            if method not in called:
+                self.found.evidence.append(Evidence(method, self.found.path, lineno, "import",
+                                                    _line_text(self.lines, lineno)))
 
 
 def _analyse_python(path: str, source: str) -> FileTraining:
     found = FileTraining(path)
     lines = source.splitlines()
     tree = ast.parse(source)
-    constants: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name):
-            try:
-                constants[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                pass
-    # Names assigned anywhere from a literal, from a call with a literal default
-    # (`lr = env_float("LR", 5e-5)`), or function parameters with literal defaults.
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name) and node.targets[0].id not in constants:
-            value = node.value
-            if isinstance(value, ast.Call):
-                callee = (_name_of(value.func) or "").lower()
-                if "env" not in callee and callee not in ("get", "getattr"):
-                    continue
-                literals = [a.value for a in value.args if isinstance(a, ast.Constant)
-                            and isinstance(a.value, (int, float)) and not isinstance(a.value, bool)]
-                if literals:
-                    constants[node.targets[0].id] = literals[-1]
-                continue
-            try:
-                constants[node.targets[0].id] = ast.literal_eval(value)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                pass
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            args = node.args.posonlyargs + node.args.args
-            for arg, default in zip(args[len(args) - len(node.args.defaults):],
-                                    node.args.defaults):
-                if arg.arg not in constants and isinstance(default, ast.Constant):
-                    constants[arg.arg] = default.value
-    imported: dict[str, int] = {}
-    seen_calls: set[tuple[str, int]] = set()
+    reading = _Reading(found, source, lines, constants_of(tree))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name in TRAINER_METHODS or alias.name in GENERIC_TRAINERS:
-                    imported.setdefault(alias.name, node.lineno)
+                    reading.imported.setdefault(alias.name, node.lineno)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                 len(node.value) < 300:
             found.strings.add(node.value)
         elif isinstance(node, ast.Call):
-            name = _name_of(node.func)
-            if name in TRAINER_METHODS or (name in GENERIC_TRAINERS and (
-                    name in imported or isinstance(node.func, ast.Attribute))):
-                method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
-                if (method, node.lineno) not in seen_calls:
-                    seen_calls.add((method, node.lineno))
-                    found.evidence.append(Evidence(method, path, node.lineno, "call",
-                                                   _line_text(lines, node.lineno)))
-            if name and name.endswith("LoraConfig") and "LoRA" not in found.adapters:
-                found.adapters.append("LoRA")
-            for kw in node.keywords:
-                if kw.arg is None:
-                    continue
-                key = HP_NAMES.get(kw.arg)
-                if kw.arg == "r" and name and name.endswith("LoraConfig"):
-                    key = "lora_rank"
-                if kw.arg == "default" and name == "add_argument" and node.args:
-                    flag = node.args[0]
-                    if isinstance(flag, ast.Constant) and isinstance(flag.value, str):
-                        key = HP_NAMES.get(flag.value.lstrip("-").replace("-", "_"))
-                        if key:
-                            _add_hp(found, key, kw.value, source, constants, path,
-                                    node.lineno, flag.value)
-                    continue
-                if key:
-                    _add_hp(found, key, kw.value, source, constants, path, node.lineno, kw.arg)
+            reading.call(node)
         elif isinstance(node, ast.Dict):
-            for k, v in zip(node.keys, node.values):
-                if isinstance(k, ast.Constant) and isinstance(k.value, str) and \
-                        k.value in HP_NAMES and k.value not in ("steps", "rank", "bs"):
-                    _add_hp(found, HP_NAMES[k.value], v, source, constants, path, k.lineno,
-                            k.value)
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and node.value is not None:
-                    key = HP_NAMES.get(target.id.lower())
-                    if key and target.id.lower() not in ("steps", "rank", "bs"):
-                        if target.id in constants:
-                            found.hyperparameters.append(Hyperparameter(
-                                key, _jsonable(constants[target.id]), path, node.lineno,
-                                target.id))
-                        else:
-                            _add_hp(found, key, node.value, source, constants, path,
-                                    node.lineno, target.id)
-    called = {e.method for e in found.evidence}
-    for name, lineno in imported.items():
-        method = TRAINER_METHODS.get(name) or GENERIC_TRAINERS[name]
-        if method not in called:
-            found.evidence.append(Evidence(method, path, lineno, "import",
-                                           _line_text(lines, lineno)))
-    if any(isinstance(node, ast.Call) and _name_of(node.func) == "GRPOTrainer" and
+            reading.dict_literal(node)
+    reading.module_assignments(tree)
+    reading.imports_not_called()
+    if any(isinstance(node, ast.Call) and name_of(node.func) == "GRPOTrainer" and
            any(kw.arg in ONLINE_KWARGS for kw in node.keywords) for node in ast.walk(tree)):
         _mark_online(found)
     _heuristics(found, _without_docstrings(tree, source), lines, tree)
@@ -348,7 +312,7 @@ def _analyse_text(path: str, source: str) -> FileTraining:
                                            "regex", _line_text(lines, lineno)))
         for match in _REGEX_HP.finditer(line):
             name = match.group(1)
-            if name in ("steps", "rank", "bs"):
+            if name in SHORT_NAMES:
                 continue
             raw = match.group(2)
             value: Any = raw

@@ -14,19 +14,25 @@ fields): as in ATIF, `prompt_tokens` is the whole prompt — the call's uncached
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import dataclasses
+import functools
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
-from .records import Record, optional
+from .records import OMIT_NONE, optional
 
 TRAJECTORY_FORMAT = "a2c-trajectory/1"
 ATIF_VERSION = "ATIF-v1.4"
 SOURCES = ("system", "user", "agent")
 TOOL_KINDS = ("shell", "edit", "read", "search", "web", "plan", "submit", "other")
 
+P = TypeVar("P", bound="_Part")
+
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Record):
+    if isinstance(value, _Part):
         return value.to_dict()
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
@@ -35,25 +41,160 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@dataclass
-class _Part(Record):
-    """A record whose nested records are written as JSON objects too."""
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _read(value: Any, hint: Any) -> Any:
+    """`value` as JSON holds it, read into the annotation `hint` (nested parts parsed; what
+    does not fit is kept as it is, for the schema check to name)."""
+    if value is None:
+        return None
+    options = [a for a in typing.get_args(hint) if a is not type(None)] \
+        if typing.get_origin(hint) in (typing.Union, types.UnionType) else [hint]
+    for option in options:
+        if isinstance(option, type) and issubclass(option, _Part) and isinstance(value, dict):
+            return option.from_dict(value)
+        if typing.get_origin(option) is tuple and isinstance(value, list):
+            inner = typing.get_args(option)[0]
+            return tuple(_read(v, inner) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A part of trajectory.json: written as the JSON object it is read from (a field declared
+    `optional()` is left out when None), nested parts as objects, tuples as lists."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: _plain(v) for k, v in super().to_dict().items()}
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get(OMIT_NONE):
+                continue
+            out[f.name] = _plain(value)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[P], data: dict[str, Any]) -> P:
+        """Tolerant, as every record reader: unknown keys ignored, missing ones defaulted."""
+        hints = _hints(cls)
+        return cls(**{f.name: _read(data[f.name], hints[f.name]) for f in fields(cls)
+                      if f.init and f.name in data})
+
+    def replace(self: P, **changes: Any) -> P:
+        return dataclasses.replace(self, **changes)
 
 
-@dataclass
+# ----------------------------------------------------------------------------- the extras
+# What ATIF has no field for, one class per part; written in `extra` (the schema keeps `extra`
+# an open object, so a reader of ATIF or of an older a2c takes it as it is).
+@dataclass(frozen=True)
+class AgentExtra(_Part):
+    driver: str | None = None
+
+
+@dataclass(frozen=True)
+class CallExtra(_Part):
+    """`kind` the tool's kind (TOOL_KINDS), `command` a shell tool's command line, `submits`
+    whether it runs ./submit, `parsed_from` "message" for a ```bash block in the text."""
+
+    kind: str = "other"
+    command: str | None = optional()
+    submits: bool | None = optional()
+    parsed_from: str | None = optional()
+
+
+@dataclass(frozen=True)
+class ResultExtra(_Part):
+    """`source` "transcript" when the scaffold's own transcript gave a longer output."""
+
+    is_error: bool | None = optional()
+    exit_code: int | None = optional()
+    source: str | None = optional()
+
+
+@dataclass(frozen=True)
+class MetricsExtra(_Part):
+    input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class StepExtra(_Part):
+    """`thread` the conversation thread, `from_request` an agent turn seen only in a later
+    request, `event` the event a system step stands for."""
+
+    call_seq: int | None = optional()
+    thread: int | None = optional()
+    wire: str | None = optional()
+    status: int | None = optional()
+    error: str | None = optional()
+    latency_ms: float | None = optional()
+    duration_ms: float | None = optional()
+    stop_reason: str | None = optional()
+    from_request: bool | None = optional()
+    event: str | None = optional()
+
+
+@dataclass(frozen=True)
+class BudgetExhaustion(_Part):
+    """A `driver_budget_exhausted` event, as the totals list it."""
+
+    limit: str | None = None
+    budget: float | None = None
+    used: float | None = None
+    seq: int | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class ThreadSummary(_Part):
+    thread: int = 0
+    calls: int = 0
+    first_message: str = ""
+
+
+@dataclass(frozen=True)
+class FinalExtra(_Part):
+    calls: int = 0
+    refused: int = 0
+    recorded: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    cache_write_tokens: int = 0
+    tokens: int = 0
+    models: dict[str, int] = field(default_factory=dict)
+    budget_exhausted: tuple[BudgetExhaustion, ...] = ()
+    tool_calls_by_kind: dict[str, int] = field(default_factory=dict)
+    tool_calls_by_name: dict[str, int] = field(default_factory=dict)
+    threads: tuple[ThreadSummary, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrajectoryExtra(_Part):
+    run_id: str | None = None
+    task: str | None = None
+    driver: str | None = None
+    wires: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    a2c_version: str | None = None
+
+
+# ----------------------------------------------------------------------------- the ATIF parts
+@dataclass(frozen=True)
 class AgentInfo(_Part):
     """The scaffold (agent id and version) and the model that answered most calls."""
 
     name: str = ""
     version: str = ""
     model_name: str | None = optional()
-    extra: dict[str, Any] | None = optional()
+    extra: AgentExtra | None = optional()
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolCall(_Part):
     """One tool invocation of an agent step. `extra.kind` is the tool's kind (TOOL_KINDS),
     `extra.command` the shell command for a shell tool."""
@@ -61,25 +202,25 @@ class ToolCall(_Part):
     tool_call_id: str = ""
     function_name: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] | None = optional()
+    extra: CallExtra | None = optional()
 
 
-@dataclass
+@dataclass(frozen=True)
 class ObservationResult(_Part):
     """The result of one tool call (`source_call_id` names it), or environment feedback with no
     call (`source_call_id` null). `extra`: is_error, exit_code, truncated, source."""
 
     source_call_id: str | None = None
     content: str = ""
-    extra: dict[str, Any] | None = optional()
+    extra: ResultExtra | None = optional()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Observation(_Part):
-    results: list[ObservationResult] = field(default_factory=list)
+    results: tuple[ObservationResult, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Metrics(_Part):
     """One driver call's usage, as the gateway metered it. `extra`: input_tokens (uncached),
     cache_write_tokens."""
@@ -88,10 +229,10 @@ class Metrics(_Part):
     completion_tokens: int | None = optional()
     cached_tokens: int | None = optional()
     cost_usd: float | None = optional()
-    extra: dict[str, Any] | None = optional()
+    extra: MetricsExtra | None = optional()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Step(_Part):
     """A system prompt, a user message, or an agent turn (one driver call's answer: message,
     tool calls, and the observations the scaffold sent back with the next call). `extra`:
@@ -103,13 +244,25 @@ class Step(_Part):
     timestamp: str | None = optional()
     model_name: str | None = optional()
     reasoning_content: str | None = optional()
-    tool_calls: list[ToolCall] | None = optional()
+    tool_calls: tuple[ToolCall, ...] | None = optional()
     observation: Observation | None = optional()
     metrics: Metrics | None = optional()
-    extra: dict[str, Any] | None = optional()
+    extra: StepExtra | None = optional()
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        return self.tool_calls or ()
+
+    @property
+    def results(self) -> tuple[ObservationResult, ...]:
+        return self.observation.results if self.observation else ()
+
+    @property
+    def details(self) -> StepExtra:
+        return self.extra or StepExtra()
 
 
-@dataclass
+@dataclass(frozen=True)
 class FinalMetrics(_Part):
     """Totals over every driver call (the sum of the driver_call events). `extra`: calls,
     errors, input_tokens (uncached), cache_write_tokens, tokens (all four kinds, as the
@@ -121,22 +274,22 @@ class FinalMetrics(_Part):
     total_cached_tokens: int = 0
     total_cost_usd: float = 0.0
     total_steps: int = 0
-    extra: dict[str, Any] | None = optional()
+    extra: FinalExtra | None = optional()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Trajectory(_Part):
     """trajectory.json. `extra`: run_id, task, driver, wires, sources (what it was built from),
     warnings (what could not be read), a2c_version (of the builder)."""
 
     session_id: str = ""
     agent: AgentInfo = field(default_factory=AgentInfo)
-    steps: list[Step] = field(default_factory=list)
+    steps: tuple[Step, ...] = ()
     format: str = TRAJECTORY_FORMAT
     schema_version: str = ATIF_VERSION
     notes: str | None = optional()
     final_metrics: FinalMetrics | None = optional()
-    extra: dict[str, Any] | None = optional()
+    extra: TrajectoryExtra | None = optional()
 
 
 NESTED = (AgentInfo, ToolCall, ObservationResult, Observation, Metrics, Step, FinalMetrics)
@@ -151,6 +304,9 @@ def schema_body() -> dict[str, Any]:
     root["properties"]["format"] = {"const": TRAJECTORY_FORMAT}
     root["properties"]["schema_version"] = {"type": "string", "pattern": "^ATIF-v1\\."}
     root["required"] = ["format", "schema_version", "session_id", "agent", "steps"]
+    for schema in (root, *defs.values()):     # the extras stay open objects (see above)
+        if "extra" in schema["properties"]:
+            schema["properties"]["extra"] = {"type": ["object", "null"]}
     defs["Step"]["properties"]["source"] = {"enum": list(SOURCES)}
     defs["Step"]["properties"]["step_id"] = {"type": "integer", "minimum": 1}
     defs["Step"]["required"] = ["step_id", "source", "message"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from a2c.analysis.trajectory import native_results
+from a2c.analysis.transcripts import native_results
 from a2c.contracts.events import DriverCall, payload_of
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
@@ -27,7 +27,7 @@ def test_native_transcript_yields_the_recipes_tool_outputs(scaffold):
         if path.name == "driver_calls.jsonl":
             continue
         by_id, by_command = native_results(path)
-        outputs = [v.get("content") or "" for v in [*by_id.values(), *by_command.values()]]
+        outputs = [v.content or "" for v in [*by_id.values(), *by_command.values()]]
         found += [o for o in outputs if "TRAINING_DONE" in o]
     assert found, f"{scaffold}: no transcript gave the training poll's output"
 

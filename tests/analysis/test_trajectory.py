@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from a2c.analysis.trajectory import build_trajectory, shell_command, tool_kind, write_trajectory
+from a2c.analysis.tool_calls import shell_command, tool_kind
+from a2c.analysis.trajectory import build_trajectory, trajectory_of, write_trajectory
 from a2c.contracts.events import EventLog, read_events
-from a2c.contracts.trajectory import TRAJECTORY_FORMAT, validate_trajectory
+from a2c.contracts.trajectory import TRAJECTORY_FORMAT, Trajectory, validate_trajectory
 from a2c.wires.reading import response_turn
 from a2c.wires.sse import events as sse_events
 
@@ -334,3 +335,22 @@ def test_a_real_runtime_record(tmp_path):
     assert final["extra"]["errors"] == usage["errors"] == 1
     assert final["extra"]["calls"] == usage["calls"] and final["extra"]["refused"] == \
         usage["refused"]
+
+
+@pytest.mark.parametrize("scaffold", ["claude-code", "codex", "mini-swe-agent"])
+def test_the_typed_trajectory_reads_back_as_written(tmp_path, scaffold):
+    """trajectory.json read back (Trajectory.from_dict) is the record that was built: every part
+    and every level's `extra` typed, so a reader uses attributes."""
+    run = dr.write_record(tmp_path / "run", scaffold, side=True, long_output=True, exhausted=True)
+    built = trajectory_of(run)
+    path = write_trajectory(run)
+    read = Trajectory.from_dict(json.loads(path.read_text()))
+    assert read == built
+    assert read.to_dict() == build_trajectory(run)
+    agent = [s for s in read.steps if s.source == "agent"]
+    assert [s.details.call_seq for s in agent] == list(range(len(agent)))
+    assert all(s.metrics and s.metrics.extra and s.metrics.prompt_tokens is not None
+               for s in agent)
+    assert read.final_metrics and read.final_metrics.extra
+    assert read.final_metrics.extra.budget_exhausted[0].limit == "cost_usd"
+    assert any(c.extra and c.extra.command for s in agent for c in s.calls)

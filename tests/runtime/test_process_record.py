@@ -224,7 +224,7 @@ def test_a_library_is_compared_by_its_mapped_segments_when_unreadable(tmp_path):
     segments, read from the process's memory, are compared with the installed one."""
     import numpy
 
-    from a2c.analysis.processes import _installed_copy
+    from a2c.analysis.installed import installed_copy
     from a2c.runtime.process_capture import _segments
     lib = next(Path(numpy.__file__).parent.rglob("_operand_flag_tests*.so"))
     copy = tmp_path / lib.name
@@ -240,9 +240,9 @@ def test_a_library_is_compared_by_its_mapped_segments_when_unreadable(tmp_path):
     finally:
         proc.kill()
     assert segments and all(size > 0 for _, size, _ in segments)
-    assert _installed_copy(str(copy), None, segments)
+    assert installed_copy(str(copy), None, segments)
     segments[0][2] = "0" * 64
-    assert not _installed_copy(str(copy), None, segments)
+    assert not installed_copy(str(copy), None, segments)
 
 
 def test_a_detached_grandchild_is_still_recorded(tmp_path):
