@@ -106,15 +106,26 @@ class ServedDriver:
     chat_template: str | None = None
     gpus: list[Any] = field(default_factory=list)
     sampling: dict[str, Any] = field(default_factory=dict)
+    # the model's trained context when a2c stretched it for the scaffold, and for which one
+    stretched_from: int | None = None
+    stretched_for: str | None = None
+    # a server shared by the node's runs (a sweep's trials): the run that started it
+    shared_started_by: str | None = None
 
     @classmethod
     def of(cls, server: dict[str, Any]) -> ServedDriver:
         weights = server.get("weights") or {}
+        context = server.get("context") or {}
+        shared = server.get("shared") or {}
         given = {f.name: server.get(f.name) for f in fields(cls)}
+        stretched = bool(context.get("stretched"))
         return cls(**{**given, "argv": given["argv"] or [], "gpus": given["gpus"] or [],
                       "sampling": given["sampling"] or {},
                       "weights_fingerprint": weights.get("fingerprint"),
-                      "weights_note": weights.get("note")})
+                      "weights_note": weights.get("note"),
+                      "stretched_from": context.get("trained") if stretched else None,
+                      "stretched_for": context.get("needed_by") if stretched else None,
+                      "shared_started_by": shared.get("started_by")})
 
 
 def served_driver(record: RunRecord) -> dict[str, Any] | None:

@@ -282,7 +282,10 @@ def test_a_served_driver_is_named_by_digest_in_the_report(driven_copy, tmp_path)
         "weights": {"fingerprint": "ab" * 32}, "version": "0.32.0",
         "argv": ["serve", "/m", "--seed", "4", "--tool-call-parser", "hermes"],
         "max_model_len": 2048, "tool_call_parser": "hermes", "chat_template": None,
-        "gpus": [], "sampling": {"seed": 4, "defaults": {"temperature": 0.2}}}
+        "gpus": [], "sampling": {"seed": 4, "defaults": {"temperature": 0.2}},
+        "context": {"trained": 1024, "needed": 2048, "needed_by": "claude-code",
+                    "stretched": True, "set_by": "a2c", "why": "..."},
+        "shared": {"key": "k1", "started_by": "trial-7", "started_by_this_run": False}}
     run_json.write_text(json.dumps(run))
     EventLog(driven_copy / "events.jsonl").append("driver_call", {
         "seq": 91, "wire": "openai-chat", "path": "/v1/chat/completions", "status": 200,
@@ -301,6 +304,10 @@ def test_a_served_driver_is_named_by_digest_in_the_report(driven_copy, tmp_path)
     assert f"weights `{'ab' * 32}`" in md and "vLLM 0.32.0 serving" in md
     assert "seed 4; server defaults temperature=0.2" in md
     assert "#91: 32000 → 1500 (context 2048)" in md
+    # the context a2c stretched for the scaffold, and the server the node's runs shared
+    assert server["stretched_from"] == 1024 and server["stretched_for"] == "claude-code"
+    assert "context 2048 (stretched for claude-code from the 1024 the model was trained on" in md
+    assert "shared with the other runs of its node (started by `trial-7`)" in md
     html = paths["html"].read_text()
     assert f"<code>{'ab' * 32}</code>" in html and "Caps lowered for the context" in html
 
