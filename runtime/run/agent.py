@@ -11,10 +11,11 @@ from typing import Any
 
 from a2c.contracts.agent_params import ENV_VAR as PARAMS_ENV
 from a2c.contracts.agent_params import to_env as params_to_env
+from a2c.contracts.budget import Budget
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import read_service_fields
-from a2c.contracts.spec import BudgetSpec, GraderSpec
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.redact import redact_bytes
 from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
@@ -47,12 +48,12 @@ def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str
     if not isinstance(meta, dict):
         meta = {}
     meta.update({"mode": run.mode, "seed": run.seed, "deadline": run.deadline,
-                 "deadline_iso": iso_utc(run.deadline), "budget": run.budget,
+                 "deadline_iso": iso_utc(run.deadline), "budget": run.budget.to_dict(),
                  "remaining_s": None if remaining is None else round(remaining, 1),
                  "updated_at": iso_utc(time.time()),
                  "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
     task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
-    meta["task"] = {**task, **(run.get("task_format") or {})}
+    meta["task"] = {**task, **(run.task_format or {})}
     data = run.data or {}
     if data.get("final_records"):   # a final split: how many items each part has (not which)
         meta["heldout"] = {"feedback_items": data.get("heldout_records"),
@@ -156,20 +157,18 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
         agent_tmp=paths.agent_tmp,
-        gpu_ids=tuple(str(g) for g in (run.get("gpus") or {}).get("agent") or ()),
-        **spec_limits(run.budget_spec))
+        gpu_ids=tuple(str(g) for g in (run.gpus or {}).get("agent") or ()),
+        **spec_limits(run.budget))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
     return spec
 
 
-def spec_limits(budget: BudgetSpec | dict) -> dict:
+def spec_limits(budget: Budget) -> dict:
     """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields, for
     every backend: docker's engine enforces them, the local backend a cgroup per run
     (sandbox/cgroups.py); and its disk budget (disk_mb, else the default), always, which both
     backends watch from the host (sandbox/disk.py)."""
-    if isinstance(budget, dict):
-        budget = BudgetSpec.from_dict(budget)
     limits: dict = {}
     if budget.memory_mb:
         limits["mem_limit"] = f"{int(budget.memory_mb)}m"

@@ -39,7 +39,7 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     kill_stale(run_dir, run)
     if gpus is not None or grader_gpus is not None:   # a sweep's new placement: Ray's ids now
         from a2c.runtime.run import devices
-        record = run.get("gpus") or {}      # UNSET until the run holds devices
+        record = run.gpus or {}      # None until the run holds devices
         assigned, lease = devices.assign(
             gpus if gpus is not None else ",".join(record.get("agent") or []) or "none",
             grader_gpus if grader_gpus is not None else

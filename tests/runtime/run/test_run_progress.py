@@ -12,7 +12,9 @@ from driver_helpers import FakeUpstream, configure_fake_provider, make_cli_agent
 
 from a2c.runtime import run as run_mod
 from a2c.runtime.run import runner as runner_mod
-from a2c.runtime.run.runner import Runner, first_call_line, heartbeat_line
+from a2c.runtime.run.progress import first_call_line, heartbeat_line
+from a2c.runtime.run.runner import Runner
+from a2c.runtime.run.scoring import RunScores
 from a2c.runtime.sandbox.local import bwrap_works
 
 
@@ -24,19 +26,19 @@ def _prepare(tmp_path, agent="ref-sft", **kw):
 
 # ----------------------------------------------------------------------------- lines
 def test_heartbeat_line_names_time_driver_use_and_submissions():
-    none = {"submissions": 0, "scored": 0, "best_score": None}
+    none = RunScores()
     assert heartbeat_line(60, 240, none) == "agent running 1m00s of 4m00s: no submission yet"
     usage = {"calls": 0, "tokens": 0, "cost_usd": 0.0, "errors": 0, "exhausted": None}
     assert heartbeat_line(61.4, 600, none, usage) == \
         "agent running 1m01s of 10m00s: no driver call yet; no submission yet"
     usage = {"calls": 14, "tokens": 210_400, "cost_usd": 0.1234, "errors": 2,
              "exhausted": {"limit": "tokens"}}
-    scores = {"submissions": 2, "scored": 1, "best_score": 63.0}
+    scores = RunScores(submissions=2, scored=1, best_score=63.0)
     assert heartbeat_line(120, 600, scores, usage) == (
         "agent running 2m00s of 10m00s: 14 driver calls, 210,400 tokens, $0.1234, 2 error(s), "
         "driver budget spent; 2 submissions (1 scored, best 63.0)")
     one = {"calls": 1, "tokens": 18, "cost_usd": 0.0}
-    assert heartbeat_line(5, 60, {"submissions": 1, "scored": 0, "best_score": None}, one) == \
+    assert heartbeat_line(5, 60, RunScores(submissions=1), one) == \
         "agent running 5s of 1m00s: 1 driver call, 18 tokens; 1 submission (0 scored)"
 
 
