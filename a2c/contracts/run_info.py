@@ -6,7 +6,7 @@ keys) and one reader (`read_run_info` / `RunInfo.read`). `format` names the vers
 record; a reader keeps keys it does not know in `extra` and writes them back unchanged.
 
 A plain typed record: the runtime reads and sets its attributes (`info.status = ...`); the
-run's limits are one typed `Budget` (a2c.contracts.budget). A field written only once the run
+run's limits are one typed `Budget` (a2c.contracts.budget), its settings a `RunSettings`. A field written only once the run
 reaches its step is `UNSET` until then and left out of the JSON.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 from a2c.fsutil import write_json_atomic
 
 from .budget import Budget
-from .records import OMIT_NONE, optional
+from .records import OMIT_NONE, Record, optional
 from .spec import ScoringSpec
 
 RUN_JSON = "run.json"              # relative to the run directory
@@ -71,6 +71,20 @@ ENDED: tuple[RunStatus, ...] = (RunStatus.FINISHED, RunStatus.AGENT_FAILED,
 
 
 @dataclass
+class RunSettings(Record):
+    """How the runtime runs this run (run.json `options`): the operator's choices and the pace
+    of the supervision loop (a test's or a debugging session's; unset: the runtime's own)."""
+
+    use_bwrap: bool | None = None               # local backend: None = where available
+    snapshot_every_s: float | None = None       # None: runtime/run/context.py's default
+    agent_params: dict[str, Any] = field(default_factory=dict)
+    agent_env: dict[str, str] = field(default_factory=dict)
+    meta_every_s: float | None = optional()     # run_meta.json in the workspace
+    heartbeat_every_s: float | None = optional()
+    process_interval_s: float | None = optional()   # the process recorder's sampling
+
+
+@dataclass
 class RunInfo:
     run_id: str
     task: str
@@ -101,7 +115,7 @@ class RunInfo:
     agent_started_at: str | None = None
     versions: dict[str, str | None] = field(default_factory=dict)
     sandbox_id: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RunSettings = field(default_factory=RunSettings)
     agent_exit: dict[str, Any] | None = None
     resumes: int = 0
     format: str = RUN_INFO_FORMAT
@@ -150,7 +164,7 @@ class RunInfo:
             value = getattr(self, f.name)
             if isinstance(value, RunStatus):
                 value = value.value
-            elif isinstance(value, Budget):
+            elif isinstance(value, (Budget, RunSettings)):
                 value = value.to_dict()
             if value is not UNSET and not (value is None and f.metadata.get(OMIT_NONE)):
                 out[f.name] = value
@@ -163,6 +177,7 @@ class RunInfo:
         extra = {k: v for k, v in data.items() if k not in names}
         known.setdefault("format", RUN_INFO_FORMAT)
         known["budget"] = Budget.from_dict(known.get("budget") or {})
+        known["options"] = RunSettings.from_dict(known.get("options") or {})
         return cls(**known, extra=extra)
 
     @classmethod

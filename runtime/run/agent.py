@@ -134,8 +134,8 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
             continue   # never a provider key past the gateway (refused at prepare already)
         if key in os.environ and not str(key).startswith("A2C_"):
             env[str(key)] = os.environ[key]
-    env.update({str(k): str(v) for k, v in (run.options or {}).get("agent_env", {}).items()})
-    params = (run.options or {}).get("agent_params")
+    env.update({str(k): str(v) for k, v in run.options.agent_env.items()})
+    params = run.options.agent_params
     if params:   # the runtime → agent interface: the effective params, one JSON object
         env[PARAMS_ENV] = params_to_env(params)
     from a2c.runtime.env_services import INSIDE_DIR, service_url_var

@@ -15,7 +15,7 @@ from typing import Any
 from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.budget import Budget
 from a2c.contracts.bundle import Bundle, read_manifest
-from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_info import RunInfo, RunSettings
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.contracts.spec import AgentSpec, DriverSpec, TaskSpec
@@ -365,8 +365,8 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         isolation=None, budget=Budget.from_dict(budget_cfg),
         scoring=task.get("scoring") or {"policy": "best"},
         versions=versions(), sandbox_id=secrets.token_hex(8),
-        options={"use_bwrap": opts.use_bwrap, "snapshot_every_s": opts.snapshot_every_s,
-                 "agent_params": params, "agent_env": opts.agent_env})
+        options=RunSettings(use_bwrap=opts.use_bwrap, snapshot_every_s=opts.snapshot_every_s,
+                            agent_params=params, agent_env=opts.agent_env))
     ctx = RunContext(run_dir, info)
     ctx.save()
     make_private(run_dir)

@@ -121,7 +121,7 @@ class Runner:
     def backend(self):
         from a2c.runtime.sandbox import get_backend
         if self.run.backend == "local":
-            return get_backend("local", use_bwrap=(self.run.options or {}).get("use_bwrap"))
+            return get_backend("local", use_bwrap=self.run.options.use_bwrap)
         return get_backend(self.run.backend)
 
     # ---------------------------------------------------------------- phases
@@ -189,7 +189,7 @@ class Runner:
         proc = self.launch_agent(backend)
         # what ran, seen from the host (runtime/process_record.py); its digest into the chain
         recorder = record_agent(self.paths, proc, backend, self.secrets,
-                                (run.options or {}).get("process_interval_s"))
+                                run.options.process_interval_s)
         try:
             if getattr(proc, "limits", None):   # the local backend's cgroup: what it enforces
                 run.limits = proc.limits

@@ -60,10 +60,10 @@ class Supervision:
 
     def __init__(self, runner, proc, guard: BudgetGuard):
         self.runner, self.proc, self.guard = runner, proc, guard
-        options = runner.run.options or {}
-        self.snapshot_every = float(options.get("snapshot_every_s") or SNAPSHOT_EVERY_S)
-        self.meta_every = float(options.get("meta_every_s") or META_EVERY_S)
-        self.beat_every = float(options.get("heartbeat_every_s") or HEARTBEAT_EVERY_S)
+        options = runner.run.options
+        self.snapshot_every = float(options.snapshot_every_s or SNAPSHOT_EVERY_S)
+        self.meta_every = float(options.meta_every_s or META_EVERY_S)
+        self.beat_every = float(options.heartbeat_every_s or HEARTBEAT_EVERY_S)
         now = time.monotonic()
         self.last = {"snapshot": now, "meta": 0.0, "refresh": 0.0, "beat": now}
 

@@ -117,7 +117,8 @@ def generate_all() -> dict[str, dict[str, Any]]:
     run = _without(record_schema(run_info.RunInfo), "extra")
     out["run_info"] = _document("run_info", "a2c run record (run.json)",
                                 {**run, "additionalProperties": True,
-                                 "$defs": {"Budget": record_schema(budget.Budget)}})
+                                 "$defs": {"Budget": record_schema(budget.Budget),
+                                           "RunSettings": record_schema(run_info.RunSettings)}})
     # grader/service.json: run_dir is where the file is, raw the file itself.
     service = _without(record_schema(service_config.ServiceConfig), "run_dir", "raw")
     out["service_config"] = _document("service_config",

@@ -135,7 +135,7 @@ def test_a_scaffold_run_reports_its_first_driver_call_heartbeats_and_submissions
         configure_fake_provider(monkeypatch, upstream.port)
         agent = make_cli_agent(tmp_path, "progress-cli", SCAFFOLD)
         ctx = _prepare(tmp_path, agent, budget="90s", driver="fake/claude-sonnet-4-5")
-        ctx.run.options["heartbeat_every_s"] = 1.5
+        ctx.run.options.heartbeat_every_s = 1.5
         lines: list[str] = []
         stamped: list[tuple[float, str]] = []
 
