@@ -14,7 +14,7 @@ from a2c.contracts.agent_params import to_env as params_to_env
 from a2c.contracts.budget import Budget
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
-from a2c.contracts.service_config import read_service_fields
+from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.spec import GraderSpec
 from a2c.runtime.redact import redact_bytes
 from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
@@ -32,7 +32,7 @@ def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
     spec = GraderSpec.from_dict(grader)
     inference, params = spec.inference or {}, spec.params or {}
-    return {"grader": spec.get("kind"), "prompt_template": inference.get("prompt_template"),
+    return {"grader": spec.kind, "prompt_template": inference.get("prompt_template"),
             "chat_template": inference.get("chat_template", "auto"),
             "max_new_tokens": inference.get("max_new_tokens"),
             "answer_pattern": params.get("pattern")}
@@ -115,11 +115,11 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     """The agent's SandboxSpec: command, mounts, environment (token, deadline, environment
     service proxies; for a scaffold its driver gateway's socket, key and model, and its home)."""
     from a2c.runtime.sandbox import SandboxSpec
-    svc = read_service_fields(paths.root)
+    svc = ServiceConfig.load(paths.root)
     agent_dir = INSIDE_AGENT if confined else str(paths.agent)
     gateway = uses_gateway(agent)
     env = {
-        "A2C_TOKEN": svc["token"], "A2C_TASK_ID": run.task, "A2C_MODE": run.mode,
+        "A2C_TOKEN": svc.token, "A2C_TASK_ID": run.task, "A2C_MODE": run.mode,
         "A2C_SEED": str(run.seed),
         "A2C_DEADLINE": "" if run.deadline is None else f"{run.deadline:.3f}",
         **driver_env(agent, run, paths),
@@ -150,7 +150,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     spec = SandboxSpec(
         command=["bash", launch_sh],
         workspace=paths.workspace, data_dir=paths.data,
-        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc["socket_path"]),
+        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc.socket_path),
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
         env_service_sockets=paths.env_service_sockets if env_proxies else None,

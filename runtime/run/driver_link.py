@@ -9,7 +9,7 @@ from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.run.context import Reporter
 from a2c.runtime.run.driver import DriverGateway, read_key
-from a2c.runtime.run.progress import first_call_line
+from a2c.runtime.run.progress import DriverUse, first_call_line
 
 
 class DriverLink:
@@ -19,7 +19,7 @@ class DriverLink:
         self.paths, self.run, self.report = paths, run, report
         self.gateway = DriverGateway(paths.root)
         # resumed: a first call made before was announced then
-        self._first_call_seen = int((self.gateway.totals() or {}).get("seq") or 0) > 0
+        self._first_call_seen = DriverUse.of(self.gateway.totals()).seq > 0
 
     def key(self) -> str | None:
         """The gateway's per-run key (a secret: redacted from the record), once written."""
@@ -63,10 +63,11 @@ class DriverLink:
         if totals is None:
             return
         self.run.driver_usage = totals
-        if not self._first_call_seen and int(totals.get("seq") or 0) > 0:
+        use = DriverUse.of(totals)
+        if not self._first_call_seen and use.seq > 0:
             self._first_call_seen = True
-            self.report(first_call_line(totals))
+            self.report(first_call_line(use))
 
     def spent(self) -> bool:
         """Whether a driver budget was spent (the gateway refuses further calls)."""
-        return bool((self.run.driver_usage or {}).get("exhausted"))
+        return bool(DriverUse.of(self.run.driver_usage).exhausted)

@@ -5,6 +5,7 @@ the runtime's)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,37 @@ from a2c.runtime.run.context import Reporter
 from a2c.runtime.run.scoring import RunScores, scored_entries
 
 
+@dataclass(frozen=True)
+class DriverUse:
+    """The gateway's running totals as these lines read them (driver/totals.json as the ledger
+    writes it, or `runtime/run/driver.py:usage_summary`'s digest of it), parsed once."""
+
+    seq: int = 0                    # calls begun, answered or not: 0 until the first
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    errors: int = 0
+    exhausted: dict[str, Any] | None = None   # the limit spent, once one is
+    model: str | None = None
+    by_model: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: dict[str, Any] | None) -> DriverUse:
+        data = data or {}
+        kinds = {"seq": int, "calls": int, "tokens": int, "cost_usd": float, "errors": int}
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            value = data.get(f.name)
+            if value is not None:
+                values[f.name] = kinds[f.name](value) if f.name in kinds else value
+        return cls(**values)
+
+
 def heartbeat_line(elapsed_s: float, wall_clock_s: float, scores: RunScores,
-                   usage: dict[str, Any] | None = None) -> str:
+                   usage: DriverUse | None = None) -> str:
     """The periodic progress line: `agent running 2m00s of 10m00s: 14 driver calls, 210,400
     tokens, $0.1234; 1 submission (1 scored, best 63.0)` (no driver part for an agent without
-    a gateway; `usage` as `runtime/run/driver.py:usage_summary` gives it)."""
+    a gateway)."""
     parts = [] if usage is None else [_driver_part(usage)]
     subs = scores.submissions
     if not subs:
@@ -32,33 +59,32 @@ def heartbeat_line(elapsed_s: float, wall_clock_s: float, scores: RunScores,
             + "; ".join(parts))
 
 
-def _driver_part(usage: dict[str, Any]) -> str:
-    calls = int(usage.get("calls") or 0)
+def _driver_part(usage: DriverUse) -> str:
+    calls = usage.calls
     if calls:
-        text = f"{calls} driver call{'s' if calls != 1 else ''}, " \
-               f"{int(usage.get('tokens') or 0):,} tokens"
-        if usage.get("cost_usd"):
-            text += f", ${float(usage['cost_usd']):.4f}"
+        text = f"{calls} driver call{'s' if calls != 1 else ''}, {usage.tokens:,} tokens"
+        if usage.cost_usd:
+            text += f", ${usage.cost_usd:.4f}"
     else:
         text = "no driver call yet"
-    if usage.get("errors"):
-        text += f", {usage['errors']} error(s)"
-    if usage.get("exhausted"):
+    if usage.errors:
+        text += f", {usage.errors} error(s)"
+    if usage.exhausted:
         text += ", driver budget spent"
     return text
 
 
-def first_call_line(totals: dict[str, Any]) -> str:
+def first_call_line(totals: DriverUse) -> str:
     """The line for the agent's first call to its driver gateway (what totals.json says once its
     `seq` left 0): the model it reached, or that it was refused or failed."""
-    models = list((totals.get("by_model") or {}).keys())
-    model = models[0] if models else (totals.get("model") or "?")
-    if int(totals.get("calls") or 0):
+    models = list(totals.by_model)
+    model = models[0] if models else (totals.model or "?")
+    if totals.calls:
         return (f"driver: the agent's first call reached {model} "
-                f"({int(totals.get('tokens') or 0):,} tokens so far)")
-    if int(totals.get("errors") or 0):
+                f"({totals.tokens:,} tokens so far)")
+    if totals.errors:
         return (f"driver: the agent's first call to {model} was refused or failed "
-                f"({totals['errors']} error(s); logs/driver-gateway.log)")
+                f"({totals.errors} error(s); logs/driver-gateway.log)")
     return f"driver: the agent reached its driver gateway (model {model})"
 
 

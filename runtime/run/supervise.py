@@ -19,7 +19,7 @@ from a2c.runtime.budget import BudgetGuard
 from a2c.runtime.run.agent import update_run_meta
 from a2c.runtime.run.context import SNAPSHOT_EVERY_S, STOP_GRACE_S
 from a2c.runtime.run.driver import usage_summary
-from a2c.runtime.run.progress import heartbeat_line
+from a2c.runtime.run.progress import DriverUse, heartbeat_line
 from a2c.runtime.run.watchdog import DeadlineWatchdog
 
 # progress while the agent runs: one line at most this often (elapsed, driver use, submissions)
@@ -127,7 +127,7 @@ class Supervision:
         runner, guard = self.runner, self.guard
         try:
             usage = None if runner.driver is None else \
-                (usage_summary(runner.run.driver_usage) or {})
+                DriverUse.of(usage_summary(runner.run.driver_usage))
             line = heartbeat_line(guard.wall_clock_s - guard.remaining(), guard.wall_clock_s,
                                   runner.scores, usage)
         except (OSError, ValueError, TypeError, KeyError):
