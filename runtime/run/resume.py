@@ -12,7 +12,7 @@ from a2c.errors import RunError
 from a2c.runtime.run.context import Reporter, RunContext
 from a2c.runtime.run.grader import kill_stale
 from a2c.runtime.run.runner import Runner
-from a2c.runtime.run.scoring import journal_state
+from a2c.runtime.run.scoring import pending
 
 
 def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = None,
@@ -55,7 +55,7 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     runner = Runner(ctx, report)
     if started:
         runner.event("run_resumed", {"resume": run.resumes,
-                                     "pending": journal_state(run_dir)["pending"],
+                                     "pending": pending(run_dir),
                                      "deadline": run.deadline, "agent_exit": run.agent_exit})
         report(f"resuming {run.run_id} (resume #{run.resumes})")
     return runner.go(resumed=started)

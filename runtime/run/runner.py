@@ -38,7 +38,7 @@ from a2c.runtime.run.resolve import load_agent
 from a2c.runtime.run.run_snapshots import RunSnapshots
 from a2c.runtime.run.scaffold import PreflightError, uses_gateway
 from a2c.runtime.run.scaffold_preflight import preflight
-from a2c.runtime.run.scoring import RunScores, baseline_score, journal_state, score_run
+from a2c.runtime.run.scoring import RunScores, baseline_score, pending, score_run
 from a2c.runtime.run.seal import seal_record
 from a2c.runtime.run.supervise import AgentExit, Supervision
 from a2c.runtime.run.task_services import TaskServices
@@ -207,8 +207,8 @@ class Runner:
     def finish(self, status: RunStatus | None = None) -> dict:
         """Drain, stop the services, redact, score; `status` None: by `ending.end_status`."""
         self.snapshots.final()
-        pending = journal_state(self.run_dir)["pending"]
-        self.drain(float(self.run.budget.eval_timeout_s) * max(1, len(pending))
+        waiting = pending(self.run_dir)
+        self.drain(float(self.run.budget.eval_timeout_s) * max(1, len(waiting))
                    + DRAIN_MARGIN_S)
         self.stop_services()
         ending.score_final_split(self.run, self.paths, self.report)
@@ -237,18 +237,18 @@ class Runner:
         end = time.monotonic() + timeout
         announced = False
         while time.monotonic() < end:
-            pending = journal_state(self.run_dir)["pending"]
-            if not pending:
+            waiting = pending(self.run_dir)
+            if not waiting:
                 return
             if not announced:
-                self.report(f"waiting for {len(pending)} evaluation(s) to finish")
+                self.report(f"waiting for {len(waiting)} evaluation(s) to finish")
                 announced = True
             if not self.service.alive():
                 self.service.start()
             self.refresh()
             time.sleep(0.5)
         self.report("gave up waiting for pending evaluations: "
-                    + ", ".join(journal_state(self.run_dir)["pending"]))
+                    + ", ".join(pending(self.run_dir)))
 
     # ---------------------------------------------------------------- the run
     def go(self, resumed: bool = False) -> dict:

@@ -16,9 +16,15 @@ def sort_key(sid: str):
     return (0, int(sid)) if sid.isdigit() else (1, sid)
 
 
-def scored_entries(run_dir: Path) -> list[tuple[str, JournalScored]]:
-    """The journal's scored submissions, typed, in submission order."""
-    state = journal_state(run_dir)
+def pending(run_dir: Path) -> list[str]:
+    """The submissions received and not scored yet, in order."""
+    return journal_state(run_dir)["pending"]
+
+
+def scored_entries(run_dir: Path, state: dict | None = None) -> list[tuple[str, JournalScored]]:
+    """The journal's scored submissions, typed, in submission order (`state`: the journal
+    already read, `journal_state`'s)."""
+    state = journal_state(run_dir) if state is None else state
     # (an entry without `valid` is a valid one, as the journal's first writers left it out)
     return [(sid, JournalScored.from_dict({"valid": True, **entry}))
             for sid, entry in sorted(state["scored"].items(), key=lambda kv: sort_key(kv[0]))]
@@ -46,7 +52,7 @@ class RunScores:
 
 def score_run(run_dir: Path, policy: str) -> RunScores:
     state = journal_state(run_dir)
-    scored = scored_entries(run_dir)
+    scored = scored_entries(run_dir, state)
     valid = [(sid, e) for sid, e in scored if e.valid and e.score is not None]
     best = max((float(e.score) for _, e in valid), default=None)
     last = float(valid[-1][1].score) if valid else None
