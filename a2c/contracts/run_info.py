@@ -70,6 +70,32 @@ ENDED: tuple[RunStatus, ...] = (RunStatus.FINISHED, RunStatus.AGENT_FAILED,
                                 RunStatus.NO_SUBMISSION)
 
 
+@dataclass(frozen=True)
+class AgentExit:
+    """How the agent's process ended (run.json `agent_exit`): `reason` exited | deadline |
+    disk_budget | no budget left at resume; `cause` why, where the code does not say (memory,
+    processes, disk, a signal, the wall clock)."""
+
+    returncode: int | None = None
+    reason: str = "exited"
+    cause: str | None = None
+
+    @property
+    def failed_on_its_own(self) -> bool:
+        """It exited non-zero without the runtime stopping it."""
+        return self.reason == "exited" and self.returncode not in (None, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"returncode": self.returncode, "reason": self.reason}
+        if self.cause:
+            out["cause"] = self.cause
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentExit:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
 @dataclass
 class RunSettings(Record):
     """How the runtime runs this run (run.json `options`): the operator's choices and the pace
@@ -116,7 +142,7 @@ class RunInfo:
     versions: dict[str, str | None] = field(default_factory=dict)
     sandbox_id: str | None = None
     options: RunSettings = field(default_factory=RunSettings)
-    agent_exit: dict[str, Any] | None = None
+    agent_exit: AgentExit | None = None
     resumes: int = 0
     format: str = RUN_INFO_FORMAT
     # written once the run reaches the step that knows them: None (left out of the JSON) or,
@@ -164,7 +190,7 @@ class RunInfo:
             value = getattr(self, f.name)
             if isinstance(value, RunStatus):
                 value = value.value
-            elif isinstance(value, (Budget, RunSettings)):
+            elif isinstance(value, (Budget, RunSettings, AgentExit)):
                 value = value.to_dict()
             if value is not UNSET and not (value is None and f.metadata.get(OMIT_NONE)):
                 out[f.name] = value
@@ -178,6 +204,8 @@ class RunInfo:
         known.setdefault("format", RUN_INFO_FORMAT)
         known["budget"] = Budget.from_dict(known.get("budget") or {})
         known["options"] = RunSettings.from_dict(known.get("options") or {})
+        if isinstance(known.get("agent_exit"), dict):
+            known["agent_exit"] = AgentExit.from_dict(known["agent_exit"])
         return cls(**known, extra=extra)
 
     @classmethod

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.run_info import UNSET, RunInfo, RunStatus
+from a2c.contracts.run_info import UNSET, AgentExit, RunInfo, RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.redact import redact_file, redact_tree, remove_redact_file
 from a2c.runtime.run.agent import log_tail
@@ -20,18 +20,16 @@ from a2c.runtime.run.reason import reason_line
 FINAL_SPLIT_FIELDS = ("final_split_score", "final_split_baseline", "selection_gap")
 
 
-def end_status(agent_exit: dict | None, submissions: int,
+def end_status(agent_exit: AgentExit | None, submissions: int,
                driver_spent: bool = False) -> RunStatus:
     """`agent_failed`: the agent exited non-zero on its own (not stopped at the deadline, and not
     after its driver budget was spent: a scaffold whose model stops answering exits non-zero,
     and that is the budget's end, not a failure); `no_submission`: it ended without one
     submission; else `finished`. An agent stopped past its disk budget failed, as one the
-    kernel killed for memory. (`agent_exit`: run.json's, as `AgentExit.record` wrote it.)"""
-    agent_exit = agent_exit or {}
-    rc = agent_exit.get("returncode")
-    if agent_exit.get("reason") == "disk_budget":
+    kernel killed for memory."""
+    if agent_exit is not None and agent_exit.reason == "disk_budget":
         return RunStatus.AGENT_FAILED
-    if agent_exit.get("reason") == "exited" and rc not in (None, 0) and not driver_spent:
+    if agent_exit is not None and agent_exit.failed_on_its_own and not driver_spent:
         return RunStatus.AGENT_FAILED
     if not submissions:
         return RunStatus.NO_SUBMISSION

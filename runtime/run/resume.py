@@ -56,6 +56,7 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     if started:
         runner.event("run_resumed", {"resume": run.resumes,
                                      "pending": pending(run_dir),
-                                     "deadline": run.deadline, "agent_exit": run.agent_exit})
+                                     "deadline": run.deadline,
+                                     "agent_exit": run.agent_exit and run.agent_exit.to_dict()})
         report(f"resuming {run.run_id} (resume #{run.resumes})")
     return runner.go(resumed=started)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 
-from a2c.contracts.run_info import RunStatus
+from a2c.contracts.run_info import AgentExit, RunStatus
 from a2c.contracts.service_config import update_service_config
 from a2c.durations import format_duration
 from a2c.runtime.budget import BudgetGuard
@@ -40,7 +40,7 @@ from a2c.runtime.run.scaffold import PreflightError, uses_gateway
 from a2c.runtime.run.scaffold_preflight import preflight
 from a2c.runtime.run.scoring import RunScores, baseline_score, pending, score_run
 from a2c.runtime.run.seal import seal_record
-from a2c.runtime.run.supervise import AgentExit, Supervision
+from a2c.runtime.run.supervise import Supervision
 from a2c.runtime.run.task_services import TaskServices
 from a2c.timefmt import iso_utc
 
@@ -195,14 +195,14 @@ class Runner:
                 run.limits = proc.limits
                 if proc.limits_warning:
                     self.report(proc.limits_warning)
-            outcome: AgentExit = Supervision(self, proc, guard).run()
+            outcome = Supervision(self, proc, guard).run()
         finally:
             self.event("process_record", recorder.stop())
-        run.agent_exit = outcome.record()
+        run.agent_exit = ended = outcome.exit
         self.ctx.save()
         self.event("agent_exited", outcome.event())
-        self.report(f"agent exited ({outcome.reason}, rc {outcome.returncode}"
-                    + (f"; {outcome.cause})" if outcome.cause else ")"))
+        self.report(f"agent exited ({ended.reason}, rc {ended.returncode}"
+                    + (f"; {ended.cause})" if ended.cause else ")"))
 
     def finish(self, status: RunStatus | None = None) -> dict:
         """Drain, stop the services, redact, score; `status` None: by `ending.end_status`."""
@@ -314,8 +314,8 @@ class Runner:
             self.event("deadline_reached", {"deadline": run.deadline,
                                             "wall_clock_s": guard.wall_clock_s,
                                             "note": "no budget left at resume"})
-            run.agent_exit = {"returncode": None, "reason": "no budget left at resume"}
-            self.event("agent_exited", run.agent_exit)
+            run.agent_exit = AgentExit(None, "no budget left at resume")
+            self.event("agent_exited", run.agent_exit.to_dict())
         return self.finish()
 
     def _abort(self, status: RunStatus) -> None:

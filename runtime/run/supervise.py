@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from a2c.contracts.run_info import AgentExit
 from a2c.durations import format_duration
 from a2c.runtime.budget import BudgetGuard
 from a2c.runtime.run.agent import update_run_meta
@@ -29,26 +30,16 @@ REFRESH_EVERY_S = 2.0     # scores from the journal, the grader and the gateway 
 
 
 @dataclass(frozen=True)
-class AgentExit:
-    """How the agent's process ended: `reason` exited | deadline | disk_budget; `stop` the
-    tree's stop report where the runtime stopped it; `cause` why, where the code does not say
-    (memory, processes, disk, a signal, the wall clock)."""
+class Outcome:
+    """The supervision's end: how the agent ended (run.json's `agent_exit`) and, where the
+    runtime stopped its tree, the stop report."""
 
-    returncode: int | None
-    reason: str
+    exit: AgentExit
     stop: dict[str, Any] | None = None
-    cause: str | None = None
-
-    def record(self) -> dict[str, Any]:
-        """run.json `agent_exit`."""
-        out: dict[str, Any] = {"returncode": self.returncode, "reason": self.reason}
-        if self.cause:
-            out["cause"] = self.cause
-        return out
 
     def event(self) -> dict[str, Any]:
         """The `agent_exited` event's data."""
-        out = self.record()
+        out = self.exit.to_dict()
         if self.stop:
             out["stop"] = {k: self.stop.get(k) for k in ("terminated", "killed", "elapsed_s",
                                                          "survivors")}
@@ -67,7 +58,7 @@ class Supervision:
         now = time.monotonic()
         self.last = {"snapshot": now, "meta": 0.0, "refresh": 0.0, "beat": now}
 
-    def run(self) -> AgentExit:
+    def run(self) -> Outcome:
         runner, guard, proc = self.runner, self.guard, self.proc
         watchdog = DeadlineWatchdog(proc, guard.remaining(), STOP_GRACE_S)
         watchdog.start()
@@ -134,7 +125,7 @@ class Supervision:
             return
         runner.report(line)
 
-    def _exit(self, reason: str, stop_report: dict | None) -> AgentExit:
+    def _exit(self, reason: str, stop_report: dict | None) -> Outcome:
         proc = self.proc
         stopped_for = getattr(proc, "stopped_for", None)   # "disk_budget": its watcher stopped it
         if stopped_for and reason == "exited":
@@ -145,4 +136,4 @@ class Supervision:
         if reason == "deadline":
             cause = (f"deadline: its wall clock ({format_duration(self.guard.wall_clock_s)}) "
                      "ran out")
-        return AgentExit(proc.returncode, reason, stop_report, cause)
+        return Outcome(AgentExit(proc.returncode, reason, cause), stop_report)

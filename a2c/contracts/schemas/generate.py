@@ -118,7 +118,8 @@ def generate_all() -> dict[str, dict[str, Any]]:
     out["run_info"] = _document("run_info", "a2c run record (run.json)",
                                 {**run, "additionalProperties": True,
                                  "$defs": {"Budget": record_schema(budget.Budget),
-                                           "RunSettings": record_schema(run_info.RunSettings)}})
+                                           "RunSettings": record_schema(run_info.RunSettings),
+                                           "AgentExit": record_schema(run_info.AgentExit)}})
     # grader/service.json: run_dir is where the file is, raw the file itself.
     service = _without(record_schema(service_config.ServiceConfig), "run_dir", "raw")
     out["service_config"] = _document("service_config",

@@ -11,6 +11,7 @@ import pytest
 from driver_helpers import DRIVER, FAKE_KEY, configure_fake_provider, make_cli_agent
 
 from a2c.contracts.budget import Budget
+from a2c.contracts.run_info import AgentExit
 from a2c.errors import RunError
 from a2c.runtime import run as run_mod
 from a2c.runtime.run.agent import log_tail, sandbox_spec
@@ -209,11 +210,11 @@ def test_driver_model_install_steps_and_check():
     ({"returncode": None, "reason": "no budget left at resume"}, 0, "no_submission"),
 ])
 def test_end_status(agent_exit, submissions, status):
-    assert end_status(agent_exit, submissions) == status
+    assert end_status(AgentExit.from_dict(agent_exit), submissions) == status
 
 
 def test_a_non_zero_exit_after_the_driver_budget_is_spent_is_no_failure():
-    exited = {"returncode": 1, "reason": "exited"}
+    exited = AgentExit(1, "exited")
     assert end_status(exited, 2, driver_spent=True) == "finished"
     assert end_status(exited, 0, driver_spent=True) == "no_submission"
 
