@@ -2,7 +2,8 @@
 
 Pure and clock-injected so it is testable without waiting; the runtime's loop calls `tick()` and
 records what it returns. The deadline is fixed when the run starts and never moves (a resumed run
-keeps it).
+keeps it). The wall clock it guards is the run's `Budget.wall_clock_s` (a2c/contracts/budget.py,
+where every limit of the run and its one enforcer are named).
 """
 
 from __future__ import annotations

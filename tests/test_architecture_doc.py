@@ -118,7 +118,8 @@ WHERE_HEADING = "## Where does X live"
 # a backticked repository path (a file or a folder/), optionally `:symbol` or `:Class.member`;
 # not a run-time folder (`.a2c/check-runs/`)
 NAMED = re.compile(r"`(\w[\w.-]*/(?:[\w.-]+/)*(?:[\w.-]+\.\w+)?)(?::([\w.]+))?`")
-WHERE_ROWS = ("the grading API", "budget: wall clock", "budget: driver tokens, cost, calls",
+WHERE_ROWS = ("the grading API", "budget: the run's limits", "budget: wall clock",
+              "budget: evaluation time", "budget: driver tokens, cost, calls",
               "budget: GPUs", "budget: disk", "budget: memory, CPUs, processes",
               "budget: submissions", "the sandbox argv", "prices", "the trajectory builder",
               "suite expansion", "signing keys", "provenance", "compliance evidence",
@@ -191,3 +192,23 @@ def test_where_does_x_live_check_catches_a_stale_name():
     assert not _defined(ROOT / "runtime" / "driver_gateway" / "ledger.py", "Ledger.no_such")
     assert NAMED.findall("`a/b.py:C.d` and `runtime/sandbox/` and `grader.params.x`") == [
         ("a/b.py", "C.d"), ("runtime/sandbox/", "")]
+
+
+def test_every_budget_limit_names_its_one_enforcer_and_the_table_lists_it():
+    """`Budget.ENFORCED_BY`: a `path:symbol` per limit of the run's `Budget`, each defined in its
+    file and named in the table, so "where is budget X enforced" has one answer."""
+    import dataclasses
+
+    from a2c.contracts.budget import Budget
+
+    limits = [f.name for f in dataclasses.fields(Budget)]
+    assert sorted(Budget.ENFORCED_BY) == sorted(limits)
+    section = _where_section(DOC)
+    wrong = []
+    for limit, where in Budget.ENFORCED_BY.items():
+        rel, _, symbol = where.partition(":")
+        if not (ROOT / rel).is_file() or not _defined(ROOT / rel, symbol):
+            wrong.append(f"{limit}: {where} is not defined")
+        elif f"`{where}`" not in section:
+            wrong.append(f"{limit}: {where} is not in '{WHERE_HEADING}'")
+    assert not wrong, wrong

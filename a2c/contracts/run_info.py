@@ -5,8 +5,9 @@ class, `RunInfo`, with one writer (`write_run_info` / `RunInfo.write`, atomic, i
 keys) and one reader (`read_run_info` / `RunInfo.read`). `format` names the version of this
 record; a reader keeps keys it does not know in `extra` and writes them back unchanged.
 
-The runtime also reads and updates fields by name (`info["status"] = "running"`,
-`info.get("deadline")`), so the record works as a mapping over its fields as well.
+A plain typed record: the runtime reads and sets its attributes (`info.status = ...`); the
+run's limits are one typed `Budget` (a2c.contracts.budget), its settings a `RunSettings`. A field written only once the run
+reaches its step is `UNSET` until then and left out of the JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 
 from a2c.fsutil import write_json_atomic
 
-from .spec import BudgetSpec, ScoringSpec
+from .budget import Budget
+from .records import OMIT_NONE, Record, optional
+from .spec import ScoringSpec
 
 RUN_JSON = "run.json"              # relative to the run directory
 RUN_INFO_FORMAT = "a2c-run/1"
@@ -67,6 +70,46 @@ ENDED: tuple[RunStatus, ...] = (RunStatus.FINISHED, RunStatus.AGENT_FAILED,
                                 RunStatus.NO_SUBMISSION)
 
 
+@dataclass(frozen=True)
+class AgentExit:
+    """How the agent's process ended (run.json `agent_exit`): `reason` exited | deadline |
+    disk_budget | no budget left at resume; `cause` why, where the code does not say (memory,
+    processes, disk, a signal, the wall clock)."""
+
+    returncode: int | None = None
+    reason: str = "exited"
+    cause: str | None = None
+
+    @property
+    def failed_on_its_own(self) -> bool:
+        """It exited non-zero without the runtime stopping it."""
+        return self.reason == "exited" and self.returncode not in (None, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"returncode": self.returncode, "reason": self.reason}
+        if self.cause:
+            out["cause"] = self.cause
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentExit:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+@dataclass
+class RunSettings(Record):
+    """How the runtime runs this run (run.json `options`): the operator's choices and the pace
+    of the supervision loop (a test's or a debugging session's; unset: the runtime's own)."""
+
+    use_bwrap: bool | None = None               # local backend: None = where available
+    snapshot_every_s: float | None = None       # None: runtime/run/context.py's default
+    agent_params: dict[str, Any] = field(default_factory=dict)
+    agent_env: dict[str, str] = field(default_factory=dict)
+    meta_every_s: float | None = optional()     # run_meta.json in the workspace
+    heartbeat_every_s: float | None = optional()
+    process_interval_s: float | None = optional()   # the process recorder's sampling
+
+
 @dataclass
 class RunInfo:
     run_id: str
@@ -84,7 +127,7 @@ class RunInfo:
     bundle_digest: str | None = None
     spec_hash: str | None = None
     isolation: str | None = None                                # bubblewrap | docker | none
-    budget: dict[str, Any] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
     scoring: dict[str, Any] = field(default_factory=lambda: {"policy": "best"})
     baseline_score: float | None = None
     best_score: float | None = None
@@ -98,20 +141,21 @@ class RunInfo:
     agent_started_at: str | None = None
     versions: dict[str, str | None] = field(default_factory=dict)
     sandbox_id: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    agent_exit: dict[str, Any] | None = None
+    options: RunSettings = field(default_factory=RunSettings)
+    agent_exit: AgentExit | None = None
     resumes: int = 0
     format: str = RUN_INFO_FORMAT
-    # written once the run reaches the step that knows them
+    # written once the run reaches the step that knows them: None (left out of the JSON) or,
+    # where None is a value the step writes, UNSET until then
     best_submission: Any = UNSET      # str | None, after the first refresh of scores
-    copies_of_base: Any = UNSET       # int
-    task_format: Any = UNSET          # dict, when the agent's deadline is fixed
+    copies_of_base: int | None = optional()
+    task_format: dict[str, Any] | None = optional()   # when the agent's deadline is fixed
     transcript: Any = UNSET           # str | None, at the end
-    driver_usage: Any = UNSET         # dict: the gateway's totals (calls, tokens, cost)
-    agent_log_tail: Any = UNSET       # list[str]: the agent log's last lines, on failure
+    driver_usage: dict[str, Any] | None = optional()  # the gateway's totals (calls, tokens, cost)
+    agent_log_tail: list[str] | None = optional()     # the agent log's last lines, on failure
     # the local backend's resource limits as its cgroup holds them, when the agent starts:
     # {memory|cpus|pids: {asked, enforced, why}, cgroup: v1|v2|none} (runtime/sandbox/cgroups.py)
-    limits: Any = UNSET               # dict
+    limits: dict[str, Any] | None = optional()
     # with a final split (scoring.final), at the end: the counted submission's and the base
     # model's score on the final items, and the selection gap (gain on feedback - gain on final)
     final_split_score: Any = UNSET    # float | None
@@ -119,11 +163,11 @@ class RunInfo:
     selection_gap: Any = UNSET        # float | None
     # the devices the run holds, when it holds any: {agent: [ids], grader: [ids]}
     # (runtime/run/devices.py; a sweep's resume replaces them with the new placement)
-    gpus: Any = UNSET                 # dict
+    gpus: dict[str, Any] | None = optional()
     # a driver a2c serves itself (`--driver vllm/MODEL`), once its server is up: the weights'
     # digest, the server's version and flags, the served context, the sampling in force
     # (runtime/run/driver.py, DriverGateway.server_record)
-    driver_server: Any = UNSET        # dict
+    driver_server: dict[str, Any] | None = optional()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -132,11 +176,6 @@ class RunInfo:
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ typed views
-    @property
-    def budget_spec(self) -> BudgetSpec:
-        """`budget` (the task's, as the run took it), typed."""
-        return BudgetSpec.from_dict(self.budget or {})
-
     @property
     def scoring_spec(self) -> ScoringSpec:
         """`scoring` (the task's policy), typed."""
@@ -151,7 +190,9 @@ class RunInfo:
             value = getattr(self, f.name)
             if isinstance(value, RunStatus):
                 value = value.value
-            if value is not UNSET:
+            elif isinstance(value, (Budget, RunSettings, AgentExit)):
+                value = value.to_dict()
+            if value is not UNSET and not (value is None and f.metadata.get(OMIT_NONE)):
                 out[f.name] = value
         return out
 
@@ -160,7 +201,11 @@ class RunInfo:
         names = {f.name for f in fields(cls)} - {"extra"}
         known = {k: v for k, v in data.items() if k in names}
         extra = {k: v for k, v in data.items() if k not in names}
-        known.setdefault("format", data.get("format", RUN_INFO_FORMAT))
+        known.setdefault("format", RUN_INFO_FORMAT)
+        known["budget"] = Budget.from_dict(known.get("budget") or {})
+        known["options"] = RunSettings.from_dict(known.get("options") or {})
+        if isinstance(known.get("agent_exit"), dict):
+            known["agent_exit"] = AgentExit.from_dict(known["agent_exit"])
         return cls(**known, extra=extra)
 
     @classmethod
@@ -169,43 +214,6 @@ class RunInfo:
 
     def write(self, path: str | Path) -> Path:
         return write_json_atomic(path, self.to_dict(), mode=0o600)
-
-    # ------------------------------------------------------------------ mapping access
-    def _check(self, key: str) -> None:
-        if key == "extra" or key not in self.__dataclass_fields__:
-            raise KeyError(key)
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self.extra:
-            return self.extra[key]
-        self._check(key)
-        value = getattr(self, key)
-        if value is UNSET:
-            raise KeyError(key)
-        return value
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if key in self.__dataclass_fields__ and key != "extra":
-            setattr(self, key, value)
-        else:
-            self.extra[key] = value
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            self[str(key)]
-        except KeyError:
-            return False
-        return True
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def update(self, values: dict[str, Any] | None = None, **more: Any) -> None:
-        for key, value in {**(values or {}), **more}.items():
-            self[key] = value
 
 
 def read_run_info(run_dir: str | Path) -> RunInfo:

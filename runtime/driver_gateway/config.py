@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from a2c.contracts.budget import Budget
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
@@ -202,11 +203,9 @@ def _strip_provider(model: str | None) -> str | None:
 
 
 def _budget(budget: dict | None) -> dict[str, Any]:
-    b = budget or {}
-    cost = b.get("driver_cost_usd", b.get("driver_cost"))
-    return {"driver_tokens": None if b.get("driver_tokens") is None else int(b["driver_tokens"]),
-            "driver_cost_usd": None if cost is None else float(cost),
-            "driver_calls": None if b.get("driver_calls") is None else int(b["driver_calls"])}
+    """gateway.json's `budget`: the run's driver limits (a2c/contracts/budget.py), every one
+    present, None for unlimited."""
+    return Budget.from_dict(budget or {}).driver_limits()
 
 
 def _resolve_vllm(driver: str, wires: list[str], server: dict | None) -> dict[str, Any]:

@@ -7,9 +7,11 @@ budget guard, record everything, score the run by the task's policy. Resume afte
 
 Modules: `context` (RunOptions,
 RunContext; the run directory's paths are `a2c.contracts.run_paths.RunPaths`), `resolve`
-(which bundles and model), `prepare`, `runner` (Runner, execute),
-`agent` (the agent's sandbox spec, run_meta, transcript), `grader` (the grader service process),
-`scoring` (scores from the journal), `resume`. Re-exports only (imported eagerly: the functions
+(which bundles and model), `prepare`, `runner` (Runner, execute) and its phases
+(`scaffold_preflight`, `driver_link`, `task_services`, `supervise`, `run_snapshots`,
+`progress`, `ending`), `agent` (the agent's sandbox spec, run_meta, transcript), `grader` (the
+grader service process), `scoring` (scores from the journal), `resume`. The run's limits are
+one `a2c.contracts.budget.Budget`. Re-exports only (imported eagerly: the functions
 `prepare` and `resume` share their modules' names, and must win over them here).
 """
 

@@ -11,10 +11,11 @@ from typing import Any
 
 from a2c.contracts.agent_params import ENV_VAR as PARAMS_ENV
 from a2c.contracts.agent_params import to_env as params_to_env
+from a2c.contracts.budget import Budget
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
-from a2c.contracts.service_config import read_service_fields
-from a2c.contracts.spec import BudgetSpec, GraderSpec
+from a2c.contracts.service_config import ServiceConfig
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.redact import redact_bytes
 from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
@@ -31,7 +32,7 @@ def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
     spec = GraderSpec.from_dict(grader)
     inference, params = spec.inference or {}, spec.params or {}
-    return {"grader": spec.get("kind"), "prompt_template": inference.get("prompt_template"),
+    return {"grader": spec.kind, "prompt_template": inference.get("prompt_template"),
             "chat_template": inference.get("chat_template", "auto"),
             "max_new_tokens": inference.get("max_new_tokens"),
             "answer_pattern": params.get("pattern")}
@@ -47,12 +48,12 @@ def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str
     if not isinstance(meta, dict):
         meta = {}
     meta.update({"mode": run.mode, "seed": run.seed, "deadline": run.deadline,
-                 "deadline_iso": iso_utc(run.deadline), "budget": run.budget,
+                 "deadline_iso": iso_utc(run.deadline), "budget": run.budget.to_dict(),
                  "remaining_s": None if remaining is None else round(remaining, 1),
                  "updated_at": iso_utc(time.time()),
                  "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
     task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
-    meta["task"] = {**task, **(run.get("task_format") or {})}
+    meta["task"] = {**task, **(run.task_format or {})}
     data = run.data or {}
     if data.get("final_records"):   # a final split: how many items each part has (not which)
         meta["heldout"] = {"feedback_items": data.get("heldout_records"),
@@ -118,11 +119,11 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     """The agent's SandboxSpec: command, mounts, environment (token, deadline, environment
     service proxies; for a scaffold its driver gateway's socket, key and model, and its home)."""
     from a2c.runtime.sandbox import SandboxSpec
-    svc = read_service_fields(paths.root)
+    svc = ServiceConfig.load(paths.root)
     agent_dir = INSIDE_AGENT if confined else str(paths.agent)
     gateway = uses_gateway(agent)
     env = {
-        "A2C_TOKEN": svc["token"], "A2C_TASK_ID": run.task, "A2C_MODE": run.mode,
+        "A2C_TOKEN": svc.token, "A2C_TASK_ID": run.task, "A2C_MODE": run.mode,
         "A2C_SEED": str(run.seed),
         "A2C_DEADLINE": "" if run.deadline is None else f"{run.deadline:.3f}",
         **driver_env(agent, run, paths),
@@ -137,8 +138,8 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
             continue   # never a provider key past the gateway (refused at prepare already)
         if key in os.environ and not str(key).startswith("A2C_"):
             env[str(key)] = os.environ[key]
-    env.update({str(k): str(v) for k, v in (run.options or {}).get("agent_env", {}).items()})
-    params = (run.options or {}).get("agent_params")
+    env.update({str(k): str(v) for k, v in run.options.agent_env.items()})
+    params = run.options.agent_params
     if params:   # the runtime → agent interface: the effective params, one JSON object
         env[PARAMS_ENV] = params_to_env(params)
     from a2c.runtime.env_services import INSIDE_DIR, service_url_var
@@ -153,27 +154,25 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     spec = SandboxSpec(
         command=["bash", launch_sh],
         workspace=paths.workspace, data_dir=paths.data,
-        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc["socket_path"]),
+        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc.socket_path),
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
         env_service_sockets=paths.env_service_sockets if env_proxies else None,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
         agent_tmp=paths.agent_tmp,
-        gpu_ids=tuple(str(g) for g in (run.get("gpus") or {}).get("agent") or ()),
-        **spec_limits(run.budget_spec))
+        gpu_ids=tuple(str(g) for g in (run.gpus or {}).get("agent") or ()),
+        **spec_limits(run.budget))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)
     return spec
 
 
-def spec_limits(budget: BudgetSpec | dict) -> dict:
+def spec_limits(budget: Budget) -> dict:
     """The task's resource limits (budget memory_mb, cpus, pids) as SandboxSpec fields, for
     every backend: docker's engine enforces them, the local backend a cgroup per run
     (sandbox/cgroups.py); and its disk budget (disk_mb, else the default), always, which both
     backends watch from the host (sandbox/disk.py)."""
-    if isinstance(budget, dict):
-        budget = BudgetSpec.from_dict(budget)
     limits: dict = {}
     if budget.memory_mb:
         limits["mem_limit"] = f"{int(budget.memory_mb)}m"

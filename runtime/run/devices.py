@@ -117,7 +117,7 @@ def held(run_dir: Path, run):
     """The run's recorded GPUs locked while the body runs: the lease prepare took in this
     process, or (a resumed run) the same ids taken again."""
     key = str(Path(run_dir).resolve())
-    record = run.get("gpus") or {}
+    record = run.gpus or {}
     if key not in _LEASES and (record.get("agent") or record.get("grader")
                                or record.get("driver")):
         lease = gpu_mod.GpuLease()
@@ -138,7 +138,7 @@ def held(run_dir: Path, run):
 def grader_visible(run) -> str | None:
     """CUDA_VISIBLE_DEVICES for the grader's evaluations: its devices ("" for none), or None for a
     run recorded before GPUs were assigned (the environment's, as before)."""
-    record = run.get("gpus")
+    record = run.gpus
     if not isinstance(record, dict):
         return None
     return gpu_mod.visible_devices(tuple(record.get("grader") or ()))

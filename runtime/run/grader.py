@@ -53,5 +53,5 @@ def kill_stale(run_dir: Path, run: RunInfo) -> None:
     if RunPaths(run_dir).driver_pid.is_file():   # a scaffold's driver gateway, likewise
         from a2c.runtime.driver_gateway import stop_stale
         stop_stale(run_dir)
-    if run.get("sandbox_id"):
-        kill_tree(None, None, run["sandbox_id"], grace=2.0)
+    if run.sandbox_id:
+        kill_tree(None, None, run.sandbox_id, grace=2.0)

@@ -2,7 +2,7 @@
 
 INSTRUCTIONS.md is compiled once, with the task's budget; a run may hold other limits (`a2c run
 --budget`, a suite's budget, the driver budgets of `--driver-tokens`, the disk budget the runtime
-applies when the task sets none). An agent that plans against the compiled figures plans
+applies when the task sets none), all of them in the run's `Budget` (a2c/contracts/budget.py). An agent that plans against the compiled figures plans
 against limits that do not hold (a demo run of 2m30s read "15m" there), so the runtime renders
 the run's own, from the budget it enforces, into the file that is written per run anyway.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jinja2
 
-from a2c.contracts.spec import BudgetSpec
+from a2c.contracts.budget import Budget
 from a2c.durations import format_duration
 from a2c.runtime.sandbox.disk import format_size
 
@@ -39,9 +39,8 @@ Past the disk budget or the memory limit your processes are stopped and the run 
 """
 
 
-def limits_section(budget: BudgetSpec | dict) -> str:
+def limits_section(b: Budget) -> str:
     """MODE.md's section on the run's limits, from the budget the runtime enforces."""
-    b = budget if isinstance(budget, BudgetSpec) else BudgetSpec.from_dict(budget)
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
     env.filters["duration"] = format_duration

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.agent_params import effective as effective_params
+from a2c.contracts.budget import Budget
 from a2c.contracts.bundle import Bundle, read_manifest
-from a2c.contracts.run_info import RunInfo
+from a2c.contracts.run_info import RunInfo, RunSettings
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.contracts.spec import AgentSpec, DriverSpec, TaskSpec
@@ -186,7 +187,7 @@ def _prepare_workspace(paths: RunPaths, mode: str, budget: dict) -> None:
     shutil.copytree(paths.bundle_workspace, paths.workspace, dirs_exist_ok=True)
     mode_file = paths.workspace_mode(mode)
     text = mode_file.read_text(encoding="utf-8") if mode_file.is_file() else ""
-    paths.mode_md.write_text(text + limits_section(budget), encoding="utf-8")
+    paths.mode_md.write_text(text + limits_section(Budget.from_dict(budget)), encoding="utf-8")
     paths.output.mkdir(exist_ok=True)
 
 
@@ -251,7 +252,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     try:
         ctx = _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
                      report, params, gpus)
-        ctx.run["gpus"] = gpus
+        ctx.run.gpus = gpus
         ctx.save()
         report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
                f"grader {','.join(gpus['grader']) or 'none (CPU)'}"
@@ -362,10 +363,11 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
         base_model={"spec": model, "path": record_path(model_path), "fingerprint": model_fp},
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
-        isolation=None, budget=budget_cfg, scoring=task.get("scoring") or {"policy": "best"},
+        isolation=None, budget=Budget.from_dict(budget_cfg),
+        scoring=task.get("scoring") or {"policy": "best"},
         versions=versions(), sandbox_id=secrets.token_hex(8),
-        options={"use_bwrap": opts.use_bwrap, "snapshot_every_s": opts.snapshot_every_s,
-                 "agent_params": params, "agent_env": opts.agent_env})
+        options=RunSettings(use_bwrap=opts.use_bwrap, snapshot_every_s=opts.snapshot_every_s,
+                            agent_params=params, agent_env=opts.agent_env))
     ctx = RunContext(run_dir, info)
     ctx.save()
     make_private(run_dir)

@@ -12,7 +12,7 @@ from a2c.errors import RunError
 from a2c.runtime.run.context import Reporter, RunContext
 from a2c.runtime.run.grader import kill_stale
 from a2c.runtime.run.runner import Runner
-from a2c.runtime.run.scoring import journal_state
+from a2c.runtime.run.scoring import pending
 
 
 def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = None,
@@ -39,7 +39,7 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     kill_stale(run_dir, run)
     if gpus is not None or grader_gpus is not None:   # a sweep's new placement: Ray's ids now
         from a2c.runtime.run import devices
-        record = run.get("gpus") or {}      # UNSET until the run holds devices
+        record = run.gpus or {}      # None until the run holds devices
         assigned, lease = devices.assign(
             gpus if gpus is not None else ",".join(record.get("agent") or []) or "none",
             grader_gpus if grader_gpus is not None else
@@ -55,7 +55,8 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     runner = Runner(ctx, report)
     if started:
         runner.event("run_resumed", {"resume": run.resumes,
-                                     "pending": journal_state(run_dir)["pending"],
-                                     "deadline": run.deadline, "agent_exit": run.agent_exit})
+                                     "pending": pending(run_dir),
+                                     "deadline": run.deadline,
+                                     "agent_exit": run.agent_exit and run.agent_exit.to_dict()})
         report(f"resuming {run.run_id} (resume #{run.resumes})")
     return runner.go(resumed=started)

@@ -523,7 +523,7 @@ def test_a_sandboxed_agent_cannot_read_the_record_key(tmp_path):
     if not bwrap_works():
         pytest.skip("bubblewrap not available")
     ctx = _prepare(tmp_path, agent=str(shell_agent(tmp_path, "thief", KEY_THIEF)), budget="40s")
-    ctx.run["options"]["agent_env"] = {"KEY_PATH": str(signing_key_file()),
+    ctx.run.options.agent_env = {"KEY_PATH": str(signing_key_file()),
                                        "RUN_DIR": str(ctx.run_dir)}
     ctx.save()
     summary = run_mod.execute(ctx, report=lambda _: None)

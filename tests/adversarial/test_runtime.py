@@ -7,6 +7,7 @@ agent a shell script inside the real sandbox (bubblewrap where it works)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -41,7 +42,7 @@ def prepare(tmp_path: Path, agent: Path, budget: str, **options):
     opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget=budget,
                               runs_dir=tmp_path / "runs", snapshot_every_s=1)
     ctx = run_mod.prepare(opts, report=lambda _: None)
-    ctx.run["options"].update(options)
+    ctx.run.options = dataclasses.replace(ctx.run.options, **options)
     ctx.save()
     return ctx
 

@@ -100,6 +100,7 @@ def test_the_runner_counts_the_grader_token_as_a_secret(tmp_path):
     assert runner.secrets.get("A2C_TOKEN") == token
     (ctx.paths.workspace / "leak.txt").write_text(token)
     (ctx.paths.logs / "agent.log").write_text(f"token {token}\n")
-    runner.redact_logs()
+    from a2c.runtime.run.ending import redact_logs
+    redact_logs(ctx.paths, runner.secrets, lambda _: None)
     assert token not in (ctx.paths.workspace / "leak.txt").read_text()
     assert token not in (ctx.paths.logs / "agent.log").read_text()

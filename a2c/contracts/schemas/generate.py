@@ -53,6 +53,7 @@ def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
 def generate_all() -> dict[str, dict[str, Any]]:
     """{file name: schema} for every record."""
     from a2c.contracts import (
+        budget,
         bundle,
         events,
         grade_result,
@@ -115,7 +116,10 @@ def generate_all() -> dict[str, dict[str, Any]]:
     # run.json: keys a later step adds may be absent; unknown keys are kept (`extra`).
     run = _without(record_schema(run_info.RunInfo), "extra")
     out["run_info"] = _document("run_info", "a2c run record (run.json)",
-                                {**run, "additionalProperties": True})
+                                {**run, "additionalProperties": True,
+                                 "$defs": {"Budget": record_schema(budget.Budget),
+                                           "RunSettings": record_schema(run_info.RunSettings),
+                                           "AgentExit": record_schema(run_info.AgentExit)}})
     # grader/service.json: run_dir is where the file is, raw the file itself.
     service = _without(record_schema(service_config.ServiceConfig), "run_dir", "raw")
     out["service_config"] = _document("service_config",

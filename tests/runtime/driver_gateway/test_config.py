@@ -36,7 +36,7 @@ def test_builtin_provider(env, tmp_path):
     env.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
     paths = RunPaths(tmp_path / "run")
     config = prepare_gateway(paths, "anthropic/claude-sonnet-4-5", CLAUDE,
-                             {"driver_tokens": 1000, "driver_cost": 2.5})
+                             {"driver_tokens": 1000, "driver_cost_usd": 2.5})
     assert config["upstream"]["base_url"] == "https://api.anthropic.com"
     assert config["upstream"]["key_env"] == "ANTHROPIC_API_KEY"
     assert config["budget"] == {"driver_tokens": 1000, "driver_cost_usd": 2.5,

@@ -94,11 +94,10 @@ def test_port_already_in_use_is_refused(tmp_path):
 
 
 def test_runner_starts_and_stops_the_bundles_services(tmp_path):
-    """run.py's Runner.start_env_services / stop_env_services on a bundle declaring a service."""
+    """The run's TaskServices start and stop a bundle's declared service."""
     import json
-    from types import SimpleNamespace
 
-    from a2c.runtime.run import Runner
+    from a2c.runtime.run.task_services import TaskServices
 
     port = free_port()
     (tmp_path / "bundle").mkdir()
@@ -106,11 +105,11 @@ def test_runner_starts_and_stops_the_bundles_services(tmp_path):
            "startup_timeout_s": 20}
     (tmp_path / "bundle" / "bundle.json").write_text(json.dumps({"task": {"environment": {"services": [svc]}}}))
     said = []
-    fake = SimpleNamespace(run_dir=tmp_path, env_services=None, report=said.append)
-    Runner.start_env_services(fake)
+    services = TaskServices(tmp_path, said.append)
+    services.start()
     try:
         assert probe(as_spec(svc)) and "web" in said[0]
     finally:
-        Runner.stop_env_services(fake)
-    assert fake.env_services is None and not probe(as_spec(svc))
+        services.stop()
+    assert services.services is None and not probe(as_spec(svc))
     assert (tmp_path / "logs" / "service-web.log").is_file()

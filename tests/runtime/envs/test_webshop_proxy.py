@@ -188,10 +188,9 @@ def test_agent_in_bwrap_reaches_training_sessions_only(proxy, tmp_path):
 def test_runner_opens_the_proxy_with_the_service_and_closes_it(tmp_path):
     """run.py: the service starts, the proxy for the agent's split opens beside it, both stop."""
     import socket
-    from types import SimpleNamespace
 
     from a2c.contracts.run_paths import env_service_socket_dir as _env_service_socket_dir
-    from a2c.runtime.run import Runner
+    from a2c.runtime.run.task_services import TaskServices
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -204,16 +203,15 @@ def test_runner_opens_the_proxy_with_the_service_and_closes_it(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TRAIN))
     said = []
-    fake = SimpleNamespace(run_dir=tmp_path, env_services=None, env_proxies={},
-                           report=said.append)
-    Runner.start_env_services(fake)
+    services = TaskServices(tmp_path, said.append)
+    services.start()
     try:
-        gw = fake.env_proxies["webshop"]
+        gw = services.proxies["webshop"]
         assert gw.socket_path.parent == _env_service_socket_dir(tmp_path)
         assert gw.socket_path.exists()
         assert "proxy" in said[-1]
         obs, _ = WebShopEnv({"id": "fixed_2"}, {"base_url": f"unix:{gw.socket_path}"}).reset()
         assert fx.GOALS[2]["instruction_text"] in obs
     finally:
-        Runner.stop_env_services(fake)
-    assert fake.env_proxies == {} and not gw.socket_path.exists()
+        services.stop()
+    assert services.proxies == {} and not gw.socket_path.exists()

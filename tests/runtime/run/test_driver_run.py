@@ -10,10 +10,12 @@ import stat
 import pytest
 from driver_helpers import DRIVER, FAKE_KEY, configure_fake_provider, make_cli_agent
 
+from a2c.contracts.budget import Budget
+from a2c.contracts.run_info import AgentExit
 from a2c.errors import RunError
 from a2c.runtime import run as run_mod
 from a2c.runtime.run.agent import log_tail, sandbox_spec
-from a2c.runtime.run.runner import end_status
+from a2c.runtime.run.ending import end_status
 from a2c.runtime.run.scaffold import (
     PreflightError,
     check_command,
@@ -71,8 +73,9 @@ def test_prepare_records_the_driver_budget_with_overrides(tmp_path, monkeypatch)
     ctx = _prepare(tmp_path, agent, driver=DRIVER, driver_tokens=5000, driver_calls=3)
     run = json.loads(ctx.paths.run_json.read_text())
     assert run["driver"] == DRIVER
-    assert {k: run["budget"][k] for k in ("driver_tokens", "driver_cost_usd", "driver_calls")} \
-        == {"driver_tokens": 5000, "driver_cost_usd": None, "driver_calls": 3}
+    assert Budget.from_dict(run["budget"]).driver_limits() == \
+        {"driver_tokens": 5000, "driver_cost_usd": None, "driver_calls": 3}
+    assert ctx.run.budget.driver_tokens == 5000
     config = json.loads(ctx.paths.driver_config.read_text())
     assert config["budget"] == {"driver_tokens": 5000, "driver_cost_usd": None, "driver_calls": 3}
     assert FAKE_KEY not in ctx.paths.driver_config.read_text()
@@ -207,11 +210,11 @@ def test_driver_model_install_steps_and_check():
     ({"returncode": None, "reason": "no budget left at resume"}, 0, "no_submission"),
 ])
 def test_end_status(agent_exit, submissions, status):
-    assert end_status(agent_exit, submissions) == status
+    assert end_status(AgentExit.from_dict(agent_exit), submissions) == status
 
 
 def test_a_non_zero_exit_after_the_driver_budget_is_spent_is_no_failure():
-    exited = {"returncode": 1, "reason": "exited"}
+    exited = AgentExit(1, "exited")
     assert end_status(exited, 2, driver_spent=True) == "finished"
     assert end_status(exited, 0, driver_spent=True) == "no_submission"
 

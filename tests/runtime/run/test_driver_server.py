@@ -527,7 +527,7 @@ def test_a_run_starts_records_and_stops_its_driver_server(tmp_path, drivers):
         bundle="arith", agent=str(_cli_agent(tmp_path)), model="tiny", budget="30s",
         runs_dir=tmp_path / "runs", driver=f"vllm/{folder}", seed=9, driver_gpus="none"),
         report=lines.append)
-    assert ctx.run["gpus"]["driver"] == []
+    assert ctx.run.gpus["driver"] == []
     summary = run_mod.execute(ctx, report=lines.append)
     assert summary["status"] in ("no_submission", "finished"), summary
     run = json.loads(ctx.paths.run_json.read_text())

@@ -66,7 +66,7 @@ def test_deadline_stops_whole_tree_within_5s(tmp_path, agent_factory, use_bwrap,
     assert _ts(exited) - _ts(deadline) < 5.0
     reasons = [e["data"].get("reason") for e in events if e["type"] == "snapshot"]
     assert "periodic" in reasons and "final" in reasons, reasons
-    assert collect(None, None, ctx.run["sandbox_id"]) == set()
+    assert collect(None, None, ctx.run.sandbox_id) == set()
     run = json.loads((ctx.run_dir / "run.json").read_text())
     assert run["status"] == "no_submission" and run["submissions"] == 0
     assert run["isolation"] == ("none" if use_bwrap is False else

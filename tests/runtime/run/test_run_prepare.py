@@ -130,11 +130,12 @@ def test_a_root_agent_without_bubblewrap_is_refused_before_anything_is_written(t
 def test_mode_md_tells_the_limits_the_run_enforces(tmp_path):
     """The task's disk and memory limits and a driver budget reach MODE.md as the run holds them
     (limits_note.py); limits the task does not set are not listed."""
+    from a2c.contracts.budget import Budget
     from a2c.runtime.run.limits_note import limits_section
 
-    text = limits_section({"wall_clock_s": 3600, "max_submissions": 4, "min_interval_s": 30,
-                           "eval_timeout_s": 600, "disk_mb": 5120, "memory_mb": 2048,
-                           "pids": 200, "driver_tokens": 30000})
+    text = limits_section(Budget(wall_clock_s=3600, max_submissions=4, min_interval_s=30,
+                                 eval_timeout_s=600, disk_mb=5120, memory_mb=2048, pids=200,
+                                 driver_tokens=30000))
     assert "| Wall clock | 1h00m00s (3600 s)" in text and "| Submissions | at most 4 |" in text
     assert "| Disk (workspace, /tmp and home together) | 5G |" in text
     assert "| Memory | 2G |" in text and "| Processes | at most 200 |" in text

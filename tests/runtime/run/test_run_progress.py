@@ -12,7 +12,9 @@ from driver_helpers import FakeUpstream, configure_fake_provider, make_cli_agent
 
 from a2c.runtime import run as run_mod
 from a2c.runtime.run import runner as runner_mod
-from a2c.runtime.run.runner import Runner, first_call_line, heartbeat_line
+from a2c.runtime.run.progress import DriverUse, first_call_line, heartbeat_line
+from a2c.runtime.run.runner import Runner
+from a2c.runtime.run.scoring import RunScores
 from a2c.runtime.sandbox.local import bwrap_works
 
 
@@ -24,29 +26,29 @@ def _prepare(tmp_path, agent="ref-sft", **kw):
 
 # ----------------------------------------------------------------------------- lines
 def test_heartbeat_line_names_time_driver_use_and_submissions():
-    none = {"submissions": 0, "scored": 0, "best_score": None}
+    none = RunScores()
     assert heartbeat_line(60, 240, none) == "agent running 1m00s of 4m00s: no submission yet"
     usage = {"calls": 0, "tokens": 0, "cost_usd": 0.0, "errors": 0, "exhausted": None}
-    assert heartbeat_line(61.4, 600, none, usage) == \
+    assert heartbeat_line(61.4, 600, none, DriverUse.of(usage)) == \
         "agent running 1m01s of 10m00s: no driver call yet; no submission yet"
     usage = {"calls": 14, "tokens": 210_400, "cost_usd": 0.1234, "errors": 2,
              "exhausted": {"limit": "tokens"}}
-    scores = {"submissions": 2, "scored": 1, "best_score": 63.0}
-    assert heartbeat_line(120, 600, scores, usage) == (
+    scores = RunScores(submissions=2, scored=1, best_score=63.0)
+    assert heartbeat_line(120, 600, scores, DriverUse.of(usage)) == (
         "agent running 2m00s of 10m00s: 14 driver calls, 210,400 tokens, $0.1234, 2 error(s), "
         "driver budget spent; 2 submissions (1 scored, best 63.0)")
     one = {"calls": 1, "tokens": 18, "cost_usd": 0.0}
-    assert heartbeat_line(5, 60, {"submissions": 1, "scored": 0, "best_score": None}, one) == \
+    assert heartbeat_line(5, 60, RunScores(submissions=1), DriverUse.of(one)) == \
         "agent running 5s of 1m00s: 1 driver call, 18 tokens; 1 submission (0 scored)"
 
 
 def test_first_call_line_names_the_model_or_the_refusal():
     ok = {"seq": 1, "calls": 1, "tokens": 18, "errors": 0, "model": "claude-sonnet-4-5",
           "by_model": {"claude-sonnet-4-5-20250929": {"calls": 1}}}
-    assert first_call_line(ok) == \
+    assert first_call_line(DriverUse.of(ok)) == \
         "driver: the agent's first call reached claude-sonnet-4-5-20250929 (18 tokens so far)"
     refused = {"seq": 1, "calls": 0, "errors": 1, "model": "claude-sonnet-4-5", "by_model": {}}
-    assert first_call_line(refused) == ("driver: the agent's first call to claude-sonnet-4-5 "
+    assert first_call_line(DriverUse.of(refused)) == ("driver: the agent's first call to claude-sonnet-4-5 "
                                         "was refused or failed (1 error(s); "
                                         "logs/driver-gateway.log)")
 
@@ -133,7 +135,7 @@ def test_a_scaffold_run_reports_its_first_driver_call_heartbeats_and_submissions
         configure_fake_provider(monkeypatch, upstream.port)
         agent = make_cli_agent(tmp_path, "progress-cli", SCAFFOLD)
         ctx = _prepare(tmp_path, agent, budget="90s", driver="fake/claude-sonnet-4-5")
-        ctx.run.options["heartbeat_every_s"] = 1.5
+        ctx.run.options.heartbeat_every_s = 1.5
         lines: list[str] = []
         stamped: list[tuple[float, str]] = []
 

@@ -6,6 +6,7 @@ deadline; two busy loops under cpus 0.5 get about half a core. Root only (one li
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -54,7 +55,7 @@ def _prepare(tmp_path, agent, budget: str, **limits):
     opts = run_mod.RunOptions(bundle="arith", agent=str(make_agent(tmp_path, *agent)),
                               model="tiny", budget=budget, runs_dir=tmp_path / "runs")
     ctx = run_mod.prepare(opts, report=lambda _: None)
-    ctx.run["budget"].update(limits)
+    ctx.run.budget = dataclasses.replace(ctx.run.budget, **limits)
     ctx.save()
     return ctx
 
@@ -68,7 +69,7 @@ def _in_background(ctx) -> tuple[threading.Thread, dict]:
 
 def _cgroup_of(ctx) -> AgentCgroup:
     """The run's cgroup as the backend made it (found by the run's marker), to read from."""
-    marker = ctx.run["sandbox_id"]
+    marker = ctx.run.sandbox_id
     version, _ = detect()
     if version == "v2":
         dirs = {"": CGROUP_ROOT / "a2c" / marker}
@@ -89,9 +90,9 @@ def _wait_for(predicate, timeout: float) -> bool:
 
 
 def _gone(ctx) -> None:
-    assert collect(None, None, ctx.run["sandbox_id"]) == set()
-    assert not list(CGROUP_ROOT.glob(f"*/**/a2c-{ctx.run['sandbox_id']}"))
-    assert not (CGROUP_ROOT / "a2c" / ctx.run["sandbox_id"]).exists()
+    assert collect(None, None, ctx.run.sandbox_id) == set()
+    assert not list(CGROUP_ROOT.glob(f"*/**/a2c-{ctx.run.sandbox_id}"))
+    assert not (CGROUP_ROOT / "a2c" / ctx.run.sandbox_id).exists()
 
 
 def test_memory_hog_is_killed_as_oom_while_the_grader_keeps_answering(tmp_path):

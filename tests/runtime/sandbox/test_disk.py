@@ -223,10 +223,10 @@ def test_docker_names_a_refused_fork_it_read_while_the_container_ran():
 
 
 def test_end_status_of_a_disk_stop_is_agent_failed():
-    from a2c.contracts.run_info import RunStatus
-    from a2c.runtime.run.runner import end_status
-    assert end_status({"returncode": -15, "reason": "disk_budget"}, 3) == RunStatus.AGENT_FAILED
-    assert end_status({"returncode": -15, "reason": "deadline"}, 3) == RunStatus.FINISHED
+    from a2c.contracts.run_info import AgentExit, RunStatus
+    from a2c.runtime.run.ending import end_status
+    assert end_status(AgentExit(-15, "disk_budget"), 3) == RunStatus.AGENT_FAILED
+    assert end_status(AgentExit(-15, "deadline"), 3) == RunStatus.FINISHED
 
 
 # ------------------------------------------------------------------------ the configuration

@@ -15,6 +15,7 @@ test_docker_e2e.py (docker).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -91,7 +92,7 @@ def _run(tmp_path, backend: str, agent: tuple[str, str], budget: str, **limits):
                               model="tiny", budget=budget, backend=backend,
                               runs_dir=tmp_path / "runs")
     ctx = run_mod.prepare(opts, report=lambda _: None)
-    ctx.run["budget"].update(limits)
+    ctx.run.budget = dataclasses.replace(ctx.run.budget, **limits)
     ctx.save()
     start = time.monotonic()
     summary = run_mod.execute(ctx, report=print)
@@ -123,11 +124,11 @@ def test_an_agent_past_its_disk_budget_is_stopped_and_the_run_says_why(tmp_path,
     assert summary["status"] == "agent_failed", summary
     assert run["limits"]["disk"]["asked"] == "50M" and run["limits"]["disk"]["enforced"]
     assert run["limits"]["disk"]["exceeded"] == cause
-    assert collect(None, None, ctx.run["sandbox_id"]) == set()
+    assert collect(None, None, ctx.run.sandbox_id) == set()
     if backend == "docker":
         import docker
         assert docker.from_env().containers.list(
-            all=True, filters={"label": f"a2c.sandbox={ctx.run['sandbox_id']}"}) == []
+            all=True, filters={"label": f"a2c.sandbox={ctx.run.sandbox_id}"}) == []
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])

@@ -5,6 +5,7 @@ deadline. The arith image is built once per session (conftest.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -75,7 +76,7 @@ def test_ref_sft_in_docker_is_scored_and_the_image_is_reused(tmp_path, arith_ima
 def test_agent_past_the_memory_limit_is_killed_and_the_run_says_why(tmp_path, arith_image):
     from scripted_agents import make_agent
     ctx = _run(tmp_path, make_agent(tmp_path, "hog", HOG), "60s", model="tiny")
-    ctx.run["budget"]["memory_mb"] = 128
+    ctx.run.budget = dataclasses.replace(ctx.run.budget, memory_mb=128)
     ctx.save()
     summary = run_mod.execute(ctx, report=print)
     run = json.loads((ctx.run_dir / "run.json").read_text())
@@ -100,7 +101,7 @@ def test_tree_of_sleepers_and_daemons_is_gone_at_the_deadline(tmp_path, arith_im
     assert exited["reason"] == "deadline"
     assert exited["stop"]["terminated"] >= 8 and exited["stop"]["survivors"] == [], exited
     assert "tree started" in (ctx.run_dir / "logs" / "agent.log").read_text()
-    assert collect(None, None, ctx.run["sandbox_id"]) == set()     # nothing of it on the host
+    assert collect(None, None, ctx.run.sandbox_id) == set()     # nothing of it on the host
     left = docker.from_env().containers.list(
-        all=True, filters={"label": f"a2c.sandbox={ctx.run['sandbox_id']}"})
+        all=True, filters={"label": f"a2c.sandbox={ctx.run.sandbox_id}"})
     assert left == []                                                # the container is removed

@@ -89,7 +89,7 @@ def test_probe_reaches_nothing_but_its_split_and_the_grader(tmp_path, request, b
     opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="90s",
                               backend=backend, runs_dir=tmp_path / "runs")
     ctx = run_mod.prepare(opts, report=lambda _: None)
-    ctx.run["options"]["agent_env"] = {"PROBE_RUN": str(ctx.run_dir),
+    ctx.run.options.agent_env = {"PROBE_RUN": str(ctx.run_dir),
                                        "PROBE_PROJECT": str(project_root())}
     ctx.save()
     summary = run_mod.execute(ctx, report=print)

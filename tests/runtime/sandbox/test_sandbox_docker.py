@@ -278,14 +278,15 @@ def test_an_oom_kill_the_engine_records_after_the_exit_is_still_named(tmp_path, 
 
 def test_budget_limits_resolve_and_reach_the_sandbox_spec():
     from a2c.compiler.resolve import sandbox_limits as resolved
+    from a2c.contracts.budget import Budget
     from a2c.runtime.run.agent import spec_limits
     budget = resolved({"memory": "2g", "cpus": 1.5, "pids": 256, "disk": "50M"})
     assert budget == {"memory_mb": 2048, "cpus": 1.5, "pids": 256, "disk_mb": 50}
     assert resolved({}) == {}
-    assert spec_limits(budget) == {"mem_limit": "2048m", "cpus": 1.5, "pids": 256,
-                                   "disk_limit": "50m"}
+    assert spec_limits(Budget.from_dict(budget)) == {"mem_limit": "2048m", "cpus": 1.5,
+                                                     "pids": 256, "disk_limit": "50m"}
     # a task without budget.disk: the default (200 GiB), applied by the runtime, not the bundle
-    assert spec_limits({}) == {"disk_limit": f"{200 * 1024}m"}
+    assert spec_limits(Budget()) == {"disk_limit": f"{200 * 1024}m"}
     assert resolved({"disk": "1T"}) == {"disk_mb": 1024 ** 2}
 
 

@@ -198,7 +198,7 @@ def test_a_run_with_gpus_1_and_grader_gpus_0(tmp_path, fake_gpus):
     opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="60s",
                               runs_dir=tmp_path / "runs", gpus="1", grader_gpus="0")
     ctx = run_mod.prepare(opts, report=lambda _: None)
-    assert ctx.run["gpus"] == {"agent": ["1"], "grader": ["0"]}
+    assert ctx.run.gpus == {"agent": ["1"], "grader": ["0"]}
     with pytest.raises(RunError, match="in use by another a2c run"):   # held for the run
         devices.assign("1", "none", 0)
     run_mod.execute(ctx, report=lambda _: None)
