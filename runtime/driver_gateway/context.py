@@ -7,11 +7,15 @@ and every call of the run was refused. So a gateway whose upstream reports its c
 GET /v1/models carries `max_model_len` per model: a `vllm/` driver a2c serves, or a `local/`
 server the user runs) lowers every cap it forwards to what the context leaves after the input:
 
-- the input is counted by the server's own tokenizer (vLLM's POST /tokenize) on the compact JSON
-  the gateway forwards, plus CONTEXT_MARGIN for the chat template's role markers and tool
-  preamble. The JSON holds every string of the request (escapes and keys only add tokens), so
-  the count is at least the prompt's in practice; it is an estimate, and a call it
-  underestimates still gets the server's own refusal;
+- a Chat Completions call is counted exactly: vLLM's POST /tokenize takes the request's own
+  `messages` and `tools` and renders them with the chat template the call will be rendered
+  with, so the count is the prompt the server will see (no margin);
+- any other wire's input (Anthropic Messages, Responses: vLLM converts them to a chat request
+  of its own) is counted by the server's tokenizer on the compact JSON the gateway forwards,
+  plus CONTEXT_MARGIN for the chat template's role markers and tool preamble. The JSON holds
+  every string of the request (escapes and keys only add tokens), so the count is at least the
+  prompt's in practice (Claude Code's first request: 14,402 counted, 5,873 served); it is an
+  estimate, and a call it underestimates still gets the server's own refusal;
 - where the server has no /tokenize, the cap is lowered to the context itself (a cap no model
   call can pass), not below.
 
@@ -65,29 +69,59 @@ def served_context(upstream: Upstream, model: str, key: str | None = None) -> in
         else None
 
 
+CHAT_WIRE = "openai-chat"     # the wire whose request /tokenize renders as the server will
+
+
+def _count(data: Any) -> int | None:
+    count = (data or {}).get("count") if isinstance(data, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def count_chat(upstream: Upstream, model: str, forward: bytes,
+               key: str | None = None) -> int | None:
+    """The prompt's exact length: the request's messages and tools rendered by the server's
+    chat template (POST /tokenize, chat form); None when the body or the server does not
+    allow it."""
+    try:
+        body = json.loads(forward)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    ask = {"model": model, "messages": body["messages"], "add_generation_prompt": True}
+    for field in ("tools", "chat_template_kwargs"):
+        if body.get(field):
+            ask[field] = body[field]
+    return _count(_ask(upstream, "POST", "/tokenize", json.dumps(ask).encode(), key))
+
+
 def count_input(upstream: Upstream, model: str, forward: bytes,
                 key: str | None = None) -> int | None:
     """The server's token count of the forwarded JSON (POST /tokenize), None without one."""
     body = json.dumps({"model": model, "prompt": forward.decode("utf-8", "replace"),
                        "add_special_tokens": False}).encode()
-    data = _ask(upstream, "POST", "/tokenize", body, key)
-    count = (data or {}).get("count") if isinstance(data, dict) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) else None
+    return _count(_ask(upstream, "POST", "/tokenize", body, key))
 
 
-def cap_limit(context: int, counted: int | None) -> tuple[int, int | None]:
+def cap_limit(context: int, counted: int | None,
+              margin: int = CONTEXT_MARGIN) -> tuple[int, int | None]:
     """(the largest output cap the context holds for this input, the input estimate used):
-    the context less the counted input and CONTEXT_MARGIN, at least 1; the context itself
-    when the input could not be counted."""
+    the context less the counted input and `margin`, at least 1; the context itself when the
+    input could not be counted."""
     if counted is None:
         return context, None
-    estimate = counted + CONTEXT_MARGIN
+    estimate = counted + margin
     return max(1, context - estimate), estimate
 
 
 def context_room(upstream: Upstream, model: str, context: int, forward: bytes,
-                 key: str | None = None) -> tuple[int, int, int | None]:
+                 key: str | None = None, wire: str | None = None) -> tuple[int, int, int | None]:
     """(the served context, the largest cap it holds after this input, the estimate): what
-    admission lowers a cap to (admission.admit's `context`)."""
+    admission lowers a cap to (admission.admit's `context`). A Chat Completions call is
+    counted exactly; any other (or one the chat form cannot count) as its JSON."""
+    if wire == CHAT_WIRE:
+        exact = count_chat(upstream, model, forward, key)
+        if exact is not None:
+            return (context, *cap_limit(context, exact, margin=0))
     limit, estimate = cap_limit(context, count_input(upstream, model, forward, key))
     return context, limit, estimate

@@ -37,6 +37,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -182,10 +183,10 @@ class _Handler(BoundedHandler, Handler):
             except strict.Unreadable as exc:
                 return refuse(400, "bad_request", f"a2c driver gateway: {exc}", model=model,
                               stream=stream)
+            room = partial(st.context_room, wire=rt.wire) if st.context else None
             got = admission.admit(st.ledger, rt.wire, parsed, reading, stream,
                                   st.upstream.timeout, st.bounded,
-                                  lambda: self._count_input(st, rt, path, parsed),
-                                  st.context_room if st.context else None)
+                                  lambda: self._count_input(st, rt, path, parsed), room)
             if got is None:
                 return refuse(503, "upstream", STOPPING, model=model, stream=stream)
             if not isinstance(got, tuple):

@@ -3,7 +3,8 @@
 taken and ignored, as they would be read by vLLM).
 
 It answers what a2c asks of a vLLM server: GET /health, /v1/models (with `max_model_len`),
-/version, POST /tokenize (one token per 4 bytes of the prompt) and /v1/chat/completions,
+/version, POST /tokenize (one token per 4 bytes of the prompt, or of the compact JSON of the
+messages in its chat form) and /v1/chat/completions,
 refusing with vLLM's 400 a call whose input plus `max_tokens` passes the context, as vLLM does.
 Its argv and CUDA_VISIBLE_DEVICES go to stdout (the run's logs/driver-server.log), and it starts
 one child in its process group (as vLLM starts its engine core) whose pid it prints, so a test
@@ -88,8 +89,11 @@ def main(argv: list[str]) -> int:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
             if self.path == "/tokenize":
                 print("FAKE_TOKENIZE", flush=True)
-                return self._json(200, {"count": tokens(body.get("prompt") or ""),
-                                        "max_model_len": context})
+                # the chat form counts the messages as its chat route does (as vLLM's
+                # renders them with the chat template the call will get)
+                text = json.dumps(body["messages"], separators=(",", ":")) \
+                    if "messages" in body else body.get("prompt") or ""
+                return self._json(200, {"count": tokens(text), "max_model_len": context})
             if self.path == "/v1/chat/completions":
                 prompt = tokens(json.dumps(body.get("messages"), separators=(",", ":")))
                 cap = body.get("max_completion_tokens") or body.get("max_tokens")

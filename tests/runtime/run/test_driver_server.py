@@ -332,6 +332,15 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
         assert status == 200
         record = gw.server_record()
         server_pid = gw.server.process.pid
+        # a Chat Completions body is counted exactly (the chat form of /tokenize); any other
+        # wire's as its JSON, plus the margin for the template
+        from a2c.runtime.driver_gateway import context as ctx_mod
+        from a2c.runtime.driver_gateway.upstream import Upstream
+        up = Upstream(url, 5.0, 5.0)
+        forward = json.dumps({"model": "My-Model", "messages": messages}).encode()
+        _, _, exact = ctx_mod.context_room(up, "My-Model", 2048, forward, wire="openai-chat")
+        _, _, as_json = ctx_mod.context_room(up, "My-Model", 2048, forward, wire="anthropic")
+        assert as_json == len(forward) // 4 + ctx_mod.CONTEXT_MARGIN > exact
     finally:
         gw.stop()
     assert process_gone(server_pid)
@@ -339,7 +348,7 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
     lowered = first["cap_lowered"]
     assert lowered["requested"] == 32000 and lowered["context"] == 2048
     assert lowered["forwarded"] == 2048 - lowered["input_estimate"]
-    assert lowered["input_estimate"] > first["input_tokens"]   # the server's count fit under it
+    assert lowered["input_estimate"] == first["input_tokens"] == exact   # counted exactly
     assert "cap_lowered" not in second                         # 50 fits: forwarded as asked
     assert first["input_tokens"] > 0 and first["output_tokens"] == 7   # the server's counts
     assert read_totals(run_dir)["calls"] == 2
@@ -349,7 +358,8 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
     log = ds.log_path(run_dir).read_text()
     assert "FAKE_CALL max_tokens=50" in log
     # the server counted the first call's input only: the second's bound and cap fit the context
-    assert log.count("FAKE_TOKENIZE") == 1
+    # (the other two counts are the probes of the two ways of counting above)
+    assert log.count("FAKE_TOKENIZE") == 3
 
 
 def test_a_local_server_reporting_its_context_gets_the_clamp_too(
