@@ -43,7 +43,7 @@ from .grouping import (
 )
 from .process_metrics import process_metrics
 from .record import RunRecord
-from .summary import run_header, submission_rows
+from .summary import rows_as_dicts, run_header, submission_rows
 from .templating import duration, environment
 from .trust import LEADERBOARD_COLUMNS, group_improvement, leaderboard_values
 from .verify import verify_run
@@ -82,9 +82,8 @@ def summarise(run_dir: Path) -> RunRow:
     header = run_header(record)
     baseline = record.baseline_score
     subs = submission_rows(record, baseline)
-    metrics = process_metrics(record, subs, baseline, header)
-    best = max((s["score"] for s in subs if s["valid"] and s["score"] is not None
-                and not s["base_copy"]), default=None)
+    metrics = process_metrics(record, rows_as_dicts(subs), baseline, header)
+    best = max((s.score for s in subs if s.counts), default=None)
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
     values = {key: header.get(key) for key in GROUP_KEYS}

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from .record import RunRecord
+from .summary import SubmissionRow
 from .values import clip, finite, rounded
 
 MAX_EXAMPLES = 3
@@ -41,15 +42,15 @@ def _correct(item: dict[str, Any]) -> bool | None:
     return None if score is None else score > 0
 
 
-def best_outcomes(record: RunRecord, subs: list[dict[str, Any]], level: Any,
+def best_outcomes(record: RunRecord, subs: list[SubmissionRow], level: Any,
                   best_index: int | None) -> dict[str, Any] | None:
     """None when no submission counts; `available: False` when its results file is missing."""
     if best_index is None:
         return None
-    best = next(s for s in subs if s["index"] == best_index)
-    result = record.result(best["result_file"]) if best["result_file"] else None
+    best = next(s for s in subs if s.index == best_index)
+    result = record.result(best.result_file) if best.result_file else None
     if result is None:
-        return {"submission_id": best["id"], "available": False, "n_items": 0, "n_correct": 0,
+        return {"submission_id": best.id, "available": False, "n_items": 0, "n_correct": 0,
                 "accuracy": None, "metrics": {}, "grader": None, "fixed": None, "broken": None,
                 "examples": []}
     items = [i for i in result.get("items") or [] if isinstance(i, dict)]
@@ -88,7 +89,7 @@ def best_outcomes(record: RunRecord, subs: list[dict[str, Any]], level: Any,
         examples.append(example)
     metrics = {k: v for k, v in (result.get("metrics") or {}).items()
                if isinstance(v, (int, float, str, bool)) or v is None}
-    return {"submission_id": best["id"], "available": True, "n_items": len(items),
+    return {"submission_id": best.id, "available": True, "n_items": len(items),
             "n_correct": n_correct, "accuracy": rounded(n_correct / len(items)) if items else None,
             "metrics": metrics, "grader": result.get("grader"), "fixed": fixed,
             "broken": broken, "examples": examples,

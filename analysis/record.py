@@ -187,16 +187,17 @@ class RunRecord:
         return None
 
     @cached_property
-    def _typed(self) -> list[Stamped[EventPayload]]:
+    def stamped_events(self) -> list[Stamped[EventPayload]]:
+        """Every event of a type this a2c knows, typed, in order."""
         return [_stamped(event, payload) for event in self.events
                 if (payload := payload_of(event)) is not None]
 
     def payloads(self, cls: type[P]) -> list[Stamped[P]]:
         """The events whose payload is `cls`, typed, in order."""
-        return [s for s in self._typed if type(s.data) is cls]  # type: ignore[misc]
+        return [s for s in self.stamped_events if type(s.data) is cls]  # type: ignore[misc]
 
     def first_payload(self, cls: type[P]) -> Stamped[P] | None:
-        return next((s for s in self._typed if type(s.data) is cls), None)  # type: ignore[misc]
+        return next((s for s in self.stamped_events if type(s.data) is cls), None)  # type: ignore[misc]
 
     @cached_property
     def journal_entries(self) -> list[Stamped[JournalEntry]]:
@@ -304,7 +305,7 @@ class RunRecord:
                 subs[key] = Submission(id=key, index=len(subs) + 1)
             return subs[key]
 
-        for event in self._typed:
+        for event in self.stamped_events:
             if isinstance(event.data, SubmissionReceived):
                 _received(get(event.data.id), event)
             elif isinstance(event.data, SubmissionScored):

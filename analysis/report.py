@@ -31,7 +31,7 @@ from .failures import analyse_failures
 from .outcomes import best_outcomes
 from .process_metrics import process_metrics
 from .record import RunRecord
-from .summary import run_header, submission_rows
+from .summary import rows_as_dicts, run_header, submission_rows
 from .trust import trust_sections
 from .values import finite, rounded
 from .verify import Verification, VerificationError, verify_run
@@ -64,11 +64,12 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
     verification = verification or verify_run(root, record)
     header = run_header(record)
     baseline = record.baseline_score
-    subs = submission_rows(record, baseline)
+    rows = submission_rows(record, baseline)
+    subs = rows_as_dicts(rows)          # the report's JSON, which the other sections read
     metrics = process_metrics(record, subs, baseline, header)
-    best_sub = next((s for s in subs if s["index"] == metrics["best_index"]), None)
-    best_score = best_sub["score"] if best_sub else None
-    last_valid = [s for s in subs if s["valid"] and s["score"] is not None]
+    best_sub = next((s for s in rows if s.index == metrics["best_index"]), None)
+    best_score = best_sub.score if best_sub else None
+    last_valid = [s for s in rows if s.valid and s.score is not None]
     route, timeline = training_and_timeline(record, subs, header["mode"])
     failures = analyse_failures(record, record.submissions)
     counts: dict[str, int] = {}
@@ -85,9 +86,9 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "verification": {**verification.to_dict(), "forced": bool(forced and not verification.ok)},
         "run": header,
         "scores": {"baseline": baseline, "best": best_score,
-                   "best_submission": best_sub["id"] if best_sub else None,
-                   "final": finite(record.run.get("final_score")),
-                   "last_valid": last_valid[-1]["score"] if last_valid else None,
+                   "best_submission": best_sub.id if best_sub else None,
+                   "final": finite(record.info.final_score),
+                   "last_valid": last_valid[-1].score if last_valid else None,
                    "improvement": rounded(best_score - baseline) if best_score is not None
                    and baseline is not None else None,
                    "scoring_policy": ((bundle.get("task") or {}).get("scoring") or {}).get("policy")},
@@ -97,9 +98,9 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "timeline": timeline,
         "failures": failures,
         "failure_counts": dict(sorted(counts.items())),
-        "outcomes": best_outcomes(record, subs, header["level"], metrics["best_index"]),
+        "outcomes": best_outcomes(record, rows, header["level"], metrics["best_index"]),
         "driver": driver_section(record, subs),
-        **trust_sections(record, best_sub["id"] if best_sub else None),
+        **trust_sections(record, best_sub.id if best_sub else None),
         "contamination": contamination_section(record),
     }
     validate_report(report)

@@ -32,6 +32,7 @@ from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
 )
 
 from .record import RunRecord, sid
+from .summary import SubmissionRow
 
 
 def statement(interval: dict[str, Any] | None) -> str:
@@ -147,13 +148,13 @@ def trust_sections(record: RunRecord, best_id: str | None) -> dict[str, Any]:
 LEADERBOARD_COLUMNS = ("final", "selection_gap", "not_derived")
 
 
-def leaderboard_values(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, Any]:
+def leaderboard_values(record: RunRecord, subs: list[SubmissionRow]) -> dict[str, Any]:
     """One run's leaderboard values: `final` (the final split's score, None without one),
     `selection_gap`, `not_derived` (how many of its submissions are not derived from the base),
     and `improvement_paired` (the paired interval of its best − baseline, for a group of one)."""
-    valid = [s for s in subs if s["valid"] and s["score"] is not None and not s["base_copy"]]
-    best = max(valid, key=lambda s: (s["score"], -s["index"]), default=None)
-    sections = trust_sections(record, best["id"] if best else None)
+    valid = [s for s in subs if s.counts]
+    best = max(valid, key=lambda s: (s.score, -s.index), default=None)
+    sections = trust_sections(record, best.id if best else None)
     final = sections["final_split"] or {}
     return {"final": final.get("score"), "selection_gap": final.get("selection_gap"),
             "not_derived": len(sections["provenance"]["not_derived"]),

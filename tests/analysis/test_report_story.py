@@ -4,10 +4,12 @@ interruption and the time lost, and the time the agent actually ran; a budget le
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from a2c.analysis.report import build_report
 from a2c.analysis.report_pages import render_html, render_markdown
+from a2c.analysis.record import RunRecord
 from a2c.analysis.summary import agent_stretches
 from a2c.timefmt import iso_utc
 
@@ -16,12 +18,12 @@ T0 = 1_800_000_000.0
 
 def _record(events):
     evs = [{"ts": iso_utc(T0 + t), "type": kind, "data": data} for t, kind, data in events]
-    exits = [e for e in evs if e["type"] == "agent_exited"]
-    return SimpleNamespace(
-        events=evs, rel_time=lambda ts: None if ts is None else round(ts - T0, 3),
-        agent_ended_at=T0 + 1000 if not exits else T0 + [t for t, k, _ in events
-                                                         if k == "agent_exited"][-1],
-        events_of=lambda kind: [e for e in evs if e["type"] == kind])
+    exits = [t for t, kind, _ in events if kind == "agent_exited"]
+    record = RunRecord(root=Path("."), run={}, events=evs, event_problems=[], journal=[],
+                       journal_problems=[])
+    record.clock_start = T0          # the budget clock from the run's start, for round numbers
+    record.agent_ended_at = T0 + (exits[-1] if exits else 1000)
+    return record
 
 
 def test_an_interruption_and_the_time_lost():
