@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from a2c.analysis.record import RunRecord
 from a2c.analysis.report import build_report
 from a2c.analysis.report_pages import render_html, render_markdown
-from a2c.analysis.record import RunRecord
 from a2c.analysis.summary import agent_stretches
 from a2c.timefmt import iso_utc
 
