@@ -166,7 +166,7 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
                      "best": info.get("best_score"), "submissions": info.get("submissions"),
                      "run_id": info.get("run_id"), "report": report(run_dir)})
     board = build_leaderboard(runs_dir, failed=failed) if found else None
-    flagged = {rid for g in (board or {}).get("groups", []) for rid in g.get("contaminated", [])}
+    flagged = {rid for g in (board.groups if board else []) for rid in g.contaminated}
     for row in rows:   # the contamination check's verdict (analysis/contamination.py), per run
         row["contaminated"] = row["run_id"] in flagged
     counts: dict[str, int] = {}
@@ -183,11 +183,11 @@ def render_view(runs_dir: Path, refresh_s: int | None = REFRESH_S, link: Linker 
     leaderboard page."""
     data = collect(runs_dir, link)
     board = data["board"]
-    columns = [*(board["by"] if board else []), "runs", *COLUMNS]
+    columns = [*(board.by if board else []), "runs", *COLUMNS]
     return environment().get_template("view.html.j2").render(
         **data, refresh_s=refresh_s if data["live"] else None, leaderboard_href=leaderboard_href,
         lb_rows=rows_for_display(board) if board else [], lb_columns=columns,
-        headings={**HEADINGS, **{k: k for k in (board["by"] if board else [])}})
+        headings={**HEADINGS, **{k: k for k in (board.by if board else [])}})
 
 
 def write_view(runs_dir: Path, out: Path | None = None) -> Path:

@@ -116,8 +116,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         print(args.out)
     else:
         sys.stdout.write(text)
-    for excluded in board["excluded"]:
-        print(f"excluded {excluded['path']}: {excluded['reason']}", file=sys.stderr)
+    for excluded in board.excluded:
+        print(f"excluded {excluded.path}: {excluded.reason}", file=sys.stderr)
     return 0
 
 

@@ -231,7 +231,7 @@ def test_planted_heldout_prompts_are_flagged_with_ids_and_path(fixture_run, make
     report = build_report(fixture_run)            # validates against the schema
     assert report["contamination"]["flagged"]
     board = build_leaderboard(fixture_run.parent)
-    assert board["groups"][0]["contaminated"] and board["n_runs"] == 1   # kept, marked
+    assert board.groups[0].contaminated and board.n_runs == 1   # kept, marked
     assert "1 contaminated" in render_leaderboard(board, "md")
 
 

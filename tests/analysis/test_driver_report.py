@@ -189,7 +189,7 @@ def test_new_statuses(fixture_run, maker, status):
     assert status in categories[wanted]["message"]
     assert any("dangerously" in e["text"] for e in categories[wanted]["evidence"])
     board = build_leaderboard(fixture_run.parent)
-    assert board["n_runs"] == 1
+    assert board.n_runs == 1
 
 
 def test_leaderboard_tokens_and_cost(maker, tmp_path):
@@ -199,15 +199,15 @@ def test_leaderboard_tokens_and_cost(maker, tmp_path):
                                      driver="scripted:sft-recipe"), maker, "claude-code")
     maker.make_run(root / "ref-s0", seed=0, agent="ref-sft")
     board = build_leaderboard(root)
-    groups = {g["key"]["agent"]: g for g in board["groups"]}
+    groups = {g.key["agent"]: g for g in board.groups}
     cc, ref = groups["claude-code"], groups["ref-sft"]
     usage = [dr.usage_of(k) for k in range(6)]
     tokens = sum(sum(u.values()) for u in usage)      # all four kinds, as the gateway
     cost = sum(dr.cost_of(u) for u in usage)
-    assert cc["tokens"]["mean"] == tokens and cc["cost_usd"]["mean"] == pytest.approx(cost)
-    assert cc["cost_per_point"]["mean"] == pytest.approx(
+    assert cc.stats["tokens"].mean == tokens and cc.stats["cost_usd"].mean == pytest.approx(cost)
+    assert cc.stats["cost_per_point"].mean == pytest.approx(
         (cost / 22.0 + cost / (52.7 - 30.3)) / 2)
-    assert ref["tokens"]["mean"] is None and ref["cost_per_point"]["mean"] is None
+    assert ref.stats["tokens"].mean is None and ref.stats["cost_per_point"].mean is None
     md = render_leaderboard(board, "md")
     assert "| tokens | cost (USD) | cost per point |" in md
     assert f"| {tokens} ± 0 ({tokens}–{tokens}) | ${cost:.4f} ± $0.0000 (${cost:.4f}–" in md
@@ -227,8 +227,8 @@ def test_cost_per_point_blank_without_improvement(maker, tmp_path):
     results = json.loads((run / "run.json").read_text())
     assert results["best_score"] is not None
     board = build_leaderboard(tmp_path / "runs")
-    group = board["groups"][0]
-    assert group["tokens"]["mean"] > 0 and group["cost_per_point"]["mean"] is not None
+    group = board.groups[0]
+    assert group.stats["tokens"].mean > 0 and group.stats["cost_per_point"].mean is not None
     # Cost per point is blank when best <= baseline.
     from a2c.analysis.leaderboard import driver_usage
     from a2c.analysis.record import RunRecord
