@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from a2c.contracts.event_payloads import FinalScored
 from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
     INTERVAL_SEED,
     difference_interval,
@@ -52,27 +53,26 @@ def statement(interval: dict[str, Any] | None) -> str:
 def final_split(record: RunRecord) -> dict[str, Any] | None:
     """The final split's scores (from the final_scored events and their results files) with the
     selection gap and the paired interval on the final items; None without a final split."""
-    events = {str((e.get("data") or {}).get("subject")): e.get("data") or {}
-              for e in record.events_of("final_scored")}
+    events = {str(e.data.subject): e.data for e in record.payloads(FinalScored)}
     if not events:
         return None
-    sub, base = events.get("submission") or {}, events.get("baseline") or {}
-    final, final_base = sub.get("score"), base.get("score")
-    feedback, feedback_base = sub.get("feedback_score"), base.get("feedback_score")
+    none = FinalScored(subject="")
+    sub, base = events.get("submission") or none, events.get("baseline") or none
+    final, final_base = sub.score, base.score
+    feedback, feedback_base = sub.feedback_score, base.feedback_score
     gap = None
-    if None not in (final, final_base, feedback, feedback_base):
+    if final is not None and final_base is not None and feedback is not None \
+            and feedback_base is not None:
         gap = round((feedback - feedback_base) - (final - final_base), 6)
     paired = gap_interval = None
-    if sub.get("result") and base.get("result"):
-        final_sub, final_base_result = record.result(sub["result"]), record.result(base["result"])
+    if sub.result and base.result:
+        final_sub, final_base_result = record.result(sub.result), record.result(base.result)
         paired = paired_improvement(final_sub, final_base_result)
         gap_interval = selection_gap_interval(
-            record.result(f"results/{sub['submission_id']}.json"),
+            record.result(f"results/{sub.submission_id}.json"),
             record.result("results/baseline.json"), final_sub, final_base_result)
-    return {"submission": sid(sub["submission_id"]) if sub.get("submission_id") is not None
-            else None,
-            "score": final, "baseline": final_base, "n_items": sub.get("n_items")
-            or base.get("n_items"),
+    return {"submission": sid(sub.submission_id) if sub.submission_id is not None else None,
+            "score": final, "baseline": final_base, "n_items": sub.n_items or base.n_items,
             "feedback_score": feedback, "feedback_baseline": feedback_base,
             "feedback_improvement": None if None in (feedback, feedback_base)
             else round(feedback - feedback_base, 6),
