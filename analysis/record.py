@@ -168,6 +168,11 @@ class RunRecord:
         except (TypeError, ValueError):
             return RunInfo.from_dict({"run_id": None, "task": None, "agent": None})
 
+    @property
+    def head(self) -> str | None:
+        """The hash of the record's last event (what an export names it by)."""
+        return self.events[-1].get("hash") if self.events else None
+
     def result(self, relative: str) -> dict | None:
         """A results file (``results/<n>.json``) as a dict, cached; None if missing/unreadable."""
         if relative not in self._results:
