@@ -48,7 +48,7 @@ from a2c.errors import A2CError
 from a2c.timefmt import iso_utc as iso
 from a2c.timefmt import parse_time
 
-__all__ = ["RunRecord", "SnapshotTaken", "Stamped", "Submission", "iso", "parse_time",
+__all__ = ["RunRecord", "SnapshotTaken", "run_info_of", "Stamped", "Submission", "iso", "parse_time",
            "read_json", "read_jsonl_tolerant", "sid"]
 
 P = TypeVar("P")
@@ -103,6 +103,16 @@ class Submission:
             return True
         err = (self.error or "").lower()
         return "base model" in err and ("copy" in err or "identical" in err or "unchanged" in err)
+
+
+def run_info_of(run: dict[str, Any]) -> RunInfo:
+    """run.json as written, typed: the fields a partial or foreign record lacks take their
+    defaults (the identity fields None)."""
+    blank = {"run_id": None, "task": None, "agent": None}
+    try:
+        return RunInfo.from_dict({**blank, **run})
+    except (TypeError, ValueError):
+        return RunInfo.from_dict(blank)
 
 
 @dataclass(frozen=True)
@@ -163,10 +173,7 @@ class RunRecord:
     @cached_property
     def info(self) -> RunInfo:
         """run.json typed (fields of a partial or foreign record take their defaults)."""
-        try:
-            return RunInfo.from_dict({"run_id": None, "task": None, "agent": None, **self.run})
-        except (TypeError, ValueError):
-            return RunInfo.from_dict({"run_id": None, "task": None, "agent": None})
+        return run_info_of(self.run)
 
     @property
     def head(self) -> str | None:
