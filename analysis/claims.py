@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedClaim, OutcomeCheck
 from .citations import Evidence
 from .claims_text import (
     compliance_stance,
@@ -259,7 +260,7 @@ class ClaimChecker:
         return f.check_data(text, stance)
 
     def check(self, claim: Any, rule: str | None = None, stance: str | None = None
-              ) -> dict[str, Any]:
+              ) -> CheckedClaim:
         """The claim with its citations checked, its kind, each outcome check and its status.
         `rule`: a review rule (its kind applies whatever the text says); `stance`: the verdict
         (clean | violation | unclear) the rule's check takes instead of the text's wording."""
@@ -268,16 +269,16 @@ class ClaimChecker:
         stated = stated_kind(given)
         implied = RULE_KINDS.get(rule or "", ())
         kinds = list(dict.fromkeys([*implied, *([stated] if stated else []),
-                                    *classify(out["text"])]))
+                                    *classify(out.text)]))
         outcome = [k for k in kinds if k in OUTCOME]
-        out["kind"] = (outcome or [stated or "other"])[0]
+        out.kind = (outcome or [stated or "other"])[0]
         if isinstance(given, str):
-            out["stated_kind"] = given[:40]
-        resolved = [c for c in out["citations"] if c["status"] == "verified"]
-        agent_only = bool(resolved) and all(c.get("author") == "agent" for c in resolved)
+            out.stated_kind = given[:40]
+        resolved = [c for c in out.citations if c.verified]
+        agent_only = bool(resolved) and all(c.author == "agent" for c in resolved)
         if not outcome:
-            if out["status"] == "verified":
-                out["basis"] = "agent-written" if agent_only else "record"
+            if out.status == VERIFIED:
+                out.basis = "agent-written" if agent_only else "record"
             return out
         checks, seen = [], set()
         for kind in outcome:
@@ -285,25 +286,25 @@ class ClaimChecker:
             if group in seen:
                 continue
             seen.add(group)
-            result, fact = self._check(kind, reported(out["text"]),
+            result, fact = self._check(kind, reported(out.text),
                                        stance if kind in implied else None)
-            checks.append({"kind": kind, "result": result, "fact": fact})
-        out["checks"] = checks
-        cite_why = out.pop("why", None)
-        false = [c for c in checks if c["result"] == "false"]
+            checks.append(OutcomeCheck(kind, result, fact))
+        out.checks = checks
+        cite_why, out.why = out.why, None
+        false = [c for c in checks if c.result == "false"]
         if false:
-            out["status"] = "false"
-            out["why"] = "contradicted by the record: " + "; ".join(c["fact"] for c in false)
-        elif all(c["result"] == "true" for c in checks):
-            out["status"], out["basis"] = "verified", "record"
+            out.status = FALSE
+            out.why = "contradicted by the record: " + "; ".join(c.fact for c in false)
+        elif all(c.result == "true" for c in checks):
+            out.status, out.basis = VERIFIED, "record"
         else:
-            out["status"] = "unverifiable"
-            why = [f"the record cannot decide it: {c['fact']}" for c in checks
-                   if c["result"] != "true"]
+            out.status = UNVERIFIABLE
+            why = [f"the record cannot decide it: {c.fact}" for c in checks
+                   if c.result != "true"]
             if agent_only:
                 why.append(AGENT_ONLY)
             if cite_why and cite_why != "cites no evidence":
                 why.append(cite_why)
-            out["why"] = "; ".join(why)
+            out.why = "; ".join(why)
         return out
 

@@ -144,7 +144,7 @@ def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, 
         digest = analysis_prompt(ev, report)
         answer = parse_reply(ask(SYSTEM, digest), "case study")
         checker = ClaimChecker(ev, report)
-        sections = {key: [checker.check(c) for c in _claims(answer.get(key))]
+        sections = {key: [checker.check(c).to_dict() for c in _claims(answer.get(key))]
                     for key in SECTIONS}
     finally:
         ev.close()

@@ -58,7 +58,7 @@ def _verdict(checker: ClaimChecker, rule: str, answer: dict[str, Any] | None) ->
                            "citations": answer.get("citations")},
                           rule=rule, stance=verdict if verdict in VERDICTS else "unclear")
     out = {"rule": rule, "question": RULES[rule],
-           "verdict": verdict if verdict in VERDICTS else "unclear", **claim}
+           "verdict": verdict if verdict in VERDICTS else "unclear", **claim.to_dict()}
     if verdict not in VERDICTS:
         out["why"] = f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
         out["status"] = "unverifiable"
