@@ -28,6 +28,7 @@ from .attribution import training_and_timeline
 from .contamination import contamination_section
 from .driver import driver_section
 from .failures import analyse_failures
+from .formats import WrittenFiles
 from .outcomes import best_outcomes
 from .process_metrics import process_metrics
 from .record import RunRecord
@@ -108,7 +109,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: bool = False
-                 ) -> tuple[dict[str, Any], dict[str, Path]]:
+                 ) -> tuple[dict[str, Any], WrittenFiles]:
     """Verify, build and write report.json, report.md, score_over_time.svg and report.html.
 
     Raises VerificationError (naming the first problem) for a record that fails verification,
@@ -132,14 +133,14 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
     out = Path(out_dir) if out_dir else root / "report"
     private_run_dir(root)                   # private by default (a2c.fsutil): 0700, 0600
     private_dir(out)
-    paths = {"json": out / "report.json", "md": out / "report.md",
-             "svg": out / "score_over_time.svg", "html": out / "report.html"}
+    svg = out / "score_over_time.svg"
+    paths = WrittenFiles(json=out / "report.json", md=out / "report.md",
+                         html=out / "report.html", svg=svg)
     # Insertion order (not sorted keys): the file reads in the order of the schema's sections.
-    write_text_atomic(paths["json"], json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+    write_text_atomic(paths.json, json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                       mode=PRIVATE_FILE)
-    write_text_atomic(paths["svg"], render_svg(report), mode=PRIVATE_FILE)
+    write_text_atomic(svg, render_svg(report), mode=PRIVATE_FILE)
     layer = read_layer(root)                # RUN/analysis/: the checked case study and review
-    write_text_atomic(paths["md"], render_markdown(report, paths["svg"].name, layer),
-                      mode=PRIVATE_FILE)
-    write_text_atomic(paths["html"], render_html(report, layer), mode=PRIVATE_FILE)
+    write_text_atomic(paths.md, render_markdown(report, svg.name, layer), mode=PRIVATE_FILE)
+    write_text_atomic(paths.html, render_html(report, layer), mode=PRIVATE_FILE)
     return report, paths

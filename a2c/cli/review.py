@@ -104,8 +104,8 @@ def narrate_run(run_dir: Path, args: argparse.Namespace) -> None:
     from a2c.analysis.narrate import narrate
 
     doc, paths = run_analysis(run_dir, args, "narrative", narrate)
-    for kind in ("json", "md", "html"):
-        print(paths[kind])
+    for path in paths.listed:
+        print(path)
     print(_summary(doc, "case study"), file=sys.stderr)
 
 
@@ -116,8 +116,8 @@ def _review(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     doc, paths = run_analysis(run_dir, args, "review", review)
     write_report(run_dir)                       # the report shows the review
-    for kind in ("json", "md", "html"):
-        print(paths[kind])
+    for path in paths.listed:
+        print(path)
     for v in doc["verdicts"]:
         print(f"{v['rule']:18} {v['verdict']:10} {v['status']}"
               + (f" ({v['why']})" if v["status"] != "verified" else ""), file=sys.stderr)

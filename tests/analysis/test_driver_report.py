@@ -91,14 +91,14 @@ def test_driver_failures(written, driven_copy):
 
 def test_driver_section_markdown_and_html(written):
     _, paths = written
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert "## Driver model" in md and "claude-sonnet-4-5 (6 calls)" in md
     # a scripted driver is named as such: no model ran, the calls are priced as one
     assert ("| Driver model | scripted (scripted driver, priced as claude-sonnet-4-5; 6 calls) |"
             in md)
     assert "1. `ls -la` (step #" in md and "**submit**" in md
     assert "**cost_usd**: 0.021 of 0.02" in md
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert '<h2 id="driver">Driver model</h2>' in html and "budget exhausted" in html
     assert "scripted (scripted driver, priced as <b>claude-sonnet-4-5</b>; 6 calls)" in html
     assert html.count('<div class="step agent"') == 6
@@ -113,8 +113,8 @@ def test_driver_section_markdown_and_html(written):
 def test_report_without_driver(pristine_run, tmp_path):
     report, paths = write_report(pristine_run, tmp_path)
     assert report["driver"] is None
-    assert "No driver calls recorded" in paths["html"].read_text()
-    assert "No driver calls recorded" in paths["md"].read_text()
+    assert "No driver calls recorded" in paths.html.read_text()
+    assert "No driver calls recorded" in paths.md.read_text()
 
 
 def test_verify_covers_driver_blobs(driven_copy):
@@ -261,14 +261,14 @@ def test_level3_episodes_render_as_steps(fixture_run, maker):
     example = report["outcomes"]["examples"][0]
     assert example["steps"] == 40 and len(example["trajectory"]) == 30
     assert example["trajectory"][0]["action"] == "go north"
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert '<ol class="episode-steps">' in html and 'class="episode"' in html
     assert "… 10 more step(s) in the results file." in html
     assert "&#34;action&#34;" not in html and '{"action"' not in html   # no raw JSON lines
     assert '<details class="long">' in html       # the long introduction is collapsed
     assert "first observation (" in html
     assert "<code class=\"text\">go north</code>" in html
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert "  1. `go north`" in md and '{"action"' not in md
 
 
@@ -297,11 +297,11 @@ def test_a_served_driver_is_named_by_digest_in_the_report(driven_copy, tmp_path)
     assert report["driver"]["caps_lowered"] == [
         {"seq": 91, "requested": 32000, "forwarded": 1500, "context": 2048,
          "input_estimate": 548, "why": "context"}]
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert f"weights `{'ab' * 32}`" in md and "vLLM 0.32.0 serving" in md
     assert "seed 4; server defaults temperature=0.2" in md
     assert "#91: 32000 → 1500 (context 2048)" in md
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert f"<code>{'ab' * 32}</code>" in html and "Caps lowered for the context" in html
 
 
