@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.records import Record
 from a2c.contracts.run_paths import RunPaths
 
-from .checked_claims import UNVERIFIABLE, VERIFIED, CheckedCitation, CheckedClaim
+from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedCitation, CheckedClaim
 from .record import RunRecord
 from .snapshots import SnapshotRepo
 
@@ -185,8 +187,19 @@ def _int(value: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def tally(claims: list[dict[str, Any]]) -> dict[str, int]:
-    """How many claims the record verified, contradicted (false), and could not check."""
-    count = {s: sum(1 for c in claims if c["status"] == s) for s in ("verified", "false")}
-    return {"claims": len(claims), **count,
-            "unverifiable": len(claims) - count["verified"] - count["false"]}
+@dataclass
+class Tally(Record):
+    """How many claims the record verified, contradicted (false), and could not check (the
+    `checked` of narrative.json and review.json)."""
+
+    claims: int = 0
+    verified: int = 0
+    false: int = 0
+    unverifiable: int = 0
+
+
+def tally(statuses: list[str]) -> Tally:
+    """The tally of the claims' (or verdicts') statuses."""
+    verified, false = statuses.count(VERIFIED), statuses.count(FALSE)
+    return Tally(claims=len(statuses), verified=verified, false=false,
+                 unverifiable=len(statuses) - verified - false)

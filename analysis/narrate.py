@@ -145,15 +145,16 @@ def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, 
         digest = analysis_prompt(ev, report)
         answer = parse_reply(ask(SYSTEM, digest), "case study")
         checker = ClaimChecker(ev, report)
-        sections = {key: [checker.check(c).to_dict() for c in _claims(answer.get(key))]
-                    for key in SECTIONS}
+        checked = {key: [checker.check(c) for c in _claims(answer.get(key))]
+                   for key in SECTIONS}
     finally:
         ev.close()
-    if not any(sections.values()):
+    if not any(checked.values()):
         raise AnalysisError(f"the case study has none of {', '.join(SECTIONS)}")
-    claims = [c for key in SECTIONS for c in sections[key]]
+    statuses = [c.status for key in SECTIONS for c in checked[key]]
     return {"format": NARRATIVE_FORMAT, "run_id": report["run"].get("run_id"),
-            "sections": sections, "checked": tally(claims), "digest_chars": len(digest)}
+            "sections": {key: [c.to_dict() for c in claims] for key, claims in checked.items()},
+            "checked": tally(statuses).to_dict(), "digest_chars": len(digest)}
 
 
 @lru_cache(maxsize=1)

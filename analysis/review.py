@@ -81,6 +81,6 @@ def review(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, A
         ev.close()
     unknown = sorted(set(by_rule) - set(RULES))
     return {"format": REVIEW_FORMAT, "run_id": report["run"].get("run_id"),
-            "verdicts": verdicts, "checked": tally(verdicts),
+            "verdicts": verdicts, "checked": tally([v["status"] for v in verdicts]).to_dict(),
             "violations": [v["rule"] for v in verdicts if v["verdict"] == "violation"],
             "ignored_rules": unknown, "digest_chars": len(digest)}

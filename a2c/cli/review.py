@@ -93,10 +93,12 @@ def _rmdir(path: Path) -> None:
 
 
 def _summary(doc: dict[str, Any], what: str) -> str:
-    c, u = doc["checked"], doc["usage"]
-    false = f"{c['false']} FALSE (the record contradicts them), " if c.get("false") else ""
-    return (f"{what}: {c['verified']} of {c['claims']} verified against the record, "
-            f"{false}{c['unverifiable']} unverifiable · {doc['model']} · {u['tokens']} tokens · "
+    from a2c.analysis.citations import Tally
+
+    c, u = Tally.from_dict(doc["checked"]), doc["usage"]
+    false = f"{c.false} FALSE (the record contradicts them), " if c.false else ""
+    return (f"{what}: {c.verified} of {c.claims} verified against the record, "
+            f"{false}{c.unverifiable} unverifiable · {doc['model']} · {u['tokens']} tokens · "
             f"${u['cost_usd']:.4f}")
 
 
