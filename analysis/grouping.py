@@ -26,6 +26,7 @@ from a2c.contracts.run_info import RunInfo, RunStatus, read_run_mapping
 from a2c.timefmt import parse_time
 
 from .board import Group
+from .summary import RunHeader
 from .templating import duration
 
 # Settings that change a run beyond the default --by keys (agent, driver, task, mode): the
@@ -47,7 +48,7 @@ def _label(value: Any) -> str | None:
     return str(value)
 
 
-def config_values(header: dict[str, Any], info: RunInfo) -> dict[str, str | None]:
+def config_values(header: RunHeader, info: RunInfo) -> dict[str, str | None]:
     """The run's CONFIG_KEYS as comparable strings (canonical JSON for mappings)."""
     options = info.options if isinstance(info.options, dict) else {}
     params = options.get("agent_params") if isinstance(options.get("agent_params"), dict) \
@@ -57,7 +58,7 @@ def config_values(header: dict[str, Any], info: RunInfo) -> dict[str, str | None
         legacy = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
     else:
         legacy = None
-    return {"budget": _label(header.get("budget")), "model": _label(header.get("base_model")),
+    return {"budget": _label(header.budget), "model": _label(header.base_model),
             "agent_params": _label(params) or legacy, "driver_weights": driver_weights(info)}
 
 

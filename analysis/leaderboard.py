@@ -96,14 +96,15 @@ def summarise(run_dir: Path) -> RunRow:
     header = run_header(record)
     baseline = record.baseline_score
     subs = submission_rows(record, baseline)
-    metrics = process_metrics(record, rows_as_dicts(subs), baseline, header)
+    metrics = process_metrics(record, rows_as_dicts(subs), baseline, header.to_dict())
     best = max((s.score for s in subs if s.counts), default=None)
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
-    values = {key: header.get(key) for key in GROUP_KEYS}
+    fields = header.to_dict()
+    values = {key: fields.get(key) for key in GROUP_KEYS}
     values.update(config_values(header, record.info))  # budget, model, agent_params (grouping.py)
     values.update({
-        "run_id": header["run_id"], "baseline": baseline, "best": best,
+        "run_id": header.run_id, "baseline": baseline, "best": best,
         "improvement": None if best is None or baseline is None else best - baseline,
         "submissions": metrics["n_submissions"], "valid": metrics["n_valid"],
         # a best that never beat the baseline was reached by no one: no time to it
@@ -113,7 +114,7 @@ def summarise(run_dir: Path) -> RunRow:
     })
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values,
-                  run_id=header["run_id"],
+                  run_id=header.run_id,
                   contaminated=bool(contamination_section(record)["flagged"]))  # kept, marked
 
 

@@ -67,11 +67,11 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
     baseline = record.baseline_score
     rows = submission_rows(record, baseline)
     subs = rows_as_dicts(rows)          # the report's JSON, which the other sections read
-    metrics = process_metrics(record, subs, baseline, header)
+    metrics = process_metrics(record, subs, baseline, header.to_dict())
     best_sub = next((s for s in rows if s.index == metrics["best_index"]), None)
     best_score = best_sub.score if best_sub else None
     last_valid = [s for s in rows if s.valid and s.score is not None]
-    route, timeline = training_and_timeline(record, subs, header["mode"])
+    route, timeline = training_and_timeline(record, subs, header.mode)
     failures = analyse_failures(record, record.submissions)
     counts: dict[str, int] = {}
     for failure in failures:
@@ -80,12 +80,12 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
     report = {
         "format": REPORT_FORMAT,
         "producer": {"a2c_version": __version__,
-                     "run_a2c_version": header["versions"].get("a2c"),
+                     "run_a2c_version": header.versions.get("a2c"),
                      "compiler_version": bundle.get("compiler_version"),
-                     "spec_hash": header["spec_hash"] or bundle.get("spec_hash"),
-                     "bundle_digest": header["bundle_digest"]},
+                     "spec_hash": header.spec_hash or bundle.get("spec_hash"),
+                     "bundle_digest": header.bundle_digest},
         "verification": {**verification.to_dict(), "forced": bool(forced and not verification.ok)},
-        "run": header,
+        "run": header.to_dict(),
         "scores": {"baseline": baseline, "best": best_score,
                    "best_submission": best_sub.id if best_sub else None,
                    "final": finite(record.info.final_score),
@@ -99,7 +99,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "timeline": timeline,
         "failures": failures,
         "failure_counts": dict(sorted(counts.items())),
-        "outcomes": best_outcomes(record, rows, header["level"], metrics["best_index"]),
+        "outcomes": best_outcomes(record, rows, header.level, metrics["best_index"]),
         "driver": driver_section(record, subs),
         **trust_sections(record, best_sub.id if best_sub else None),
         "contamination": contamination_section(record),

@@ -4,7 +4,7 @@ report (and the leaderboard) read them from a run record."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from a2c.contracts.event_payloads import AgentExited, AgentStarted, RunResumed, RunStarted
@@ -16,7 +16,37 @@ from .record import RunRecord
 from .values import finite
 
 
-def run_header(record: RunRecord) -> dict[str, Any]:
+@dataclass
+class RunHeader(Record):
+    """The report's `run` section (its JSON, in this order): who, what, when, under which
+    budget, and the agent's stretches of work (`agent_stretches`)."""
+
+    run_id: str = ""
+    task: Any = None
+    level: Any = None
+    agent: Any = None
+    driver: Any = None
+    mode: Any = FREE
+    seed: Any = None
+    base_model: Any = None
+    budget: dict[str, Any] = field(default_factory=dict)
+    bundle_digest: Any = None
+    spec_hash: Any = None
+    isolation: Any = None
+    status: Any = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    agent_started_at: str | None = None
+    agent_ended_at: str | None = None
+    deadline: str | None = None
+    duration_s: float | None = None
+    agent_time_s: float | None = None
+    versions: dict[str, Any] = field(default_factory=dict)
+    interruptions: list[dict[str, Any]] = field(default_factory=list)
+    agent_active_s: float | None = None
+
+
+def run_header(record: RunRecord) -> RunHeader:
     """The report's `run` section: run.json, falling back to the run_started event's data."""
     run = record.run          # run.json as written: a key it lacks falls back to the event's
     started = record.first_payload(RunStarted)
@@ -32,27 +62,32 @@ def run_header(record: RunRecord) -> dict[str, Any]:
     if record.started_at is not None and record.ended_at is not None:
         duration = round(record.ended_at - record.started_at, 3)
     base_model = base_model_name(pick("base_model"))
-    return {
-        "run_id": str(pick("run_id", record.root.name)),
-        "task": pick("task"), "level": pick("level"), "agent": pick("agent"),
-        "driver": pick("driver"), "mode": pick("mode", FREE), "seed": pick("seed"),
-        "base_model": base_model if isinstance(base_model, (str, dict)) or base_model is None
+    stretches = agent_stretches(record)
+    return RunHeader(
+        run_id=str(pick("run_id", record.root.name)),
+        task=pick("task"), level=pick("level"), agent=pick("agent"),
+        driver=pick("driver"), mode=pick("mode", FREE), seed=pick("seed"),
+        base_model=base_model if isinstance(base_model, (str, dict)) or base_model is None
         else str(base_model),
-        "budget": record.budget, "bundle_digest": pick("bundle_digest"),
-        "spec_hash": pick("spec_hash"), "isolation": pick("isolation"),
-        "status": pick("status"),
-        "started_at": iso_utc(record.started_at), "ended_at": iso_utc(record.ended_at),
-        "agent_started_at": iso_utc(record.clock_start),
-        "agent_ended_at": iso_utc(record.agent_ended_at),
-        "deadline": iso_utc(record.deadline), "duration_s": duration,
-        "agent_time_s": None if record.clock_start is None or record.agent_ended_at is None
+        budget=record.budget, bundle_digest=pick("bundle_digest"),
+        spec_hash=pick("spec_hash"), isolation=pick("isolation"), status=pick("status"),
+        started_at=iso_utc(record.started_at), ended_at=iso_utc(record.ended_at),
+        agent_started_at=iso_utc(record.clock_start),
+        agent_ended_at=iso_utc(record.agent_ended_at),
+        deadline=iso_utc(record.deadline), duration_s=duration,
+        agent_time_s=None if record.clock_start is None or record.agent_ended_at is None
         else round(record.agent_ended_at - record.clock_start, 3),
-        "versions": versions if isinstance(versions, dict) else {},
-        **agent_stretches(record),
-    }
+        versions=versions if isinstance(versions, dict) else {},
+        interruptions=stretches.interruptions, agent_active_s=stretches.agent_active_s)
 
 
-def agent_stretches(record: RunRecord) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Stretches:
+    interruptions: list[dict[str, Any]]
+    agent_active_s: float | None
+
+
+def agent_stretches(record: RunRecord) -> Stretches:
     """`interruptions` (each resume: when the runtime stopped, when it resumed, the seconds lost,
     whether the agent was relaunched) and `agent_active_s` (the seconds the agent actually ran,
     the sum of its agent_started → agent_exited stretches). A resume never moves the deadline,
@@ -79,7 +114,7 @@ def agent_stretches(record: RunRecord) -> dict[str, Any]:
     if start is not None and record.agent_ended_at is not None:
         active += max(0.0, record.agent_ended_at - start)
     ran = record.payloads(AgentStarted)
-    return {"interruptions": out, "agent_active_s": round(active, 3) if ran else None}
+    return Stretches(out, round(active, 3) if ran else None)
 
 
 def base_model_name(value: Any) -> Any:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from a2c.analysis.record import RunRecord
 from a2c.analysis.report import build_report
 from a2c.analysis.report_pages import render_html, render_markdown
-from a2c.analysis.summary import agent_stretches
+from a2c.analysis.summary import Stretches, agent_stretches
 from a2c.timefmt import iso_utc
 
 T0 = 1_800_000_000.0
@@ -34,8 +34,8 @@ def test_an_interruption_and_the_time_lost():
         (500, "run_resumed", {"resume": 1}), (510, "agent_started", {"resumed": True}),
         (700, "agent_exited", {"returncode": 0}), (720, "run_finished", {})])
     out = agent_stretches(record)
-    assert out["agent_active_s"] == (300 - 10) + (700 - 510)
-    [gap] = out["interruptions"]
+    assert out.agent_active_s == (300 - 10) + (700 - 510)
+    [gap] = out.interruptions
     assert gap["resume"] == 1 and gap["t_s"] == 300 and gap["lost_s"] == 200
     assert gap["agent_relaunched"] is True
 
@@ -43,9 +43,9 @@ def test_an_interruption_and_the_time_lost():
 def test_no_interruption_and_no_agent():
     plain = _record([(0, "run_started", {}), (10, "agent_started", {}),
                      (400, "agent_exited", {}), (410, "run_finished", {})])
-    assert agent_stretches(plain) == {"interruptions": [], "agent_active_s": 390}
+    assert agent_stretches(plain) == Stretches([], 390)
     none = _record([(0, "run_started", {}), (5, "run_finished", {})])
-    assert agent_stretches(none)["agent_active_s"] is None
+    assert agent_stretches(none).agent_active_s is None
 
 
 def test_report_pages_say_unlimited_and_name_the_interruption(fixture_run):
