@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.records import Record
 from a2c.contracts.run_paths import RunPaths
 
+from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedCitation, CheckedClaim
 from .record import RunRecord
 from .snapshots import SnapshotRepo
 
@@ -132,42 +135,46 @@ class Evidence:
             return (None, f"{path} is binary or too large") if text is None else (text, "")
         return None, f"unknown citation kind {kind!r} (use {', '.join(KINDS)})"
 
-    def check(self, citation: Any) -> dict[str, Any]:
-        """The citation with `status` (verified | unverifiable) and, when unverifiable, `why`."""
+    def check(self, citation: Any) -> CheckedCitation:
+        """The citation with `status` (verified | unverifiable) and, when unverifiable, `why`.
+        `citation` is the model's answer as parsed ({kind, ref, quote})."""
         if not isinstance(citation, dict):
-            return {"kind": None, "ref": None, "quote": str(citation),
-                    "status": "unverifiable", "why": "not a {kind, ref, quote} object"}
-        out = {"kind": citation.get("kind"), "ref": citation.get("ref"),
-               "quote": str(citation.get("quote") or "")}
-        text, runtime, why = self._resolve(str(out["kind"]), out["ref"])
-        quote = normalise(out["quote"])
+            return CheckedCitation(None, None, str(citation),
+                                   why="not a {kind, ref, quote} object")
+        out = CheckedCitation(citation.get("kind"), citation.get("ref"),
+                              str(citation.get("quote") or ""))
+        text, runtime, why = self._resolve(str(out.kind), out.ref)
+        quote = normalise(out.quote)
         if text is not None and not quote:
             why = "no quote: nothing to check the claim against"
         elif text is not None and quote not in normalise(text):
             why = "the quote is not in what it cites"
         elif text is not None:
+            out.status = VERIFIED
             if runtime is not None and quote in normalise(runtime):
-                return {**out, "status": "verified", "author": "runtime"}
-            return {**out, "status": "verified", "author": "agent", "label": AGENT_LABEL}
-        return {**out, "status": "unverifiable", "why": why}
+                out.author = "runtime"
+            else:
+                out.author, out.label = "agent", AGENT_LABEL
+            return out
+        out.why = why
+        return out
 
-    def check_claim(self, claim: Any) -> dict[str, Any]:
-        """A claim {text, citations} with each citation checked and the claim's `status`."""
+    def check_claim(self, claim: Any) -> CheckedClaim:
+        """A claim {text, citations} (the model's answer as parsed) with each citation checked
+        and the claim's `status`."""
         if isinstance(claim, str):
             claim = {"text": claim, "citations": []}
         if not isinstance(claim, dict):
             claim = {"text": str(claim), "citations": []}
         cites = claim.get("citations")
-        cites = cites if isinstance(cites, list) else []
-        checked = [self.check(c) for c in cites]
-        ok = bool(checked) and all(c["status"] == "verified" for c in checked)
-        out = {"text": str(claim.get("text") or ""), "citations": checked,
-               "status": "verified" if ok else "unverifiable"}   # nothing else the model said
+        checked = [self.check(c) for c in (cites if isinstance(cites, list) else [])]
+        ok = bool(checked) and all(c.verified for c in checked)
+        out = CheckedClaim(text=str(claim.get("text") or ""), citations=checked,
+                           status=VERIFIED if ok else UNVERIFIABLE)  # nothing else it said
         if not checked:
-            out["why"] = "cites no evidence"
+            out.why = "cites no evidence"
         elif not ok:
-            out["why"] = "; ".join(f"{c['kind']} {c['ref']}: {c['why']}" for c in checked
-                                   if c["status"] != "verified")
+            out.why = "; ".join(f"{c.kind} {c.ref}: {c.why}" for c in checked if not c.verified)
         return out
 
 
@@ -180,8 +187,19 @@ def _int(value: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def tally(claims: list[dict[str, Any]]) -> dict[str, int]:
-    """How many claims the record verified, contradicted (false), and could not check."""
-    count = {s: sum(1 for c in claims if c["status"] == s) for s in ("verified", "false")}
-    return {"claims": len(claims), **count,
-            "unverifiable": len(claims) - count["verified"] - count["false"]}
+@dataclass
+class Tally(Record):
+    """How many claims the record verified, contradicted (false), and could not check (the
+    `checked` of narrative.json and review.json)."""
+
+    claims: int = 0
+    verified: int = 0
+    false: int = 0
+    unverifiable: int = 0
+
+
+def tally(statuses: list[str]) -> Tally:
+    """The tally of the claims' (or verdicts') statuses."""
+    verified, false = statuses.count(VERIFIED), statuses.count(FALSE)
+    return Tally(claims=len(statuses), verified=verified, false=false,
+                 unverifiable=len(statuses) - verified - false)

@@ -27,8 +27,10 @@ labelled as such and never make an outcome claim verified.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedClaim, OutcomeCheck
 from .citations import Evidence
 from .claims_text import (
     compliance_stance,
@@ -95,6 +97,27 @@ def _close(claimed: float, values: list[float]) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class ContaminationFact:
+    """What the report's contamination section says, as a claim is checked against it."""
+
+    available: bool
+    flagged: bool
+    n_items: Any
+    counted: Any                 # the run's counted matches (older reports: all matches)
+    first_place: str | None      # where the first match was found
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> ContaminationFact:
+        run = section.get("run") or {}
+        where = [w for m in run.get("matched") or [] for w in m.get("where") or []][:1]
+        return cls(available=bool(section.get("available")),
+                   flagged=bool(section.get("flagged")), n_items=section.get("n_items"),
+                   counted=run.get("counted", run.get("count")),
+                   first_place=(where[0].get("path") or where[0].get("kind")) if where
+                   else None)
+
+
 class Facts:
     """The runtime-owned facts of one run, from its report (built from the verified record)."""
 
@@ -108,9 +131,13 @@ class Facts:
         subs = sorted(report.get("submissions") or [], key=lambda s: s.get("index") or 0)
         self.scores = {str(s["id"]): _num(s.get("score")) for s in subs
                        if s.get("valid") and _num(s.get("score")) is not None}
-        self.route = report.get("route") or {}
+        route = report.get("route") or {}
+        self.route_methods = list(route.get("methods") or [])
+        compliance = route.get("compliance") or {}
+        self.compliance = compliance.get("verdict")
+        self.compliance_detail = compliance.get("detail", "")
         self.mode = (report.get("run") or {}).get("mode")
-        self.contamination = report.get("contamination") or {}
+        self.contamination = ContaminationFact.of(report.get("contamination") or {})
 
     # ------------------------------------------------------------------ score
     def score_fact(self) -> str:
@@ -158,7 +185,7 @@ class Facts:
     # ------------------------------------------------------------------ route
     def methods(self) -> set[str]:
         out = set()
-        for m in self.route.get("methods") or []:
+        for m in self.route_methods:
             out.add("GRPO" if m.startswith("GRPO") else m)
         return out
 
@@ -186,15 +213,15 @@ class Facts:
 
     # ------------------------------------------------------------------ compliance
     def compliance_fact(self) -> str:
-        c = self.route.get("compliance") or {}
+        verdict = "nothing" if self.compliance is None else self.compliance
         return (f"the run's mode is {self.mode} (run.json) and its compliance check says "
-                f"{c.get('verdict', 'nothing')}: {c.get('detail', '')}").rstrip(": ")
+                f"{verdict}: {self.compliance_detail}").rstrip(": ")
 
     def check_compliance(self, text: str, stance: str | None) -> tuple[str, str]:
         said = mode_named(text)
         if said and self.mode and said != self.mode:
             return "false", f"it names the mode {said}: {self.compliance_fact()}"
-        verdict = (self.route.get("compliance") or {}).get("verdict")
+        verdict = self.compliance
         stance = stance or compliance_stance(text)
         if stance is None:
             return ("true" if said else "unverifiable"), self.compliance_fact()
@@ -207,26 +234,24 @@ class Facts:
     # ------------------------------------------------------------------ data use
     def data_fact(self) -> str:
         c = self.contamination
-        if not c.get("available"):
+        if not c.available:
             return "the contamination check could not run (the record holds no held-out items)"
-        run = c.get("run") or {}
-        where = [w for m in run.get("matched") or [] for w in m.get("where") or []][:1]
-        at = (f", e.g. in {where[0].get('path') or where[0].get('kind')}" if where else "")
-        if c.get("flagged"):
+        at = f", e.g. in {c.first_place}" if c.first_place else ""
+        if c.flagged:
             return (f"the contamination check (report.contamination) flagged the run: "
-                    f"{run.get('counted', run.get('count'))} of {c.get('n_items')} held-out "
-                    f"items found in what the agent wrote{at}")
+                    f"{c.counted} of {c.n_items} held-out items found in what the agent "
+                    f"wrote{at}")
         return (f"the contamination check (report.contamination) did not flag the run "
-                f"({c.get('n_items')} held-out items checked)")
+                f"({c.n_items} held-out items checked)")
 
     def check_data(self, text: str, stance: str | None) -> tuple[str, str]:
         c = self.contamination
         stance = stance or data_stance(text)
         if stance not in ("clean", "used"):
             return "unverifiable", f"it says neither way; {self.data_fact()}"
-        if not c.get("available"):
+        if not c.available:
             return "unverifiable", self.data_fact()
-        if c.get("flagged"):
+        if c.flagged:
             return ("true" if stance == "used" else "false"), self.data_fact()
         if stance == "clean":
             return "true", self.data_fact()
@@ -259,7 +284,7 @@ class ClaimChecker:
         return f.check_data(text, stance)
 
     def check(self, claim: Any, rule: str | None = None, stance: str | None = None
-              ) -> dict[str, Any]:
+              ) -> CheckedClaim:
         """The claim with its citations checked, its kind, each outcome check and its status.
         `rule`: a review rule (its kind applies whatever the text says); `stance`: the verdict
         (clean | violation | unclear) the rule's check takes instead of the text's wording."""
@@ -268,16 +293,16 @@ class ClaimChecker:
         stated = stated_kind(given)
         implied = RULE_KINDS.get(rule or "", ())
         kinds = list(dict.fromkeys([*implied, *([stated] if stated else []),
-                                    *classify(out["text"])]))
+                                    *classify(out.text)]))
         outcome = [k for k in kinds if k in OUTCOME]
-        out["kind"] = (outcome or [stated or "other"])[0]
+        out.kind = (outcome or [stated or "other"])[0]
         if isinstance(given, str):
-            out["stated_kind"] = given[:40]
-        resolved = [c for c in out["citations"] if c["status"] == "verified"]
-        agent_only = bool(resolved) and all(c.get("author") == "agent" for c in resolved)
+            out.stated_kind = given[:40]
+        resolved = [c for c in out.citations if c.verified]
+        agent_only = bool(resolved) and all(c.author == "agent" for c in resolved)
         if not outcome:
-            if out["status"] == "verified":
-                out["basis"] = "agent-written" if agent_only else "record"
+            if out.status == VERIFIED:
+                out.basis = "agent-written" if agent_only else "record"
             return out
         checks, seen = [], set()
         for kind in outcome:
@@ -285,25 +310,25 @@ class ClaimChecker:
             if group in seen:
                 continue
             seen.add(group)
-            result, fact = self._check(kind, reported(out["text"]),
+            result, fact = self._check(kind, reported(out.text),
                                        stance if kind in implied else None)
-            checks.append({"kind": kind, "result": result, "fact": fact})
-        out["checks"] = checks
-        cite_why = out.pop("why", None)
-        false = [c for c in checks if c["result"] == "false"]
+            checks.append(OutcomeCheck(kind, result, fact))
+        out.checks = checks
+        cite_why, out.why = out.why, None
+        false = [c for c in checks if c.result == "false"]
         if false:
-            out["status"] = "false"
-            out["why"] = "contradicted by the record: " + "; ".join(c["fact"] for c in false)
-        elif all(c["result"] == "true" for c in checks):
-            out["status"], out["basis"] = "verified", "record"
+            out.status = FALSE
+            out.why = "contradicted by the record: " + "; ".join(c.fact for c in false)
+        elif all(c.result == "true" for c in checks):
+            out.status, out.basis = VERIFIED, "record"
         else:
-            out["status"] = "unverifiable"
-            why = [f"the record cannot decide it: {c['fact']}" for c in checks
-                   if c["result"] != "true"]
+            out.status = UNVERIFIABLE
+            why = [f"the record cannot decide it: {c.fact}" for c in checks
+                   if c.result != "true"]
             if agent_only:
                 why.append(AGENT_ONLY)
             if cite_why and cite_why != "cites no evidence":
                 why.append(cite_why)
-            out["why"] = "; ".join(why)
+            out.why = "; ".join(why)
         return out
 

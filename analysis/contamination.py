@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.event_payloads import SubmissionPruned
 from a2c.contracts.run_paths import RunPaths
 
 from .item_index import (  # noqa: F401 - the check's public names, defined with the index
@@ -53,7 +54,7 @@ from .item_index import (  # noqa: F401 - the check's public names, defined with
     normalise,
     tokens,
 )
-from .record import RunRecord, parse_time, sid
+from .record import RunRecord, SnapshotTaken, parse_time, sid
 from .snapshots import SnapshotRepo
 
 RUN_THRESHOLD = 0.01    # matched share of held-out + final items that flags a run
@@ -116,7 +117,22 @@ def blob_text(raw: bytes) -> str | None:
     return _decode(raw)
 
 
-def disk_texts(paths: RunPaths, stats: dict[str, int]
+@dataclass
+class ScanStats:
+    """What the check read: snapshot blobs scanned and skipped, the driver trajectory (1 when
+    the run has one) and its agent steps, the kept submissions' files, the files left on disk
+    read and skipped."""
+
+    scanned: int = 0
+    skipped: int = 0
+    trajectory: int = 0
+    trajectory_steps: int = 0
+    submission_files: int = 0
+    disk_files: int = 0
+    disk_skipped: int = 0
+
+
+def disk_texts(paths: RunPaths, stats: ScanStats
                ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(mtime, where, text) of the files left on disk that snapshots never take — the data files
     (*.jsonl, *.csv, ... are excluded from snapshots by rule: runtime/snapshots.py) — in the final
@@ -134,36 +150,36 @@ def disk_texts(paths: RunPaths, stats: dict[str, int]
             suffix = file.suffix.lower()
             size = file.stat().st_size
             if suffix in WEIGHT_SUFFIXES or size > min(MAX_DISK_FILE, budget):
-                stats["disk_skipped"] += int(suffix not in WEIGHT_SUFFIXES)
+                stats.disk_skipped += int(suffix not in WEIGHT_SUFFIXES)
                 continue
             text = _decode(file.read_bytes(), MAX_DISK_FILE, suffix in RAW_SUFFIXES)
             if text is None:
                 continue
             budget -= size
-            stats["disk_files"] += 1
+            stats.disk_files += 1
             yield file.stat().st_mtime, {"kind": kind.split(":")[0], "path": (
                 f"{kind.split(':')[1]}/" if ":" in kind else "") + rel.as_posix()}, text
 
 
-def snapshot_texts(repo: SnapshotRepo, snapshots: list[dict[str, Any]], stats: dict[str, int]
+def snapshot_texts(repo: SnapshotRepo, snapshots: list[SnapshotTaken], stats: ScanStats
                    ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(time, where, text) of each distinct blob, at the first snapshot that holds it."""
     seen: set[str] = set()
     for snap in snapshots:
-        for path, blob in sorted(repo.files(snap["commit"]).items()):
+        for path, blob in sorted(repo.files(snap.commit).items()):
             if blob in seen:
                 continue
             seen.add(blob)
             obj = repo.read(blob)
             text = blob_text(obj[2]) if obj and obj[1] == "blob" else None
             if text is None:
-                stats["skipped"] += 1
+                stats.skipped += 1
                 continue
-            stats["scanned"] += 1
-            yield snap["ts"], {"kind": "snapshot", "commit": snap["commit"], "path": path}, text
+            stats.scanned += 1
+            yield snap.ts, {"kind": "snapshot", "commit": snap.commit, "path": path}, text
 
 
-def submission_texts(paths: RunPaths, stats: dict[str, int]
+def submission_texts(paths: RunPaths, stats: ScanStats
                      ) -> Iterator[tuple[str, dict[str, Any], str]]:
     """(submission id, where, text) of every non-weight file of the kept submission copies."""
     folder = paths.grader / "submissions"
@@ -174,12 +190,12 @@ def submission_texts(paths: RunPaths, stats: dict[str, int]
             text = _decode(file.read_bytes())
             if text is None:
                 continue
-            stats["submission_files"] += 1
+            stats.submission_files += 1
             yield sub.name, {"kind": "submission", "submission": sub.name,
                              "path": str(file.relative_to(sub))}, text
 
 
-def trajectory_texts(root: Path, stats: dict[str, int]
+def trajectory_texts(root: Path, stats: ScanStats
                      ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(time, where, text) of each driver answer: message, reasoning and tool-call arguments."""
     trajectory = None
@@ -193,14 +209,14 @@ def trajectory_texts(root: Path, stats: dict[str, int]
         except Exception:  # noqa: BLE001 - a run without a gateway record has no trajectory
             trajectory = None
     steps = (trajectory or {}).get("steps") or []
-    stats["trajectory"] = int(bool(steps))
+    stats.trajectory = int(bool(steps))
     for step in steps:
         if not isinstance(step, dict) or step.get("source") != "agent":
             continue
         parts = [step.get("message") or "", step.get("reasoning_content") or ""]
         parts += [json.dumps(c.get("arguments"), ensure_ascii=False)
                   for c in step.get("tool_calls") or [] if isinstance(c, dict)]
-        stats["trajectory_steps"] += 1
+        stats.trajectory_steps += 1
         yield (parse_time(step.get("timestamp")), {"kind": "trajectory",
                                                    "step": step.get("step_id")}, "\n".join(parts))
 
@@ -215,7 +231,7 @@ class _Hit:
 
 def _bound(record: RunRecord, sub: Any) -> float | None:
     """What existed when `sub` was submitted: up to its snapshot's time, else its arrival."""
-    times = [s["ts"] for s in record.snapshots if s["commit"] == sub.snapshot and s["ts"]]
+    times = [s.ts for s in record.snapshot_taken if s.commit == sub.snapshot and s.ts]
     return times[0] if times else sub.received_at
 
 
@@ -267,13 +283,12 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
     total = len(splits)
     index = ItemIndex.from_items([it for rows in items.values() for it in rows],
                                  agent_split_texts(paths))
-    stats = {"scanned": 0, "skipped": 0, "submission_files": 0, "trajectory": 0,
-             "trajectory_steps": 0, "disk_files": 0, "disk_skipped": 0}
+    stats = ScanStats()
     hits: list[_Hit] = []
     repo = SnapshotRepo(paths.snapshots)
     try:
         if not index.empty:
-            for when, where, text in snapshot_texts(repo, record.snapshots, stats):
+            for when, where, text in snapshot_texts(repo, record.snapshot_taken, stats):
                 if found := index.match_detail(text):
                     hits.append(_Hit(when, where, found))
     finally:
@@ -288,8 +303,7 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
         for sub_id, where, text in submission_texts(paths, stats):
             if found := index.match_detail(text):
                 hits.append(_Hit(None, where, found, submission=sub_id))
-    pruned = sorted({sid((e.get("data") or {}).get("id")) for e in record.events_of(
-        "submission_pruned")})
+    pruned = sorted({sid(e.data.id) for e in record.payloads(SubmissionPruned)})
     submissions = []
     for sub in record.submissions:
         bound = _bound(record, sub)
@@ -318,12 +332,12 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
             "indistinct": len(index.indistinct)},
         "signatures": index.signature_count,
         "n_items": total,
-        "sources": {"snapshots": len(record.snapshots), "blobs_scanned": stats["scanned"],
-                    "blobs_skipped": stats["skipped"],
-                    "trajectory": bool(stats["trajectory"]),
-                    "trajectory_steps": stats["trajectory_steps"],
-                    "submission_files": stats["submission_files"],
-                    "disk_files": stats["disk_files"], "disk_skipped": stats["disk_skipped"],
+        "sources": {"snapshots": len(record.snapshot_taken), "blobs_scanned": stats.scanned,
+                    "blobs_skipped": stats.skipped,
+                    "trajectory": bool(stats.trajectory),
+                    "trajectory_steps": stats.trajectory_steps,
+                    "submission_files": stats.submission_files,
+                    "disk_files": stats.disk_files, "disk_skipped": stats.disk_skipped,
                     "submissions_pruned": pruned},
         "available": total > 0,
         "flagged": bool(flagged),

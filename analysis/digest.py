@@ -59,9 +59,10 @@ def _code(ev: Evidence) -> list[str]:
     if not repo.available:
         return ["(no code snapshots)"]
     shipped = _shipped_workspace(RunPaths(ev.root).bundle_workspace)
-    for snap in ev.record.snapshots:
-        files = repo.files(snap["commit"])
-        if snap.get("submission_id") is None and snap is not ev.record.snapshots[-1]:
+    snapshots = ev.record.snapshot_taken
+    for snap in snapshots:
+        files = repo.files(snap.commit)
+        if snap.submission_id is None and snap is not snapshots[-1]:
             continue
         # the workspace's own files with a short diff; what the agent left outside it
         # (.a2c-outside/: its HOME and /tmp, scaffold state mostly) by name only
@@ -70,9 +71,8 @@ def _code(ev: Evidence) -> list[str]:
                           old_text=None if prev else shipped)
         outside = diff_trees(repo, {p: b for p, b in prev.items() if p not in ws_prev},
                              {p: b for p, b in files.items() if p not in ws_now}, 0)
-        what = f"submission {snap['submission_id']}" if snap.get("submission_id") else \
-            snap.get("reason")
-        out.append(f"snapshot {snap['commit'][:12]} ({what}): {len(files)} files; changed: "
+        what = f"submission {snap.submission_id}" if snap.submission_id else snap.reason
+        out.append(f"snapshot {snap.commit[:12]} ({what}): {len(files)} files; changed: "
                    + (", ".join(f"{c.path} ({c.status} +{c.added}/-{c.removed})"
                                 for c in diff.files[:12]) or "nothing"))
         if outside.files:

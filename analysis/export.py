@@ -42,6 +42,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.event_payloads import RecordSealed
 from a2c.contracts.record_key import SigningKey, load_signing_key, signing_key_file
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError
@@ -54,9 +55,9 @@ from .contamination import (
     load_items,
     normalise,
 )
+from .export_manifest import EXPORT_FORMAT, ExportManifest
 from .export_snapshots import SNAPSHOT_BUNDLE, bundle_snapshots
 from .export_verify import (
-    EXPORT_FORMAT,
     MANIFEST,
     file_digest,
     manifest_digest,
@@ -275,13 +276,13 @@ def _listed_files(dest: Path) -> dict[str, Any]:
 
 
 def export_public(run_dir: str | Path, out: str | Path | None = None,
-                  key: SigningKey | None = None) -> tuple[Path, dict]:
+                  key: SigningKey | None = None) -> tuple[Path, ExportManifest]:
     """Write the public archive of `run_dir`; return its path and its (signed) manifest.
     `key`: what signs export.json (default: the operator's record signing key)."""
     root = Path(run_dir)
     record = RunRecord.load(root)
     paths = RunPaths(root)
-    if not record.events_of("record_sealed"):
+    if not record.payloads(RecordSealed):
         raise A2CError(f"{root}: the record is not sealed (the run has not ended): nothing "
                        "to export yet")
     key = key or load_signing_key()
@@ -289,7 +290,7 @@ def export_public(run_dir: str | Path, out: str | Path | None = None,
         raise A2CError(f"no record signing key at {signing_key_file()}: export.json is signed "
                        "with the operator's key (the one that signed the record)")
     scanner = _Scanner(paths)
-    run_id = record.run.get("run_id") or root.name
+    run_id = record.info.run_id or root.name
     target = Path(out) if out else Path(f"{run_id}.public.tar.gz")
     with tempfile.TemporaryDirectory(prefix="a2c-export-") as tmp:
         dest = Path(tmp) / run_id
@@ -300,25 +301,23 @@ def export_public(run_dir: str | Path, out: str | Path | None = None,
                 export.copy_tree(rel)
         export.trajectory_follows()
         snaps = bundle_snapshots(paths.snapshots, dest / SNAPSHOT_BUNDLE, scanner.blob_verdict)
-        if snaps.get("why"):
-            export.withhold(SNAPSHOT_BUNDLE, snaps["why"])
+        if snaps.why:
+            export.withhold(SNAPSHOT_BUNDLE, snaps.why)
         _public_report(root, dest, scanner, export)
-        manifest = {"format": EXPORT_FORMAT, "run_id": run_id,
-                    "record_head": record.events[-1].get("hash"),
-                    "files": _listed_files(dest),
-                    "withheld": dict(sorted(export.withheld.items())),
-                    "rewritten": dict(sorted(export.rewritten.items())),
-                    "host_paths_kept": dict(sorted(export.host_kept.items())),
-                    "snapshots": SNAPSHOT_BUNDLE if snaps["bundle"] else False,
-                    "snapshot_commits": snaps.get("commits") or {},
-                    "snapshot_files_left_out": snaps.get("left_out") or {},
-                    "left_out": ["grader/ (held-out and final items, gold answers, token, "
-                                 "submission copies)", "workspace/, agent-tmp/, agent-home/ "
-                                 "(weights; the code is in the snapshots)",
-                                 "snapshots.git (as snapshots.bundle)"],
-                    "key": key.id}
-        manifest["sig"] = key.sign(manifest_digest(manifest))
-        (dest / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        manifest = ExportManifest(
+            format=EXPORT_FORMAT, run_id=run_id, record_head=record.head,
+            files=_listed_files(dest), withheld=dict(sorted(export.withheld.items())),
+            rewritten=dict(sorted(export.rewritten.items())),
+            host_paths_kept=dict(sorted(export.host_kept.items())),
+            snapshots=SNAPSHOT_BUNDLE if snaps.bundled else False,
+            snapshot_commits=snaps.commits, snapshot_files_left_out=snaps.left_out,
+            left_out=["grader/ (held-out and final items, gold answers, token, submission "
+                      "copies)", "workspace/, agent-tmp/, agent-home/ (weights; the code is "
+                      "in the snapshots)", "snapshots.git (as snapshots.bundle)"],
+            key=key.id)
+        manifest.sig = key.sign(manifest_digest(manifest.to_dict()))
+        (dest / MANIFEST).write_text(json.dumps(manifest.to_dict(), indent=2) + "\n",
+                                     encoding="utf-8")
         from .verify import OPERATOR_KEY
         check = verify_exported(dest, key=[OPERATOR_KEY, key], allow_unauthenticated=True)
         if not check.ok:

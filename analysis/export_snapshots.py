@@ -18,11 +18,11 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from a2c.errors import A2CError
 
 from .contamination import blob_text
+from .export_manifest import SnapshotBundle
 from .record import RunRecord
 
 SNAPSHOT_BUNDLE = "snapshots.bundle"
@@ -121,19 +121,18 @@ class _SnapshotFilter:
 
 
 def bundle_snapshots(git: Path, out: Path, scan: Callable[[bytes], str | None]
-                     ) -> dict[str, Any]:
+                     ) -> SnapshotBundle:
     """Write `out`, a bundle of the snapshot repository `git` holding only the files `scan`
-    passes and the scan reads; {"bundle": True, "commits": {recorded: bundled}, "left_out":
-    {path: why}}, or {"bundle": False, "why": ...} when git cannot; {"bundle": False} when there
-    is nothing to bundle."""
+    passes and the scan reads, and say which commits it rewrote and which files it left out;
+    not bundled, with why, when git cannot; not bundled when there is nothing to bundle."""
     if not git.is_dir():
-        return {"bundle": False}
+        return SnapshotBundle()
     try:
         commits = _git(git, "rev-list", "--all", "--topo-order", "--reverse").decode().split()
     except A2CError as exc:
-        return {"bundle": False, "why": f"git could not read the snapshots ({exc})"}
+        return SnapshotBundle(why=f"git could not read the snapshots ({exc})")
     if not commits:
-        return {"bundle": False}
+        return SnapshotBundle()
     with tempfile.TemporaryDirectory(prefix="a2c-export-git-") as tmp:
         work = Path(tmp) / "bundle.git"
         subprocess.run(["git", "init", "-q", "--bare", str(work)], check=True,
@@ -156,10 +155,11 @@ def bundle_snapshots(git: Path, out: Path, scan: Callable[[bytes], str | None]
                                "--all"], capture_output=True)
         if done.returncode:
             out.unlink(missing_ok=True)
-            return {"bundle": False, "why": "git could not bundle the snapshots: "
-                    + done.stderr.decode(errors="replace").strip()[:200]}
-    return {"bundle": True, "commits": {c: n for c, n in keeper.mapping.items() if c != n},
-            "left_out": dict(sorted(keeper.left_out.items()))}
+            return SnapshotBundle(why="git could not bundle the snapshots: "
+                                  + done.stderr.decode(errors="replace").strip()[:200])
+    return SnapshotBundle(bundled=True,
+                          commits={c: n for c, n in keeper.mapping.items() if c != n},
+                          left_out=dict(sorted(keeper.left_out.items())))
 
 
 def snapshot_problems(root: Path, record: RunRecord, mapping: dict[str, str]
@@ -167,7 +167,7 @@ def snapshot_problems(root: Path, record: RunRecord, mapping: dict[str, str]
     """Every snapshot event's commit (or the commit the signed manifest maps it to) must be in
     snapshots.bundle."""
     bundle = root / SNAPSHOT_BUNDLE
-    commits = [s["commit"] for s in record.snapshots]
+    commits = [s.commit for s in record.snapshot_taken]
     with tempfile.TemporaryDirectory(prefix="a2c-verify-") as tmp:
         git = ["git", f"--git-dir={tmp}"]
         subprocess.run([*git, "init", "-q", "--bare"], check=True, capture_output=True)

@@ -23,21 +23,22 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.contracts.event_payloads import RecordSealed
 from a2c.contracts.record_key import PublicKey
 from a2c.errors import A2CError
 
+from .export_manifest import EXPORT_FORMAT, ExportManifest
 from .export_snapshots import SNAPSHOT_BUNDLE, snapshot_problems
 from .record import RunRecord
 
-EXPORT_FORMAT = "a2c-export/2"
 UNSIGNED_FORMATS = ("a2c-export/1",)     # before signed manifests: its claims are never trusted
 MANIFEST = "export.json"
 
 
 def sealed_files(record: RunRecord) -> dict[str, Any]:
     """{path: digest} of the record's last seal."""
-    seals = record.events_of("record_sealed")
-    return ((seals[-1].get("data") or {}).get("files") or {}) if seals else {}
+    seals = record.payloads(RecordSealed)
+    return (seals[-1].data.files or {}) if seals else {}
 
 
 def file_digest(path: Path) -> dict[str, Any]:
@@ -91,9 +92,10 @@ def _signer(manifest: dict[str, Any], keys: list) -> str | None:
     return next((k.id for k in keys if isinstance(k, PublicKey) and k.check(digest, sig)), None)
 
 
-def _file_problems(root: Path, claims: dict[str, Any]) -> list[tuple[str, str]]:
+def _file_problems(root: Path, claims: ExportManifest, record: RunRecord
+                   ) -> list[tuple[str, str]]:
     """(file, problem): what the folder holds against what the (trusted) manifest lists."""
-    files, withheld = claims.get("files") or {}, claims.get("withheld") or {}
+    files, withheld = claims.files, claims.withheld
     out: list[tuple[str, str]] = []
     present = present_files(root)
     for name, kind in sorted(present.items()):
@@ -118,19 +120,17 @@ def _file_problems(root: Path, claims: dict[str, Any]) -> list[tuple[str, str]]:
     out += [(name, "missing, but the export's manifest lists it")
             for name in sorted(files) if name not in present]
     out += [(MANIFEST, f"{name}: rewritten, but the manifest gives no digest for what the export "
-                       "holds") for name in sorted(claims.get("rewritten") or {})
-            if name not in files]
-    sealed = sealed_files(claims["_record"])
-    for what in ("withheld", "rewritten"):
-        for name, entry in (claims.get(what) or {}).items():
+                       "holds") for name in sorted(claims.rewritten) if name not in files]
+    sealed = sealed_files(record)
+    for what, entries in (("withheld", claims.withheld), ("rewritten", claims.rewritten)):
+        for name, entry in entries.items():
             if isinstance(entry, dict) and entry.get("sealed") is not None and \
                     entry["sealed"] != sealed.get(name):
                 out.append((MANIFEST, f"{name}: the digest export.json gives the {what} file is "
                                       "not the record's seal"))
-    head = claims["_record"].events[-1].get("hash") if claims["_record"].events else None
-    if claims.get("record_head") != head:
+    if claims.record_head != record.head:
         out.append((MANIFEST, f"made for another record: its record_head "
-                              f"{str(claims.get('record_head'))[:16]}... is not the hash of "
+                              f"{str(claims.record_head)[:16]}... is not the hash of "
                               "events.jsonl's last event"))
     return out
 
@@ -138,24 +138,25 @@ def _file_problems(root: Path, claims: dict[str, Any]) -> list[tuple[str, str]]:
 def _trust(manifest: dict[str, Any], keys: list, allow_unauthenticated: bool
            ) -> tuple[bool, str | None, str]:
     """(claims trusted, signing key id, the check's line)."""
-    fmt = manifest.get("format")
-    signer = _signer(manifest, keys) if fmt == EXPORT_FORMAT else None
+    claims = ExportManifest.from_dict(manifest)
+    signer = _signer(manifest, keys) if claims.format == EXPORT_FORMAT else None
     if signer is not None:
         return True, signer, f"export.json signed by public key {signer} (Ed25519)"
-    why = (f"export.json is in the unsigned format {fmt}" if fmt != EXPORT_FORMAT else
-           "export.json is not signed" if not manifest.get("sig") else
+    why = (f"export.json is in the unsigned format {claims.format}"
+           if claims.format != EXPORT_FORMAT else
+           "export.json is not signed" if not claims.sig else
            f"export.json's signature does not verify under a public key given (it names key "
-           f"{manifest.get('key')!r}; edited after the export?)")
+           f"{claims.key!r}; edited after the export?)")
     if allow_unauthenticated:
         return True, None, f"{why} (accepted: --no-key)"
     return False, None, f"{why}: its claims (files withheld, rewritten) are ignored"
 
 
-def _explain(result, claims: dict[str, Any], record: RunRecord) -> list:
+def _explain(result, claims: ExportManifest, record: RunRecord) -> list:
     """The record's problems that the trusted manifest does not explain; the checks it explains
     marked as such."""
     from .verify_record import seal_problems
-    withheld, rewritten = claims.get("withheld") or {}, claims.get("rewritten") or {}
+    withheld, rewritten = claims.withheld, claims.rewritten
     seal_found = {(f, m) for f, _, m in seal_problems(record)}
     kept, accepted = [], {}
     for problem in result.problems:
@@ -186,9 +187,11 @@ def verify_exported(run_dir: str | Path, key: Any = "operator",
         manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise A2CError(f"{root / MANIFEST}: unreadable: {exc}") from exc
-    fmt = manifest.get("format") if isinstance(manifest, dict) else None
-    if fmt not in (EXPORT_FORMAT, *UNSIGNED_FORMATS):
-        raise A2CError(f"{root / MANIFEST}: not an a2c public export ({fmt!r})")
+    if not isinstance(manifest, dict):
+        raise A2CError(f"{root / MANIFEST}: not an a2c public export (None)")
+    said = ExportManifest.from_dict(manifest)      # what it says, trusted or not
+    if said.format not in (EXPORT_FORMAT, *UNSIGNED_FORMATS):
+        raise A2CError(f"{root / MANIFEST}: not an a2c public export ({said.format!r})")
     record = RunRecord.load(root)
     result = verify_run(root, record, key=key, allow_unauthenticated=allow_unauthenticated)
     trusted, signer, detail = _trust(manifest, resolve_keys(key)[0], allow_unauthenticated)
@@ -196,15 +199,15 @@ def verify_exported(run_dir: str | Path, key: Any = "operator",
     if signer is None:
         result.authenticated = False
         result.auth_note = result.auth_note or detail
-    claims = {**manifest, "_record": record} if trusted else {"_record": record}
-    if trusted and fmt == EXPORT_FORMAT:
-        ours += [Problem(f, None, m) for f, m in _file_problems(root, claims)]
+    claims = said if trusted else ExportManifest()
+    if trusted and said.format == EXPORT_FORMAT:
+        ours += [Problem(f, None, m) for f, m in _file_problems(root, claims, record)]
     else:       # no signed manifest: still, a file said to be withheld must be absent
         ours += [Problem(name, None, "present, but export.json says it is withheld (a withheld "
                                      "file must be absent)")
-                 for name in (manifest.get("withheld") or {}) if (root / name).is_file()]
+                 for name in said.withheld if (root / name).is_file()]
     kept = _explain(result, claims, record)
-    withheld, mapping = claims.get("withheld") or {}, claims.get("snapshot_commits") or {}
+    withheld, mapping = claims.withheld, claims.snapshot_commits
     if (root / SNAPSHOT_BUNDLE).is_file():
         found, n = snapshot_problems(root, record, mapping)
         ours += [Problem(SNAPSHOT_BUNDLE, None, p) for p in found]
@@ -212,16 +215,16 @@ def verify_exported(run_dir: str | Path, key: Any = "operator",
                                    f"{n} snapshot commits present in {SNAPSHOT_BUNDLE}"
                                    + (f" ({len(mapping)} rewritten without the files the export "
                                       "leaves out)" if mapping else "")))
-    elif record.snapshots and SNAPSHOT_BUNDLE not in withheld:
+    elif record.snapshot_taken and SNAPSHOT_BUNDLE not in withheld:
         ours.append(Problem(SNAPSHOT_BUNDLE, None, f"missing, but the record has "
-                                                   f"{len(record.snapshots)} snapshots and "
+                                                   f"{len(record.snapshot_taken)} snapshots and "
                                                    "export.json does not withhold it"))
     result.checks.append(Check("export manifest", not ours, str(ours[0]) if ours else detail))
     names = sorted(withheld)
     result.checks.append(Check("withheld", True, f"{len(names)} file(s) withheld by the export"
                                                  + (f": {', '.join(names)}" if names else "")))
-    if claims.get("rewritten"):
-        names = sorted(claims["rewritten"])
+    if claims.rewritten:
+        names = sorted(claims.rewritten)
         result.checks.append(Check("rewritten", True, f"{len(names)} file(s) rewritten by the "
                                                       f"export: {', '.join(names)}"))
     result.problems = ours + kept

@@ -22,9 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.run_info import RunStatus, read_run_mapping
+from a2c.contracts.run_info import RunInfo, RunStatus, read_run_mapping
 from a2c.timefmt import parse_time
 
+from .board import Group
+from .summary import RunHeader
 from .templating import duration
 
 # Settings that change a run beyond the default --by keys (agent, driver, task, mode): the
@@ -46,9 +48,9 @@ def _label(value: Any) -> str | None:
     return str(value)
 
 
-def config_values(header: dict[str, Any], run: dict[str, Any]) -> dict[str, str | None]:
+def config_values(header: RunHeader, info: RunInfo) -> dict[str, str | None]:
     """The run's CONFIG_KEYS as comparable strings (canonical JSON for mappings)."""
-    options = run.get("options") if isinstance(run.get("options"), dict) else {}
+    options = info.options if isinstance(info.options, dict) else {}
     params = options.get("agent_params") if isinstance(options.get("agent_params"), dict) \
         else None
     env = options.get("agent_env") if isinstance(options.get("agent_env"), dict) else None
@@ -56,16 +58,16 @@ def config_values(header: dict[str, Any], run: dict[str, Any]) -> dict[str, str 
         legacy = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
     else:
         legacy = None
-    return {"budget": _label(header.get("budget")), "model": _label(header.get("base_model")),
-            "agent_params": _label(params) or legacy, "driver_weights": driver_weights(run)}
+    return {"budget": _label(header.budget), "model": _label(header.base_model),
+            "agent_params": _label(params) or legacy, "driver_weights": driver_weights(info)}
 
 
-def driver_weights(run: dict[str, Any]) -> str | None:
+def driver_weights(info: RunInfo) -> str | None:
     """The digest of the weights that drove the agent, for a `vllm/` driver a2c served
     (run.json driver_server): runs driven by other weights are not pooled, and within a group
     the seed (which also seeds the server's sampling) tells repeats from seeds. None for a
     driver a2c did not serve (a hosted model's weights are the provider's)."""
-    server = run.get("driver_server")
+    server = info.driver_server
     weights = server.get("weights") if isinstance(server, dict) else None
     digest = weights.get("fingerprint") if isinstance(weights, dict) else None
     return f"sha256:{digest[:12]}" if isinstance(digest, str) and digest else None
@@ -115,45 +117,48 @@ def budget_labels(budgets: list[str | None]) -> dict[str | None, str]:
     return out
 
 
-def _cohorts(groups: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+def _cohorts(groups: list[Group]) -> dict[tuple, list[Group]]:
     """The groups that share their --by values (one task's budgets differ from another's
     anyway; what a reader must see is what splits rows that the --by columns do not tell apart)."""
-    out: dict[tuple, list[dict[str, Any]]] = {}
+    out: dict[tuple, list[Group]] = {}
     for g in groups:
-        out.setdefault(tuple(g["key"].values()), []).append(g)
+        out.setdefault(tuple(g.key.values()), []).append(g)
     return out
 
 
-def varying_config(groups: list[dict[str, Any]]) -> list[str]:
+def varying_config(groups: list[Group]) -> list[str]:
     """The CONFIG_KEYS that split some rows with the same --by values (the columns to show)."""
     cohorts = _cohorts(groups).values()
     return [k for k in CONFIG_KEYS
-            if any(len({g["config"].get(k) for g in c}) > 1 for c in cohorts)]
+            if any(len({g.config.get(k) for g in c}) > 1 for c in cohorts)]
 
 
-def label_budgets(groups: list[dict[str, Any]], by: tuple[str, ...]) -> None:
+def label_budgets(groups: list[Group], by: tuple[str, ...]) -> None:
     """Each group's `labels`: its CONFIG_KEYS for display, the budget as budget_labels says —
     over all rows when the budget is a --by key, else among the rows it must be told from."""
     cohorts = [groups] if "budget" in by else list(_cohorts(groups).values())
     for cohort in cohorts:
-        raw = [{**g["config"], **g["key"]} for g in cohort]
-        labels = budget_labels([None if r.get("budget") in (None, "—") else r["budget"]
-                                for r in raw])
-        params = param_labels([None if r.get("agent_params") in (None, "—")
-                               else r["agent_params"] for r in raw])
+        raw = [g.settings for g in cohort]
+        labels = budget_labels([_shown(r, "budget") for r in raw])
+        params = param_labels([_shown(r, "agent_params") for r in raw])
         for g, r in zip(cohort, raw):
-            g["labels"] = {k: labels.get(None if r[k] == "—" else r[k]) if k == "budget"
+            g.labels = {k: labels.get(None if r[k] == "—" else r[k]) if k == "budget"
                            else params.get(None if r[k] == "—" else r[k])
                            if k == "agent_params" and r[k] not in (None, "—")
                            else r[k] for k in CONFIG_KEYS if k in r}
 
 
-def _budget_json(group: dict[str, Any]) -> str | None:
-    raw = {**group["config"], **group["key"]}.get("budget")
-    return None if raw in (None, "—") else raw
+def _shown(settings: dict[str, str], key: str) -> str | None:
+    """A setting's value, None where the table shows "—"."""
+    value = settings.get(key)
+    return None if value in (None, "—") else value
 
 
-def wall_clock(group: dict[str, Any]) -> float | None:
+def _budget_json(group: Group) -> str | None:
+    return _shown(group.settings, "budget")
+
+
+def wall_clock(group: Group) -> float | None:
     """A group's wall-clock budget in seconds (its runs share it: groups split by budget)."""
     try:
         value = json.loads(_budget_json(group) or "{}").get("wall_clock_s")
@@ -163,15 +168,15 @@ def wall_clock(group: dict[str, Any]) -> float | None:
         else None
 
 
-def label_table_budgets(groups: list[dict[str, Any]]) -> list[float]:
+def label_table_budgets(groups: list[Group]) -> list[float]:
     """Each group's budget label over the whole table (the budget column is always shown: rows
     of other budgets must be told apart, whatever else splits them; a 10- and a 4-minute run
     side by side are not comparable) and its `wall_clock_s`; the distinct wall clocks, sorted."""
     labels = budget_labels([_budget_json(g) for g in groups])
     for g in groups:
-        g.setdefault("labels", {})["budget"] = labels.get(_budget_json(g)) or "—"
-        g["wall_clock_s"] = wall_clock(g)
-    return sorted({g["wall_clock_s"] for g in groups if g["wall_clock_s"] is not None})
+        g.labels["budget"] = labels.get(_budget_json(g)) or "—"
+        g.wall_clock_s = wall_clock(g)
+    return sorted({g.wall_clock_s for g in groups if g.wall_clock_s is not None})
 
 
 def seed_means(members: list[dict[str, Any]]) -> tuple[list[float], dict[Any, int]]:

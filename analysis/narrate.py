@@ -34,6 +34,7 @@ from a2c.fsutil import PRIVATE_FILE, private_dir, private_run_dir, write_text_at
 from .citations import Evidence, tally
 from .claims import ClaimChecker
 from .digest import build_digest
+from .formats import WrittenFiles
 from .templating import environment
 
 NARRATIVE_FORMAT = "a2c-narrative/1"
@@ -144,15 +145,16 @@ def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, 
         digest = analysis_prompt(ev, report)
         answer = parse_reply(ask(SYSTEM, digest), "case study")
         checker = ClaimChecker(ev, report)
-        sections = {key: [checker.check(c) for c in _claims(answer.get(key))]
-                    for key in SECTIONS}
+        checked = {key: [checker.check(c) for c in _claims(answer.get(key))]
+                   for key in SECTIONS}
     finally:
         ev.close()
-    if not any(sections.values()):
+    if not any(checked.values()):
         raise AnalysisError(f"the case study has none of {', '.join(SECTIONS)}")
-    claims = [c for key in SECTIONS for c in sections[key]]
+    statuses = [c.status for key in SECTIONS for c in checked[key]]
     return {"format": NARRATIVE_FORMAT, "run_id": report["run"].get("run_id"),
-            "sections": sections, "checked": tally(claims), "digest_chars": len(digest)}
+            "sections": {key: [c.to_dict() for c in claims] for key, claims in checked.items()},
+            "checked": tally(statuses).to_dict(), "digest_chars": len(digest)}
 
 
 @lru_cache(maxsize=1)
@@ -170,19 +172,20 @@ def analysis_dir(run_dir: str | Path) -> Path:
 
 
 def write_outputs(run_dir: str | Path, doc: dict[str, Any], name: str,
-                  template: str = "narrative") -> dict[str, Path]:
+                  template: str = "narrative") -> WrittenFiles:
     """RUN/analysis/<name>.json, .md and .html (templates <template>.md.j2, .html.j2)."""
     validate_layer(doc)
     out = analysis_dir(run_dir)
     private_run_dir(run_dir)                # private by default (a2c.fsutil): 0700, 0600
     private_dir(out)
     env = environment()
-    paths = {"json": out / f"{name}.json", "md": out / f"{name}.md", "html": out / f"{name}.html"}
+    paths = WrittenFiles(json=out / f"{name}.json", md=out / f"{name}.md",
+                         html=out / f"{name}.html")
     md = env.get_template(f"{template}.md.j2").render(n=doc, titles=TITLES)
     html = env.get_template(f"{template}.html.j2").render(n=doc, titles=TITLES)
-    write_text_atomic(paths["md"], md, mode=PRIVATE_FILE)
-    write_text_atomic(paths["html"], html, mode=PRIVATE_FILE)
-    write_text_atomic(paths["json"], json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+    write_text_atomic(paths.md, md, mode=PRIVATE_FILE)
+    write_text_atomic(paths.html, html, mode=PRIVATE_FILE)
+    write_text_atomic(paths.json, json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                       mode=PRIVATE_FILE)
     return paths
 

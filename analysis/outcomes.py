@@ -4,9 +4,13 @@ broken against the baseline, and a few right and wrong examples (clipped)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
+from a2c.contracts.records import Record
+
 from .record import RunRecord
+from .summary import SubmissionRow
 from .values import clip, finite, rounded
 
 MAX_EXAMPLES = 3
@@ -34,61 +38,89 @@ def _clip(value: Any, width: int = EXAMPLE_WIDTH) -> Any:
     return clip(text, width)
 
 
-def _correct(item: dict[str, Any]) -> bool | None:
-    if isinstance(item.get("correct"), bool):
-        return item["correct"]
-    score = finite(item.get("score"))
-    return None if score is None else score > 0
+@dataclass
+class GradedItem(Record):
+    """One item of a results file (`items` of results/<n>.json, as a grader writes it: see
+    a2c.contracts.grade_result), as the outcomes read it; a level-3 episode adds `reward`,
+    `trajectory` and `first_observation`."""
+
+    id: Any = None
+    prompt: Any = None
+    output: Any = None
+    extracted: Any = None
+    gold: Any = None
+    correct: Any = None
+    score: Any = None
+    error: Any = None
+    reward: Any = None
+    trajectory: Any = None
+    first_observation: Any = None
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+    @property
+    def right(self) -> bool | None:
+        """Answered right (`correct`, else a positive score); None when the grader says
+        neither."""
+        if isinstance(self.correct, bool):
+            return self.correct
+        score = finite(self.score)
+        return None if score is None else score > 0
 
 
-def best_outcomes(record: RunRecord, subs: list[dict[str, Any]], level: Any,
+def _items(result: dict[str, Any]) -> list[GradedItem]:
+    return [GradedItem.from_dict(i) for i in result.get("items") or [] if isinstance(i, dict)]
+
+
+def _example(item: GradedItem, baseline: dict[str, bool | None]) -> dict[str, Any]:
+    example = {"id": item.key, "correct": item.right, "score": finite(item.score),
+               "reward": finite(item.reward), "baseline_correct": baseline.get(item.key)}
+    for key, value in (("prompt", item.prompt), ("output", item.output),
+                       ("extracted", item.extracted), ("gold", item.gold),
+                       ("error", item.error)):
+        if value is not None:
+            example[key] = _clip(value)
+    if isinstance(item.trajectory, list):
+        example["steps"] = len(item.trajectory)
+        example["trajectory"] = [_episode_step(step) for step in item.trajectory[:MAX_STEPS]]
+        if item.first_observation is not None:
+            example["first_observation"] = _clip(item.first_observation, OBSERVATION_WIDTH)
+        if isinstance(item.prompt, str):   # an episode's task: long, kept readable
+            example["prompt"] = _clip(item.prompt, OBSERVATION_WIDTH)
+    return example
+
+
+def best_outcomes(record: RunRecord, subs: list[SubmissionRow], level: Any,
                   best_index: int | None) -> dict[str, Any] | None:
     """None when no submission counts; `available: False` when its results file is missing."""
     if best_index is None:
         return None
-    best = next(s for s in subs if s["index"] == best_index)
-    result = record.result(best["result_file"]) if best["result_file"] else None
+    best = next(s for s in subs if s.index == best_index)
+    result = record.result(best.result_file) if best.result_file else None
     if result is None:
-        return {"submission_id": best["id"], "available": False, "n_items": 0, "n_correct": 0,
+        return {"submission_id": best.id, "available": False, "n_items": 0, "n_correct": 0,
                 "accuracy": None, "metrics": {}, "grader": None, "fixed": None, "broken": None,
                 "examples": []}
-    items = [i for i in result.get("items") or [] if isinstance(i, dict)]
-    baseline = record.result("results/baseline.json") or {}
-    base_items = {str(i.get("id")): _correct(i) for i in baseline.get("items") or []
-                  if isinstance(i, dict)}
+    items = _items(result)
+    base_items = {i.key: i.right for i in _items(record.result("results/baseline.json") or {})}
     fixed = broken = None
     if base_items:
         fixed = broken = 0
         for item in items:
-            before = base_items.get(str(item.get("id")))
-            after = _correct(item)
+            before, after = base_items.get(item.key), item.right
             if before is False and after is True:
                 fixed += 1
             elif before is True and after is False:
                 broken += 1
-    n_correct = sum(1 for i in items if _correct(i))
-    examples = []
-    right = [i for i in items if _correct(i)]
-    wrong = [i for i in items if _correct(i) is False]
-    for item in right[:MAX_EXAMPLES] + wrong[:MAX_EXAMPLES]:
-        example = {"id": str(item.get("id")), "correct": _correct(item),
-                   "score": finite(item.get("score")), "reward": finite(item.get("reward")),
-                   "baseline_correct": base_items.get(str(item.get("id")))}
-        for key in ("prompt", "output", "extracted", "gold", "error"):
-            if item.get(key) is not None:
-                example[key] = _clip(item[key])
-        trajectory = item.get("trajectory")
-        if isinstance(trajectory, list):
-            example["steps"] = len(trajectory)
-            example["trajectory"] = [_episode_step(step) for step in trajectory[:MAX_STEPS]]
-            if item.get("first_observation") is not None:
-                example["first_observation"] = _clip(item["first_observation"], OBSERVATION_WIDTH)
-            if isinstance(item.get("prompt"), str):   # an episode's task: long, kept readable
-                example["prompt"] = _clip(item["prompt"], OBSERVATION_WIDTH)
-        examples.append(example)
+    n_correct = sum(1 for i in items if i.right)
+    right = [i for i in items if i.right]
+    wrong = [i for i in items if i.right is False]
+    examples = [_example(item, base_items) for item in right[:MAX_EXAMPLES] + wrong[:MAX_EXAMPLES]]
     metrics = {k: v for k, v in (result.get("metrics") or {}).items()
                if isinstance(v, (int, float, str, bool)) or v is None}
-    return {"submission_id": best["id"], "available": True, "n_items": len(items),
+    return {"submission_id": best.id, "available": True, "n_items": len(items),
             "n_correct": n_correct, "accuracy": rounded(n_correct / len(items)) if items else None,
             "metrics": metrics, "grader": result.get("grader"), "fixed": fixed,
             "broken": broken, "examples": examples,

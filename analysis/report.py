@@ -28,10 +28,11 @@ from .attribution import training_and_timeline
 from .contamination import contamination_section
 from .driver import driver_section
 from .failures import analyse_failures
+from .formats import WrittenFiles
 from .outcomes import best_outcomes
 from .process_metrics import process_metrics
 from .record import RunRecord
-from .summary import run_header, submission_rows
+from .summary import rows_as_dicts, run_header, submission_rows
 from .trust import trust_sections
 from .values import finite, rounded
 from .verify import Verification, VerificationError, verify_run
@@ -64,12 +65,13 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
     verification = verification or verify_run(root, record)
     header = run_header(record)
     baseline = record.baseline_score
-    subs = submission_rows(record, baseline)
-    metrics = process_metrics(record, subs, baseline, header)
-    best_sub = next((s for s in subs if s["index"] == metrics["best_index"]), None)
-    best_score = best_sub["score"] if best_sub else None
-    last_valid = [s for s in subs if s["valid"] and s["score"] is not None]
-    route, timeline = training_and_timeline(record, subs, header["mode"])
+    rows = submission_rows(record, baseline)
+    subs = rows_as_dicts(rows)          # the report's JSON, which the other sections read
+    metrics = process_metrics(record, subs, baseline, header.to_dict())
+    best_sub = next((s for s in rows if s.index == metrics["best_index"]), None)
+    best_score = best_sub.score if best_sub else None
+    last_valid = [s for s in rows if s.valid and s.score is not None]
+    route, timeline = training_and_timeline(record, subs, header.mode)
     failures = analyse_failures(record, record.submissions)
     counts: dict[str, int] = {}
     for failure in failures:
@@ -78,16 +80,16 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
     report = {
         "format": REPORT_FORMAT,
         "producer": {"a2c_version": __version__,
-                     "run_a2c_version": header["versions"].get("a2c"),
+                     "run_a2c_version": header.versions.get("a2c"),
                      "compiler_version": bundle.get("compiler_version"),
-                     "spec_hash": header["spec_hash"] or bundle.get("spec_hash"),
-                     "bundle_digest": header["bundle_digest"]},
+                     "spec_hash": header.spec_hash or bundle.get("spec_hash"),
+                     "bundle_digest": header.bundle_digest},
         "verification": {**verification.to_dict(), "forced": bool(forced and not verification.ok)},
-        "run": header,
+        "run": header.to_dict(),
         "scores": {"baseline": baseline, "best": best_score,
-                   "best_submission": best_sub["id"] if best_sub else None,
-                   "final": finite(record.run.get("final_score")),
-                   "last_valid": last_valid[-1]["score"] if last_valid else None,
+                   "best_submission": best_sub.id if best_sub else None,
+                   "final": finite(record.info.final_score),
+                   "last_valid": last_valid[-1].score if last_valid else None,
                    "improvement": rounded(best_score - baseline) if best_score is not None
                    and baseline is not None else None,
                    "scoring_policy": ((bundle.get("task") or {}).get("scoring") or {}).get("policy")},
@@ -97,9 +99,9 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "timeline": timeline,
         "failures": failures,
         "failure_counts": dict(sorted(counts.items())),
-        "outcomes": best_outcomes(record, subs, header["level"], metrics["best_index"]),
+        "outcomes": best_outcomes(record, rows, header.level, metrics["best_index"]),
         "driver": driver_section(record, subs),
-        **trust_sections(record, best_sub["id"] if best_sub else None),
+        **trust_sections(record, best_sub.id if best_sub else None),
         "contamination": contamination_section(record),
     }
     validate_report(report)
@@ -107,7 +109,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: bool = False
-                 ) -> tuple[dict[str, Any], dict[str, Path]]:
+                 ) -> tuple[dict[str, Any], WrittenFiles]:
     """Verify, build and write report.json, report.md, score_over_time.svg and report.html.
 
     Raises VerificationError (naming the first problem) for a record that fails verification,
@@ -131,14 +133,14 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
     out = Path(out_dir) if out_dir else root / "report"
     private_run_dir(root)                   # private by default (a2c.fsutil): 0700, 0600
     private_dir(out)
-    paths = {"json": out / "report.json", "md": out / "report.md",
-             "svg": out / "score_over_time.svg", "html": out / "report.html"}
+    svg = out / "score_over_time.svg"
+    paths = WrittenFiles(json=out / "report.json", md=out / "report.md",
+                         html=out / "report.html", svg=svg)
     # Insertion order (not sorted keys): the file reads in the order of the schema's sections.
-    write_text_atomic(paths["json"], json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+    write_text_atomic(paths.json, json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                       mode=PRIVATE_FILE)
-    write_text_atomic(paths["svg"], render_svg(report), mode=PRIVATE_FILE)
+    write_text_atomic(svg, render_svg(report), mode=PRIVATE_FILE)
     layer = read_layer(root)                # RUN/analysis/: the checked case study and review
-    write_text_atomic(paths["md"], render_markdown(report, paths["svg"].name, layer),
-                      mode=PRIVATE_FILE)
-    write_text_atomic(paths["html"], render_html(report, layer), mode=PRIVATE_FILE)
+    write_text_atomic(paths.md, render_markdown(report, svg.name, layer), mode=PRIVATE_FILE)
+    write_text_atomic(paths.html, render_html(report, layer), mode=PRIVATE_FILE)
     return report, paths

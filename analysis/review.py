@@ -58,7 +58,7 @@ def _verdict(checker: ClaimChecker, rule: str, answer: dict[str, Any] | None) ->
                            "citations": answer.get("citations")},
                           rule=rule, stance=verdict if verdict in VERDICTS else "unclear")
     out = {"rule": rule, "question": RULES[rule],
-           "verdict": verdict if verdict in VERDICTS else "unclear", **claim}
+           "verdict": verdict if verdict in VERDICTS else "unclear", **claim.to_dict()}
     if verdict not in VERDICTS:
         out["why"] = f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
         out["status"] = "unverifiable"
@@ -81,6 +81,6 @@ def review(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, A
         ev.close()
     unknown = sorted(set(by_rule) - set(RULES))
     return {"format": REVIEW_FORMAT, "run_id": report["run"].get("run_id"),
-            "verdicts": verdicts, "checked": tally(verdicts),
+            "verdicts": verdicts, "checked": tally([v["status"] for v in verdicts]).to_dict(),
             "violations": [v["rule"] for v in verdicts if v["verdict"] == "violation"],
             "ignored_rules": unknown, "digest_chars": len(digest)}

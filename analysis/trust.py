@@ -20,8 +20,11 @@ a2c.intervals) or `group_improvement(members)`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from a2c.contracts.event_payloads import FinalScored
+from a2c.contracts.records import Record
 from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
     INTERVAL_SEED,
     difference_interval,
@@ -32,6 +35,7 @@ from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
 )
 
 from .record import RunRecord, sid
+from .summary import SubmissionRow
 
 
 def statement(interval: dict[str, Any] | None) -> str:
@@ -51,27 +55,26 @@ def statement(interval: dict[str, Any] | None) -> str:
 def final_split(record: RunRecord) -> dict[str, Any] | None:
     """The final split's scores (from the final_scored events and their results files) with the
     selection gap and the paired interval on the final items; None without a final split."""
-    events = {str((e.get("data") or {}).get("subject")): e.get("data") or {}
-              for e in record.events_of("final_scored")}
+    events = {str(e.data.subject): e.data for e in record.payloads(FinalScored)}
     if not events:
         return None
-    sub, base = events.get("submission") or {}, events.get("baseline") or {}
-    final, final_base = sub.get("score"), base.get("score")
-    feedback, feedback_base = sub.get("feedback_score"), base.get("feedback_score")
+    none = FinalScored(subject="")
+    sub, base = events.get("submission") or none, events.get("baseline") or none
+    final, final_base = sub.score, base.score
+    feedback, feedback_base = sub.feedback_score, base.feedback_score
     gap = None
-    if None not in (final, final_base, feedback, feedback_base):
+    if final is not None and final_base is not None and feedback is not None \
+            and feedback_base is not None:
         gap = round((feedback - feedback_base) - (final - final_base), 6)
     paired = gap_interval = None
-    if sub.get("result") and base.get("result"):
-        final_sub, final_base_result = record.result(sub["result"]), record.result(base["result"])
+    if sub.result and base.result:
+        final_sub, final_base_result = record.result(sub.result), record.result(base.result)
         paired = paired_improvement(final_sub, final_base_result)
         gap_interval = selection_gap_interval(
-            record.result(f"results/{sub['submission_id']}.json"),
+            record.result(f"results/{sub.submission_id}.json"),
             record.result("results/baseline.json"), final_sub, final_base_result)
-    return {"submission": sid(sub["submission_id"]) if sub.get("submission_id") is not None
-            else None,
-            "score": final, "baseline": final_base, "n_items": sub.get("n_items")
-            or base.get("n_items"),
+    return {"submission": sid(sub.submission_id) if sub.submission_id is not None else None,
+            "score": final, "baseline": final_base, "n_items": sub.n_items or base.n_items,
             "feedback_score": feedback, "feedback_baseline": feedback_base,
             "feedback_improvement": None if None in (feedback, feedback_base)
             else round(feedback - feedback_base, 6),
@@ -109,55 +112,107 @@ def gap_statement(interval: dict[str, Any] | None) -> str | None:
     return f"{where}: within what two halves of the items differ by"
 
 
-def provenance(record: RunRecord) -> dict[str, Any]:
-    """{rows: one per valid submission with a provenance check, not_derived: ids flagged}."""
+@dataclass
+class WeightChange(Record):
+    """The provenance check's comparison of a submission's weights with the base model's."""
+
+    changed_fraction: Any = None
+    median_relative_change: Any = None
+    max_relative_change: Any = None
+    max_group: Any = None
+
+
+@dataclass
+class Provenance(Record):
+    """A results file's `provenance` (written by the grader's provenance check)."""
+
+    not_derived: Any = None
+    same_architecture: Any = None
+    same_tokenizer: Any = None
+    weights: Any = None
+    reasons: Any = None
+
+    @property
+    def change(self) -> WeightChange:
+        return WeightChange.from_dict(self.weights if isinstance(self.weights, dict) else {})
+
+
+@dataclass
+class ProvenanceRow(Record):
+    """The report's row of one valid submission's provenance check."""
+
+    id: str
+    not_derived: Any
+    same_architecture: Any
+    same_tokenizer: Any
+    changed_fraction: Any
+    median_relative_change: Any
+    max_relative_change: Any
+    max_group: Any
+    reasons: list[Any]
+
+
+def provenance_rows(record: RunRecord) -> list[ProvenanceRow]:
+    """One row per valid submission whose results file holds a provenance check."""
     rows = []
     for sub in record.submissions:
         if not sub.valid or not sub.result_file:
             continue
-        prov = (record.result(sub.result_file) or {}).get("provenance")
-        if not isinstance(prov, dict):
+        raw = (record.result(sub.result_file) or {}).get("provenance")
+        if not isinstance(raw, dict):
             continue
-        weights = prov.get("weights") if isinstance(prov.get("weights"), dict) else {}
-        rows.append({"id": sub.id, "not_derived": prov.get("not_derived"),
-                     "same_architecture": prov.get("same_architecture"),
-                     "same_tokenizer": prov.get("same_tokenizer"),
-                     "changed_fraction": weights.get("changed_fraction"),
-                     "median_relative_change": weights.get("median_relative_change"),
-                     "max_relative_change": weights.get("max_relative_change"),
-                     "max_group": weights.get("max_group"),
-                     "reasons": list(prov.get("reasons") or [])})
-    return {"rows": rows, "not_derived": [r["id"] for r in rows if r["not_derived"]]}
+        prov = Provenance.from_dict(raw)
+        change = prov.change
+        rows.append(ProvenanceRow(
+            id=sub.id, not_derived=prov.not_derived, same_architecture=prov.same_architecture,
+            same_tokenizer=prov.same_tokenizer, changed_fraction=change.changed_fraction,
+            median_relative_change=change.median_relative_change,
+            max_relative_change=change.max_relative_change, max_group=change.max_group,
+            reasons=list(prov.reasons or [])))
+    return rows
+
+
+def provenance(record: RunRecord) -> dict[str, Any]:
+    """{rows: one per valid submission with a provenance check, not_derived: ids flagged}."""
+    rows = provenance_rows(record)
+    return {"rows": [r.to_dict() for r in rows],
+            "not_derived": [r.id for r in rows if r.not_derived]}
 
 
 def trust_sections(record: RunRecord, best_id: str | None) -> dict[str, Any]:
     """The report's `improvement`, `final_split` and `provenance` sections."""
+    best, paired = _paired(record, best_id)
+    return {"improvement": {"submission": best_id, "paired_interval": paired,
+                            "statement": statement(paired) if best else None},
+            "final_split": final_split(record), "provenance": provenance(record)}
+
+
+def _paired(record: RunRecord, best_id: str | None
+            ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the best submission's results, its paired interval against the baseline's)."""
     best = None
     if best_id is not None:
         row = next((s for s in record.submissions if s.id == best_id), None)
         if row is not None and row.result_file:
             best = record.result(row.result_file)
     paired = paired_improvement(best, record.result("results/baseline.json")) if best else None
-    return {"improvement": {"submission": best_id, "paired_interval": paired,
-                            "statement": statement(paired) if best else None},
-            "final_split": final_split(record), "provenance": provenance(record)}
+    return best, paired
 
 
 # ----------------------------------------------------------------------------- leaderboard
 LEADERBOARD_COLUMNS = ("final", "selection_gap", "not_derived")
 
 
-def leaderboard_values(record: RunRecord, subs: list[dict[str, Any]]) -> dict[str, Any]:
+def leaderboard_values(record: RunRecord, subs: list[SubmissionRow]) -> dict[str, Any]:
     """One run's leaderboard values: `final` (the final split's score, None without one),
     `selection_gap`, `not_derived` (how many of its submissions are not derived from the base),
     and `improvement_paired` (the paired interval of its best − baseline, for a group of one)."""
-    valid = [s for s in subs if s["valid"] and s["score"] is not None and not s["base_copy"]]
-    best = max(valid, key=lambda s: (s["score"], -s["index"]), default=None)
-    sections = trust_sections(record, best["id"] if best else None)
-    final = sections["final_split"] or {}
+    valid = [s for s in subs if s.counts]
+    best = max(valid, key=lambda s: (s.score, -s.index), default=None)
+    final = final_split(record) or {}
     return {"final": final.get("score"), "selection_gap": final.get("selection_gap"),
-            "not_derived": len(sections["provenance"]["not_derived"]),
-            "improvement_paired": sections["improvement"]["paired_interval"]}
+            "not_derived": sum(1 for r in provenance_rows(record) if r.not_derived),
+            "improvement_paired": _paired(record, best.id if best else None)[1]}
 
 
 def group_improvement(members: list[dict[str, Any]], seed: int = INTERVAL_SEED

@@ -32,12 +32,12 @@ Checks, in order (every problem is collected; the first one is what the CLI name
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from a2c.contracts.bundle import load_bundle
+from a2c.contracts.event_payloads import DriverCall, FinalScored, RunStarted
 from a2c.contracts.events import first_non_canonical_line, verify_events
 from a2c.contracts.record_key import (
     LegacyHmacKey,
@@ -53,9 +53,10 @@ from a2c.contracts.record_key import (
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError, BundleError
 
-from .record import RunRecord, sid
+from .record import RunRecord
 from .trajectory import trajectory_problems
 from .verify_record import data_problems, driver_blob_problems, run_json_problems, seal_problems
+from .verify_submissions import final_problems, journal_problems, results_problems
 
 OPERATOR_KEY = "operator"   # verify_run's default: the operator's public keys
 
@@ -112,15 +113,6 @@ class Verification:
                 "auth_note": self.auth_note, "key_id": self.key_id, "scheme": self.scheme,
                 "checks": [asdict(c) for c in self.checks],
                 "problems": [asdict(p) for p in self.problems]}
-
-
-def _same_number(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    try:
-        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
-    except (TypeError, ValueError):
-        return False
 
 
 def _check_events(root: Path, out: Verification, keys: list[Verifier], key_error: str | None,
@@ -183,17 +175,17 @@ def _check_bundle(root: Path, record: RunRecord, out: Verification) -> None:
         except A2CError as exc:
             problems.append(Problem("bundle", None, str(exc).replace(str(bundle_dir) + ": ", "")))
     if digest is not None:
-        recorded = record.run.get("bundle_digest")
+        recorded = record.info.bundle_digest
         if recorded != digest:
             problems.append(Problem("run.json", None, f"bundle_digest {recorded!r} differs from "
                                                       f"the bundle's digest {digest}"))
-        started = record.first_event("run_started")
+        started = record.first_payload(RunStarted)
         if started is None:
             problems.append(Problem("events.jsonl", None, "no run_started event"))
         else:
-            event_digest = (started.get("data") or {}).get("bundle_digest")
+            event_digest = started.data.bundle_digest
             if event_digest is not None and event_digest != digest:
-                problems.append(Problem("events.jsonl", started.get("_line"),
+                problems.append(Problem("events.jsonl", started.line,
                                         f"run_started bundle_digest {event_digest!r} differs "
                                         f"from the bundle's digest {digest}"))
     out.problems.extend(problems)
@@ -217,172 +209,15 @@ def _check_agent(root: Path, record: RunRecord, out: Verification) -> None:
     else:
         digest = bundle.digest
         problems += [Problem(f"agent/{path}", None, what) for path, what in bundle.problems()]
-    started = (record.first_event("run_started") or {}).get("data") or {}
-    for source, recorded in (("run.json", record.run.get("agent_digest")),
-                             ("events.jsonl", started.get("agent_digest"))):
+    started = record.first_payload(RunStarted)
+    for source, recorded in (("run.json", record.info.agent_digest),
+                             ("events.jsonl", started.data.agent_digest if started else None)):
         if recorded is not None and digest is not None and recorded != digest:
             problems.append(Problem(source, None, f"agent_digest {recorded!r} differs from the "
                                                   f"agent bundle's digest {digest}"))
     out.problems.extend(problems)
     out.checks.append(Check("agent bundle", not problems,
                             f"agent {digest} verified" if not problems else str(problems[0])))
-
-
-def _check_journal(record: RunRecord, out: Verification) -> None:
-    problems: list[Problem] = []
-    for line, message in record.journal_problems:
-        problems.append(Problem("submissions.jsonl", line, message))
-    if not RunPaths(record.root).journal.is_file() and record.events_of("submission_scored"):
-        problems.append(Problem("submissions.jsonl", None, "missing, but events record scored "
-                                                           "submissions"))
-    scored_events = {sid(e["data"]["id"]): e for e in record.events_of("submission_scored")
-                     if isinstance(e.get("data"), dict) and "id" in e["data"]}
-    received_events = {sid(e["data"]["id"]): e for e in record.events_of("submission_received")
-                       if isinstance(e.get("data"), dict) and "id" in e["data"]}
-    journal_scored: dict[str, dict] = {}
-    for row in record.journal:
-        if row.get("op") == "scored" and "id" in row:
-            key = sid(row["id"])
-            journal_scored[key] = row
-            event = scored_events.get(key)
-            if event is None:
-                problems.append(Problem("submissions.jsonl", row["_line"],
-                                        f"submission {key} is scored in the journal but has no "
-                                        f"submission_scored event"))
-                continue
-            data = event["data"]
-            if not _same_number(row.get("score"), data.get("score")):
-                problems.append(Problem("submissions.jsonl", row["_line"],
-                                        f"submission {key}: journal score {row.get('score')!r} "
-                                        f"!= event score {data.get('score')!r}"))
-            if bool(row.get("valid")) != bool(data.get("valid")):
-                problems.append(Problem("submissions.jsonl", row["_line"],
-                                        f"submission {key}: journal valid={row.get('valid')!r} "
-                                        f"!= event valid={data.get('valid')!r}"))
-        elif row.get("op") == "received" and "id" in row and \
-                sid(row["id"]) not in received_events:
-            problems.append(Problem("submissions.jsonl", row["_line"],
-                                    f"submission {sid(row['id'])} is received in the journal "
-                                    f"but has no submission_received event"))
-    for key, event in scored_events.items():
-        if key not in journal_scored:
-            problems.append(Problem("events.jsonl", event.get("_line"),
-                                    f"submission {key} is scored in the events but not in the "
-                                    f"journal"))
-    problems.sort(key=lambda p: (p.file != "submissions.jsonl", p.line or 0))
-    out.problems.extend(problems)
-    out.checks.append(Check("journal matches events", not problems,
-                            f"{len(journal_scored)} scored submissions agree" if not problems
-                            else str(problems[0])))
-
-
-def _check_results(record: RunRecord, out: Verification) -> None:
-    problems: list[Problem] = []
-    checked = 0
-    for row in record.journal:
-        if row.get("op") != "scored" or "id" not in row:
-            continue
-        key = sid(row["id"])
-        relative = row.get("result") or f"results/{key}.json"
-        path = record.root / relative
-        if not path.is_file():
-            problems.append(Problem(relative, None, f"missing (journal line {row['_line']}, "
-                                                    f"submission {key})"))
-            continue
-        result = record.result(relative)
-        if result is None:
-            problems.append(Problem(relative, None, "not a readable JSON object"))
-            continue
-        checked += 1
-        if "score" in result and not _same_number(result.get("score"), row.get("score")) \
-                and row.get("score") is not None:
-            problems.append(Problem(relative, None, f"score {result.get('score')!r} != journal "
-                                                    f"score {row.get('score')!r} (submission "
-                                                    f"{key})"))
-        if "valid" in result and bool(result["valid"]) != bool(row.get("valid")):
-            problems.append(Problem(relative, None, f"valid={result['valid']!r} != journal "
-                                                    f"valid={row.get('valid')!r}"))
-    baseline = record.first_event("baseline_scored")
-    if baseline is not None:
-        relative = "results/baseline.json"
-        result = record.result(relative)
-        if result is None:
-            problems.append(Problem(relative, None, "missing or unreadable, but the events "
-                                                    "record a baseline score"))
-        else:
-            checked += 1
-            score = (baseline.get("data") or {}).get("score")
-            if score is not None and not _same_number(result.get("score"), score):
-                problems.append(Problem(relative, None, f"score {result.get('score')!r} != "
-                                                        f"baseline_scored event {score!r}"))
-    out.problems.extend(problems)
-    out.checks.append(Check("results files", not problems,
-                            f"{checked} results files match" if not problems
-                            else str(problems[0])))
-
-
-def _counted(record: RunRecord) -> str | None:
-    """The submission the scoring policy counts, from the journal (best: the earliest of the
-    highest valid scores; last: the last valid one)."""
-    valid = [row for row in record.journal if row.get("op") == "scored" and row.get("valid")
-             and row.get("score") is not None]
-    if not valid:
-        return None
-    if ((record.run.get("scoring") or {}).get("policy") or "best") == "last":
-        return sid(valid[-1]["id"])
-    best = max(float(r["score"]) for r in valid)
-    return sid(next(r for r in valid if float(r["score"]) == best)["id"])
-
-
-def _check_final(record: RunRecord, out: Verification) -> None:
-    """The final split's events (final_scored) against their results files, the journal and
-    run.json: each event's file exists and holds its score; the submission scored is the one the
-    policy counts, with the feedback score the journal gives it; run.json's final-split scores
-    are the events'."""
-    problems: list[Problem] = []
-    events = record.events_of("final_scored")
-    by_subject: dict[str, dict] = {}
-    for event in events:
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
-        by_subject[str(data.get("subject"))] = data
-        where = f"final_scored ({data.get('subject')}, events.jsonl line {event.get('_line')})"
-        relative = data.get("result") or ""
-        result = record.result(relative) if relative else None
-        if result is None:
-            problems.append(Problem(relative or "results/", None,
-                                    f"missing or unreadable, but {where} names it"))
-        elif not _same_number(result.get("score"), data.get("score")) or \
-                bool(result.get("valid")) != bool(data.get("valid")):
-            problems.append(Problem(relative, None, f"score {result.get('score')!r} "
-                                                    f"(valid={result.get('valid')!r}) != {where} "
-                                                    f"{data.get('score')!r}"))
-        elif "items" in result and data.get("n_items") is not None and \
-                len(result["items"]) != data["n_items"]:
-            problems.append(Problem(relative, None, f"{len(result['items'])} items, {where} "
-                                                    f"says {data['n_items']}"))
-    sub = by_subject.get("submission")
-    if sub is not None:
-        counted = _counted(record)
-        if sid(sub.get("submission_id")) != counted:
-            problems.append(Problem("events.jsonl", None, f"the final split scored submission "
-                                    f"{sub.get('submission_id')!r}, but the scoring policy "
-                                    f"counts {counted!r}"))
-        row = next((r for r in record.journal if r.get("op") == "scored"
-                    and sid(r.get("id")) == sid(sub.get("submission_id"))), None)
-        if row is not None and not _same_number(row.get("score"), sub.get("feedback_score")):
-            problems.append(Problem("events.jsonl", None, f"final_scored feedback_score "
-                                    f"{sub.get('feedback_score')!r} != the journal's "
-                                    f"{row.get('score')!r}"))
-    for key, subject in (("final_split_score", "submission"),
-                         ("final_split_baseline", "baseline")):
-        if key in record.run and record.run[key] is not None and \
-                not _same_number(record.run[key], (by_subject.get(subject) or {}).get("score")):
-            problems.append(Problem("run.json", None, f"{key} {record.run[key]!r} is not the "
-                                    f"final_scored {subject} event's"))
-    out.problems.extend(problems)
-    out.checks.append(Check("final split", not problems,
-                            f"{len(events)} final scores match" if not problems
-                            else str(problems[0])))
 
 
 KeySpec = Union[str, Path, PublicKey, LegacyHmacKey, SigningKey, None]
@@ -454,11 +289,14 @@ def verify_run(run_dir: str | Path, record: RunRecord | None = None,
     _check_listed("agent split", data_problems(record), "fingerprint matches", out)
     _check_bundle(root, record, out)
     _check_agent(root, record, out)
-    _check_journal(record, out)
-    _check_results(record, out)
-    if record.events_of("final_scored") or RunPaths(root).final_heldout.is_file():
-        _check_final(record, out)
-    if record.events_of("driver_call"):
+    found, scored = journal_problems(record)
+    _check_listed("journal matches events", found, f"{scored} scored submissions agree", out)
+    found, checked = results_problems(record)
+    _check_listed("results files", found, f"{checked} results files match", out)
+    if record.payloads(FinalScored) or RunPaths(root).final_heldout.is_file():
+        found, finals = final_problems(record)
+        _check_listed("final split", found, f"{finals} final scores match", out)
+    if record.payloads(DriverCall):
         found, checked = driver_blob_problems(record)
         _check_listed("driver record", found, f"{checked} call bodies match their hashes", out)
     if RunPaths(root).trajectory.is_file():

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json, sha256_bytes
+from a2c.contracts.event_payloads import DriverCall, RunFinished, RunStarted
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.seal import check_seals
 
@@ -42,12 +43,13 @@ def run_json_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
     started = record.first_event("run_started")
     if started is None:
         return [("events.jsonl", None, "no run_started event")]
+    line = record.first_payload(RunStarted).line  # type: ignore[union-attr]
     data = started.get("data") or {}
     for key in STARTED_FIELDS:
         if key in data and key in record.run and not _same(record.run[key], data[key]):
             problems.append(("run.json", None, f"{key} {_short(record.run[key])} differs from "
                              f"the run_started event's {_short(data[key])} (line "
-                             f"{started.get('_line')})"))
+                             f"{line})"))
         elif key in data and data[key] is not None and key not in record.run:
             problems.append(("run.json", None, f"{key} is missing (run_started recorded "
                                                f"{_short(data[key])})"))
@@ -55,11 +57,12 @@ def run_json_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
     if finished:
         last = finished[-1]
         done = last.get("data") or {}
+        line = record.payloads(RunFinished)[-1].line
         for key in FINISHED_FIELDS:
             if key in done and not _same(record.run.get(key), done[key]):
                 problems.append(("run.json", None, f"{key} {_short(record.run.get(key))} "
                                  f"differs from the run_finished event's {_short(done[key])} "
-                                 f"(line {last.get('_line')})"))
+                                 f"(line {line})"))
     return problems
 
 
@@ -72,8 +75,8 @@ def split_fingerprint(path: Path) -> tuple[str, int]:
 
 def data_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
     """The agent split (data/train.jsonl) against the fingerprint run_started recorded."""
-    started = record.first_event("run_started") or {}
-    data = (started.get("data") or {}).get("data") or record.run.get("data") or {}
+    started = record.first_payload(RunStarted)
+    data = (started.data.data if started else None) or record.info.data or {}
     want = data.get("agent_fingerprint") if isinstance(data, dict) else None
     if not want:
         return []
@@ -100,17 +103,17 @@ def driver_blob_problems(record: RunRecord) -> tuple[list[tuple[str, int | None,
     problems: list[tuple[str, int | None, str]] = []
     checked: dict[str, bool] = {}
     blobs = RunPaths(record.root).driver_blobs
-    for event in record.events_of("driver_call"):
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
-        for key in ("request_sha256", "response_sha256"):
-            digest = data.get(key)
+    for event in record.payloads(DriverCall):
+        call = event.data
+        for key, digest in (("request_sha256", call.request_sha256),
+                            ("response_sha256", call.response_sha256)):
             if digest is None:
                 continue
             rel = f"driver/blobs/{digest}"
-            where = f"driver call {data.get('seq')} ({key}, events.jsonl line {event.get('_line')})"
+            where = f"driver call {call.seq} ({key}, events.jsonl line {event.line})"
             if not isinstance(digest, str) or len(digest) != 64 or \
                     any(c not in "0123456789abcdef" for c in digest):
-                problems.append(("events.jsonl", event.get("_line"),
+                problems.append(("events.jsonl", event.line,
                                  f"{where}: {digest!r} is not a sha256"))
                 continue
             if digest in checked:       # the same body named twice: reported once

@@ -19,13 +19,15 @@ import json
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from a2c.contracts.run_info import RunStatus, read_run_mapping
+from a2c.contracts.run_info import RunInfo, RunStatus, read_run_mapping
 from a2c.contracts.run_paths import RunPaths
 
 from .leaderboard import COLUMNS, HEADINGS, build_leaderboard, find_runs, rows_for_display
+from .record import run_info_of
 from .templating import environment
 
 SWEEP_FILE = "sweep.json"      # a2c/sweep/record.py SWEEP_FILE
@@ -48,12 +50,38 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _read_run(run_dir: Path) -> dict[str, Any]:
-    """A run's run.json as written ({} when it is missing or unreadable)."""
+def _read_run(run_dir: Path) -> RunInfo | None:
+    """A run's run.json (None when it is missing or unreadable)."""
     try:
-        return read_run_mapping(RunPaths(run_dir).run_json)
+        return run_info_of(read_run_mapping(RunPaths(run_dir).run_json))
     except (OSError, ValueError):
-        return {}
+        return None
+
+
+def _live(info: RunInfo | None) -> bool:
+    return info is not None and info.status in LIVE
+
+
+@dataclass
+class ViewRow:
+    """One row of the page: a sweep's trial (its plan and status) or a run found in the folder,
+    with what its run.json says (None where it has none)."""
+
+    id: str
+    task: str | None
+    agent: str | None
+    driver: str | None
+    mode: str | None
+    seed: Any
+    status: Any                  # the trial's status (a run's own when it is no trial)
+    run_status: Any
+    reason: str | None
+    baseline: float | None
+    best: float | None
+    submissions: int | None
+    run_id: str | None
+    report: str | None
+    contaminated: bool = False
 
 
 def _report_link(runs_dir: Path, run_dir: Path) -> str | None:
@@ -85,7 +113,7 @@ def served_runs(runs_dir: Path) -> dict[str, Path]:
         if any(p.is_symlink() for p in (run_dir, RunPaths(run_dir).run_json)):
             continue
         info = _read_run(run_dir)
-        if info.get("status") in LIVE:
+        if _live(info):
             continue
         rid = run_id_of(runs_dir, run_dir)
         if rid and rid != ".":
@@ -138,19 +166,20 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
         return link(run_dir, rid) if rid else None
 
     sweep = _read_json(runs_dir / SWEEP_FILE)
-    rows: list[dict[str, Any]] = []
+    rows: list[ViewRow] = []
     seen: set[str] = set()
-    for t in (sweep or {}).get("trials") or []:
+    for t in (sweep or {}).get("trials") or []:     # sweep.json as a2c/sweep/record.py writes it
         run_dir = Path(t["run_dir"])
         info = _read_run(run_dir)
         seen.add(str(run_dir.resolve()))
-        rows.append({"id": t["id"], "task": t["task"], "agent": t["agent"],
-                     "driver": t.get("driver"), "mode": t["mode"], "seed": t["seed"],
-                     "status": t["status"], "run_status": info.get("status"),
-                     "reason": t.get("reason"),
-                     "baseline": info.get("baseline_score"), "best": info.get("best_score"),
-                     "submissions": info.get("submissions"), "run_id": info.get("run_id"),
-                     "report": report(run_dir)})
+        rows.append(ViewRow(
+            id=t["id"], task=t["task"], agent=t["agent"], driver=t.get("driver"),
+            mode=t["mode"], seed=t["seed"], status=t["status"],
+            run_status=info.status if info else None, reason=t.get("reason"),
+            baseline=info.baseline_score if info else None,
+            best=info.best_score if info else None,
+            submissions=info.submissions if info else None,
+            run_id=info.run_id if info else None, report=report(run_dir)))
     failed = {t["run_dir"]: t.get("reason") or "failed"
               for t in (sweep or {}).get("trials") or [] if t["status"] == "failed"}
     found = find_runs(runs_dir) if runs_dir.is_dir() else []
@@ -158,23 +187,30 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
         if str(run_dir.resolve()) in seen:
             continue
         info = _read_run(run_dir)
-        rows.append({"id": info.get("run_id", run_dir.name), "task": info.get("task"),
-                     "agent": info.get("agent"), "driver": info.get("driver"),
-                     "mode": info.get("mode"), "seed": info.get("seed"),
-                     "status": info.get("status"), "run_status": info.get("status"),
-                     "reason": None, "baseline": info.get("baseline_score"),
-                     "best": info.get("best_score"), "submissions": info.get("submissions"),
-                     "run_id": info.get("run_id"), "report": report(run_dir)})
+        rows.append(_run_row(run_dir, info, report(run_dir)))
     board = build_leaderboard(runs_dir, failed=failed) if found else None
-    flagged = {rid for g in (board or {}).get("groups", []) for rid in g.get("contaminated", [])}
+    flagged = {rid for g in (board.groups if board else []) for rid in g.contaminated}
     for row in rows:   # the contamination check's verdict (analysis/contamination.py), per run
-        row["contaminated"] = row["run_id"] in flagged
+        row.contaminated = row.run_id in flagged
     counts: dict[str, int] = {}
     for row in rows:
-        counts[str(row["status"])] = counts.get(str(row["status"]), 0) + 1
-    live = any(r["status"] in LIVE for r in rows) or bool(sweep and not sweep.get("ended_at"))
+        counts[str(row.status)] = counts.get(str(row.status), 0) + 1
+    live = any(r.status in LIVE for r in rows) or bool(sweep and not sweep.get("ended_at"))
     return {"runs_dir": str(runs_dir), "sweep": sweep, "rows": rows, "counts": counts,
             "board": board, "live": live}
+
+
+def _run_row(run_dir: Path, info: RunInfo | None, report: str | None) -> ViewRow:
+    """The row of a run that is no sweep's trial."""
+    if info is None:
+        return ViewRow(id=run_dir.name, task=None, agent=None, driver=None, mode=None,
+                       seed=None, status=None, run_status=None, reason=None, baseline=None,
+                       best=None, submissions=None, run_id=None, report=report)
+    return ViewRow(id=info.run_id or run_dir.name, task=info.task, agent=info.agent,
+                   driver=info.driver, mode=info.mode, seed=info.seed, status=info.status,
+                   run_status=info.status, reason=None, baseline=info.baseline_score,
+                   best=info.best_score, submissions=info.submissions, run_id=info.run_id,
+                   report=report)
 
 
 def render_view(runs_dir: Path, refresh_s: int | None = REFRESH_S, link: Linker | None = None,
@@ -183,11 +219,11 @@ def render_view(runs_dir: Path, refresh_s: int | None = REFRESH_S, link: Linker 
     leaderboard page."""
     data = collect(runs_dir, link)
     board = data["board"]
-    columns = [*(board["by"] if board else []), "runs", *COLUMNS]
+    columns = [*(board.by if board else []), "runs", *COLUMNS]
     return environment().get_template("view.html.j2").render(
         **data, refresh_s=refresh_s if data["live"] else None, leaderboard_href=leaderboard_href,
         lb_rows=rows_for_display(board) if board else [], lb_columns=columns,
-        headings={**HEADINGS, **{k: k for k in (board["by"] if board else [])}})
+        headings={**HEADINGS, **{k: k for k in (board.by if board else [])}})
 
 
 def write_view(runs_dir: Path, out: Path | None = None) -> Path:
@@ -204,8 +240,7 @@ def write_missing_reports(runs_dir: Path) -> list[Path]:
     from .report import write_report
     written = []
     for run_dir in find_runs(Path(runs_dir)):
-        info = _read_run(run_dir)
-        if info.get("status") in LIVE:
+        if _live(_read_run(run_dir)):
             continue
         page = run_dir / "report" / "report.html"
         if any(p.is_symlink() for p in (run_dir, page.parent, page)):

@@ -96,8 +96,8 @@ def _report(args: argparse.Namespace) -> int:
     if not report["verification"]["ok"]:
         print(f"WARNING: {args.run_dir}: the record FAILED verification; the report is marked "
               f"UNVERIFIED (--force)", file=sys.stderr)
-    for kind in ("json", "md", "html"):
-        print(paths[kind])
+    for path in paths.listed:
+        print(path)
     scores = report["scores"]
     print(f"baseline {scores['baseline']} · best {scores['best']} · "
           f"{report['metrics']['n_submissions']} submissions", file=sys.stderr)
@@ -116,8 +116,8 @@ def _leaderboard(args: argparse.Namespace) -> int:
         print(args.out)
     else:
         sys.stdout.write(text)
-    for excluded in board["excluded"]:
-        print(f"excluded {excluded['path']}: {excluded['reason']}", file=sys.stderr)
+    for excluded in board.excluded:
+        print(f"excluded {excluded.path}: {excluded.reason}", file=sys.stderr)
     return 0
 
 

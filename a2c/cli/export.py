@@ -15,20 +15,19 @@ def _export(args: argparse.Namespace) -> int:
         raise A2CError("only public exports exist: pass --public (held-out items, gold answers, "
                        "grader files, tokens and keys left out)")
     path, manifest = export_public(args.run_dir, args.out)
-    withheld = manifest["withheld"]
     print(f"wrote {path}")
-    for name, entry in withheld.items():
+    for name, entry in manifest.withheld.items():
         print(f"  withheld {name}: {entry['reason']}")
-    for name, entry in manifest.get("rewritten", {}).items():
+    for name, entry in manifest.rewritten.items():
         print(f"  rewritten {name}: {entry['reason']}")
-    for name, symbols in manifest.get("host_paths_kept", {}).items():
+    for name, symbols in manifest.host_paths_kept.items():
         print(f"  note: {name} names host folders ({', '.join(symbols)}) in fields the signed "
               "events hold; it cannot be rewritten")
-    left = manifest.get("snapshot_files_left_out") or {}
-    print(f"  snapshots: {manifest['snapshots'] or 'not included'}"
+    left = manifest.snapshot_files_left_out
+    print(f"  snapshots: {manifest.snapshots or 'not included'}"
           + (f" ({len(left)} file(s) left out: {', '.join(list(left)[:5])}"
              f"{', ...' if len(left) > 5 else ''})" if left else ""))
-    print(f"  export.json signed by key {manifest['key']}")
+    print(f"  export.json signed by key {manifest.key}")
     print("verify: tar xzf the archive, then `a2c verify FOLDER --public-key OPERATOR.pub`")
     return 0
 

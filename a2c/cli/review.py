@@ -93,10 +93,12 @@ def _rmdir(path: Path) -> None:
 
 
 def _summary(doc: dict[str, Any], what: str) -> str:
-    c, u = doc["checked"], doc["usage"]
-    false = f"{c['false']} FALSE (the record contradicts them), " if c.get("false") else ""
-    return (f"{what}: {c['verified']} of {c['claims']} verified against the record, "
-            f"{false}{c['unverifiable']} unverifiable · {doc['model']} · {u['tokens']} tokens · "
+    from a2c.analysis.citations import Tally
+
+    c, u = Tally.from_dict(doc["checked"]), doc["usage"]
+    false = f"{c.false} FALSE (the record contradicts them), " if c.false else ""
+    return (f"{what}: {c.verified} of {c.claims} verified against the record, "
+            f"{false}{c.unverifiable} unverifiable · {doc['model']} · {u['tokens']} tokens · "
             f"${u['cost_usd']:.4f}")
 
 
@@ -104,8 +106,8 @@ def narrate_run(run_dir: Path, args: argparse.Namespace) -> None:
     from a2c.analysis.narrate import narrate
 
     doc, paths = run_analysis(run_dir, args, "narrative", narrate)
-    for kind in ("json", "md", "html"):
-        print(paths[kind])
+    for path in paths.listed:
+        print(path)
     print(_summary(doc, "case study"), file=sys.stderr)
 
 
@@ -116,8 +118,8 @@ def _review(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     doc, paths = run_analysis(run_dir, args, "review", review)
     write_report(run_dir)                       # the report shows the review
-    for kind in ("json", "md", "html"):
-        print(paths[kind])
+    for path in paths.listed:
+        print(path)
     for v in doc["verdicts"]:
         print(f"{v['rule']:18} {v['verdict']:10} {v['status']}"
               + (f" ({v['why']})" if v["status"] != "verified" else ""), file=sys.stderr)

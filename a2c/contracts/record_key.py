@@ -27,40 +27,45 @@ Legacy records (written before the signatures) carry `mac`, an HMAC-SHA256 of ea
 that secret could also have forged them.
 
 `record_key_status()` says where the operator's private key is, whether it exists, whether its
-file mode is private, and its key id (for `a2c doctor`).
+file mode is private, and its key id (for `a2c doctor`). The key classes and the parsing of a
+key's bytes are a2c.contracts.record_signatures (re-exported here for the writers and readers).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import secrets
 import stat
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Union
+from typing import NamedTuple
 
-from a2c.errors import A2CError
 from a2c.settings import get_path
+
+from .record_signatures import (
+    ED25519,
+    LEGACY_HMAC,
+    PUBLIC_SUFFIX,
+    LegacyHmacKey,
+    PublicKey,
+    RecordKeyError,
+    SigningKey,
+    Verifier,
+    key_id,
+    parse_public_key,
+    verifiers,
+)
+
+__all__ = ["ED25519", "LEGACY_HMAC", "PUBLIC_SUFFIX", "LegacyHmacKey", "PublicKey",
+           "RecordKeyError", "SigningKey", "Verifier", "key_id", "parse_public_key", "verifiers",
+           "KEY_BYTES", "SIGNING_KEY_NAME", "TRUSTED_DIR", "signing_key_file", "public_key_file",
+           "trusted_keys_dir", "legacy_key_file", "key_file", "private_key_paths",
+           "load_signing_key", "load_public_key", "operator_public_keys", "load_legacy_key",
+           "load_key", "generate_signing_key", "operator_key", "rotate_operator_key",
+           "RecordKeyStatus", "record_key_status"]
 
 KEY_BYTES = 32
 SIGNING_KEY_NAME = "record.ed25519"
-PUBLIC_SUFFIX = ".pub"
 TRUSTED_DIR = "record-keys"          # older public keys, kept at a rotation
-ED25519 = "ed25519"
-LEGACY_HMAC = "hmac-sha256"
-
-
-class RecordKeyError(A2CError):
-    """A record key file is unusable (unreadable, malformed, readable by others)."""
-
-
-def key_id(material: bytes) -> str:
-    """The id of a key: the first 16 hex digits of sha256 of the raw public key (Ed25519) or of
-    the secret (a legacy HMAC key, whose id is never the secret itself)."""
-    return hashlib.sha256(material).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------- where
@@ -107,94 +112,6 @@ def private_key_paths() -> list[Path]:
     return [signing_key_file(), legacy_key_file()]
 
 
-# ----------------------------------------------------------------------------- keys
-@dataclass(frozen=True)
-class PublicKey:
-    """An Ed25519 public key: checks `sig` of events written under its id."""
-
-    raw: bytes
-    path: Path | None = None
-    scheme: str = field(default=ED25519, init=False)
-    field_name: str = field(default="sig", init=False)
-
-    @property
-    def id(self) -> str:
-        return key_id(self.raw)
-
-    def check(self, event_hash: str, sig: object) -> bool:
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-        if not isinstance(sig, str) or len(sig) != 128:
-            return False
-        try:
-            signature = bytes.fromhex(sig)
-            Ed25519PublicKey.from_public_bytes(self.raw).verify(signature,
-                                                                event_hash.encode("ascii"))
-        except (ValueError, InvalidSignature, UnicodeEncodeError):
-            return False
-        return True
-
-    def pem(self) -> bytes:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-        return Ed25519PublicKey.from_public_bytes(self.raw).public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-
-    def __repr__(self) -> str:
-        return f"PublicKey(id={self.id}, path={self.path})"
-
-
-@dataclass(frozen=True)
-class SigningKey:
-    """The operator's Ed25519 private key: signs each event's hash. Its id is its public key's."""
-
-    private: Any = field(repr=False)          # cryptography's Ed25519PrivateKey
-    path: Path | None = None
-
-    @property
-    def public(self) -> PublicKey:
-        from cryptography.hazmat.primitives import serialization
-        raw = self.private.public_key().public_bytes(serialization.Encoding.Raw,
-                                                     serialization.PublicFormat.Raw)
-        return PublicKey(raw, public_key_file(self.path) if self.path else None)
-
-    @property
-    def id(self) -> str:
-        return self.public.id
-
-    def sign(self, event_hash: str) -> str:
-        return self.private.sign(event_hash.encode("ascii")).hex()
-
-    def __repr__(self) -> str:   # never print the private key
-        return f"SigningKey(id={self.id}, path={self.path})"
-
-
-@dataclass(frozen=True)
-class LegacyHmacKey:
-    """A legacy record key (HMAC-SHA256): checks `mac` of events written before the signatures."""
-
-    secret: bytes = field(repr=False)
-    path: Path | None = None
-    scheme: str = field(default=LEGACY_HMAC, init=False)
-    field_name: str = field(default="mac", init=False)
-
-    @property
-    def id(self) -> str:
-        return key_id(self.secret)
-
-    def mac(self, event_hash: str) -> str:
-        return hmac.new(self.secret, event_hash.encode("ascii"), hashlib.sha256).hexdigest()
-
-    def check(self, event_hash: str, mac: object) -> bool:
-        return isinstance(mac, str) and hmac.compare_digest(self.mac(event_hash), mac)
-
-    def __repr__(self) -> str:   # never print the secret
-        return f"LegacyHmacKey(id={self.id}, path={self.path})"
-
-
-Verifier = Union[PublicKey, LegacyHmacKey]
-
-
 # ----------------------------------------------------------------------------- reading
 def _read_private_bytes(path: Path, what: str) -> bytes:
     """The key file's bytes through fsutil.KeyFile (regular file, 0600 or stricter; a symlink,
@@ -226,33 +143,6 @@ def load_signing_key(path: str | Path | None = None) -> SigningKey | None:
     if not os.path.lexists(path):
         return None
     return _read_signing(path)
-
-
-def parse_public_key(data: bytes, path: Path | None = None) -> PublicKey:
-    """An Ed25519 public key from PEM (SubjectPublicKeyInfo), OpenSSH (`ssh-ed25519 ...`) or 64
-    hex digits."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    where = f"{path}: " if path else ""
-    text = data.strip()
-    loaded = None
-    try:
-        if text.startswith(b"-----BEGIN"):
-            loaded = serialization.load_pem_public_key(text)
-        elif text.startswith(b"ssh-ed25519 "):
-            loaded = serialization.load_ssh_public_key(text)
-        else:
-            raw = bytes.fromhex(text.decode("ascii"))
-            if len(raw) != 32:
-                raise ValueError(f"{len(raw)} bytes, expected 32")
-            loaded = Ed25519PublicKey.from_public_bytes(raw)
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise RecordKeyError(f"{where}not an Ed25519 public key (PEM, OpenSSH or 64 hex "
-                             f"digits): {exc}") from exc
-    if not isinstance(loaded, Ed25519PublicKey):
-        raise RecordKeyError(f"{where}not an Ed25519 public key")
-    raw = loaded.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return PublicKey(raw, path)
 
 
 def load_public_key(path: str | Path) -> PublicKey:
@@ -307,16 +197,6 @@ def load_legacy_key(path: str | Path | None = None) -> LegacyHmacKey | None:
 def load_key(path: str | Path | None = None) -> SigningKey | None:
     """The operator's signing key (or the one in `path`); None when the file is missing."""
     return load_signing_key(path)
-
-
-def verifiers(keys: Verifier | SigningKey | Iterable[Verifier | SigningKey] | None
-              ) -> list[Verifier]:
-    """A list of verifiers from one key, several or none (a signing key gives its public key)."""
-    if keys is None:
-        return []
-    if isinstance(keys, (PublicKey, LegacyHmacKey, SigningKey)):
-        keys = [keys]
-    return [k.public if isinstance(k, SigningKey) else k for k in keys]
 
 
 # ----------------------------------------------------------------------------- writing

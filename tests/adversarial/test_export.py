@@ -82,10 +82,10 @@ def test_export_of_a_fixture_run_withholds_what_holds_items_and_verifies(tmp_pat
         log.write(f"debug: {items[2]['prompt']} -> {items[2]['answer']}\n")
     maker.reseal(run)
     archive, manifest = export_public(run, tmp_path / "out.tar.gz")
-    assert "logs/grader.log" in manifest["withheld"]
-    assert manifest["withheld"]["logs/grader.log"]["sealed"]["sha256"]
-    assert "driver/gateway.key" in manifest["withheld"]
-    assert manifest["snapshots"] == "snapshots.bundle"
+    assert "logs/grader.log" in manifest.withheld
+    assert manifest.withheld["logs/grader.log"]["sealed"]["sha256"]
+    assert "driver/gateway.key" in manifest.withheld
+    assert manifest.snapshots == "snapshots.bundle"
     blob, folder = _archive_bytes(archive, tmp_path)
     _assert_clean(blob, items, {"token": token, "gateway key": key, **_signing_secrets()})
     result = verify_exported(folder, key=[public_key_file()])
@@ -99,7 +99,7 @@ def test_export_of_a_fixture_run_withholds_what_holds_items_and_verifies(tmp_pat
     (folder / "export.json").write_text(json.dumps(data))
     assert not verify_exported(folder, key=[public_key_file()]).ok
     # A file the archive keeps, edited, still fails.
-    (folder / "export.json").write_text(json.dumps(manifest))
+    (folder / "export.json").write_text(json.dumps(manifest.to_dict()))
     (folder / "submissions.jsonl").write_text("")
     assert not verify_exported(folder, key=[public_key_file()]).ok
 

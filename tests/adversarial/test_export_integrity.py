@@ -105,11 +105,11 @@ def test_honest_export_verifies_and_is_signed(tmp_path, capsys):
     run = _make(tmp_path)
     _reseal(run)
     folder, manifest, _ = _export(run, tmp_path)
-    assert manifest["format"] == "a2c-export/2" and manifest["sig"] and manifest["key"]
-    assert set(manifest["files"]) >= {"run.json", "events.jsonl", "submissions.jsonl",
+    assert manifest.format == "a2c-export/2" and manifest.sig and manifest.key
+    assert set(manifest.files) >= {"run.json", "events.jsonl", "submissions.jsonl",
                                       "report/report.json", "report/report.md",
                                       "snapshots.bundle"}
-    assert "results/1.json" in manifest["withheld"]
+    assert "results/1.json" in manifest.withheld
     rc, out = _verify_cli(folder, capsys)
     assert rc == 0 and "record verified and authenticated" in out, out
     assert "export.json signed by public key" in out
@@ -184,7 +184,7 @@ def test_withheld_file_present_and_added_file_fail(tmp_path, capsys):
     run = _make(tmp_path)
     _reseal(run)
     folder, manifest, _ = _export(run, tmp_path)
-    assert "results/1.json" in manifest["withheld"]
+    assert "results/1.json" in manifest.withheld
     (folder / "results").mkdir(exist_ok=True)
     shutil.copy(run / "results" / "1.json", folder / "results" / "1.json")
     rc, out = _verify_cli(folder, capsys)
@@ -213,10 +213,10 @@ def test_snapshot_bundle_holds_only_files_the_scan_read(tmp_path):
     run = _make(tmp_path, {"cache.bin": hidden, "cheat.txt": CHEAT, "ok.txt": "plain notes\n"})
     _reseal(run)
     folder, manifest, blob = _export(run, tmp_path)
-    assert manifest["snapshots"] == "snapshots.bundle"
-    left = manifest["snapshot_files_left_out"]
+    assert manifest.snapshots == "snapshots.bundle"
+    left = manifest.snapshot_files_left_out
     assert "does not read it" in left["cache.bin"] and "held-out" in left["cheat.txt"]
-    assert "ok.txt" not in left and manifest["snapshot_commits"]
+    assert "ok.txt" not in left and manifest.snapshot_commits
     for item in ITEMS:
         assert item["prompt"].encode() not in blob, item["id"]
     assert b"plain notes" in blob                  # what the scan read and passed is kept
@@ -236,8 +236,8 @@ def test_encoded_tokens_are_redacted_and_never_exported(tmp_path):
     for form in _encodings(TOKEN) + [TOKEN]:
         assert form not in blob, form
     assert "[redacted:grader token" in (folder / "logs" / "agent.log").read_text()
-    assert manifest["rewritten"]["logs/agent.log"]["reason"].startswith("secrets redacted")
-    assert "grader token" in manifest["snapshot_files_left_out"]["notes_enc.txt"]
+    assert manifest.rewritten["logs/agent.log"]["reason"].startswith("secrets redacted")
+    assert "grader token" in manifest.snapshot_files_left_out["notes_enc.txt"]
     assert verify_exported(folder, key=[public_key_file()]).ok
 
 
@@ -274,7 +274,7 @@ def test_host_paths_absent_from_the_export(tmp_path):
         assert path.encode() not in blob, path
     assert b"$RUNS/run/grader/grader.sock" in blob and b"$PROJECT/runtime/x.py" in blob
     assert b"$A2C_CACHE/models/tiny" in blob or b"$HOME/.cache/a2c/models/tiny" in blob
-    assert set(manifest["rewritten"]) >= {"logs/grader.log", "run.json", "submissions.jsonl"}
+    assert set(manifest.rewritten) >= {"logs/grader.log", "run.json", "submissions.jsonl"}
     assert verify_exported(folder, key=[public_key_file()]).ok
 
 

@@ -266,8 +266,8 @@ def test_an_outcome_claim_without_a_checkable_fact_is_not_verified_by_agent_text
             {"text": "Held-out data clean.", "citations": [_cite(commit, "held-out data clean")]})
     finally:
         ev.close()
-    assert out["status"] == "unverifiable" and "could not run" in out["why"]
-    assert "agent-written" in out["why"]
+    assert out.status == "unverifiable" and "could not run" in out.why
+    assert "agent-written" in out.why
 
 
 def test_the_shipped_analysts_tell_the_zero_run_as_the_record_has_it(zero_run, capsys):

@@ -167,7 +167,7 @@ def test_red_team_forgery_resigned_with_a_fresh_key_is_rejected_by_the_public_ke
     attacker = generate_signing_key(tmp_path / "attacker" / "record.ed25519")
     _rechain(run, events, key=attacker)
     board = build_leaderboard(run.parent, ("agent",), False)   # the operator's own view
-    assert board["n_runs"] == 0 and "key id mismatch" in board["excluded"][0]["reason"]
+    assert board.n_runs == 0 and "key id mismatch" in board.excluded[0].reason
     published = _public_only(tmp_path, monkeypatch)
     capsys.readouterr()
     assert main(["verify", str(run), "--public-key", str(published)]) == 3
@@ -409,7 +409,7 @@ def test_verify_without_the_key_says_so_and_fails(run, monkeypatch, tmp_path, ca
     with pytest.raises(VerificationError, match="not authenticated"):
         write_report(run, run / "out")
     board = build_leaderboard(run.parent, ("agent",), False)
-    assert board["excluded"] and "not authenticated" in board["excluded"][0]["reason"]
+    assert board.excluded and "not authenticated" in board.excluded[0].reason
     assert not (tmp_path / "elsewhere").exists()      # verifying never creates a key
 
 

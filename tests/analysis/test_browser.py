@@ -48,7 +48,7 @@ def test_report_in_headless_chromium(fixture_run, tmp_path, forced):
         lines[4] = lines[4].replace(b'"type":"', b'"type":"x')
         (fixture_run / "events.jsonl").write_bytes(b"".join(lines))
     report, paths = write_report(fixture_run, tmp_path / "report", force=forced)
-    check = open_page(paths["html"])
+    check = open_page(paths.html)
     assert check.console == [], check.console
     body = re.search(r"<body[^>]*>", check.dom).group(0)
     n = report["metrics"]["n_submissions"]
@@ -58,7 +58,7 @@ def test_report_in_headless_chromium(fixture_run, tmp_path, forced):
     assert len(re.findall(r'class="sub (?:valid|invalid)', svg)) == n
     assert ('id="unverified"' in check.dom) is forced
     shot = tmp_path / f"report-{'forced' if forced else 'verified'}.png"
-    assert screenshot(paths["html"], shot) == []
+    assert screenshot(paths.html, shot) == []
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 30_000  # a blank page compresses to a few kB
@@ -78,9 +78,9 @@ def test_driver_steps_in_headless_chromium(fixture_run, maker, tmp_path):
 
     driver_record.add_to_run(fixture_run, maker, "codex", stream=True, exhausted_at=960.0)
     _, paths = write_report(fixture_run, tmp_path / "report")
-    check = open_page(paths["html"])
+    check = open_page(paths.html)
     assert check.console == [], check.console
     assert check.dom.count('class="step agent"') == 6 and 'id="shell-commands"' in check.dom
     shot = tmp_path / "driver.png"
-    assert screenshot(paths["html"], shot) == []
+    assert screenshot(paths.html, shot) == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

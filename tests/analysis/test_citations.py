@@ -12,9 +12,9 @@ def test_real_citations_verify(fixture_run):
     checker = Evidence(fixture_run)
     for kind in ("event", "submission", "command", "file"):
         out = checker.check(ev[kind])
-        assert out["status"] == "verified", (kind, out)
+        assert out.status == "verified", (kind, out)
     claim = checker.check_claim({"text": "x", "citations": [ev["event"], ev["file"]]})
-    assert claim["status"] == "verified"
+    assert claim.status == "verified"
     checker.close()
 
 
@@ -22,8 +22,8 @@ def test_false_citations_are_flagged_with_why(fixture_run):
     ev = evidence(fixture_run)
     checker = Evidence(fixture_run)
     bad_event, bad_quote = (checker.check(c) for c in false_citations(ev))
-    assert bad_event["status"] == "unverifiable" and "no event" in bad_event["why"]
-    assert bad_quote["status"] == "unverifiable" and "quote is not in" in bad_quote["why"]
+    assert bad_event.status == "unverifiable" and "no event" in bad_event.why
+    assert bad_quote.status == "unverifiable" and "quote is not in" in bad_quote.why
     cases = [({"kind": "submission", "ref": "99", "quote": "x"}, "no submission"),
              ({"kind": "command", "ref": 10_000, "quote": "x"}, "no line"),
              ({"kind": "file", "ref": "deadbeef:train.py", "quote": "x"}, "no snapshot commit"),
@@ -33,18 +33,18 @@ def test_false_citations_are_flagged_with_why(fixture_run):
              ("just a string", "not a {kind, ref, quote}")]
     for citation, why in cases:
         out = checker.check(citation)
-        assert out["status"] == "unverifiable" and why in out["why"], (citation, out)
+        assert out.status == "unverifiable" and why in out.why, (citation, out)
     # one false citation makes the whole claim unverifiable; no citation at all too
     mixed = checker.check_claim({"text": "x", "citations": [ev["event"], *false_citations(ev)]})
-    assert mixed["status"] == "unverifiable" and "no event" in mixed["why"]
-    assert checker.check_claim("bare claim")["why"] == "cites no evidence"
+    assert mixed.status == "unverifiable" and "no event" in mixed.why
+    assert checker.check_claim("bare claim").why == "cites no evidence"
     checker.close()
 
 
 def test_quote_matching_normalises_case_and_space(fixture_run):
     checker = Evidence(fixture_run)
     out = checker.check({"kind": "event", "ref": 0, "quote": "  RUN_STARTED  "})
-    assert out["status"] == "verified"
+    assert out.status == "verified"
     checker.close()
 
 
@@ -65,11 +65,11 @@ def test_citations_say_who_wrote_what_they_quote(fixture_run):
              {"kind": "event", "ref": received, "quote": "output/sft-1"}]    # its model_path
     for citation in runtime:
         out = checker.check(citation)
-        assert out["status"] == "verified" and out["author"] == "runtime", (citation, out)
+        assert out.status == "verified" and out.author == "runtime", (citation, out)
     for citation in agent:
         out = checker.check(citation)
-        assert out["status"] == "verified" and out["author"] == "agent", (citation, out)
-        assert out["label"] == AGENT_LABEL
+        assert out.status == "verified" and out.author == "agent", (citation, out)
+        assert out.label == AGENT_LABEL
     checker.close()
 
 
@@ -112,10 +112,10 @@ def test_outcome_claims_are_checked_against_the_record_whatever_they_cite(fixtur
     ]
     for text, kind, status in cases:
         out = checker.check({"text": text, "kind": "other", "citations": cite})
-        assert (out["kind"], out["status"]) == (kind, status), (text, out)
-        assert out["stated_kind"] == "other"
+        assert (out.kind, out.status) == (kind, status), (text, out)
+        assert out.stated_kind == "other"
         if status == "false":
-            assert out["why"].startswith("contradicted by the record: ")
+            assert out.why.startswith("contradicted by the record: ")
     checker.ev.close()
 
 
@@ -144,8 +144,8 @@ def test_a_quote_the_claim_attributes_is_what_the_agent_wrote_not_an_outcome(fix
     checker = _checker(fixture_run)
     said = checker.check({"text": 'Its notes say "+97 points over the baseline".',
                           "citations": [ev["file"]]})
-    assert said["kind"] == "other" and said["status"] == "verified"
-    assert said["basis"] == "agent-written"
+    assert said.kind == "other" and said.status == "verified"
+    assert said.basis == "agent-written"
     claimed = checker.check({"text": 'Training gained "+97 points".', "citations": [ev["file"]]})
-    assert claimed["kind"] == "score" and claimed["status"] == "false"
+    assert claimed.kind == "score" and claimed.status == "false"
     checker.ev.close()

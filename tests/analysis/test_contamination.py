@@ -231,7 +231,7 @@ def test_planted_heldout_prompts_are_flagged_with_ids_and_path(fixture_run, make
     report = build_report(fixture_run)            # validates against the schema
     assert report["contamination"]["flagged"]
     board = build_leaderboard(fixture_run.parent)
-    assert board["groups"][0]["contaminated"] and board["n_runs"] == 1   # kept, marked
+    assert board.groups[0].contaminated and board.n_runs == 1   # kept, marked
     assert "1 contaminated" in render_leaderboard(board, "md")
 
 
@@ -325,4 +325,4 @@ def test_view_marks_the_contaminated_run(fixture_run, maker):
     _plant(fixture_run, "extra_sft.jsonl", "\n".join(it["prompt"] for it in items))
     maker.reseal(fixture_run)
     rows = collect(fixture_run.parent)["rows"]
-    assert [r["contaminated"] for r in rows] == [True]
+    assert [r.contaminated for r in rows] == [True]

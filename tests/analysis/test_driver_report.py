@@ -91,14 +91,14 @@ def test_driver_failures(written, driven_copy):
 
 def test_driver_section_markdown_and_html(written):
     _, paths = written
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert "## Driver model" in md and "claude-sonnet-4-5 (6 calls)" in md
     # a scripted driver is named as such: no model ran, the calls are priced as one
     assert ("| Driver model | scripted (scripted driver, priced as claude-sonnet-4-5; 6 calls) |"
             in md)
     assert "1. `ls -la` (step #" in md and "**submit**" in md
     assert "**cost_usd**: 0.021 of 0.02" in md
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert '<h2 id="driver">Driver model</h2>' in html and "budget exhausted" in html
     assert "scripted (scripted driver, priced as <b>claude-sonnet-4-5</b>; 6 calls)" in html
     assert html.count('<div class="step agent"') == 6
@@ -113,8 +113,8 @@ def test_driver_section_markdown_and_html(written):
 def test_report_without_driver(pristine_run, tmp_path):
     report, paths = write_report(pristine_run, tmp_path)
     assert report["driver"] is None
-    assert "No driver calls recorded" in paths["html"].read_text()
-    assert "No driver calls recorded" in paths["md"].read_text()
+    assert "No driver calls recorded" in paths.html.read_text()
+    assert "No driver calls recorded" in paths.md.read_text()
 
 
 def test_verify_covers_driver_blobs(driven_copy):
@@ -189,7 +189,7 @@ def test_new_statuses(fixture_run, maker, status):
     assert status in categories[wanted]["message"]
     assert any("dangerously" in e["text"] for e in categories[wanted]["evidence"])
     board = build_leaderboard(fixture_run.parent)
-    assert board["n_runs"] == 1
+    assert board.n_runs == 1
 
 
 def test_leaderboard_tokens_and_cost(maker, tmp_path):
@@ -199,15 +199,15 @@ def test_leaderboard_tokens_and_cost(maker, tmp_path):
                                      driver="scripted:sft-recipe"), maker, "claude-code")
     maker.make_run(root / "ref-s0", seed=0, agent="ref-sft")
     board = build_leaderboard(root)
-    groups = {g["key"]["agent"]: g for g in board["groups"]}
+    groups = {g.key["agent"]: g for g in board.groups}
     cc, ref = groups["claude-code"], groups["ref-sft"]
     usage = [dr.usage_of(k) for k in range(6)]
     tokens = sum(sum(u.values()) for u in usage)      # all four kinds, as the gateway
     cost = sum(dr.cost_of(u) for u in usage)
-    assert cc["tokens"]["mean"] == tokens and cc["cost_usd"]["mean"] == pytest.approx(cost)
-    assert cc["cost_per_point"]["mean"] == pytest.approx(
+    assert cc.stats["tokens"].mean == tokens and cc.stats["cost_usd"].mean == pytest.approx(cost)
+    assert cc.stats["cost_per_point"].mean == pytest.approx(
         (cost / 22.0 + cost / (52.7 - 30.3)) / 2)
-    assert ref["tokens"]["mean"] is None and ref["cost_per_point"]["mean"] is None
+    assert ref.stats["tokens"].mean is None and ref.stats["cost_per_point"].mean is None
     md = render_leaderboard(board, "md")
     assert "| tokens | cost (USD) | cost per point |" in md
     assert f"| {tokens} ± 0 ({tokens}–{tokens}) | ${cost:.4f} ± $0.0000 (${cost:.4f}–" in md
@@ -227,8 +227,8 @@ def test_cost_per_point_blank_without_improvement(maker, tmp_path):
     results = json.loads((run / "run.json").read_text())
     assert results["best_score"] is not None
     board = build_leaderboard(tmp_path / "runs")
-    group = board["groups"][0]
-    assert group["tokens"]["mean"] > 0 and group["cost_per_point"]["mean"] is not None
+    group = board.groups[0]
+    assert group.stats["tokens"].mean > 0 and group.stats["cost_per_point"].mean is not None
     # Cost per point is blank when best <= baseline.
     from a2c.analysis.leaderboard import driver_usage
     from a2c.analysis.record import RunRecord
@@ -261,14 +261,14 @@ def test_level3_episodes_render_as_steps(fixture_run, maker):
     example = report["outcomes"]["examples"][0]
     assert example["steps"] == 40 and len(example["trajectory"]) == 30
     assert example["trajectory"][0]["action"] == "go north"
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert '<ol class="episode-steps">' in html and 'class="episode"' in html
     assert "… 10 more step(s) in the results file." in html
     assert "&#34;action&#34;" not in html and '{"action"' not in html   # no raw JSON lines
     assert '<details class="long">' in html       # the long introduction is collapsed
     assert "first observation (" in html
     assert "<code class=\"text\">go north</code>" in html
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert "  1. `go north`" in md and '{"action"' not in md
 
 
@@ -300,7 +300,7 @@ def test_a_served_driver_is_named_by_digest_in_the_report(driven_copy, tmp_path)
     assert report["driver"]["caps_lowered"] == [
         {"seq": 91, "requested": 32000, "forwarded": 1500, "context": 2048,
          "input_estimate": 548, "why": "context"}]
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert f"weights `{'ab' * 32}`" in md and "vLLM 0.32.0 serving" in md
     assert "seed 4; server defaults temperature=0.2" in md
     assert "#91: 32000 → 1500 (context 2048)" in md
@@ -308,7 +308,7 @@ def test_a_served_driver_is_named_by_digest_in_the_report(driven_copy, tmp_path)
     assert server["stretched_from"] == 1024 and server["stretched_for"] == "claude-code"
     assert "context 2048 (stretched for claude-code from the 1024 the model was trained on" in md
     assert "shared with the other runs of its node (started by `trial-7`)" in md
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert f"<code>{'ab' * 32}</code>" in html and "Caps lowered for the context" in html
 
 

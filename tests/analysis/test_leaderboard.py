@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from a2c.analysis.board import Running
 from a2c.analysis.leaderboard import build_leaderboard, render_leaderboard
 from a2c.cli import main
 
@@ -30,38 +31,38 @@ def runs_dir(maker, tmp_path_factory):
 
 def test_groups_and_spread(runs_dir):
     board = build_leaderboard(runs_dir)
-    assert board["n_runs"] == 4
-    groups = {g["key"]["agent"]: g for g in board["groups"]}
+    assert board.n_runs == 4
+    groups = {g.key["agent"]: g for g in board.groups}
     assert set(groups) == {"ref-sft", "ref-grpo"}
     sft = groups["ref-sft"]
-    assert sft["runs"] == 3 and sft["key"] == {"agent": "ref-sft", "driver": "scripted",
+    assert sft.runs == 3 and sft.key == {"agent": "ref-sft", "driver": "scripted",
                                                "task": "arith", "mode": "free"}
     # seeds 0, 1, 2 shift every score by 0.7 per seed and the baseline by 0.3.
-    assert sft["best"]["mean"] == pytest.approx(52.7)
-    assert sft["best"]["min"] == 52.0 and sft["best"]["max"] == pytest.approx(53.4)
-    assert sft["best"]["std"] == pytest.approx(0.7)
-    assert sft["improvement"]["mean"] == pytest.approx(22.4)
-    assert sft["time_to_best_s"]["mean"] == 2700.0
+    assert sft.stats["best"].mean == pytest.approx(52.7)
+    assert sft.stats["best"].min == 52.0 and sft.stats["best"].max == pytest.approx(53.4)
+    assert sft.stats["best"].std == pytest.approx(0.7)
+    assert sft.stats["improvement"].mean == pytest.approx(22.4)
+    assert sft.stats["time_to_best_s"].mean == 2700.0
     grpo = groups["ref-grpo"]
-    assert grpo["runs"] == 1 and grpo["best"]["std"] is None and grpo["best"]["mean"] == 47.5
-    assert board["groups"][0]["key"]["agent"] == "ref-sft"  # sorted by improvement
-    assert [e["path"].endswith("c-s0") for e in board["excluded"]] == [True]
-    assert "events.jsonl:3" in board["excluded"][0]["reason"]
+    assert grpo.runs == 1 and grpo.stats["best"].std is None and grpo.stats["best"].mean == 47.5
+    assert board.groups[0].key["agent"] == "ref-sft"  # sorted by improvement
+    assert [e.path.endswith("c-s0") for e in board.excluded] == [True]
+    assert "events.jsonl:3" in board.excluded[0].reason
 
 
 def test_include_unverified(runs_dir):
     board = build_leaderboard(runs_dir, include_unverified=True)
-    assert board["n_runs"] == 5 and board["excluded"] == []
-    copy = next(g for g in board["groups"] if g["key"]["agent"] == "ref-copy")
-    assert copy["unverified"] == 1
+    assert board.n_runs == 5 and board.excluded == []
+    copy = next(g for g in board.groups if g.key["agent"] == "ref-copy")
+    assert copy.unverified == 1
 
 
 def test_by_task_keeps_the_agent_column(runs_dir):
     """Issue 31: `--by task` pooled every agent of a task into one row and dropped the agent
     column; a row is always one agent's, so the agent is added to the keys and shown."""
     board = build_leaderboard(runs_dir, by=("task",))
-    assert board["by"] == ["agent", "task"] and board["added_keys"] == ["agent"]
-    assert sorted((g["key"]["agent"], g["runs"]) for g in board["groups"]) == [
+    assert board.by == ["agent", "task"] and board.added_keys == ["agent"]
+    assert sorted((g.key["agent"], g.runs) for g in board.groups) == [
         ("ref-grpo", 1), ("ref-sft", 3)]
     md = render_leaderboard(board, "md")
     assert "| agent | task | budget | runs |" in md and "agent added" in md
@@ -101,10 +102,10 @@ def test_runs_with_other_budgets_are_never_pooled(maker, monkeypatch, tmp_path):
     _budget_run(maker, monkeypatch, tmp_path / "cc-10m", 600, seed=0)
     _budget_run(maker, monkeypatch, tmp_path / "cc-20m", 1200, seed=0, n=4)
     board = build_leaderboard(tmp_path)
-    assert [g["runs"] for g in board["groups"]] == [1, 1]
-    assert board["varying"] == ["budget"]
-    assert sorted(g["labels"]["budget"] for g in board["groups"]) == ["10.0 min", "20.0 min"]
-    assert all(g["improvement_interval"]["over"] == "items" for g in board["groups"])
+    assert [g.runs for g in board.groups] == [1, 1]
+    assert board.varying == ["budget"]
+    assert sorted(g.labels["budget"] for g in board.groups) == ["10.0 min", "20.0 min"]
+    assert all(g.improvement_interval["over"] == "items" for g in board.groups)
     md = render_leaderboard(board, "md")
     assert "| agent | driver | task | mode | budget | runs |" in md
     assert "| 10.0 min | 1 |" in md and "| 20.0 min | 1 |" in md
@@ -120,11 +121,11 @@ def test_budgets_that_differ_with_the_task_are_shown_and_flagged(maker, monkeypa
     _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0, task_id="arith", n=4)
     _budget_run(maker, monkeypatch, tmp_path / "b", 240, seed=0, task_id="other")
     board = build_leaderboard(tmp_path)
-    assert len(board["groups"]) == 2 and board["varying"] == []
-    assert board["mixed_budgets"] and board["budgets"] == ["4.0 min", "10.0 min"]
+    assert len(board.groups) == 2 and board.varying == []
+    assert board.mixed_budgets and board.budgets == ["4.0 min", "10.0 min"]
     # the 4-minute run improved more, but budget comes first: 4 min, then 10 min
-    assert [g["labels"]["budget"] for g in board["groups"]] == ["4.0 min", "10.0 min"]
-    assert [g["key"]["task"] for g in board["groups"]] == ["other", "arith"]
+    assert [g.labels["budget"] for g in board.groups] == ["4.0 min", "10.0 min"]
+    assert [g.key["task"] for g in board.groups] == ["other", "arith"]
     md = render_leaderboard(board, "md")
     assert "| agent | driver | task | mode | budget | runs |" in md
     assert "| other | free | 4.0 min | 1 |" in md and "| arith | free | 10.0 min | 1 |" in md
@@ -136,7 +137,7 @@ def test_budgets_that_differ_with_the_task_are_shown_and_flagged(maker, monkeypa
     html = render_leaderboard(board, "html")
     assert "<th>budget</th>" in html and "Budgets differ" in html
     same = build_leaderboard(tmp_path, by=("agent", "task"))
-    assert same["mixed_budgets"]                       # whatever the keys
+    assert same.mixed_budgets                       # whatever the keys
 
 
 def _raise_baseline(maker, run, score):
@@ -170,10 +171,10 @@ def test_time_to_best_is_blank_when_the_best_never_beat_the_baseline(maker, tmp_
     flat = maker.make_run(tmp_path / "flat", seed=0, agent="ref-copy")
     _raise_baseline(maker, flat, 60.0)                   # its best valid score is 52.0
     board = build_leaderboard(tmp_path)
-    groups = {g["key"]["agent"]: g for g in board["groups"]}
-    assert board["excluded"] == [] and groups["ref-copy"]["improvement"]["mean"] == -8.0
-    assert groups["ref-copy"]["time_to_best_s"]["mean"] is None
-    assert groups["ref-sft"]["time_to_best_s"]["mean"] == 2700.0
+    groups = {g.key["agent"]: g for g in board.groups}
+    assert board.excluded == [] and groups["ref-copy"].stats["improvement"].mean == -8.0
+    assert groups["ref-copy"].stats["time_to_best_s"].mean is None
+    assert groups["ref-sft"].stats["time_to_best_s"].mean == 2700.0
     md = {r["agent"]: r for r in _md_rows(render_leaderboard(board, "md"))}
     assert md["ref-copy"]["time to best"] == "—" and md["ref-sft"]["time to best"] == "45.0 min"
     assert md["ref-copy"]["improvement"].startswith("-8.00")
@@ -190,8 +191,8 @@ def test_csv_has_the_interval_the_table_shows(runs_dir):
     header = render_leaderboard(board, "csv").splitlines()[0].split(",")
     assert header.index("improvement_ci95_low") == header.index("improvement_max") + 1
     md = render_leaderboard(board, "md")
-    for g in board["groups"]:
-        iv, row = g["improvement_interval"], rows[g["key"]["agent"]]
+    for g in board.groups:
+        iv, row = g.improvement_interval, rows[g.key["agent"]]
         low, high = float(row["improvement_ci95_low"]), float(row["improvement_ci95_high"])
         assert (low, high) == pytest.approx(tuple(iv["ci95"]), abs=1e-3)
         assert row["improvement_ci_over"] == iv["over"]
@@ -207,7 +208,7 @@ def test_by_budget_is_accepted(maker, monkeypatch, tmp_path, capsys):
     _budget_run(maker, monkeypatch, tmp_path / "a", 600, seed=0)
     _budget_run(maker, monkeypatch, tmp_path / "b", 1200, seed=1)
     board = build_leaderboard(tmp_path, by=("budget",))
-    assert len(board["groups"]) == 2 and board["varying"] == []
+    assert len(board.groups) == 2 and board.varying == []
     assert main(["leaderboard", str(tmp_path), "--by", "agent,budget"]) == 0
     out = capsys.readouterr().out
     assert "| agent | budget | runs |" in out and "| 10.0 min |" in out
@@ -217,9 +218,9 @@ def test_repeats_of_one_seed_are_not_seeds(maker, tmp_path):
     maker.make_run(tmp_path / "r1", seed=0)
     maker.make_run(tmp_path / "r2", seed=0, n=4)
     board = build_leaderboard(tmp_path)
-    (group,) = board["groups"]
-    assert group["runs"] == 2 and group["repeats"] == "repeats of seed 0"
-    assert group["improvement_interval"] is None         # no t-interval over repeats
+    (group,) = board.groups
+    assert group.runs == 2 and group.repeats == "repeats of seed 0"
+    assert group.improvement_interval is None         # no t-interval over repeats
     md = render_leaderboard(board, "md")
     assert "2 (repeats of seed 0)" in md and "(seeds, t)" not in md
     assert "no interval across seeds" in md
@@ -230,10 +231,10 @@ def test_repeated_seeds_are_averaged_before_the_interval(maker, tmp_path):
     maker.make_run(tmp_path / "s0b", seed=0, n=4)
     maker.make_run(tmp_path / "s1", seed=1)
     maker.make_run(tmp_path / "s2", seed=2)
-    (group,) = build_leaderboard(tmp_path)["groups"]
-    iv = group["improvement_interval"]
+    (group,) = build_leaderboard(tmp_path).groups
+    iv = group.improvement_interval
     assert iv["over"] == "seeds" and iv["n"] == 3          # three seeds, not four runs
-    assert group["repeats"] == "3 seeds; seed 0 ×2 averaged per seed"
+    assert group.repeats == "3 seeds; seed 0 ×2 averaged per seed"
 
 
 def _mark(run, status, deadline):
@@ -250,11 +251,11 @@ def test_a_run_in_progress_is_running_not_crashed(maker, tmp_path):
     stale = maker.make_run(tmp_path / "stale", seed=2)
     _mark(stale, "running", time.time() - 7200)
     board = build_leaderboard(tmp_path)
-    assert board["n_runs"] == 1
-    assert board["running"] == [{"path": str(live), "status": "running"}]
-    (excluded,) = board["excluded"]
-    assert excluded["path"] == str(stale) and "after its deadline" in excluded["reason"]
-    assert "a2c run --resume" in excluded["reason"]
+    assert board.n_runs == 1
+    assert board.running == [Running(str(live), "running")]
+    (excluded,) = board.excluded
+    assert excluded.path == str(stale) and "after its deadline" in excluded.reason
+    assert "a2c run --resume" in excluded.reason
     md = render_leaderboard(board, "md")
     assert "Running (not counted yet)" in md and f"`{live}`: running" in md
     html = render_leaderboard(board, "html")

@@ -129,5 +129,5 @@ def test_a_layer_written_before_claims_had_kinds_still_renders(fixture_run):
     (fixture_run / "analysis").mkdir()
     (fixture_run / "analysis" / "narrative.json").write_text(json.dumps(old))
     _, paths = write_report(fixture_run)
-    assert "1 of 1 claims verified" in paths["html"].read_text()
-    assert "SFT. — **verified**" in paths["md"].read_text()
+    assert "1 of 1 claims verified" in paths.html.read_text()
+    assert "SFT. — **verified**" in paths.md.read_text()

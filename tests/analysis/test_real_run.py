@@ -62,4 +62,4 @@ def test_report_on_a_real_run(tmp_path):
     assert report["run"]["base_model"] == "builtin:tiny"
     first = report["timeline"][0]
     assert "a2c_client.py" not in [f["path"] for f in first["files_changed"]]
-    assert paths["html"].stat().st_size > 5000
+    assert paths.html.stat().st_size > 5000

@@ -26,9 +26,9 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_files_written_and_json_validates(written):
     report, paths = written
-    for kind in ("json", "md", "html", "svg"):
-        assert paths[kind].is_file() and paths[kind].stat().st_size > 500
-    on_disk = json.loads(paths["json"].read_text())
+    for path in (*paths.listed, paths.svg):
+        assert path.is_file() and path.stat().st_size > 500
+    on_disk = json.loads(paths.json.read_text())
     validate_report(on_disk)
     assert on_disk == json.loads(json.dumps(report))
 
@@ -130,12 +130,12 @@ def test_outcomes_of_best(written):
 
 def test_markdown_and_html(written):
     _, paths = written
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     for heading in ("## Scores", "## Process metrics", "## Training route", "## Timeline",
                     "## Failures", "## Outcomes of the best submission"):
         assert heading in md
     assert "![Score over time](score_over_time.svg)" in md
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert "<script src" not in html and "http://" not in html.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
@@ -144,7 +144,7 @@ def test_markdown_and_html(written):
     assert len(re.findall(r'class="sub invalid', svg)) == 3
     assert 'class="baseline"' in svg and 'class="best"' in svg
     assert svg.count("<line x1=") >= 9  # CI whiskers present
-    assert paths["svg"].read_text().startswith("<svg xmlns=")
+    assert paths.svg.read_text().startswith("<svg xmlns=")
 
 
 def test_report_is_deterministic(pristine_run, maker, tmp_path):
@@ -273,8 +273,8 @@ def test_l3_episode_outcomes(fixture_run, maker):
     assert o["examples"][0]["steps"] == 7 and len(o["examples"][0]["trajectory"]) == 7
     assert o["examples"][0]["trajectory"][0] == {"action": "go north", "observation": "a room",
                                                  "reward": 0.0, "output": None}
-    assert "7 steps, reward 1.00" in paths["html"].read_text()
-    assert "episodes correct" in paths["md"].read_text()
+    assert "7 steps, reward 1.00" in paths.html.read_text()
+    assert "episodes correct" in paths.md.read_text()
 
 
 def test_html_escapes_agent_text(fixture_run, maker):
@@ -284,6 +284,6 @@ def test_html_escapes_agent_text(fixture_run, maker):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     maker.reseal(fixture_run)   # a record written so (sealed by the key holder)
     _, paths = write_report(fixture_run, fixture_run / "out")
-    html = paths["html"].read_text()
+    html = paths.html.read_text()
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more" in html

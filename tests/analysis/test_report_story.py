@@ -4,11 +4,13 @@ interruption and the time lost, and the time the agent actually ran; a budget le
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
+from a2c.analysis.record import RunRecord
 from a2c.analysis.report import build_report
 from a2c.analysis.report_pages import render_html, render_markdown
-from a2c.analysis.summary import agent_stretches
+from a2c.analysis.summary import Stretches, agent_stretches
 from a2c.timefmt import iso_utc
 
 T0 = 1_800_000_000.0
@@ -16,12 +18,12 @@ T0 = 1_800_000_000.0
 
 def _record(events):
     evs = [{"ts": iso_utc(T0 + t), "type": kind, "data": data} for t, kind, data in events]
-    exits = [e for e in evs if e["type"] == "agent_exited"]
-    return SimpleNamespace(
-        events=evs, rel_time=lambda ts: None if ts is None else round(ts - T0, 3),
-        agent_ended_at=T0 + 1000 if not exits else T0 + [t for t, k, _ in events
-                                                         if k == "agent_exited"][-1],
-        events_of=lambda kind: [e for e in evs if e["type"] == kind])
+    exits = [t for t, kind, _ in events if kind == "agent_exited"]
+    record = RunRecord(root=Path("."), run={}, events=evs, event_problems=[], journal=[],
+                       journal_problems=[])
+    record.clock_start = T0          # the budget clock from the run's start, for round numbers
+    record.agent_ended_at = T0 + (exits[-1] if exits else 1000)
+    return record
 
 
 def test_an_interruption_and_the_time_lost():
@@ -32,8 +34,8 @@ def test_an_interruption_and_the_time_lost():
         (500, "run_resumed", {"resume": 1}), (510, "agent_started", {"resumed": True}),
         (700, "agent_exited", {"returncode": 0}), (720, "run_finished", {})])
     out = agent_stretches(record)
-    assert out["agent_active_s"] == (300 - 10) + (700 - 510)
-    [gap] = out["interruptions"]
+    assert out.agent_active_s == (300 - 10) + (700 - 510)
+    [gap] = out.interruptions
     assert gap["resume"] == 1 and gap["t_s"] == 300 and gap["lost_s"] == 200
     assert gap["agent_relaunched"] is True
 
@@ -41,9 +43,9 @@ def test_an_interruption_and_the_time_lost():
 def test_no_interruption_and_no_agent():
     plain = _record([(0, "run_started", {}), (10, "agent_started", {}),
                      (400, "agent_exited", {}), (410, "run_finished", {})])
-    assert agent_stretches(plain) == {"interruptions": [], "agent_active_s": 390}
+    assert agent_stretches(plain) == Stretches([], 390)
     none = _record([(0, "run_started", {}), (5, "run_finished", {})])
-    assert agent_stretches(none)["agent_active_s"] is None
+    assert agent_stretches(none).agent_active_s is None
 
 
 def test_report_pages_say_unlimited_and_name_the_interruption(fixture_run):

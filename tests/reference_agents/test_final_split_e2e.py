@@ -63,7 +63,7 @@ def test_ref_sft_on_arith_strict_records_reports_and_verifies_the_final_split(tm
     assert f["selection_gap"] == pytest.approx(summary["selection_gap"])
     assert report["improvement"]["paired_interval"]["n_items"] == 50
     assert report["provenance"]["not_derived"] == []
-    md = paths["md"].read_text()
+    md = paths.md.read_text()
     assert "**Final split**" in md and "paired over the same items" in md
     print(f"feedback {f['feedback_score']} vs baseline {f['feedback_baseline']}; final "
           f"{f['score']} vs baseline {f['baseline']}; selection gap {f['selection_gap']}; "
