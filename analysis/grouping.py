@@ -50,10 +50,8 @@ def _label(value: Any) -> str | None:
 
 def config_values(header: RunHeader, info: RunInfo) -> dict[str, str | None]:
     """The run's CONFIG_KEYS as comparable strings (canonical JSON for mappings)."""
-    options = info.options if isinstance(info.options, dict) else {}
-    params = options.get("agent_params") if isinstance(options.get("agent_params"), dict) \
-        else None
-    env = options.get("agent_env") if isinstance(options.get("agent_env"), dict) else None
+    params = info.options.agent_params if isinstance(info.options.agent_params, dict) else None
+    env = info.options.agent_env if isinstance(info.options.agent_env, dict) else None
     if params is None and env:   # an older record: its knobs were variables
         legacy = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
     else:

@@ -97,7 +97,7 @@ def summarise(run_dir: Path) -> RunRow:
     baseline = record.baseline_score
     subs = submission_rows(record, baseline)
     metrics = process_metrics(record, rows_as_dicts(subs), baseline, header.to_dict())
-    best = max((s.score for s in subs if s.counts), default=None)
+    best = max((s.score for s in subs if s.counted), default=None)
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
     fields = header.to_dict()

@@ -10,7 +10,7 @@ from typing import Any
 from a2c.contracts.records import Record
 
 from .record import RunRecord
-from .summary import SubmissionRow
+from .rows import SubmissionRow
 from .values import clip, finite, rounded
 
 MAX_EXAMPLES = 3

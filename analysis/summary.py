@@ -13,6 +13,7 @@ from a2c.modes import FREE
 from a2c.timefmt import iso_utc
 
 from .record import RunRecord
+from .rows import SubmissionRow
 from .values import finite
 
 
@@ -131,40 +132,6 @@ def base_model_name(value: Any) -> Any:
             return f"path:{spec['path']}"
         return json.dumps(value, sort_keys=True)
     return value
-
-
-@dataclass
-class SubmissionRow(Record):
-    """One row of the report's `submissions` (its JSON, in this order): a submission as the
-    record gives it, on the agent's clock, with the best score so far and whether it improved
-    on it."""
-
-    id: str
-    index: int
-    t_s: float | None
-    received_at: str | None
-    scored_at: str | None
-    scored: bool
-    valid: bool
-    score: float | None
-    ci95: list[float] | None
-    error: str | None
-    duplicate_of: str | None
-    base_copy: bool
-    note: str | None
-    model_path: str | None
-    weights_hash: str | None
-    elapsed_s: float | None
-    backend: str | None
-    result_file: str | None
-    snapshot: str | None
-    best_so_far: float | None
-    improved: bool
-
-    @property
-    def counts(self) -> bool:
-        """A valid score of the agent's own model (a copy of the base model never counts)."""
-        return self.valid and self.score is not None and not self.base_copy
 
 
 def submission_rows(record: RunRecord, baseline: float | None) -> list[SubmissionRow]:

@@ -35,7 +35,7 @@ from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
 )
 
 from .record import RunRecord, sid
-from .summary import SubmissionRow
+from .rows import SubmissionRow
 
 
 def statement(interval: dict[str, Any] | None) -> str:
@@ -207,7 +207,7 @@ def leaderboard_values(record: RunRecord, subs: list[SubmissionRow]) -> dict[str
     """One run's leaderboard values: `final` (the final split's score, None without one),
     `selection_gap`, `not_derived` (how many of its submissions are not derived from the base),
     and `improvement_paired` (the paired interval of its best − baseline, for a group of one)."""
-    valid = [s for s in subs if s.counts]
+    valid = [s for s in subs if s.counted]
     best = max(valid, key=lambda s: (s.score, -s.index), default=None)
     final = final_split(record) or {}
     return {"final": final.get("score"), "selection_gap": final.get("selection_gap"),

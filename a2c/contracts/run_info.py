@@ -103,7 +103,8 @@ class RunSettings(Record):
 
     use_bwrap: bool | None = None               # local backend: None = where available
     snapshot_every_s: float | None = None       # None: runtime/run/context.py's default
-    agent_params: dict[str, Any] = field(default_factory=dict)
+    # None: a record from before agent params (its knobs were agent_env variables)
+    agent_params: dict[str, Any] | None = None
     agent_env: dict[str, str] = field(default_factory=dict)
     meta_every_s: float | None = optional()     # run_meta.json in the workspace
     heartbeat_every_s: float | None = optional()
