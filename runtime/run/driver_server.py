@@ -238,24 +238,33 @@ def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None,
                                        or DEFAULT_STARTUP_TIMEOUT_S)}
 
 
-EXCEPTION_LINE = re.compile(r"^(?:\([^)]*\)\s*)?(?:[\w.]+\.)?\w*(?:Error|Exception|Exit)\b:? ")
-# (an engine process's lines come prefixed with its name: "(EngineCore_DP0 pid=7) ValueError: ...")
+# a line as vLLM logs it: "(EngineCore_DP0 pid=7) ERROR 12-05 03:00:00 [core.py:708] <text>"
+LOG_PREFIX = r"^(?:\([^)]*\)\s*)?(?:(?:ERROR|WARNING|INFO|DEBUG)\s+\S+\s+\S+\s+\[[^\]]*\]\s*)?"
+EXCEPTION_LINE = re.compile(LOG_PREFIX + r"((?:[\w.]+\.)?\w*(?:Error|Exception): .*)")
+ENGINE_DEAD = ("EngineCore failed to start", "Engine core initialization failed")
 
 
 def failure_line(log_tail: str) -> str:
-    """The line of a server's log that says why it stopped: the last exception line of a
-    traceback (`ValueError: ...`, the cause as Python words it), else the first line vLLM
-    logged as an ERROR, else the last line (a Python warning printed at exit would hide the
-    cause behind it). At most 200 characters."""
+    """The line of a server's log that says why it stopped: the last exception of a traceback
+    (`RuntimeError: ...`, the cause as Python words it, without vLLM's log prefix; the
+    SystemExit of its shutdown is not one), else the first line vLLM logged as an ERROR, else
+    the last line (a Python warning printed at exit would hide the cause behind it). At most
+    200 characters."""
     lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
     # only what this start wrote (the log is appended to by each start of a resumed run)
     starts = [i for i, line in enumerate(lines) if line.startswith("a2c: starting ")]
     lines = lines[starts[-1] + 1:] if starts else lines
-    exceptions = [line for line in lines if EXCEPTION_LINE.match(line)]
+    exceptions = [m.group(1) for m in map(EXCEPTION_LINE.match, lines) if m]
     errors = [line for line in lines if " ERROR " in f" {line} " or line.startswith("ERROR")]
     found = exceptions[-1] if exceptions else errors[0] if errors else \
         (lines[-1] if lines else "")
     return found[:200]
+
+
+def engine_dead(log_text: str) -> bool:
+    """Whether vLLM logged that its engine failed to start: its API server process can live on
+    after that without ever serving (measured: 13 minutes, until a2c's startup timeout)."""
+    return any(marker in log_text for marker in ENGINE_DEAD)
 
 
 def free_port() -> int:
@@ -311,6 +320,7 @@ class VllmServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as fh:
             fh.write(f"a2c: starting {' '.join(argv)}\n".encode())
+            started_at = fh.tell()        # what this start logs comes after
         try:
             self.process = HostProcess.spawn(argv, what="driver's vLLM server", log=self.log,
                                              env=self.env())
@@ -322,12 +332,16 @@ class VllmServer:
         deadline = time.monotonic() + timeout
         models = None
         while models is None:
-            if not self.process.alive():
-                rc = self.process.returncode
+            dead = engine_dead(self._logged_since(started_at))
+            if dead or not self.process.alive():
+                time.sleep(1.0 if dead else 0)   # (the traceback's last lines)
+                rc = self.process.returncode if not self.process.alive() else None
                 self.stop()      # what it started in its group goes with it
                 last = failure_line(read_tail(self.log, 65536))
-                raise RunError(f"the driver's vLLM server exited with status {rc} before it "
-                               f"served {self.plan['served_model_name']} (log {self.keep_log()}"
+                how = f"exited with status {rc}" if rc is not None else \
+                    "reported that its engine failed to start"
+                raise RunError(f"the driver's vLLM server {how} before it served "
+                               f"{self.plan['served_model_name']} (log {self.keep_log()}"
                                + (f": {last}" if last else "") + "); fix what it says, or the "
                                "vllm args in the drivers file")
             if time.monotonic() >= deadline:
@@ -345,6 +359,15 @@ class VllmServer:
         self.info = {"url": base, "pid": self.process.pid, "version": version,
                      "argv": argv[1:], "max_model_len": models.get("max_model_len")}
         return self.info
+
+    def _logged_since(self, offset: int, limit: int = 65536) -> str:
+        """The last `limit` bytes the server logged after `offset` (this start's lines)."""
+        try:
+            with open(self.log, "rb") as fh:
+                fh.seek(max(offset, fh.seek(0, os.SEEK_END) - limit))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def keep_log(self) -> Path:
         """The server's log where it outlives the run directory (a fresh run whose pre-flight
@@ -380,9 +403,13 @@ class VllmServer:
 
     def stop(self) -> None:
         """SIGTERM to the server's process group (its engine workers with it), SIGKILL after
-        STOP_GRACE_S."""
+        STOP_GRACE_S; at once when the wait is interrupted (a second Ctrl-C, or `timeout`
+        passing its SIGINT on while a2c is already stopping: a server whose engine had died
+        ignored the SIGTERM and was left running)."""
         if self.process is not None:
+            process, self.process = self.process, None
             try:
-                self.process.stop(STOP_GRACE_S)
-            finally:
-                self.process = None
+                process.stop(STOP_GRACE_S)
+            except BaseException:
+                process.kill(wait=1.0)
+                raise

@@ -10,7 +10,8 @@ Its argv and CUDA_VISIBLE_DEVICES go to stdout (the run's logs/driver-server.log
 one child in its process group (as vLLM starts its engine core) whose pid it prints, so a test
 can check that stopping the server leaves no process behind.
 
-Modes: `exit` exits with status 3 at once; `sick` answers /health with 503 for ever.
+Modes: `exit` exits with status 3 at once; `sick` answers /health with 503 for ever;
+`engine-dead` logs vLLM's engine failure and then neither serves nor exits (as vLLM was seen to).
 """
 
 from __future__ import annotations
@@ -49,14 +50,22 @@ def main(argv: list[str]) -> int:
           flush=True)
     if mode == "exit":
         # a real one's tail: the engine's ERROR line, its traceback, then a warning at exit
-        print("(EngineCore_DP0 pid=1) ERROR 12-05 03:00:00 [core.py:708] EngineCore failed to "
-              "start.\nTraceback (most recent call last):\n  File \"core.py\", line 1\n"
+        print("(EngineCore_DP0 pid=1) ERROR 12-05 03:00:00 [core.py:708] Engine process "
+              "failed.\nTraceback (most recent call last):\n  File \"core.py\", line 1\n"
               "ValueError: the model does not fit (fake)\n/usr/lib/python3.11/multiprocessing/"
               "resource_tracker.py:254: UserWarning: resource_tracker: There appear to be 1 "
               "leaked semaphore objects to clean up at shutdown", flush=True)
         return 3
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     print(f"FAKE_CHILD {child.pid}", flush=True)
+    if mode == "engine-dead":     # vLLM's engine fails, its API server lives on, never serving
+        print("(EngineCore_DP0 pid=1) ERROR 12-05 04:08:23 [core.py:1510] EngineCore failed to "
+              "start.\n(EngineCore_DP0 pid=1) ERROR 12-05 04:08:23 [core.py:1510] RuntimeError: "
+              "Worker failed with error 'ImportError: /root/.cache/vllm/torch_compile_cache/x.so:"
+              " file too short'\nSystemExit: ", flush=True)
+        import time
+        time.sleep(600)
+        return 1
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):

