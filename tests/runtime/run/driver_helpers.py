@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -109,3 +110,14 @@ def fake_model(tmp_path: Path, model_type: str = "qwen2", **config) -> Path:
     (folder / "generation_config.json").write_text(json.dumps(
         {"temperature": 0.7, "top_p": 0.8, "bos_token_id": 1}))
     return folder
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    """Whether process `pid` is gone within `seconds` (a group's SIGTERM takes a moment to land
+    on a loaded machine)."""
+    deadline = time.monotonic() + seconds
+    while not process_gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

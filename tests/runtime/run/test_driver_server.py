@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from driver_helpers import fake_model, process_gone
+from driver_helpers import fake_model, gone_within, process_gone
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
@@ -36,15 +36,6 @@ AGENT = {"driver": {"default": "x", "wire": "openai-chat"}}
 
 
 _model = fake_model
-
-
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not process_gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 # ----------------------------------------------------------------------------- families
@@ -249,7 +240,7 @@ def test_a_server_that_never_becomes_healthy_is_stopped(tmp_path, drivers):
     assert time.monotonic() - t0 < 30
     log = ds.log_path(run_dir).read_text()
     child = int(re.search(r"FAKE_CHILD (\d+)", log).group(1))
-    assert _gone_within(child, 5)      # (the group's SIGTERM lands; a loaded machine is slow)
+    assert gone_within(child, 5)      # (the group's SIGTERM lands; a loaded machine is slow)
 
 
 # ----------------------------------------------------------------------------- the server
@@ -267,7 +258,7 @@ def test_a_server_whose_engine_failed_is_stopped_at_once(tmp_path, drivers):
     text = str(err.value)
     assert "reported that its engine failed to start" in text and "file too short" in text
     child = int(re.search(r"FAKE_CHILD (\d+)", ds.log_path(run_dir).read_text()).group(1))
-    assert _gone_within(child, 5)
+    assert gone_within(child, 5)
     Path(re.search(r"\(log (\S+?):", text).group(1)).unlink()
 
 
@@ -285,7 +276,7 @@ def test_an_interrupt_while_stopping_kills_the_server_at_once(tmp_path, drivers,
     monkeypatch.setattr(process, "stop", interrupted)
     with pytest.raises(KeyboardInterrupt):
         server.stop()
-    assert _gone_within(process.pid, 5) and _gone_within(child, 5)
+    assert gone_within(process.pid, 5) and gone_within(child, 5)
     assert server.process is None
 
 
@@ -334,7 +325,7 @@ def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, 
     finally:
         server.stop()
     # SIGTERM to the group: its engine child too (it may take a moment to die once signalled)
-    assert process_gone(pid) and _gone_within(child, 5.0)
+    assert process_gone(pid) and gone_within(child, 5.0)
 
 
 # ----------------------------------------------------------------------------- through the run

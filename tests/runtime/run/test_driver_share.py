@@ -16,12 +16,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from driver_helpers import fake_model as _model
-from driver_helpers import process_gone
+from driver_helpers import gone_within, process_gone
 from test_driver_server import AGENT
 
 from a2c.contracts.run_paths import RunPaths
@@ -42,15 +41,6 @@ def _starter(plan):
     return start
 
 
-def _wait_gone(pid: int, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not process_gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_the_second_run_attaches_and_the_last_to_leave_stops_it(tmp_path, drivers):
     plan = ds.plan(str(_model(tmp_path)), [], seed=3)
     share = tmp_path / "share"
@@ -66,7 +56,7 @@ def test_the_second_run_attaches_and_the_last_to_leave_stops_it(tmp_path, driver
     child = _children(log)[0]
     assert not process_gone(child)
     assert second.release()                              # the last one stops it
-    assert _wait_gone(child) and not first.state_file.exists()
+    assert gone_within(child, 20) and not first.state_file.exists()
 
 
 def test_a_run_that_dies_without_leaving_does_not_keep_the_server(tmp_path, drivers):
@@ -93,7 +83,7 @@ def test_a_run_that_dies_without_leaving_does_not_keep_the_server(tmp_path, driv
         proc.wait(10)
         child = _children(mine.dir / "server.log")[0]
         assert mine.release()                    # the dead run's lease is stale
-        assert _wait_gone(child)
+        assert gone_within(child, 20)
         assert not (mine.dir / "leases" / "run-dead").exists()
     finally:
         proc.kill()
@@ -113,7 +103,7 @@ def test_a_sweep_hold_keeps_the_server_between_trials_and_stops_it_at_the_end(tm
         assert not two.release()
         child = _children(one.dir / "server.log")[0]
         assert not process_gone(child)
-    assert _wait_gone(child)                     # the sweep's end stops what is idle
+    assert gone_within(child, 20)                     # the sweep's end stops what is idle
     assert driver_share.stop_idle(share) == []
 
 
@@ -152,7 +142,7 @@ def test_shared_runs_record_the_share_and_one_server(tmp_path, drivers):
             gw.stop()
     logs = list(share.glob("*/*/server.log"))
     assert len(logs) == 1 and len(_children(logs[0])) == 1
-    assert _wait_gone(_children(logs[0])[0])
+    assert gone_within(_children(logs[0])[0], 20)
 
 
 def test_sharing_is_for_a_server_a2c_starts(tmp_path):
