@@ -45,7 +45,7 @@ def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
     paths.driver.mkdir(mode=0o700, exist_ok=True)
     server = None
     if is_served(driver):
-        from a2c.runtime.run.driver_server import plan
+        from a2c.runtime.run.driver_plan import plan
         need = ((agent or {}).get("driver") or {}).get("context_min")
         server = plan(driver.split("/", 1)[1], list(gpus or []), seed,
                       context_min=need, scaffold=str((agent or {}).get("id") or "the scaffold"))

