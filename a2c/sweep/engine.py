@@ -141,6 +141,96 @@ def _log_tail(path: Path, lines: int = 3) -> str:
     return " | ".join(line.strip()[:160] for line in text[-lines:])
 
 
+@dataclass
+class _Sweep:
+    """What one sweep's loop carries between its steps: the queue, the trials in flight, the
+    resumes spent, and Ray's pieces (the trial task, the grader-device holder)."""
+
+    ray: Any
+    runs_dir: Path
+    verify: Verifier
+    on_event: Event
+    no_bwrap: bool
+    command: list[str] | None
+    result: SweepResult
+    run_a2c: Any = None
+    holder_cls: Any = None
+    max_resumes: int = 1
+    queue: list[tuple[TrialPlan, str, int]] = field(default_factory=list)
+    flights: dict[Any, Flight] = field(default_factory=dict)
+    resumes: dict[str, int] = field(default_factory=dict)
+
+    def log(self, plan: TrialPlan, attempt: int) -> Path:
+        return self.runs_dir / LOG_DIR / "logs" / f"{plan.id}.{attempt}.log"
+
+    def submit(self, plan: TrialPlan, action: str, attempt: int) -> None:
+        """The trial's placement group (the agent's bundle, the grader's), then its task."""
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+        if action == FRESH:
+            move_aside(plan.run_dir)
+            argv = plan.run_argv(no_bwrap=self.no_bwrap)
+        else:
+            argv = plan.resume_argv()
+        res = plan.trial.resources or {}
+        agent = dict(res.get("agent") or {"CPU": 1.0})
+        grader = dict(res.get("grader") or {})
+        bundles = [agent] + ([grader] if grader else [])
+        pg = placement_group(bundles, strategy="STRICT_PACK", name=f"a2c-{plan.id}"[:60])
+        holder, devices = None, None
+        if grader.get("GPU"):
+            holder = self.holder_cls.options(
+                num_gpus=grader["GPU"], scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    pg, placement_group_bundle_index=1)).remote()
+            devices = holder.gpu_ids.remote()
+        log = self.log(plan, attempt)
+        ref = self.run_a2c.options(
+            num_cpus=agent.get("CPU", 0), num_gpus=agent.get("GPU", 0),
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                pg, placement_group_bundle_index=0)).remote(argv, str(log), devices,
+                                                            os.getcwd(), self.command)
+        self.flights[ref] = Flight(plan, action, attempt, time.time(), pg, holder)
+        self.result.ran.append(plan.id)
+        self.on_event("running", plan, {"action": action, "attempt": attempt, "log": str(log)})
+
+    def settle(self, ref: Any) -> None:
+        """A trial's task returned: its outcome, or a resume queued when the run did not end."""
+        from ray.util.placement_group import remove_placement_group
+        ray = self.ray
+        flight = self.flights.pop(ref)
+        plan = flight.plan
+        crash = None
+        info: dict = {}
+        try:
+            info = ray.get(ref)
+        except ray.exceptions.RayError as exc:       # node lost, worker killed, ...
+            crash = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
+        finally:
+            if flight.holder is not None:
+                ray.kill(flight.holder)
+            remove_placement_group(flight.pg)
+        state = read_state(plan.run_dir)
+        if state.action == DONE:
+            out = outcome(plan.run_dir, self.verify)
+        elif state.action == RESUME and self.resumes.get(plan.id, 0) < self.max_resumes:
+            self.resumes[plan.id] = self.resumes.get(plan.id, 0) + 1
+            self.queue.append((plan, RESUME, flight.attempt + 1))
+            self.on_event("queued", plan, {"action": RESUME, "why": crash or
+                                           f"a2c run exited {info.get('returncode')}"})
+            return
+        else:
+            why = crash or (f"a2c run exited {info.get('returncode')} "
+                            f"({'no run record' if state.action == FRESH else 'run not ended'})")
+            tail = _log_tail(self.log(plan, flight.attempt))
+            out = {"status": "failed", "reason": why + (f": {tail}" if tail else ""),
+                   "run_status": state.run_status, "best_score": None,
+                   "baseline_score": None}
+        out["seconds"] = round(time.time() - flight.started, 1)
+        out["attempts"] = flight.attempt + 1
+        self.result.outcomes[plan.id] = out
+        self.on_event("ended", plan, out)
+
+
 def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: Path,
               verify: Verifier, on_event: Event, max_concurrent: int = 1, max_resumes: int = 1,
               no_bwrap: bool = False, poll_s: float = 1.0,
@@ -160,80 +250,17 @@ def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: 
         else:
             queue.append((plan, state.action, 0))
             on_event("queued", plan, {"action": state.action})
-    flights: dict[Any, Flight] = {}
-    resumes: dict[str, int] = {}
     if not queue:
         return result
     ray = connect_ray()
-    from ray.util.placement_group import placement_group, remove_placement_group
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-    run_a2c = _trial_task(ray)
-    holder_cls = _grader_device(ray)
-
-    def submit(plan: TrialPlan, action: str, attempt: int) -> None:
-        if action == FRESH:
-            move_aside(plan.run_dir)
-            argv = plan.run_argv(no_bwrap=no_bwrap)
-        else:
-            argv = plan.resume_argv()
-        res = plan.trial.resources or {}
-        agent = dict(res.get("agent") or {"CPU": 1.0})
-        grader = dict(res.get("grader") or {})
-        bundles = [agent] + ([grader] if grader else [])
-        pg = placement_group(bundles, strategy="STRICT_PACK", name=f"a2c-{plan.id}"[:60])
-        holder, devices = None, None
-        if grader.get("GPU"):
-            holder = holder_cls.options(
-                num_gpus=grader["GPU"], scheduling_strategy=PlacementGroupSchedulingStrategy(
-                    pg, placement_group_bundle_index=1)).remote()
-            devices = holder.gpu_ids.remote()
-        log = runs_dir / LOG_DIR / "logs" / f"{plan.id}.{attempt}.log"
-        ref = run_a2c.options(
-            num_cpus=agent.get("CPU", 0), num_gpus=agent.get("GPU", 0),
-            scheduling_strategy=PlacementGroupSchedulingStrategy(
-                pg, placement_group_bundle_index=0)).remote(argv, str(log), devices,
-                                                            os.getcwd(), command)
-        flights[ref] = Flight(plan, action, attempt, time.time(), pg, holder)
-        result.ran.append(plan.id)
-        on_event("running", plan, {"action": action, "attempt": attempt, "log": str(log)})
-
-    while queue or flights:
-        while queue and len(flights) < max_concurrent:
-            submit(*queue.pop(0))
-        ready, _ = ray.wait(list(flights), num_returns=1, timeout=poll_s)
+    sweep = _Sweep(ray, runs_dir, verify, on_event, no_bwrap, command, result,
+                   run_a2c=_trial_task(ray), holder_cls=_grader_device(ray), queue=queue,
+                   max_resumes=max_resumes)
+    while sweep.queue or sweep.flights:
+        while sweep.queue and len(sweep.flights) < max_concurrent:
+            sweep.submit(*sweep.queue.pop(0))
+        ready, _ = ray.wait(list(sweep.flights), num_returns=1, timeout=poll_s)
         on_event("tick", None, {})
         for ref in ready:
-            flight = flights.pop(ref)
-            plan = flight.plan
-            crash = None
-            info: dict = {}
-            try:
-                info = ray.get(ref)
-            except ray.exceptions.RayError as exc:       # node lost, worker killed, ...
-                crash = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
-            finally:
-                if flight.holder is not None:
-                    ray.kill(flight.holder)
-                remove_placement_group(flight.pg)
-            state = read_state(plan.run_dir)
-            log = runs_dir / LOG_DIR / "logs" / f"{plan.id}.{flight.attempt}.log"
-            if state.action == DONE:
-                out = outcome(plan.run_dir, verify)
-            elif state.action == RESUME and resumes.get(plan.id, 0) < max_resumes:
-                resumes[plan.id] = resumes.get(plan.id, 0) + 1
-                queue.append((plan, RESUME, flight.attempt + 1))
-                on_event("queued", plan, {"action": RESUME, "why": crash or
-                                          f"a2c run exited {info.get('returncode')}"})
-                continue
-            else:
-                why = crash or (f"a2c run exited {info.get('returncode')} "
-                                f"({'no run record' if state.action == FRESH else 'run not ended'})")
-                tail = _log_tail(log)
-                out = {"status": "failed", "reason": why + (f": {tail}" if tail else ""),
-                       "run_status": state.run_status, "best_score": None,
-                       "baseline_score": None}
-            out["seconds"] = round(time.time() - flight.started, 1)
-            out["attempts"] = flight.attempt + 1
-            result.outcomes[plan.id] = out
-            on_event("ended", plan, out)
+            sweep.settle(ref)
     return result
