@@ -7,15 +7,18 @@ and every call of the run was refused. So a gateway whose upstream reports its c
 GET /v1/models carries `max_model_len` per model: a `vllm/` driver a2c serves, or a `local/`
 server the user runs) lowers every cap it forwards to what the context leaves after the input:
 
-- a Chat Completions call is counted exactly: vLLM's POST /tokenize takes the request's own
+- a call whose wire has a token-counting route the server serves is counted there, exactly:
+  an Anthropic Messages call by vLLM's POST /v1/messages/count_tokens (the same conversion and
+  chat template as the call itself; the wire's own `count_request`), no margin;
+- a Chat Completions call is counted exactly too: vLLM's POST /tokenize takes the request's own
   `messages` and `tools` and renders them with the chat template the call will be rendered
   with, so the count is the prompt the server will see (no margin);
-- any other wire's input (Anthropic Messages, Responses: vLLM converts them to a chat request
-  of its own) is counted by the server's tokenizer on the compact JSON the gateway forwards,
+- any other input (a Responses call: vLLM serves no counting route for it; a server without
+  those routes) is counted by the server's tokenizer on the compact JSON the gateway forwards,
   plus CONTEXT_MARGIN for the chat template's role markers and tool preamble. The JSON holds
   every string of the request (escapes and keys only add tokens), so the count is at least the
-  prompt's in practice (Claude Code's first request: 14,402 counted, 5,873 served); it is an
-  estimate, and a call it underestimates still gets the server's own refusal;
+  prompt's in practice (Claude Code's first request: 14,402 counted as JSON, 5,873 served); it
+  is an estimate, and a call it underestimates still gets the server's own refusal;
 - where the server has no /tokenize, the cap is lowered to the context itself (a cap no model
   call can pass), not below.
 
@@ -95,6 +98,24 @@ def count_chat(upstream: Upstream, model: str, forward: bytes,
     return _count(_ask(upstream, "POST", "/tokenize", json.dumps(ask).encode(), key))
 
 
+def count_by_route(upstream: Upstream, wire: str, forward: bytes, path: str,
+                   key: str | None = None) -> int | None:
+    """The input's exact count from the wire's own counting route (a2c.wires `count_request`:
+    Anthropic's /v1/messages/count_tokens, which vLLM serves); None without one, or when the
+    server does not answer it."""
+    from a2c.wires import WIRES
+    spoken = WIRES.get(wire)
+    try:
+        body = json.loads(forward)
+    except ValueError:
+        return None
+    asked = spoken.count_request(body, path) if spoken and isinstance(body, dict) else None
+    if asked is None:
+        return None
+    target, data = asked
+    return spoken.count_of(_ask(upstream, "POST", target, json.dumps(data).encode(), key))
+
+
 def count_input(upstream: Upstream, model: str, forward: bytes,
                 key: str | None = None) -> int | None:
     """The server's token count of the forwarded JSON (POST /tokenize), None without one."""
@@ -115,13 +136,15 @@ def cap_limit(context: int, counted: int | None,
 
 
 def context_room(upstream: Upstream, model: str, context: int, forward: bytes,
-                 key: str | None = None, wire: str | None = None) -> tuple[int, int, int | None]:
+                 key: str | None = None, wire: str | None = None,
+                 path: str = "") -> tuple[int, int, int | None]:
     """(the served context, the largest cap it holds after this input, the estimate): what
-    admission lowers a cap to (admission.admit's `context`). A Chat Completions call is
-    counted exactly; any other (or one the chat form cannot count) as its JSON."""
-    if wire == CHAT_WIRE:
+    admission lowers a cap to (admission.admit's `context`). Counted exactly where the server
+    can (the wire's counting route; the chat form of /tokenize), else as its JSON."""
+    exact = count_by_route(upstream, wire, forward, path, key) if wire else None
+    if exact is None and wire == CHAT_WIRE:
         exact = count_chat(upstream, model, forward, key)
-        if exact is not None:
-            return (context, *cap_limit(context, exact, margin=0))
+    if exact is not None:
+        return (context, *cap_limit(context, exact, margin=0))
     limit, estimate = cap_limit(context, count_input(upstream, model, forward, key))
     return context, limit, estimate

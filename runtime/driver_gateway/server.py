@@ -183,7 +183,7 @@ class _Handler(BoundedHandler, Handler):
             except strict.Unreadable as exc:
                 return refuse(400, "bad_request", f"a2c driver gateway: {exc}", model=model,
                               stream=stream)
-            room = partial(st.context_room, wire=rt.wire) if st.context else None
+            room = partial(st.context_room, wire=rt.wire, path=path) if st.context else None
             got = admission.admit(st.ledger, rt.wire, parsed, reading, stream,
                                   st.upstream.timeout, st.bounded,
                                   lambda: self._count_input(st, rt, path, parsed), room)

@@ -56,8 +56,8 @@ class GatewayState:
                   + (" tokens: output caps are lowered to fit it" if self.context else ""),
                   flush=True)
 
-    def context_room(self, forward: bytes, bound: int, cap: int,
-                     wire: str | None = None) -> tuple[int, int, int | None]:
+    def context_room(self, forward: bytes, bound: int, cap: int, wire: str | None = None,
+                     path: str = "") -> tuple[int, int, int | None]:
         """(the served context, the largest output cap it holds after this forwarded input,
         the input estimate): admission lowers a call's cap to it (context.py). A call whose
         input bound (admission.input_estimate) and cap fit the context is not counted."""
@@ -65,7 +65,7 @@ class GatewayState:
         if bound + cap <= window:
             return window, cap, None
         return context_room(self.upstream, self.model, window, forward, self.provider_key,
-                            wire)
+                            wire, path)
 
     def model_ok(self, model: str) -> bool:
         """Exactly one of the run's pinned ids (gateway.json `models`): never by prefix."""

@@ -96,6 +96,9 @@ def main(argv: list[str]) -> int:
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            if self.path == "/v1/messages/count_tokens":    # Anthropic's counting route
+                return self._json(200, {"input_tokens": tokens(json.dumps(
+                    body.get("messages"), separators=(",", ":")))})
             if self.path == "/tokenize":
                 print("FAKE_TOKENIZE", flush=True)
                 # the chat form counts the messages as its chat route does (as vLLM's

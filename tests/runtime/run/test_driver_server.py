@@ -378,14 +378,19 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
         assert status == 200
         record = gw.server_record()
         server_pid = gw.server.process.pid
-        # a Chat Completions body is counted exactly (the chat form of /tokenize); any other
-        # wire's as its JSON, plus the margin for the template
+        # a Chat Completions body is counted exactly (the chat form of /tokenize), an Anthropic
+        # one by its counting route (vLLM serves /v1/messages/count_tokens); a Responses body
+        # (no counting route on vLLM) as its JSON, plus the margin for the template
         from a2c.runtime.driver_gateway import context as ctx_mod
         from a2c.runtime.driver_gateway.upstream import Upstream
         up = Upstream(url, 5.0, 5.0)
         forward = json.dumps({"model": "My-Model", "messages": messages}).encode()
         _, _, exact = ctx_mod.context_room(up, "My-Model", 2048, forward, wire="openai-chat")
-        _, _, as_json = ctx_mod.context_room(up, "My-Model", 2048, forward, wire="anthropic")
+        _, _, routed = ctx_mod.context_room(up, "My-Model", 2048, forward, wire="anthropic",
+                                            path="/v1/messages")
+        _, _, as_json = ctx_mod.context_room(up, "My-Model", 2048, forward,
+                                             wire="openai-responses", path="/v1/responses")
+        assert routed == exact
         assert as_json == len(forward) // 4 + ctx_mod.CONTEXT_MARGIN > exact
     finally:
         gw.stop()
@@ -404,7 +409,7 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
     log = ds.log_path(run_dir).read_text()
     assert "FAKE_CALL max_tokens=50" in log
     # the server counted the first call's input only: the second's bound and cap fit the context
-    # (the other two counts are the probes of the two ways of counting above)
+    # (the other two counts are the probes of /tokenize above)
     assert log.count("FAKE_TOKENIZE") == 3
 
 

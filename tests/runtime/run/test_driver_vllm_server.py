@@ -122,6 +122,11 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
             "model": name, "max_tokens": 4000, "temperature": 0,
             "messages": [{"role": "user", "content": "one two three " * 600
                           + "\nSay the word done."}]})
+        # the same over Anthropic Messages: counted by vLLM's /v1/messages/count_tokens
+        answers["clamped_anthropic"] = _call(run_dir, "/v1/messages", {
+            "model": name, "max_tokens": 4000, "temperature": 0,
+            "messages": [{"role": "user", "content": "one two three " * 600
+                          + "\nSay the word done."}]})
         calls_s = time.perf_counter() - t1
         record = gw.server_record()
     finally:
@@ -131,8 +136,8 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
     for what, (status, body) in answers.items():
         assert status == 200, (what, body)
     events = _events(run_dir)
-    assert len(events) == 4 and all(e["status"] == 200 for e in events)
-    chat, responses, anthropic, clamped = events
+    assert len(events) == 5 and all(e["status"] == 200 for e in events)
+    chat, responses, anthropic, clamped, clamped_anthropic = events
     # usage metered from the server's own counts
     assert chat["input_tokens"] == answers["chat"][1]["usage"]["prompt_tokens"]
     assert chat["output_tokens"] == answers["chat"][1]["usage"]["completion_tokens"]
@@ -145,9 +150,13 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
     # a Chat Completions call is counted exactly (the chat form of /tokenize renders what the
     # chat route will): the estimate is the server's own prompt count
     assert lowered["input_estimate"] == clamped["input_tokens"]
+    # an Anthropic call by the wire's counting route, which vLLM serves: exact as well
+    routed = clamped_anthropic["cap_lowered"]
+    assert routed["input_estimate"] == clamped_anthropic["input_tokens"]
+    assert routed["forwarded"] + clamped_anthropic["input_tokens"] <= CONTEXT
     assert clamped["output_tokens"] <= lowered["forwarded"]
     totals = read_totals(run_dir)
-    assert totals["calls"] == 4 and totals["usage_missing_calls"] == 0
+    assert totals["calls"] == 5 and totals["usage_missing_calls"] == 0
     from a2c.runtime.models import model_fingerprint, prepare_builtin
     assert record["weights"]["fingerprint"] == \
         model_fingerprint(prepare_builtin("smollm2-135m-instruct"))
