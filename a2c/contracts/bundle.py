@@ -166,31 +166,28 @@ class Bundle:
         return self.manifest["spec_hash"]
 
     @property
-    def task(self) -> dict[str, Any]:
+    def task(self) -> TaskSpec:
+        """The resolved task, typed (a2c.contracts.spec.TaskSpec)."""
         if self.kind != "Task":
             raise BundleError(f"{self.root}: is an {self.kind} bundle, not a task bundle")
-        return self.manifest["task"]
+        return TaskSpec.from_dict(self.manifest["task"])
 
     @property
-    def agent(self) -> dict[str, Any]:
-        """The resolved agent (an old manifest without an `agent` key is its own agent)."""
+    def agent(self) -> AgentSpec:
+        """The resolved agent, typed (an old manifest without an `agent` key is its own agent)."""
         if self.kind != "Agent":
             raise BundleError(f"{self.root}: is a {self.kind} bundle, not an agent bundle")
-        return self.manifest.get("agent", self.manifest)
+        return AgentSpec.from_dict(self.manifest.get("agent", self.manifest))
 
     @property
     def spec(self) -> TaskSpec | AgentSpec | SuiteSpec:
-        """The resolved spec, typed (a2c.contracts.spec), read from the manifest."""
-        body = self.agent if self.kind == "Agent" else self.manifest.get(self.kind.lower())
+        """The resolved spec of whichever kind the bundle is, typed (a2c.contracts.spec)."""
+        if self.kind == "Task":
+            return self.task
+        if self.kind == "Agent":
+            return self.agent
+        body = self.manifest.get(self.kind.lower())
         return SPEC_CLASSES[self.kind].from_dict(body if isinstance(body, dict) else {})
-
-    @property
-    def task_spec(self) -> TaskSpec:
-        return TaskSpec.from_dict(self.task)
-
-    @property
-    def agent_spec(self) -> AgentSpec:
-        return AgentSpec.from_dict(self.agent)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
