@@ -113,7 +113,7 @@ def task_services(task: TaskSpec):
     folder)."""
     import contextlib
 
-    services = [s.to_dict() for s in task.environment.services]
+    services = task.environment.services
     if not services:
         return contextlib.nullcontext()
     from a2c.runtime.env_services import env_services_running

@@ -223,7 +223,7 @@ def _services(task: TaskSpec, log_dir: Path):
     """The task's declared environment services, running for the rollouts (logs in `log_dir`)."""
     import contextlib
 
-    services = [s.to_dict() for s in task.environment.services]
+    services = task.environment.services
     if not services:
         return contextlib.nullcontext()
     from a2c.runtime.env_services import env_services_running

@@ -31,7 +31,7 @@ def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
     spec = GraderSpec.from_dict(grader)
     inference, params = spec.inference or {}, spec.params or {}
-    return {"grader": spec.get("kind"), "prompt_template": inference.get("prompt_template"),
+    return {"grader": spec.kind, "prompt_template": inference.get("prompt_template"),
             "chat_template": inference.get("chat_template", "auto"),
             "max_new_tokens": inference.get("max_new_tokens"),
             "answer_pattern": params.get("pattern")}

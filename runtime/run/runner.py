@@ -300,8 +300,8 @@ class Runner:
     def start_env_services(self) -> None:
         """Start the task's declared services (e.g. the WebShop server) before any grading."""
         paths = RunPaths(self.run_dir)   # (tests drive this method with a bare namespace)
-        task = read_manifest(paths.bundle, "Task").get("task") or {}
-        specs = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
+        task = TaskSpec.from_dict(read_manifest(paths.bundle, "Task").get("task") or {})
+        specs = task.environment.services
         if specs and self.env_services is None:
             from a2c.runtime.env_services import describe, start_env_services
             self.report("starting services: " + ", ".join(describe(s) for s in specs))
