@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from .row import MISSING, OK, WARN, Check, run_probe
 
+
 def _node_version() -> str:
     try:
         from a2c.runtime.scaffold_tools import NODE_VERSION

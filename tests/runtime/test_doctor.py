@@ -14,8 +14,7 @@ import pytest
 from a2c.cli import doctor
 from a2c.cli.main import main
 from a2c.runtime import preflight
-from a2c.runtime.preflight import demo, optional
-from a2c.runtime.preflight import GB, MISSING, OK, WARN, Check
+from a2c.runtime.preflight import GB, MISSING, OK, WARN, Check, demo, optional
 
 # every check function all_checks calls, as one fast row each: (name, required)
 FAKES = {"python_check": ("python and training stack", True),

@@ -15,8 +15,7 @@ import pytest
 from a2c.cli.main import main
 from a2c.errors import RunError
 from a2c.runtime import preflight
-from a2c.runtime.preflight import isolation
-from a2c.runtime.preflight import MISSING, OK, WARN, Check
+from a2c.runtime.preflight import MISSING, OK, WARN, Check, isolation
 
 ROWS = ("python and training stack", "bubblewrap", "cores and memory", "disk",
         "model smollm2-135m-instruct", "record key", "cgroup limits", "GPUs", "docker engine",
