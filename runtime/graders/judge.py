@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,39 @@ __all__ = ["JudgeClient", "JudgeConfig", "JudgeConfigError", "Judgment", "Pairwi
 
 # The judge's endpoint and key never come from the spec.
 FORBIDDEN_PARAMS = ("base_url", "api_key", "url", "endpoint", "key")
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    """The pairwise judge's parameters (the task's `grader.params`), each with its default once;
+    the compiler writes the ones it resolves (compiler/resolve.py DEFAULT_PARAMS)."""
+
+    judge_model: str | None = None
+    weighted: bool = True
+    max_failure_rate: float = 0.05
+    swap_positions: bool = True
+    length_controlled: bool = True
+    judge_template: str = "alpaca_eval"
+    max_output_tokens: int = 4
+    concurrency: int | None = None       # unset: the judge config's, else 4
+    max_retries: int = 5
+    backoff_s: float | None = None       # unset: the judge config's, else 1 s
+    max_backoff_s: float = 30.0
+    lc_l2: float = 1.0
+    cache: bool = True
+    cache_dir: str | None = None         # unset: $A2C_JUDGE_CACHE, else the a2c cache
+    reference_field: str = "answer"
+    instruction_field: str = "prompt"
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> JudgeParams:
+        """The spec's params, typed; `failure_threshold` is the older name of
+        `max_failure_rate`."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in params.items() if k in known}
+        if "max_failure_rate" not in values and "failure_threshold" in params:
+            values["max_failure_rate"] = params["failure_threshold"]
+        return cls(**values)
 
 
 @dataclass
@@ -96,24 +129,26 @@ class PairwiseJudgeGrader(Grader):
                               f"judge endpoint, key and model come from A2C_JUDGE_* environment "
                               f"variables or A2C_JUDGE_CONFIG")
         self.env = env
-        self.spec_judge_model = p.get("judge_model")
-        self.weighted = bool(p.get("weighted", True))
-        self.failure_threshold = float(p.get("max_failure_rate", p.get("failure_threshold", 0.05)))
-        self.swap_positions = bool(p.get("swap_positions", True))
-        self.length_controlled = bool(p.get("length_controlled", True))
-        self.template = p.get("judge_template", "alpaca_eval")
+        jp = JudgeParams.of(p)
+        self.spec_judge_model = jp.judge_model
+        self.weighted = bool(jp.weighted)
+        self.failure_threshold = float(jp.max_failure_rate)
+        self.swap_positions = bool(jp.swap_positions)
+        self.length_controlled = bool(jp.length_controlled)
+        self.template = jp.judge_template
         if self.template not in JUDGE_TEMPLATES:
             raise GraderError(f"pairwise_judge: unknown judge_template {self.template!r} "
                               f"(known: {', '.join(JUDGE_TEMPLATES)})")
-        self.max_output_tokens = int(p.get("max_output_tokens", 4))
-        self.concurrency = p.get("concurrency")
-        self.max_retries = int(p.get("max_retries", 5))
-        self.backoff_s = p.get("backoff_s")
-        self.max_backoff_s = float(p.get("max_backoff_s", 30.0))
-        self.lc_l2 = float(p.get("lc_l2", 1.0))
-        self.use_cache = bool(p.get("cache", True))
-        self.reference_field = p.get("reference_field", "answer")
-        self.instruction_field = p.get("instruction_field", "prompt")
+        self.max_output_tokens = int(jp.max_output_tokens)
+        self.concurrency = jp.concurrency
+        self.max_retries = int(jp.max_retries)
+        self.backoff_s = jp.backoff_s
+        self.max_backoff_s = float(jp.max_backoff_s)
+        self.lc_l2 = float(jp.lc_l2)
+        self.use_cache = bool(jp.cache)
+        self.cache_dir = jp.cache_dir
+        self.reference_field = jp.reference_field
+        self.instruction_field = jp.instruction_field
         self._client: JudgeClient | None = None
 
     def client(self) -> JudgeClient:
@@ -122,7 +157,7 @@ class PairwiseJudgeGrader(Grader):
             cache = None
             if self.use_cache:
                 env = os.environ if self.env is None else self.env
-                root = self.params.get("cache_dir") or setting("A2C_JUDGE_CACHE", env)
+                root = self.cache_dir or setting("A2C_JUDGE_CACHE", env)
                 if root:
                     cache = Path(root)
                 else:
