@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -140,30 +141,31 @@ MANIFEST_CLASSES: dict[str, type[BundleManifest]] = {
 
 @dataclass(frozen=True)
 class Bundle:
-    """A bundle folder and its manifest (`manifest` is the raw dict, `record` the typed one)."""
+    """A bundle folder and its manifest (`manifest` is the JSON as read, `record` the typed
+    manifest, parsed once)."""
 
     root: Path
     manifest: dict[str, Any]
 
-    @property
+    @cached_property
     def record(self) -> BundleManifest:
         return BundleManifest.from_dict(self.manifest)
 
     @property
     def id(self) -> str:
-        return self.manifest["id"]
+        return self.record.id
 
     @property
     def kind(self) -> str:
-        return self.manifest["kind"]
+        return self.record.kind
 
     @property
     def digest(self) -> str:
-        return self.manifest["digest"]
+        return self.record.digest
 
     @property
     def spec_hash(self) -> str:
-        return self.manifest["spec_hash"]
+        return self.record.spec_hash
 
     @property
     def task(self) -> TaskSpec:
@@ -198,7 +200,7 @@ class Bundle:
 
     def problems(self) -> list[tuple[str, str]]:
         """(path, what) for every file that is missing, changed or (closed kinds) unlisted."""
-        files: dict[str, str] = self.manifest.get("files") or {}
+        files = self.record.files
         out = []
         for relative, expected in sorted(files.items()):
             path = self.root / relative
@@ -212,7 +214,7 @@ class Bundle:
                 relative = path.relative_to(self.root).as_posix()
                 if relative not in listed and "__pycache__" not in relative:
                     out.append((relative, "not in the manifest"))
-        if bundle_digest(self.manifest.get("spec_hash", ""), files) != self.manifest.get("digest"):
+        if bundle_digest(self.spec_hash, files) != self.digest:
             out.append((MANIFESTS[self.kind], "digest does not match the files"))
         return out
 
