@@ -348,10 +348,10 @@ def test_docker_backend_takes_npm_and_pip_scaffolds_and_refuses_install_commands
     before anything is written, with the command named and the way out."""
     import json
 
+    from a2c.contracts.spec import AgentSpec, TaskSpec
     from a2c.errors import RunError
     from a2c.paths import project_root
     from a2c.runtime.run import RunOptions
-    from a2c.contracts.spec import AgentSpec, TaskSpec
     from a2c.runtime.run.prepare import _check_task_and_agent
     gen = project_root() / "generated"
     task = TaskSpec.from_dict(json.loads((gen / "arith" / "bundle.json").read_text())["task"])
