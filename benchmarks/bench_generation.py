@@ -35,11 +35,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime.data import load_split
     from a2c.runtime.inference import GenerationSettings, load_backend
 
     task, bundle_root = arith_task()
-    records = load_split(task, "heldout", bundle_root)[: args.n]
+    records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
     inference = {k: v for k, v in task["grader"].get("inference", {}).items()
                  if k not in ("backend", "prompt_template")}
     if args.max_new_tokens:

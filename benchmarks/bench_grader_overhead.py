@@ -50,7 +50,7 @@ def arith_setup() -> tuple[dict, list[dict], str]:
     task = Bundle.load(bundle_dir).task
     grader = json.loads((bundle_dir / "grader" / "grader.json").read_text())
     records = load_split(task, "heldout", bundle_dir)
-    return grader, records, task["base_model"].get("builtin", "tiny")
+    return grader, records, task.base_model.builtin or "tiny"
 
 
 def resolve_model(name: str) -> Path:

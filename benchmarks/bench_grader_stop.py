@@ -55,6 +55,7 @@ def code_word_records(n: int, skip: int = 400, seed: int = 7) -> list[dict]:
 
 def tasks(names: list[str], n: int) -> list[tuple[str, dict, list[dict]]]:
     from a2c.contracts.inference import DEFAULT_INFERENCE
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime.data import load_split
 
     out = []
@@ -63,7 +64,7 @@ def tasks(names: list[str], n: int) -> list[tuple[str, dict, list[dict]]]:
             task, root = arith_task()
             grader = task["grader"]
             grader = {**grader, "inference": {**DEFAULT_INFERENCE, **grader["inference"]}}
-            out.append((name, grader, load_split(task, "heldout", root)[:n]))
+            out.append((name, grader, load_split(TaskSpec.from_dict(task), "heldout", root)[:n]))
         elif name in ("authored", "authored-512"):
             inference = {**DEFAULT_INFERENCE,
                          "prompt_template": "{prompt}\nReply with 'Answer: <WORD>'."}

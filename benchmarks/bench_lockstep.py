@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
 
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime import data as data_mod
     from a2c.runtime import models
     from a2c.runtime.envs.rollout_grader import RolloutGrader, policy_backend_kwargs, token_counter
@@ -57,11 +58,11 @@ def main(argv: list[str] | None = None) -> int:
 
     bundle = ROOT / "generated" / args.task
     task = json.loads((bundle / "bundle.json").read_text())["task"]
-    records = data_mod.load_split(task, args.split, bundle)
+    records = data_mod.load_split(TaskSpec.from_dict(task), args.split, bundle)
     if args.games:
         records = records[: args.games]
     grader_cfg = json.loads(json.dumps(task["grader"]))
-    grader_cfg["env"]["data_root"] = str(data_mod.data_root(task, bundle))
+    grader_cfg["env"]["data_root"] = str(data_mod.data_root(TaskSpec.from_dict(task), bundle))
     grader = RolloutGrader(grader_cfg)
     model_path = Path(args.model) if Path(args.model).is_dir() else \
         Path(models.resolve_base_model({"builtin": args.model}, bundle))

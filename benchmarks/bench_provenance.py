@@ -459,7 +459,8 @@ def calibrate(model: Path, routes: Path | None, out_json: str | None,
 
 def cost(model_name: str | None, repeats: int, out_json: str | None) -> int:
     from a2c.runtime.grader_service.evaluator import run_evaluation
-    from a2c.runtime.grader_service.provenance import check_provenance, check_submission_weights
+    from a2c.runtime.grader_service.provenance import check_provenance
+    from a2c.runtime.grader_service.weight_files import check_submission_weights
 
     grader, records, default_model = arith_setup()
     model = resolve_model(model_name or default_model)

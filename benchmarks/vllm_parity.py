@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime.data import load_split
     from a2c.runtime.graders import get_grader
     from a2c.runtime.inference import GenerationSettings
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from a2c.runtime.inference.vllm_backend import VLLMBackend
 
     task, bundle_root = arith_task()
-    records = load_split(task, "heldout", bundle_root)[: args.n]
+    records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
     grader = get_grader(task["grader"])
     inference = {k: v for k, v in task["grader"].get("inference", {}).items()
                  if k not in ("backend", "prompt_template")}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from a2c.compiler.build import human_duration
 from a2c.contracts.bundle import is_bundle, load_bundle
+from a2c.contracts.spec import TaskSpec
 from a2c.errors import BundleError
 
 
@@ -86,16 +87,16 @@ def check_client(root: Path) -> list[str]:
     return problems
 
 
-def check_instructions(root: Path, task: dict) -> list[str]:
+def check_instructions(root: Path, task: TaskSpec) -> list[str]:
     path = root / "workspace" / "INSTRUCTIONS.md"
     if not path.is_file():
         return [f"{path}: missing"]
     text = path.read_text(encoding="utf-8")
-    b = task["budget"]
+    b = task.budget
     wanted = {
-        "the wall clock": human_duration(b["wall_clock_s"]),
-        "the submission limit": f"at most {b['max_submissions']}",
-        "the GPU count": f"| GPUs | {b['gpus']} |",
+        "the wall clock": human_duration(b.wall_clock_s),
+        "the submission limit": f"at most {b.max_submissions}",
+        "the GPU count": f"| GPUs | {b.gpus} |",
         "how to submit": "./submit",
         "the status command": "./status",
         "the time command": "./time",
@@ -118,7 +119,7 @@ def check_bundle(root: Path) -> list[str]:
     problems += check_client(root)
     problems += check_instructions(root, task)
     grader = json.loads((root / "grader" / "grader.json").read_text(encoding="utf-8"))
-    if grader.get("kind") != task["grader"]["kind"]:
+    if grader.get("kind") != task.grader.kind:
         problems.append(f"{root}/grader/grader.json: kind differs from the manifest")
     return problems
 

@@ -1,8 +1,9 @@
 """Semantic checks, after the schema pass: what a schema cannot say, in the same message format.
 
 Each check is a small function `(doc) -> list[(path, what)]`, registered per kind with
-`check_for` (checking.py, which runs them all: every problem is reported). The agent params
-checks are params.py's; load.py imports both modules, so both register.
+`check_for` (checking.py, which runs them all: every problem is reported). These are the task's
+and the agent's; a suite's are suite_checks.py's, the agent params checks params.py's; load.py
+imports all three modules, so all register.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ import re
 import string
 from pathlib import Path
 
-from a2c.compiler.checking import _referenced_data, _spec_file, check_for
+from a2c.compiler.checking import check_for
 from a2c.compiler.document import is_file
 from a2c.durations import parse_duration
-from a2c.wires import PROVIDER_WIRES, VLLM_WIRES
 
 LEVEL_GRADERS = {1: ("exact_match", "humaneval"), 2: ("pairwise_judge",), 3: ("rollout",)}
 REQUIRED_FIELDS = {"exact_match": ("prompt", "answer"), "humaneval": ("prompt", "test", "entry_point"),
@@ -181,170 +181,6 @@ def agent_driver(doc):
     if d["type"] == "cli" and "$A2C_PROMPT" not in d["launch"]["command"]:
         yield ("launch", "command"), ("the launch command never passes the prompt: use "
                                       "\"$A2C_PROMPT\" or \"$A2C_PROMPT_FILE\"")
-
-
-# The driver gateway's built-in providers and the wires each serves: the wire package's one
-# table, which the gateway's provider list reads too. A drivers-file provider is the
-# operator's, known only at run time. `vllm/MODEL` is a server a2c starts itself (its model a
-# hub id `org/name` or a folder path, hence a form of its own).
-DRIVER_PROVIDER_WIRES = {**PROVIDER_WIRES, "vllm": VLLM_WIRES}
-DRIVER_PROVIDERS = tuple(DRIVER_PROVIDER_WIRES)
-_DRIVER_FORM = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_-]*)/[A-Za-z0-9][A-Za-z0-9._:@-]*$|"
-                          r"^(?P<vllm>vllm)/[A-Za-z0-9./~_][^\s]*$")
-_SCRIPTED_FORM = re.compile(r"^scripted:(?P<name>[a-z0-9][a-z0-9_.-]*)$")
-
-
-def driver_problem(driver: str, specs_root: Path) -> str | None:
-    """Why a suite's driver string is refused (None if it is fine): `provider/model` with a known
-    provider, or `scripted:NAME` with a script under specs/drivers/ (by form where the checkout
-    has no specs/drivers/)."""
-    scripted = _SCRIPTED_FORM.match(driver)
-    if scripted:
-        folder = specs_root / "drivers"
-        name = scripted["name"]
-        if folder.is_dir() and not any(is_file(folder / f"{name}{s}") for s in (".yaml", ".yml")):
-            from a2c.compiler.schema import suggest
-            known = sorted(p.stem for p in folder.glob("*.y*ml"))
-            return f"no driver script '{name}' under {specs_root.name}/drivers{suggest(name, known)}"
-        return None
-    form = _DRIVER_FORM.match(driver)
-    if form and form["vllm"]:
-        return None
-    if not form:
-        return (f"unknown driver {driver!r}: write provider/model (e.g. anthropic/claude-sonnet-4-5,"
-                " openai/gpt-5-codex, gemini/gemini-2.5-pro) or scripted:NAME")
-    if form["provider"] not in DRIVER_PROVIDERS:
-        from a2c.compiler.schema import suggest
-        return (f"unknown driver provider {form['provider']!r} in {driver!r} (known: "
-                f"{', '.join(DRIVER_PROVIDERS)}){suggest(form['provider'], DRIVER_PROVIDERS)}")
-    return None
-
-
-
-@check_for("Suite")
-def suite_references_exist(doc):
-    """Every task, agent and driver the suite names exists, every group has a grid, every
-    combination's mode is offered by its task, and every `exclude` entry drops something."""
-    from a2c.compiler.schema import suggest
-    from a2c.compiler.suite_matrix import _matches, expand, groups_of
-    from a2c.modes import MODES
-    root = doc.path.resolve().parent.parent
-    data = doc.data
-    known = {folder: sorted(p.stem for p in (root / folder).glob("*.y*ml"))
-             for folder in ("tasks", "agents")}
-    missing: set[tuple[str, str]] = set()
-
-    def ref(folder, ident, path):
-        if _spec_file(root, folder, ident) is None:
-            missing.add((folder, ident))
-            yield path, (f"no {folder[:-1]} spec '{ident}' under "
-                         f"{Path(root.name) / folder}{suggest(ident, known[folder])}")
-
-    groups = groups_of(data)
-    types: dict[str, str | None] = {}
-    for name, (prefix, g) in groups.items():
-        at = prefix or ()
-        if not (g.get("tasks") and g.get("agents")) and not g.get("include"):
-            yield (at or ("tasks",)), (f"group '{name}' has no grid: give it tasks and agents "
-                                       "(here or at the suite's top level) or an include list")
-        for key, folder in (("tasks", "tasks"), ("agents", "agents")):
-            origin = (*prefix, key) if prefix and key in data["groups"][name] else (key,)
-            for i, ident in enumerate(g.get(key) or []):
-                yield from ref(folder, ident, (*origin, i))
-        for key in ("include", "exclude"):
-            origin = (*prefix, key) if prefix and key in data["groups"][name] else (key,)
-            for i, entry in enumerate(g.get(key) or []):
-                for field, folder in (("task", "tasks"), ("agent", "agents")):
-                    if field in entry:
-                        yield from ref(folder, entry[field], (*origin, i, field))
-        drivers = g.get("drivers") or []
-        d_origin = (*prefix, "drivers") if prefix and "drivers" in data["groups"][name] \
-            else ("drivers",)
-        listed = drivers.items() if isinstance(drivers, dict) else [(None, drivers)]
-        for agent, values in listed:
-            if agent is not None and agent not in (g.get("agents") or []) and not any(
-                    x.get("agent") == agent for x in g.get("include") or []):
-                yield (*d_origin, agent), (f"drivers for agent '{agent}', which group '{name}' "
-                                           "does not run", True)
-            for i, driver in enumerate(values):
-                why = driver_problem(driver, root)
-                if why:
-                    yield ((*d_origin, agent, i) if agent else (*d_origin, i)), why
-        for agent in [*(g.get("agents") or []), *(x["agent"] for x in g.get("include") or [])]:
-            if agent not in types and (("agents", agent) not in missing):
-                agent_doc = _referenced_data(root, "agents", agent) or {}
-                types[agent] = agent_doc.get("type")
-        if isinstance(drivers, dict):
-            for agent in drivers:
-                if types.get(agent) == "reference":
-                    yield (*d_origin, agent), (f"'{agent}' is a reference agent: it runs without "
-                                               "a driver model", True)
-        inc_origin = (*prefix, "include") if prefix and "include" in data["groups"][name] \
-            else ("include",)
-        for i, entry in enumerate(g.get("include") or []):
-            if entry.get("driver") and types.get(entry["agent"]) == "reference":
-                yield (*inc_origin, i, "driver"), (f"'{entry['agent']}' is a reference agent: it "
-                                                   "runs without a driver model")
-            elif entry.get("driver"):
-                why = driver_problem(entry["driver"], root)
-                if why:
-                    yield (*inc_origin, i, "driver"), why
-    if missing:
-        return      # the expansion below would only repeat these
-    cells = expand(data, types)
-    if not cells:
-        yield ("id",), "the suite expands to no trial (everything excluded?)"
-    modes_of: dict[str, list] = {}
-    reported: set[tuple] = set()
-    yield from _wire_mismatches(root, cells)
-    for cell in cells:
-        if cell.task not in modes_of:
-            task = _referenced_data(root, "tasks", cell.task) or {}
-            modes_of[cell.task] = list(task.get("modes") or MODES)
-        if cell.mode not in modes_of[cell.task] and (cell.task, cell.mode) not in reported:
-            reported.add((cell.task, cell.mode))
-            yield cell.where["mode"], (
-                f"task '{cell.task}' does not offer mode '{cell.mode}' (it offers "
-                f"{', '.join(modes_of[cell.task])}); drop the mode or add "
-                f"exclude: [{{task: {cell.task}, mode: {cell.mode}}}]")
-    for name, (prefix, g) in groups.items():
-        unexpanded = _unexcluded(g, types, name)
-        origin = (*prefix, "exclude") if prefix and "exclude" in data["groups"][name] \
-            else ("exclude",)
-        for i, entry in enumerate(g.get("exclude") or []):
-            if not any(_matches(c, entry) for c in unexpanded):
-                yield (*origin, i), "this exclude entry matches no combination of the group"
-
-
-def _wire_mismatches(root: Path, cells: list):
-    """A trial whose scaffold speaks no wire its driver's provider serves would stop at its
-    pre-flight (the gateway passes requests through, it does not translate): refused here, once
-    per scaffold and provider, where the scaffold is named."""
-    wires_of: dict[str, list] = {}
-    reported: set[tuple] = set()
-    for cell in cells:
-        form = _DRIVER_FORM.match(cell.driver or "")
-        provider = (form["provider"] or form["vllm"]) if form else None
-        if provider not in DRIVER_PROVIDER_WIRES or (cell.agent, provider) in reported:
-            continue
-        if cell.agent not in wires_of:
-            wire = ((_referenced_data(root, "agents", cell.agent) or {}).get("driver")
-                    or {}).get("wire")
-            wires_of[cell.agent] = [] if wire is None else [wire] if isinstance(wire, str) \
-                else list(wire)
-        spoken = wires_of[cell.agent]
-        if spoken and not set(spoken) & set(DRIVER_PROVIDER_WIRES[provider]):
-            reported.add((cell.agent, provider))
-            yield cell.where["agent"], (
-                f"agent '{cell.agent}' speaks {', '.join(spoken)}; driver '{cell.driver}' is "
-                f"served as {', '.join(DRIVER_PROVIDER_WIRES[provider])}: pair the agent with "
-                f"drivers of a provider that serves its wire (drivers: {{{cell.agent}: [...]}})")
-
-
-def _unexcluded(group: dict, types: dict, name: str) -> list:
-    """The group's combinations before `exclude` (to tell an exclude that matches nothing)."""
-    from a2c.compiler.suite_matrix import expand
-    return expand({k: v for k, v in group.items() if k != "exclude"}, types)
 
 
 def _gold_texts(doc, split: str, rel: str, column: str):

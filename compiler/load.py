@@ -15,6 +15,7 @@ from typing import Any
 from a2c.compiler import checks as _checks  # noqa: F401  (registers the semantic checks)
 from a2c.compiler import datacheck, resolve
 from a2c.compiler import params as _params  # noqa: F401  (registers the agent params checks)
+from a2c.compiler import suite_checks as _suite_checks  # noqa: F401  (registers a suite's checks)
 from a2c.compiler.checking import check
 from a2c.compiler.document import (
     KIND_DIRS,

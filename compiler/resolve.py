@@ -14,6 +14,7 @@ from a2c.answer_format import derive as derive_answer_format
 from a2c.compiler.params import agent_params
 from a2c.compiler.suite_matrix import group_titles, groups_of
 from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
+from a2c.contracts.spec import BudgetSpec, EnvSpec
 from a2c.durations import parse_duration
 from a2c.modes import FREE, MODES
 from a2c.modes import MODE_TITLES as MODE_TITLES  # re-export: the titles the templates show
@@ -23,8 +24,12 @@ DEFAULT_BASE_IMAGE = ("python:3.11.10-slim-bookworm@sha256:"
 DEFAULT_PACKAGES = ["accelerate==1.15.0", "datasets==5.2.0", "safetensors==0.8.0",
                     "torch==2.13.0", "transformers==5.24.0", "trl==1.16.0"]
 
-DEFAULT_BUDGET = {"wall_clock": "12h", "gpus": 1, "max_submissions": 30, "min_interval": 0,
-                  "eval_timeout": "1h"}
+# The budget's defaults are the resolved spec's own (a2c.contracts.spec.BudgetSpec: 12 h, 1 GPU,
+# 30 submissions, no interval, 1 h an evaluation), in the spec's keys: one place for each.
+_BUDGET = BudgetSpec()
+DEFAULT_BUDGET = {"wall_clock": _BUDGET.wall_clock_s, "gpus": _BUDGET.gpus,
+                  "max_submissions": _BUDGET.max_submissions,
+                  "min_interval": _BUDGET.min_interval_s, "eval_timeout": _BUDGET.eval_timeout_s}
 DEFAULT_MODES = list(MODES)
 DEFAULT_PARAMS = {
     # The graders' own defaults (runtime/graders), written out so a bundle states them.
@@ -36,7 +41,7 @@ DEFAULT_PARAMS = {
                        "max_output_tokens": 4},
     "rollout": {},
 }
-DEFAULT_ENV = {"max_steps": 50, "n_episodes": None,
+DEFAULT_ENV = {"max_steps": EnvSpec().max_steps, "n_episodes": None,
                "history": {"max_tokens": None, "keep_first_turns": 1}, "options": {}}
 FORMATS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 

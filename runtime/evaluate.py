@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.spec import TaskSpec
 from a2c.errors import A2CError
 
 
@@ -29,9 +30,9 @@ def evaluate(bundle: Any, split: str, *, model: str | None = None,
     from a2c.runtime.data import load_split
     from a2c.runtime.graders import get_grader
 
-    task, spec = bundle.task, bundle.task_spec
-    grader_cfg = task["grader"]
-    kind = spec.grader.kind
+    task = bundle.task
+    grader_cfg = task.grader.to_dict()
+    kind = task.grader.kind
     records = load_split(task, split, bundle.root)
     if kind == "rollout":
         grader_cfg = with_env_data_root(task, bundle.root)
@@ -43,7 +44,7 @@ def evaluate(bundle: Any, split: str, *, model: str | None = None,
         missing = check_predictions(predictions, records, kind, split, str(predictions_path))
         result = grader.grade_predictions(predictions, records)
     else:
-        backend = backend or spec.grader.inference.get("backend") or "auto"
+        backend = backend or task.grader.inference.get("backend") or "auto"
         with task_services(task):
             result = grader.grade_model(model, records, backend)
     return result, missing
@@ -97,24 +98,22 @@ def check_predictions(preds: dict[str, list[str]], records: list[dict], kind: st
     return sorted(ids - set(preds))
 
 
-def with_env_data_root(task: dict, bundle_root: Path) -> dict:
+def with_env_data_root(task: TaskSpec, bundle_root: Path) -> dict:
     """The grader config with `env.data_root` set to where this task's record paths resolve."""
     from a2c.runtime.data import data_root
 
-    cfg = json.loads(json.dumps(task["grader"]))
+    cfg = task.grader.to_dict()
     env = cfg.setdefault("env", {})
     env.setdefault("data_root", str(data_root(task, bundle_root)))
     return cfg
 
 
-def task_services(task: dict):
+def task_services(task: TaskSpec):
     """Start the task's declared environment services for the evaluation (logs in a temporary
     folder)."""
     import contextlib
 
-    from a2c.contracts.spec import TaskSpec
-
-    services = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
+    services = task.environment.services
     if not services:
         return contextlib.nullcontext()
     from a2c.runtime.env_services import env_services_running

@@ -69,7 +69,8 @@ def load_one(ref: str) -> dict:
     try:
         folder = compile_if_needed(ref, "Agent", work)
         from a2c.runtime.run.resolve import resolve_agent_bundle
-        return load_bundle(resolve_agent_bundle(folder), kind="Agent", verify=False).agent
+        bundle = load_bundle(resolve_agent_bundle(folder), kind="Agent", verify=False)
+        return bundle.agent.to_dict()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -83,7 +84,7 @@ def handle_list(args: argparse.Namespace) -> int:
     for agent in map(typed, load_agents()):
         command = check_command(agent) if agent.type == "cli" else None
         driver = agent.driver.default if isinstance(agent.driver, DriverSpec) else None
-        rows.append({"id": agent.id, "type": agent.get("type"), "title": agent.get("title"),
+        rows.append({"id": agent.id, "type": agent.type, "title": agent.title,
                      "driver": driver, "command": command,
                      "found": bool(command and shutil.which(command, path=search_path())),
                      "install": [s["shell"] for s in install_steps(agent)],

@@ -20,5 +20,5 @@ def load_agents() -> list[dict]:
     agents = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if (folder / AGENT_MANIFEST).is_file():
-            agents.append(load_bundle(folder, kind="Agent", verify=False).agent)
+            agents.append(load_bundle(folder, kind="Agent", verify=False).agent.to_dict())
     return agents

@@ -1,5 +1,5 @@
 """`a2c doctor [--json]`: one table of what this machine can do, each row with the command that
-fixes it (the checks: runtime/preflight.py). `a2c run` and `a2c sweep` run the same checks as
+fixes it (the checks: runtime/preflight/). `a2c run` and `a2c sweep` run the same checks as
 their pre-flight (`preflight`): a row that is not ok is one line before anything is written.
 
 Each row is `required` (the demo's path: the sandbox, the training stack, the built-in SmolLM2

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from a2c.runtime.evaluate import evaluate, read_predictions
 
     bundle = resolve_bundle(args.bundle)
-    spec = bundle.task_spec
+    spec = bundle.task
     if args.model and not Path(args.model).exists():
         raise EvalError(f"model not found: {args.model}")
     preds = read_predictions(args.predictions) if args.predictions else None

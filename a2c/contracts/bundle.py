@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -140,57 +141,55 @@ MANIFEST_CLASSES: dict[str, type[BundleManifest]] = {
 
 @dataclass(frozen=True)
 class Bundle:
-    """A bundle folder and its manifest (`manifest` is the raw dict, `record` the typed one)."""
+    """A bundle folder and its manifest (`manifest` is the JSON as read, `record` the typed
+    manifest, parsed once)."""
 
     root: Path
     manifest: dict[str, Any]
 
-    @property
+    @cached_property
     def record(self) -> BundleManifest:
         return BundleManifest.from_dict(self.manifest)
 
     @property
     def id(self) -> str:
-        return self.manifest["id"]
+        return self.record.id
 
     @property
     def kind(self) -> str:
-        return self.manifest["kind"]
+        return self.record.kind
 
     @property
     def digest(self) -> str:
-        return self.manifest["digest"]
+        return self.record.digest
 
     @property
     def spec_hash(self) -> str:
-        return self.manifest["spec_hash"]
+        return self.record.spec_hash
 
     @property
-    def task(self) -> dict[str, Any]:
+    def task(self) -> TaskSpec:
+        """The resolved task, typed (a2c.contracts.spec.TaskSpec)."""
         if self.kind != "Task":
             raise BundleError(f"{self.root}: is an {self.kind} bundle, not a task bundle")
-        return self.manifest["task"]
+        return TaskSpec.from_dict(self.manifest["task"])
 
     @property
-    def agent(self) -> dict[str, Any]:
-        """The resolved agent (an old manifest without an `agent` key is its own agent)."""
+    def agent(self) -> AgentSpec:
+        """The resolved agent, typed (an old manifest without an `agent` key is its own agent)."""
         if self.kind != "Agent":
             raise BundleError(f"{self.root}: is a {self.kind} bundle, not an agent bundle")
-        return self.manifest.get("agent", self.manifest)
+        return AgentSpec.from_dict(self.manifest.get("agent", self.manifest))
 
     @property
     def spec(self) -> TaskSpec | AgentSpec | SuiteSpec:
-        """The resolved spec, typed (a2c.contracts.spec), read from the manifest."""
-        body = self.agent if self.kind == "Agent" else self.manifest.get(self.kind.lower())
+        """The resolved spec of whichever kind the bundle is, typed (a2c.contracts.spec)."""
+        if self.kind == "Task":
+            return self.task
+        if self.kind == "Agent":
+            return self.agent
+        body = self.manifest.get(self.kind.lower())
         return SPEC_CLASSES[self.kind].from_dict(body if isinstance(body, dict) else {})
-
-    @property
-    def task_spec(self) -> TaskSpec:
-        return TaskSpec.from_dict(self.task)
-
-    @property
-    def agent_spec(self) -> AgentSpec:
-        return AgentSpec.from_dict(self.agent)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
@@ -201,7 +200,7 @@ class Bundle:
 
     def problems(self) -> list[tuple[str, str]]:
         """(path, what) for every file that is missing, changed or (closed kinds) unlisted."""
-        files: dict[str, str] = self.manifest.get("files") or {}
+        files = self.record.files
         out = []
         for relative, expected in sorted(files.items()):
             path = self.root / relative
@@ -215,7 +214,7 @@ class Bundle:
                 relative = path.relative_to(self.root).as_posix()
                 if relative not in listed and "__pycache__" not in relative:
                     out.append((relative, "not in the manifest"))
-        if bundle_digest(self.manifest.get("spec_hash", ""), files) != self.manifest.get("digest"):
+        if bundle_digest(self.spec_hash, files) != self.digest:
             out.append((MANIFESTS[self.kind], "digest does not match the files"))
         return out
 

@@ -63,10 +63,6 @@ class SpecRecord:
             out[f.name] = _plain(value)
         return out
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """The JSON value of `key` (for a reader moving from the dict), `default` when absent."""
-        return self.to_dict().get(key, default)
-
 
 def _default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
@@ -146,6 +142,9 @@ class EnvSpec(SpecRecord):
     history: dict[str, Any] = doc("{max_tokens, keep_first_turns}: what of an episode the "
                                   "model sees", factory=dict)
     options: dict[str, Any] = doc("the environment's own options", factory=dict)
+    data_root: str | None = doc("the folder record paths resolve against (set by the runtime "
+                                "for a run or an evaluation, never by the compiler)",
+                                when_set=True)
 
 
 @dataclass
@@ -271,7 +270,8 @@ class LaunchSpec(SpecRecord):
 class DriverSpec(SpecRecord):
     """The LLM a scaffold drives (runtime/driver_gateway)."""
 
-    required: bool = doc("whether a run must name a driver (scaffolds: yes)", True)
+    required: bool = doc("whether a run must name a driver (the compiler writes true for "
+                         "scaffolds; a hand-made agent that leaves it out needs none)", False)
     default: str | None = doc("the driver used when a run names none")
     wire: str | None = doc("the preferred wire (the first of `wires`)")
     wires: list[str] = doc("the wires the scaffold speaks, preferred first", factory=list)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.spec import TaskSpec
 from a2c.runtime.check import diagnose
 from a2c.runtime.check.report import Report
 
@@ -46,9 +47,9 @@ def check_runs_dir() -> Path:
     return folder
 
 
-def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: dict,
+def check_baseline(report: Report, task: TaskSpec, bundle_root: Path, grader_cfg: dict,
                    heldout: list[dict], work: Path) -> dict | None:
-    from a2c.contracts.spec import GraderSpec, TaskSpec
+    from a2c.contracts.spec import GraderSpec
     from a2c.runtime import models
     from a2c.runtime.data import write_jsonl
     from a2c.runtime.grader_service.baseline import compute_baseline
@@ -59,7 +60,7 @@ def check_baseline(report: Report, task: dict, bundle_root: Path, grader_cfg: di
     if grader_spec.kind == "pairwise_judge":
         report.skip("(4) baseline:", "needs the judge endpoint (A2C_JUDGE_*); not run offline")
         return None
-    spec = TaskSpec.from_dict(task)
+    spec = task
     try:
         model = Path(models.resolve_base_model(model_cfg(None, spec.base_model.to_dict()),
                                                bundle_root))

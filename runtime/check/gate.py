@@ -18,8 +18,8 @@ def check_bundle(report: Report, bundle, work: Path, agent: AgentCheck | None = 
 
     task = bundle.task
     grader_json = bundle.root / GRADER_JSON
-    grader_cfg = read_grader_json(grader_json) if grader_json.is_file() else task["grader"]
-    print(f"a2c check {bundle.task_spec.id}: level {bundle.task_spec.level}, "
+    grader_cfg = read_grader_json(grader_json) if grader_json.is_file() else task.grader.to_dict()
+    print(f"a2c check {task.id}: level {task.level}, "
           f"grader {grader_cfg.get('kind')}, bundle {bundle.root}", flush=True)
     splits = check_points_1_to_3(report, task, grader_cfg, bundle.root, work)
     baseline = None

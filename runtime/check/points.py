@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from a2c.contracts.spec import TaskSpec
 from a2c.errors import A2CError
 from a2c.runtime.check.report import Report
 
@@ -21,7 +22,7 @@ def _content(record: dict) -> str:
                       ensure_ascii=False, default=str)
 
 
-def check_splits(report: Report, task: dict,
+def check_splits(report: Report, task: TaskSpec,
                  root: Path) -> tuple[dict | None, Callable[[], None]]:
     """(splits or None, the point-(3) line to print after (1) and (2), in the points' order)."""
     from a2c.runtime.data import load_splits
@@ -210,7 +211,7 @@ def check_grader(report: Report, grader_cfg: dict, splits: dict[str, list[dict]]
         report.skip("(1)(2):", f"grader kind '{kind}' has no gold-answer check")
 
 
-def _rollout_grader_cfg(task: dict, grader_cfg: dict, bundle_root: Path) -> dict:
+def _rollout_grader_cfg(task: TaskSpec, grader_cfg: dict, bundle_root: Path) -> dict:
     """The grader config with `env.data_root` set to where this task's record paths resolve."""
     from a2c.runtime.data import data_root
     cfg = json.loads(json.dumps(grader_cfg))
@@ -218,12 +219,11 @@ def _rollout_grader_cfg(task: dict, grader_cfg: dict, bundle_root: Path) -> dict
     return cfg
 
 
-def _services(task: dict, log_dir: Path):
+def _services(task: TaskSpec, log_dir: Path):
     """The task's declared environment services, running for the rollouts (logs in `log_dir`)."""
     import contextlib
 
-    from a2c.contracts.spec import TaskSpec
-    services = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
+    services = task.environment.services
     if not services:
         return contextlib.nullcontext()
     from a2c.runtime.env_services import env_services_running
@@ -231,7 +231,7 @@ def _services(task: dict, log_dir: Path):
     return env_services_running(services, log_dir=log_dir)
 
 
-def check_points_1_to_3(report: Report, task: dict, grader_cfg: dict, bundle_root: Path,
+def check_points_1_to_3(report: Report, task: TaskSpec, grader_cfg: dict, bundle_root: Path,
                         work: Path) -> dict[str, list[dict]] | None:
     """Points (1), (2) and (3), printed in that order; the splits (None: not loadable)."""
     splits, splits_line = check_splits(report, task, bundle_root)

@@ -9,6 +9,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from a2c.contracts.spec import DataSpec, FinalSplitSpec, SplitSpec, TaskSpec
 from a2c.paths import cache_dir as _default_cache_dir
 
 from . import generators
@@ -56,23 +57,23 @@ def _cache(cache: str | Path | None) -> Path:
     return Path(cache) if cache is not None else _default_cache_dir() / "data"
 
 
-def _part(data: dict, which: str) -> dict:
+def _part(data: DataSpec, which: str) -> SplitSpec:
     if which not in PARTS:
         raise DataError(f"which must be one of {PARTS}, got {which!r}")
-    part = data.get(which)
-    if not isinstance(part, dict) or not part.get("split"):
+    part = data.agent if which == "agent" else data.heldout
+    if not isinstance(part, SplitSpec) or not part.split:
         raise DataError(f"task data has no {which!r} split")
     return part
 
 
-def _heldout_splits(data: dict) -> tuple[str, ...]:
+def _heldout_splits(data: DataSpec) -> tuple[str, ...]:
     """The held-out split a generator source draws from its derived seed (sources.generate);
     refused when the agent's part reads the same split of such a generator (the spec's seed
     would then regenerate the held-out items)."""
-    source = data.get("source") or {}
+    source = data.source or {}
     if "generator" not in source:
         return ()
-    agent, held = str(_part(data, "agent")["split"]), str(_part(data, "heldout")["split"])
+    agent, held = str(_part(data, "agent").split), str(_part(data, "heldout").split)
     if agent == held and seeds_heldout(generators.get_generator(source["generator"])):
         raise DataError(f"generator {source['generator']!r}: the agent's part and the held-out "
                         f"part both read split {held!r}; give the held-out part its own split "
@@ -80,29 +81,29 @@ def _heldout_splits(data: dict) -> tuple[str, ...]:
     return (held,)
 
 
-def load_splits(task: dict, bundle_root: str | Path, cache: str | Path | None = None
+def load_splits(task: TaskSpec, bundle_root: str | Path, cache: str | Path | None = None
                 ) -> dict[str, list[dict]]:
     """Both parts of a task's data, mapped, with unique ids and no agent/held-out overlap."""
-    data = task.get("data") or {}
-    source = data.get("source") or {}
+    data = task.data
+    source = data.source or {}
     bundle_root, cache = Path(bundle_root), _cache(cache)
     raw: dict[str, list[dict]] = {}
     out: dict[str, list[dict]] = {}
     heldout = _heldout_splits(data)
     for which in PARTS:
         part = _part(data, which)
-        split = str(part["split"])
+        split = str(part.split)
         if split not in raw:
             raw[split] = raw_split(source, split, bundle_root, cache, heldout)
         rows = raw[split]
-        indices = list(range(len(rows)))[parse_slice(part.get("slice"))]
-        records = _map_fields([rows[i] for i in indices], indices, split, data.get("fields"))
+        indices = list(range(len(rows)))[parse_slice(part.slice)]
+        records = _map_fields([rows[i] for i in indices], indices, split, data.fields)
         ids = [r["id"] for r in records]
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
             raise DataError(f"{which} split {split!r}: duplicate ids {dup}")
         if not records:
-            raise DataError(f"{which} split {split!r} slice {part.get('slice')!r} is empty "
+            raise DataError(f"{which} split {split!r} slice {part.slice!r} is empty "
                             f"({len(rows)} rows in the split)")
         out[which] = records
     overlap = {r["id"] for r in out["agent"]} & {r["id"] for r in out["heldout"]}
@@ -113,14 +114,14 @@ def load_splits(task: dict, bundle_root: str | Path, cache: str | Path | None = 
     return out
 
 
-def load_split(task: dict, which: str, bundle_root: str | Path,
+def load_split(task: TaskSpec, which: str, bundle_root: str | Path,
                cache: str | Path | None = None) -> list[dict]:
     """One part ("agent" or "heldout") of a task's data as canonical records (see module doc)."""
-    _part(task.get("data") or {}, which)
+    _part(task.data, which)
     return load_splits(task, bundle_root, cache)[which]
 
 
-def data_root(task: dict, bundle_root: str | Path, cache: str | Path | None = None) -> Path:
+def data_root(task: TaskSpec, bundle_root: str | Path, cache: str | Path | None = None) -> Path:
     """The data set's root: the folder relative file paths inside a task's records resolve against.
 
     Generators: their cache folder (generate first with load_split); local files: the bundle;
@@ -128,9 +129,9 @@ def data_root(task: dict, bundle_root: str | Path, cache: str | Path | None = No
     data root, `a2c.runtime.envs.rollout_grader.env_data_root`: where a running environment looks
     for those files, which callers set from this one.)
     """
-    source = (task.get("data") or {}).get("source") or {}
+    source = task.data.source or {}
     if "generator" in source:
-        return generate(source, _cache(cache), _heldout_splits(task.get("data") or {}))
+        return generate(source, _cache(cache), _heldout_splits(task.data))
     return Path(bundle_root)
 
 
@@ -165,7 +166,8 @@ def copy_referenced_files(records: Iterable[dict], src_root: str | Path,
     return copied
 
 
-def split_final(records: list[dict], final: dict | None) -> tuple[list[dict], list[dict]]:
+def split_final(records: list[dict], final: FinalSplitSpec | None
+                ) -> tuple[list[dict], list[dict]]:
     """(feedback, final): the held-out records parted by the task's `scoring.final`.
 
     Why: the best of many submissions scored on the items that gave the agent its feedback is
@@ -177,7 +179,7 @@ def split_final(records: list[dict], final: dict | None) -> tuple[list[dict], li
     """
     if not final:
         return list(records), []
-    fraction, seed = float(final["fraction"]), int(final.get("seed", 0))
+    fraction, seed = float(final.fraction), int(final.seed or 0)
     n_final = int(round(fraction * len(records)))
     if n_final < 1 or n_final >= len(records):
         raise DataError(f"scoring.final: fraction {fraction} of {len(records)} held-out records "

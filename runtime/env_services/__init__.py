@@ -13,7 +13,6 @@ from a2c.runtime.env_services.process import (
     EnvServiceError,
     EnvServiceGroup,
     RunningEnvService,
-    as_spec,
     describe,
     env_services_running,
     probe,
@@ -29,7 +28,7 @@ from a2c.runtime.env_services.proxy import (
 )
 
 __all__ = [
-    "INSIDE_DIR", "EnvServiceError", "EnvServiceGroup", "EnvServiceProxy", "as_spec", "url_of",
+    "INSIDE_DIR", "EnvServiceError", "EnvServiceGroup", "EnvServiceProxy", "url_of",
     "RunningEnvService", "agent_proxies", "describe", "env_services_running", "probe",
     "service_url_var", "start_env_service", "start_env_services",
 ]

@@ -2,7 +2,7 @@
 
 The runtime starts them before any grading (the baseline included) and stops them after the run:
 
-    group = start_env_services(task["environment"]["services"], log_dir=RUN/"logs")
+    group = start_env_services(task.environment.services, log_dir=RUN/"logs")
     ...
     group.stop()
 
@@ -48,17 +48,6 @@ class EnvServiceError(RunError):
 
 
 HOST = "127.0.0.1"   # a task's services listen on loopback, outside the agent's sandbox
-
-
-def as_spec(spec: ServiceSpec | dict) -> ServiceSpec:
-    """The resolved spec's service entry, typed (the contract's `ServiceSpec`); a dict from an
-    older spec may still spell its timeout `startup_timeout`."""
-    if isinstance(spec, ServiceSpec):
-        return spec
-    typed = ServiceSpec.from_dict(spec)
-    if "startup_timeout_s" not in spec and isinstance(spec.get("startup_timeout"), (int, float)):
-        typed.startup_timeout_s = float(spec["startup_timeout"])
-    return typed
 
 
 def url_of(spec: ServiceSpec) -> str:
@@ -117,11 +106,10 @@ def _env_vars(spec: ServiceSpec, extra: dict[str, str] | None) -> dict[str, str]
     return env
 
 
-def start_env_service(spec: ServiceSpec | dict, *, log_dir: str | Path | None = None,
+def start_env_service(spec: ServiceSpec, *, log_dir: str | Path | None = None,
                       cwd: str | Path | None = None,
                       env: dict[str, str] | None = None) -> RunningEnvService:
     """Start one service and wait until it is healthy; raise EnvServiceError otherwise."""
-    spec = as_spec(spec)
     if probe(spec, timeout=0.5):
         raise EnvServiceError(f"service {spec.name!r}: port {spec.port} is already in use "
                            f"(something answers at {url_of(spec)}); stop it or change the port")
@@ -182,7 +170,7 @@ class EnvServiceGroup:
         self.stop()
 
 
-def start_env_services(specs: Iterable[ServiceSpec | dict] | None, *,
+def start_env_services(specs: Iterable[ServiceSpec] | None, *,
                        log_dir: str | Path | None = None, cwd: str | Path | None = None,
                        env: dict[str, str] | None = None) -> EnvServiceGroup:
     """Start every declared service (in order); on any failure stop those started and raise."""
@@ -205,6 +193,5 @@ def env_services_running(specs, **kwargs) -> Iterator[EnvServiceGroup]:
         group.stop()
 
 
-def describe(spec: ServiceSpec | dict) -> str:
-    spec = as_spec(spec)
+def describe(spec: ServiceSpec) -> str:
     return f"{spec.name} ({shlex.quote(spec.command)} on port {spec.port})"

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropLog
+from a2c.contracts.spec import TaskSpec
 from a2c.unixhttp import Handler, UnixServer, listen_unix, remove_stale, serve_in_thread
 
 INSIDE_DIR = "/run/a2c/env"
@@ -156,7 +157,7 @@ class EnvServiceProxy:
         remove_stale(self.socket_path)
 
 
-def agent_proxies(task: dict, records_file: Path, socket_dir: Path,
+def agent_proxies(task: TaskSpec, records_file: Path, socket_dir: Path,
                   log_dir: Path | None = None) -> dict[str, EnvServiceProxy]:
     """Start a proxy for the declared service a level-3 task's environment talks to, when its
     kind says which paths belong to the agent's split (`EnvKind.agent_path_filter()(records)`, the
@@ -165,22 +166,22 @@ def agent_proxies(task: dict, records_file: Path, socket_dir: Path,
     from a2c.runtime.data import read_jsonl
     from a2c.runtime.envs.registry import find_kind
 
-    env = (task.get("grader") or {}).get("env") or {}
-    services = (task.get("environment") or {}).get("services") or []
-    kind = find_kind(env.get("kind"))
-    if kind is None or not services:
+    env = task.grader.env
+    services = task.environment.services
+    kind = find_kind(env.kind) if env is not None else None
+    if env is None or kind is None or not services:
         return {}
     make_filter = kind.agent_path_filter()
     if make_filter is None:
         return {}
-    wanted = (env.get("options") or {}).get("service")
-    chosen = [s for s in services if s["name"] == wanted] if wanted else \
+    wanted = (env.options or {}).get("service")
+    chosen = [s for s in services if s.name == wanted] if wanted else \
         (services if len(services) == 1 else [])
     records = read_jsonl(records_file) if chosen else []
     proxies = {}
     for svc in chosen:
-        proxy = EnvServiceProxy(socket_dir / f"{svc['name']}.sock",
-                                f"http://127.0.0.1:{int(svc['port'])}", make_filter(records),
-                                log_path=(log_dir / f"gateway-{svc['name']}.log") if log_dir else None)
-        proxies[svc["name"]] = proxy.start()
+        proxy = EnvServiceProxy(socket_dir / f"{svc.name}.sock",
+                                f"http://127.0.0.1:{int(svc.port)}", make_filter(records),
+                                log_path=(log_dir / f"gateway-{svc.name}.log") if log_dir else None)
+        proxies[svc.name] = proxy.start()
     return proxies

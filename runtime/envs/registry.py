@@ -2,7 +2,7 @@
 an `EnvKind` and registers it with `@env_kind`.
 
     kind = get_kind("webshop")
-    factory = kind.env_factory(env_cfg, data_root)     # record -> Env
+    factory = kind.env_factory(env, data_root)         # record -> Env (env: the EnvSpec)
     fmt = kind.prompt_format()(options)                # its PromptFormat
     kind.score_key                                     # "success" | "reward"
     kind.generator, kind.data_generator()              # its data generator, if it has one
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from a2c.contracts.spec import EnvSpec
     from a2c.runtime.envs.base import Env
     from a2c.runtime.envs.prompt_format import PromptFormat
 
@@ -39,8 +40,8 @@ class EnvKind:
     score_key: ClassVar[str] = "success"          # an item's score: "success" (won) or "reward"
     generator: ClassVar[str | None] = None        # the data generator this kind brings, by name
 
-    def env_factory(self, env_cfg: dict, data_root: Path) -> Callable[[dict], Env]:
-        """How one episode's Env is built from a record (`env_cfg`: the grader's `env`)."""
+    def env_factory(self, env: EnvSpec, data_root: Path) -> Callable[[dict], Env]:
+        """How one episode's Env is built from a record (`env`: the grader's `env`, typed)."""
         raise NotImplementedError
 
     def prompt_format(self) -> type[PromptFormat]:
@@ -122,5 +123,9 @@ def resolve_path(root: Path, rel: str) -> Path:
 
 
 def env_factory(env_cfg: dict, data_root: str | Path) -> Callable[[dict], Env]:
-    """record -> Env for the grader's `env` config (`env_cfg["kind"]` names the kind)."""
-    return get_kind(env_cfg.get("kind")).env_factory(env_cfg, Path(data_root))
+    """record -> Env for grader.json's `env` object as an agent's script reads it (the
+    workspace's rollout_example.py, the reference agents): parsed here, at that boundary, into
+    the EnvSpec its kind receives (`get_kind(env.kind).env_factory(env, data_root)`)."""
+    from a2c.contracts.spec import EnvSpec
+    env = EnvSpec.from_dict(env_cfg)
+    return get_kind(env.kind).env_factory(env, Path(data_root))

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from a2c.contracts.spec import EnvSpec
 from a2c.runtime.envs.base import BadAction, Env, EnvBatch, Episode, Transition
 from a2c.runtime.envs.prompts import PromptFormat, Turn, approx_tokens
 
@@ -34,9 +35,14 @@ class RolloutConfig:
 
     @classmethod
     def from_env_cfg(cls, env_cfg: dict) -> RolloutConfig:
-        hist = env_cfg.get("history") or {}
-        opts = env_cfg.get("options") or {}
-        return cls(max_steps=int(env_cfg.get("max_steps", 50)),
+        """From grader.json's `env` object as a script reads it (the boundary; see `from_env`)."""
+        return cls.from_env(EnvSpec.from_dict(env_cfg))
+
+    @classmethod
+    def from_env(cls, env: EnvSpec) -> RolloutConfig:
+        hist = env.history or {}
+        opts = env.options or {}
+        return cls(max_steps=int(env.max_steps),
                    max_tokens=hist.get("max_tokens", 2048),
                    keep_first_turns=int(hist.get("keep_first_turns", hist.get("keep_first", 0)) or 0),
                    step_timeout_s=opts.get("step_timeout_s", 60.0),

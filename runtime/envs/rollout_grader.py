@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.spec import EnvSpec
 from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
 from a2c.runtime.envs.prompts import get_format
-from a2c.runtime.envs.registry import env_factory, score_key
+from a2c.runtime.envs.registry import get_kind, score_key
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 from a2c.runtime.graders.base import Grader, GraderError
 from a2c.settings import get as setting
@@ -36,9 +37,9 @@ VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printab
                 # 3: prefix cache between steps (options.prefix_cache_mb)
 
 
-def env_data_root(env_cfg: dict) -> Path:
+def env_data_root(env: EnvSpec) -> Path:
     """The folder record paths are relative to (see the module docstring for the order)."""
-    for cand in (env_cfg.get("data_root"), setting("A2C_ENV_DATA_ROOT"),
+    for cand in (env.data_root, setting("A2C_ENV_DATA_ROOT"),
                  os.path.dirname(setting("A2C_HELDOUT") or "") or None):
         if cand:
             return Path(cand)
@@ -51,17 +52,18 @@ class RolloutGrader(Grader):
 
     def __init__(self, grader_cfg: dict[str, Any]):
         super().__init__(grader_cfg)
-        self.env_cfg: dict = dict(self.cfg.get("env") or {})
-        if not self.env_cfg.get("kind"):
+        env = self.cfg.get("env")
+        self.env = EnvSpec.from_dict(env if isinstance(env, dict) else {})
+        if not self.env.kind:
             raise GraderError("grader.env.kind is required for a rollout grader")
-        self.env_kind = self.env_cfg["kind"]
-        self.options = dict(self.env_cfg.get("options") or {})
+        self.env_kind = self.env.kind
+        self.options = dict(self.env.options or {})
         self.fmt = get_format(self.env_kind, self.options)
-        self.rollout_cfg = RolloutConfig.from_env_cfg(self.env_cfg)
+        self.rollout_cfg = RolloutConfig.from_env(self.env)
         self.score_by = self.options.get("score") or score_key(self.env_kind)
 
     def select(self, records: list[dict]) -> list[dict]:
-        n = self.env_cfg.get("n_episodes")
+        n = self.env.n_episodes
         return list(records)[: int(n)] if n else list(records)
 
     # ---------------------------------------------------------------- the entry points
@@ -93,7 +95,7 @@ class RolloutGrader(Grader):
                      lockstep: bool = True) -> GradeResult:
         started = time.monotonic()
         records = self.select(records)
-        factory = env_factory(self.env_cfg, env_data_root(self.env_cfg))
+        factory = get_kind(self.env_kind).env_factory(self.env, env_data_root(self.env))
         kwargs = {"count_tokens": count_tokens} if count_tokens else {}
         episodes = run_rollouts(records, factory, self.fmt, policy, self.rollout_cfg,
                                 lockstep=lockstep, **kwargs)

@@ -1,5 +1,4 @@
-"""What every part of the grader service shares: a refused request, the log line, the small
-helpers over a submission's files and metrics."""
+"""What every part of the grader service shares: a refused request and the log line."""
 
 from __future__ import annotations
 
@@ -25,22 +24,3 @@ class Refusal(Exception):
 def log(message: str) -> None:
     sys.stderr.write(f"{utc_now()} grader: {message}\n")
     sys.stderr.flush()
-
-
-def _scalar_metrics(metrics: Any) -> dict[str, Any]:
-    if not isinstance(metrics, dict):
-        return {}
-    return {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
-
-
-def result_summary(result: dict[str, Any]) -> dict[str, Any]:
-    """The journal's view of a GradeResult: score and CI only when valid, the error and its code
-    otherwise, the scalar metrics."""
-    valid = result.get("valid", True) is not False
-    return {"score": result.get("score") if valid else None,
-            "ci95": result.get("ci95") if valid else None, "valid": valid,
-            "error": None if valid else (result.get("error") or "invalid result"),
-            "code": None if valid else (result.get("code")
-                                        or SubmissionError.GRADER_INVALID.value),
-            "backend": result.get("backend"), "metrics": _scalar_metrics(result.get("metrics")),
-            "n_items": result.get("n_items")}

@@ -71,7 +71,7 @@ def evaluate(grader_cfg: dict, model: str, heldout: str, backend: str) -> dict:
 
         records = read_jsonl(heldout)
         if Path(model).is_dir():   # the files the loader reads: the ones provenance.py compares
-            from a2c.runtime.grader_service.provenance import resolve_weight_files
+            from a2c.runtime.grader_service.weight_files import resolve_weight_files
             resolve_weight_files(model)   # transformers and vLLM would read different files
         # files the records reference (level-3 game files) sit next to the held-out JSONL
         os.environ.setdefault("A2C_HELDOUT", str(Path(heldout).resolve()))

@@ -164,77 +164,102 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
     and writes its result inside its box folder, moved to `out_path` after it exits. Without
     `use_bwrap` (a run started with --no-bwrap) there is no box, and the built-in evaluator is
     told `--no-bwrap` (its code execution goes without bubblewrap too)."""
-    from a2c.runtime.sandbox import evaluator_box
     out_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         out_path.unlink()
     except FileNotFoundError:
         pass
+    args = ["--grader", str(grader_cfg_path), "--model", str(model), "--heldout", str(heldout),
+            "--backend", backend]
+    argv, env, box_dir = _child(command, args, grader_cfg_path=grader_cfg_path, model=model,
+                                heldout=heldout, out_path=out_path, env=env,
+                                use_bwrap=use_bwrap)
+    started = time.monotonic()
+    try:
+        returncode = _wait_child(argv, env, log_path, model, timeout_s, slot)
+    except OSError as exc:
+        return EvalOutcome(None, f"could not start the evaluator: {exc}", 0.0, None)
+    except subprocess.TimeoutExpired:
+        if box_dir is not None:
+            shutil.rmtree(box_dir, ignore_errors=True)
+        return EvalOutcome(None, f"evaluation timed out after {timeout_s:g} s "
+                                 f"(eval_timeout_s = {timeout_s:g})",
+                           time.monotonic() - started, None)
+    elapsed = time.monotonic() - started
+    if box_dir is not None:
+        _collect_boxed(box_dir, out_path)
+    if returncode != 0:
+        why = _exit_reason(returncode)
+        detail = _last_error_line(read_tail(log_path, 1500).strip())
+        return EvalOutcome(None, f"{why}: {detail}" if detail else why, elapsed, returncode)
+    return _read_outcome(out_path, elapsed)
+
+
+def _child(command: list[str], args: list[str], *, grader_cfg_path: Path, model: Path,
+           heldout: Path, out_path: Path, env: dict[str, str] | None, use_bwrap: bool
+           ) -> tuple[list[str], dict[str, str] | None, Path | None]:
+    """(argv, env, box folder or None) of the evaluator child: boxed for a grader that runs
+    code (evaluator_box.BOXED_KINDS) when bubblewrap is used, else a plain child."""
+    from a2c.runtime.sandbox import evaluator_box
     builtin = is_builtin(command)
-    box_dir = None
     if builtin and use_bwrap and evaluator_box.boxed(_grader_kind(grader_cfg_path)):
         ids = evaluator_box.eval_ids()
         box_dir = out_path.parent / f"box-{out_path.stem}"
         shutil.rmtree(box_dir, ignore_errors=True)
         evaluator_box.prepare_box(box_dir, ids)
-        child_out = box_dir / "result.json"
-        inner = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
-                 "--heldout", str(heldout), "--backend", backend, "--out", str(child_out)]
+        inner = [*command, *args, "--out", str(box_dir / "result.json")]
         argv = evaluator_box.box_argv(inner, model=model, grader_cfg=grader_cfg_path,
                                       heldout=heldout, box_dir=box_dir, ids=ids)
         if env is None:
             env = evaluator_env(box_dir / "home")
             os.chown(box_dir / "home", ids.uid, ids.gid)
-    else:
-        argv = [*command, "--grader", str(grader_cfg_path), "--model", str(model),
-                "--heldout", str(heldout), "--backend", backend, "--out", str(out_path),
-                "--parent-pid", str(os.getpid())] + ([] if use_bwrap or not builtin
-                                                     else ["--no-bwrap"])
-        if env is None and builtin:
-            env = evaluator_env(out_path.parent / "home")
-    started = time.monotonic()
+        return argv, env, box_dir
+    argv = [*command, *args, "--out", str(out_path), "--parent-pid", str(os.getpid())] + (
+        [] if use_bwrap or not builtin else ["--no-bwrap"])
+    if env is None and builtin:
+        env = evaluator_env(out_path.parent / "home")
+    return argv, env, None
+
+
+def _wait_child(argv: list[str], env: dict[str, str] | None, log_path: Path, model: Path,
+                timeout_s: float, slot: ProcessSlot | None) -> int:
+    """Run the child in its own session, its output appended to `log_path`; its exit status.
+    OSError when it cannot start; subprocess.TimeoutExpired (its group killed) past
+    `timeout_s`."""
     with open(log_path, "ab") as log:
         log.write(f"\n== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} "
                   f"evaluate {model}\n".encode())
         log.flush()
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True, env=env)
-        except OSError as exc:
-            return EvalOutcome(None, f"could not start the evaluator: {exc}", 0.0, None)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, env=env)
         if slot is not None:
             slot.proc = proc
         try:
-            returncode = proc.wait(timeout=timeout_s)
+            return proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             proc.wait()
-            if box_dir is not None:
-                shutil.rmtree(box_dir, ignore_errors=True)
-            return EvalOutcome(None, f"evaluation timed out after {timeout_s:g} s "
-                                     f"(eval_timeout_s = {timeout_s:g})",
-                               time.monotonic() - started, None)
+            raise
         finally:
             if slot is not None:
                 slot.proc = None
-    elapsed = time.monotonic() - started
-    if box_dir is not None:
-        _collect_boxed(box_dir, out_path)
-    if returncode != 0:
-        if returncode < 0:
-            sig = -returncode
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
-            why = f"the evaluator was killed by {name}"
-            if sig == signal.SIGKILL:
-                why += " (out of memory?)"
-        else:
-            why = f"the evaluator exited with status {returncode}"
-        detail = _last_error_line(read_tail(log_path, 1500).strip())
-        return EvalOutcome(None, f"{why}: {detail}" if detail else why, elapsed, returncode)
+
+
+def _exit_reason(returncode: int) -> str:
+    if returncode < 0:
+        sig = -returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+        why = f"the evaluator was killed by {name}"
+        return why + " (out of memory?)" if sig == signal.SIGKILL else why
+    return f"the evaluator exited with status {returncode}"
+
+
+def _read_outcome(out_path: Path, elapsed: float) -> EvalOutcome:
+    """The child's GradeResult JSON, or why there is none."""
     try:
         result = json.loads(out_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -26,7 +26,7 @@ from typing import Any
 from a2c.canonical import canonical_json
 from a2c.contracts.events import EventLog, FinalScored, read_events
 from a2c.contracts.grade_result import read_result, read_result_or_none
-from a2c.contracts.journal import journal_state
+from a2c.contracts.journal import JournalScored, entry_of, read_journal
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
@@ -41,18 +41,28 @@ def _sort_key(sid: str):
     return (0, int(sid)) if str(sid).isdigit() else (1, str(sid))
 
 
-def counted_submission(run_dir: Path, policy: str) -> tuple[str, dict[str, Any]] | None:
-    """(id, journal entry) of the submission the policy counts: the best valid feedback score
+def _scored(run_dir: Path) -> dict[str, JournalScored]:
+    """The journal's scored lines by submission id (a string), the last one winning."""
+    out: dict[str, JournalScored] = {}
+    for row in read_journal(run_dir):
+        entry = entry_of(row)
+        if isinstance(entry, JournalScored):
+            out[str(entry.id)] = entry
+    return out
+
+
+def counted_submission(run_dir: Path, policy: str) -> tuple[str, JournalScored] | None:
+    """(id, scored entry) of the submission the policy counts: the best valid feedback score
     (the earliest on a tie) or the last valid one; None without a valid submission."""
-    scored = journal_state(run_dir)["scored"]
-    valid = [(str(sid), e) for sid, e in sorted(scored.items(), key=lambda kv: _sort_key(kv[0]))
-             if e.get("valid", True) and e.get("score") is not None]
+    scored = _scored(run_dir)
+    valid = [(sid, e) for sid, e in sorted(scored.items(), key=lambda kv: _sort_key(kv[0]))
+             if e.valid and e.score is not None]
     if not valid:
         return None
     if policy == "last":
         return valid[-1]
-    best = max(float(e["score"]) for _, e in valid)
-    return next((sid, e) for sid, e in valid if float(e["score"]) == best)
+    best = max(float(e.score or 0) for _, e in valid)
+    return next((sid, e) for sid, e in valid if float(e.score or 0) == best)
 
 
 def _write(path: Path, data: dict[str, Any]) -> str:
@@ -67,17 +77,18 @@ def _baseline_feedback(paths: RunPaths) -> float | None:
     return data.get("score") if data.get("valid") is not False else None
 
 
-def _submission_model(paths: RunPaths, sid: str, entry: dict[str, Any],
-                      scored: dict[str, dict[str, Any]]) -> Path | None:
+def _submission_model(paths: RunPaths, sid: str, entry: JournalScored,
+                      scored: dict[str, JournalScored]) -> Path | None:
     """The grader's copy that was scored for `sid` (a duplicate's original); None for a copy
     of the base (scored as the baseline)."""
     seen = set()
-    while entry.get("duplicate_of") is not None and sid not in seen:
+    current: JournalScored | None = entry
+    while current is not None and current.duplicate_of is not None and sid not in seen:
         seen.add(sid)
-        if entry["duplicate_of"] == "baseline":
+        if current.duplicate_of == "baseline":
             return None
-        sid = str(entry["duplicate_of"])
-        entry = scored.get(sid) or {}
+        sid = str(current.duplicate_of)
+        current = scored.get(sid)
     return paths.submissions / sid
 
 
@@ -89,30 +100,16 @@ def score_final_split(run_dir: str | Path, policy: str = "best") -> dict[str, An
     if not paths.final_heldout.is_file():
         return None
     cfg = ServiceConfig.load(run_dir)
-    done = {(e["data"].get("subject"), str(e["data"].get("submission_id"))): e["data"]
-            for e in read_events(paths.events) if e.get("type") == "final_scored"}
+    done = {(f.subject, str(f.submission_id)): f
+            for f in (FinalScored.from_dict(e["data"]) for e in read_events(paths.events)
+                      if e.get("type") == FinalScored.TYPE)}
     events = EventLog(paths.events)
-    grader_cfg = cfg.grader_config()
 
-    # the baseline on the final items: cached like the feedback baseline (keyed by the items)
     base = done.get(("baseline", "None"))
     if base is None:
-        summary = compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
-                                   grader_cfg=grader_cfg, heldout=paths.final_heldout,
-                                   backend=cfg.backend, cache_dir=cfg.baseline_cache,
-                                   timeout_s=cfg.eval_timeout_s, run_dir=None,
-                                   evaluator=cfg.evaluator, use_bwrap=cfg.use_bwrap)
-        result = summary.get("result") or {}
-        rel = _write(paths.final_result("baseline"), {
-            **result, "subject": "baseline", "valid": summary["valid"],
-            "score": summary["score"], "error": summary["error"], "cached": summary["cached"]})
-        base = FinalScored(subject="baseline", score=summary["score"], ci95=summary["ci95"],
-                           n_items=result.get("n_items"), valid=summary["valid"],
-                           error=summary["error"], feedback_score=_baseline_feedback(paths),
-                           cached=summary["cached"], elapsed_s=summary["elapsed_s"],
-                           backend=result.get("backend"), result=rel).to_dict()
-        events.emit(FinalScored.from_dict(base))
-        log(f"final split: baseline {base['score']}")
+        base = _score_baseline(paths, cfg)
+        events.emit(base)
+        log(f"final split: baseline {base.score}")
 
     counted = counted_submission(paths.root, policy)
     sub = None
@@ -121,39 +118,54 @@ def score_final_split(run_dir: str | Path, policy: str = "best") -> dict[str, An
         sub = done.get(("submission", sid))
         if sub is None:
             sub = _score_submission(paths, cfg, sid, entry, base)
-            events.emit(FinalScored.from_dict(sub))
-            log(f"final split: submission {sid} {sub['score']}")
-    final_score = sub.get("score") if sub else None
-    final_base = base.get("score")
-    feedback, feedback_base = (sub or {}).get("feedback_score"), base.get("feedback_score")
+            events.emit(sub)
+            log(f"final split: submission {sid} {sub.score}")
+    final_score = sub.score if sub else None
+    feedback = sub.feedback_score if sub else None
     gap = None
-    if None not in (final_score, final_base, feedback, feedback_base):
-        gap = round((feedback - feedback_base) - (final_score - final_base), 6)
-    return {"final_split_score": final_score, "final_split_baseline": final_base,
-            "selection_gap": gap, "submission_id": (sub or {}).get("submission_id"),
-            "feedback_score": feedback, "feedback_baseline": feedback_base}
+    if None not in (final_score, base.score, feedback, base.feedback_score):
+        gap = round((feedback - base.feedback_score) - (final_score - base.score), 6)
+    return {"final_split_score": final_score, "final_split_baseline": base.score,
+            "selection_gap": gap, "submission_id": sub.submission_id if sub else None,
+            "feedback_score": feedback, "feedback_baseline": base.feedback_score}
 
 
-def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: dict[str, Any],
-                      base: dict[str, Any]) -> dict[str, Any]:
-    scored = journal_state(paths.root)["scored"]
-    model = _submission_model(paths, sid, entry, scored)
+def _score_baseline(paths: RunPaths, cfg: ServiceConfig) -> FinalScored:
+    """The base model on the final items: cached like the feedback baseline (keyed by the
+    items)."""
+    summary = compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
+                               grader_cfg=cfg.grader_config(), heldout=paths.final_heldout,
+                               backend=cfg.backend, cache_dir=cfg.baseline_cache,
+                               timeout_s=cfg.eval_timeout_s, run_dir=None,
+                               evaluator=cfg.evaluator, use_bwrap=cfg.use_bwrap)
+    result = summary.get("result") or {}
+    rel = _write(paths.final_result("baseline"), {
+        **result, "subject": "baseline", "valid": summary["valid"],
+        "score": summary["score"], "error": summary["error"], "cached": summary["cached"]})
+    return FinalScored(subject="baseline", score=summary["score"], ci95=summary["ci95"],
+                       n_items=result.get("n_items"), valid=summary["valid"],
+                       error=summary["error"], feedback_score=_baseline_feedback(paths),
+                       cached=summary["cached"], elapsed_s=summary["elapsed_s"],
+                       backend=result.get("backend"), result=rel)
+
+
+def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: JournalScored,
+                      base: FinalScored) -> FinalScored:
+    model = _submission_model(paths, sid, entry, _scored(paths.root))
     common = {"subject": "submission", "submission_id": int(sid) if sid.isdigit() else sid,
-              "feedback_score": entry.get("score"), "weights_hash": entry.get("weights_hash")}
+              "feedback_score": entry.score}
     if model is None:   # a copy of the base model: its final score is the baseline's
-        result = read_result(paths.root / base["result"])
+        result = read_result(paths.root / str(base.result))
         rel = _write(paths.final_result(sid), {**result, "subject": "submission",
                                                "submission_id": common["submission_id"],
                                                "copy_of_base": True})
-        return FinalScored(**common, score=base.get("score"), ci95=base.get("ci95"),
-                           n_items=base.get("n_items"), valid=bool(base.get("valid")),
-                           error=base.get("error"), elapsed_s=0.0, backend=base.get("backend"),
-                           result=rel).to_dict()
+        return FinalScored(**common, score=base.score, ci95=base.ci95, n_items=base.n_items,
+                           valid=bool(base.valid), error=base.error, elapsed_s=0.0,
+                           backend=base.backend, result=rel)
     if not model.exists():
         rel = _write(paths.final_result(sid), {"valid": False, "score": None, "error": (
             f"the grader's copy of submission {sid} is gone")})
-        return FinalScored(**common, valid=False, error="the grader's copy is gone",
-                           result=rel).to_dict()
+        return FinalScored(**common, valid=False, error="the grader's copy is gone", result=rel)
     cfg_path = paths.grader / "final.grader.json"
     write_bytes_atomic(cfg_path, canonical_json({
         **cfg.grader_config(), SOURCE_KEY: BaseReference(cfg.base_model).template_source()}),
@@ -166,12 +178,11 @@ def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: dict
                              use_bwrap=cfg.use_bwrap)
     result = outcome.result or {}
     valid = outcome.valid
+    score = result.get("score") if valid else None
     rel = _write(paths.final_result(sid), {
         **result, "subject": "submission", "submission_id": common["submission_id"],
-        "valid": valid, "score": result.get("score") if valid else None,
-        "error": outcome.message})
-    return FinalScored(**common, score=result.get("score") if valid else None,
-                       ci95=result.get("ci95") if valid else None,
+        "valid": valid, "score": score, "error": outcome.message})
+    return FinalScored(**common, score=score, ci95=result.get("ci95") if valid else None,
                        n_items=result.get("n_items"), valid=valid, error=outcome.message,
                        elapsed_s=round(outcome.elapsed_s, 3), backend=result.get("backend"),
-                       result=rel).to_dict()
+                       result=rel)

@@ -17,7 +17,7 @@ before it is opened (`pickle_weights`). Loading a pickle runs code in the grader
 provenance check cannot read (provenance.py reads safetensors) would be scored unchecked.
 
 When the run has a base model whose weights the provenance check reads (`check_weights`), the
-copy is then checked as the evaluator will load it (provenance.py `check_submission_weights`,
+copy is then checked as the evaluator will load it (weight_files.py `check_submission_weights`,
 the same file resolution as transformers and vLLM): a weight file the loader would not read
 (a second `*.safetensors`, a shard the index does not name, a `*.gguf`, an adapter, a
 `transformers_weights` redirection, a layout where transformers and vLLM would read different
@@ -146,9 +146,9 @@ def copy_submission(src: Path, output_dir: Path, dest: Path, *, shown: str, limi
 
 
 def _check_weights(copy: Path, state: _State) -> None:
-    """The grader's copy (never the agent's folder) as the evaluator loads it: provenance.py
+    """The grader's copy (never the agent's folder) as the evaluator loads it: weight_files.py
     `check_submission_weights`; its refusal becomes the agent's /submit answer."""
-    from a2c.runtime.grader_service.provenance import WeightsRefused, check_submission_weights
+    from a2c.runtime.grader_service.weight_files import WeightsRefused, check_submission_weights
 
     try:
         check_submission_weights(copy)

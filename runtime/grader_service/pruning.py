@@ -17,25 +17,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from a2c.runtime.grader_service.submission import Submission
 
 
-def copies_to_keep(subs: dict[int, dict[str, Any]]) -> set[int]:
+def copies_to_keep(subs: dict[int, Submission]) -> set[int]:
     """Ids whose copy may still be read: queued or running, the best valid score (earliest on a
     tie), the last valid one, and the original each of those duplicates."""
-    keep = {sid for sid, sub in subs.items() if sub.get("status") in ("queued", "running")}
-    valid = [sid for sid in sorted(subs) if subs[sid].get("status") == "scored"
-             and subs[sid].get("valid", True) and subs[sid].get("score") is not None]
+    keep = {sid for sid, sub in subs.items() if sub.pending}
+    valid = [sid for sid in sorted(subs) if subs[sid].counts]
     if valid:
-        best = max(float(subs[sid]["score"]) for sid in valid)
-        keep.add(next(sid for sid in valid if float(subs[sid]["score"]) == best))
+        best = max(float(subs[sid].score or 0) for sid in valid)
+        keep.add(next(sid for sid in valid if float(subs[sid].score or 0) == best))
         keep.add(valid[-1])
     for sid in list(keep):
         seen: set[int] = set()
         while sid in subs and sid not in seen:
             seen.add(sid)
             keep.add(sid)
-            original = subs[sid].get("duplicate_of")
+            original = subs[sid].duplicate_of
             if not isinstance(original, int):
                 break
             sid = original
@@ -56,7 +58,7 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-def prunable(subs: dict[int, dict[str, Any]], copy_path) -> list[int]:
+def prunable(subs: dict[int, Submission], copy_path) -> list[int]:
     """Ids whose copy exists and is no longer needed (see copies_to_keep)."""
     keep = copies_to_keep(subs)
     return [sid for sid in sorted(subs) if sid not in keep and copy_path(sid).exists()]

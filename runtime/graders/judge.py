@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,77 @@ __all__ = ["JudgeClient", "JudgeConfig", "JudgeConfigError", "Judgment", "Pairwi
 FORBIDDEN_PARAMS = ("base_url", "api_key", "url", "endpoint", "key")
 
 
+@dataclass(frozen=True)
+class JudgeParams:
+    """The pairwise judge's parameters (the task's `grader.params`), each with its default once;
+    the compiler writes the ones it resolves (compiler/resolve.py DEFAULT_PARAMS)."""
+
+    judge_model: str | None = None
+    weighted: bool = True
+    max_failure_rate: float = 0.05
+    swap_positions: bool = True
+    length_controlled: bool = True
+    judge_template: str = "alpaca_eval"
+    max_output_tokens: int = 4
+    concurrency: int | None = None       # unset: the judge config's, else 4
+    max_retries: int = 5
+    backoff_s: float | None = None       # unset: the judge config's, else 1 s
+    max_backoff_s: float = 30.0
+    lc_l2: float = 1.0
+    cache: bool = True
+    cache_dir: str | None = None         # unset: $A2C_JUDGE_CACHE, else the a2c cache
+    reference_field: str = "answer"
+    instruction_field: str = "prompt"
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> JudgeParams:
+        """The spec's params, typed; `failure_threshold` is the older name of
+        `max_failure_rate`."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in params.items() if k in known}
+        if "max_failure_rate" not in values and "failure_threshold" in params:
+            values["max_failure_rate"] = params["failure_threshold"]
+        return cls(**values)
+
+
+@dataclass
+class _Tally:
+    """The judge calls a grading made: how many, from the cache, failed, and their tokens."""
+
+    calls: int = 0
+    cached: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, judgment: Judgment) -> None:
+        self.calls += 1
+        self.cached += int(judgment.cached)
+        if not judgment.cached:
+            self.prompt_tokens += judgment.prompt_tokens
+            self.completion_tokens += judgment.completion_tokens
+        if judgment.p_b is None:
+            self.failed_calls += 1
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failed_calls / self.calls if self.calls else 0.0
+
+
+@dataclass
+class _JudgedItem:
+    """One item's outcome beside the item written into the result (`item`)."""
+
+    item: dict[str, Any]
+    len_output: int
+    len_reference: int
+    difficulty: Any
+    preference: float | None = None
+    excluded: bool = False
+    identical: bool = False
+    missing: bool = False
+
+
 class PairwiseJudgeGrader(Grader):
     kind = "pairwise_judge"
     version = "1.1"   # 1.1: wider verdict parsing, logprobs at the verdict token
@@ -57,24 +129,26 @@ class PairwiseJudgeGrader(Grader):
                               f"judge endpoint, key and model come from A2C_JUDGE_* environment "
                               f"variables or A2C_JUDGE_CONFIG")
         self.env = env
-        self.spec_judge_model = p.get("judge_model")
-        self.weighted = bool(p.get("weighted", True))
-        self.failure_threshold = float(p.get("max_failure_rate", p.get("failure_threshold", 0.05)))
-        self.swap_positions = bool(p.get("swap_positions", True))
-        self.length_controlled = bool(p.get("length_controlled", True))
-        self.template = p.get("judge_template", "alpaca_eval")
+        jp = JudgeParams.of(p)
+        self.spec_judge_model = jp.judge_model
+        self.weighted = bool(jp.weighted)
+        self.failure_threshold = float(jp.max_failure_rate)
+        self.swap_positions = bool(jp.swap_positions)
+        self.length_controlled = bool(jp.length_controlled)
+        self.template = jp.judge_template
         if self.template not in JUDGE_TEMPLATES:
             raise GraderError(f"pairwise_judge: unknown judge_template {self.template!r} "
                               f"(known: {', '.join(JUDGE_TEMPLATES)})")
-        self.max_output_tokens = int(p.get("max_output_tokens", 4))
-        self.concurrency = p.get("concurrency")
-        self.max_retries = int(p.get("max_retries", 5))
-        self.backoff_s = p.get("backoff_s")
-        self.max_backoff_s = float(p.get("max_backoff_s", 30.0))
-        self.lc_l2 = float(p.get("lc_l2", 1.0))
-        self.use_cache = bool(p.get("cache", True))
-        self.reference_field = p.get("reference_field", "answer")
-        self.instruction_field = p.get("instruction_field", "prompt")
+        self.max_output_tokens = int(jp.max_output_tokens)
+        self.concurrency = jp.concurrency
+        self.max_retries = int(jp.max_retries)
+        self.backoff_s = jp.backoff_s
+        self.max_backoff_s = float(jp.max_backoff_s)
+        self.lc_l2 = float(jp.lc_l2)
+        self.use_cache = bool(jp.cache)
+        self.cache_dir = jp.cache_dir
+        self.reference_field = jp.reference_field
+        self.instruction_field = jp.instruction_field
         self._client: JudgeClient | None = None
 
     def client(self) -> JudgeClient:
@@ -83,7 +157,7 @@ class PairwiseJudgeGrader(Grader):
             cache = None
             if self.use_cache:
                 env = os.environ if self.env is None else self.env
-                root = self.params.get("cache_dir") or setting("A2C_JUDGE_CACHE", env)
+                root = self.cache_dir or setting("A2C_JUDGE_CACHE", env)
                 if root:
                     cache = Path(root)
                 else:
@@ -128,6 +202,37 @@ class PairwiseJudgeGrader(Grader):
         refs = [self._reference(r) for r in records]
         instructions = [self._instruction(r) for r in records]
         client = self.client()
+        results = self._judge_all(client, records, instructions, refs, outputs)
+        tally = _Tally()
+        scored = [self._judged_item(i, r, p, ref, out, results, tally)
+                  for i, (r, p, ref, out) in enumerate(zip(records, prompts, refs, outputs))]
+        kept = [s for s in scored if not s.excluded]
+        diffs = [s.difficulty for s in kept]
+        use_diff = bool(diffs) and all(d is not None for d in diffs)
+        lc = length_controlled_winrate([s.preference for s in kept],
+                                       [s.len_output for s in kept],
+                                       [s.len_reference for s in kept],
+                                       diffs if use_diff else None, l2=self.lc_l2)
+        if not self.length_controlled:
+            lc.update(lc_win_rate=None, coefficients={})
+        reliable = tally.failure_rate <= self.failure_threshold
+        metrics = {"win_rate": lc["win_rate"], "lc_win_rate": lc["lc_win_rate"],
+                   "lc_coefficients": lc["coefficients"], "lc_l2": self.lc_l2,
+                   "lc_instruction_difficulty": use_diff,
+                   **self._metrics(scored, tally, reliable, client), **(extra or {})}
+        error = None
+        if not reliable:
+            error = (f"unreliable: {tally.failed_calls}/{tally.calls} judgments failed after "
+                     f"retries ({100 * tally.failure_rate:.1f}% > "
+                     f"{100 * self.failure_threshold:.1f}%); "
+                     f"{len(scored) - len(kept)} items left out of the win rate")
+        return self.finish([s.item for s in scored], metrics, backend, started,
+                           score=lc["win_rate"], valid=reliable, error=error)
+
+    def _judge_all(self, client: JudgeClient, records: list[dict], instructions: list[str],
+                   refs: list[str], outputs: list[str | None]) -> dict[tuple[int, str], Judgment]:
+        """Every judgment the items need, `concurrency` at a time: (item index, order) ->
+        Judgment. A missing output or one identical to the reference needs none."""
         jobs: dict[tuple[int, str], Any] = {}
         with ThreadPoolExecutor(max_workers=max(1, int(self.concurrency))) as pool:
             for i, (ins, ref, out) in enumerate(zip(instructions, refs, outputs)):
@@ -137,98 +242,78 @@ class PairwiseJudgeGrader(Grader):
                 for order in self.orders(records[i]):
                     a, b = (ref, out) if order == "reference_first" else (out, ref)
                     jobs[(i, order)] = pool.submit(client.judge, ins, a, b)
-            results = {k: f.result() for k, f in jobs.items()}
-        items = []
-        prefs, lm, lb, diffs = [], [], [], []
-        tokens = {"prompt": 0, "completion": 0}
-        n_cached = n_calls = n_failed_calls = 0
-        for i, (r, p, _ins, ref, out) in enumerate(zip(records, prompts, instructions, refs,
-                                                      outputs)):
-            item = {"id": r["id"], "prompt": p, "output": out, "extracted": None, "gold": ref,
-                    "error": None, "len_output": len(out) if out is not None else 0,
-                    "len_reference": len(ref), "judgments": []}
-            if out is None:
-                item.update(preference=0.0, correct=False, score=0.0,
-                            error="missing prediction")
-            elif out == ref:
-                item.update(preference=0.5, correct=False, score=0.5, identical=True)
+            return {k: f.result() for k, f in jobs.items()}
+
+    def _judged_item(self, i: int, record: dict, prompt: Any, ref: str, out: str | None,
+                     results: dict[tuple[int, str], Judgment], tally: _Tally) -> _JudgedItem:
+        """One item of the result: its preference from its judgments (both orders averaged), or
+        excluded when a judgment failed; the calls counted into `tally`."""
+        item = {"id": record["id"], "prompt": prompt, "output": out, "extracted": None,
+                "gold": ref, "error": None, "len_output": len(out) if out is not None else 0,
+                "len_reference": len(ref), "judgments": []}
+        judged = _JudgedItem(item, len(out) if out is not None else 0, len(ref),
+                             record.get("instruction_difficulty"))
+        if out is None:
+            item.update(preference=0.0, correct=False, score=0.0, error="missing prediction")
+            judged.preference, judged.missing = 0.0, True
+            return judged
+        if out == ref:
+            item.update(preference=0.5, correct=False, score=0.5, identical=True)
+            judged.preference, judged.identical = 0.5, True
+            return judged
+        failed, p_model = [], []
+        for order in self.orders(record):
+            j = results[(i, order)]
+            tally.add(j)
+            pm = None
+            if j.p_b is not None:
+                pm = j.p_b if order == "reference_first" else 1.0 - j.p_b
+                p_model.append(pm)
             else:
-                failed = []
-                p_model = []
-                for order in self.orders(r):
-                    j = results[(i, order)]
-                    n_calls += 1
-                    n_cached += int(j.cached)
-                    if not j.cached:
-                        tokens["prompt"] += j.prompt_tokens
-                        tokens["completion"] += j.completion_tokens
-                    pm = None
-                    if j.p_b is not None:
-                        pm = j.p_b if order == "reference_first" else 1.0 - j.p_b
-                        p_model.append(pm)
-                    else:
-                        n_failed_calls += 1
-                        failed.append(f"{order}: {j.error}")
-                    item["judgments"].append({"order": order, "verdict": j.verdict,
-                                              "p_model": pm, "cached": j.cached,
-                                              "attempts": j.attempts, "error": j.error,
-                                              "raw": j.raw})
-                if failed:
-                    item.update(preference=None, correct=False, score=0.0, excluded=True,
-                                error="judge failed: " + "; ".join(failed))
-                else:
-                    pref = sum(p_model) / len(p_model)
-                    item.update(preference=pref, correct=pref > 0.5, score=pref)
-            if not item.get("excluded"):
-                prefs.append(item["preference"])
-                lm.append(item["len_output"])
-                lb.append(item["len_reference"])
-                diffs.append(r.get("instruction_difficulty"))
-            items.append(item)
-        n_failed_items = sum(1 for it in items if it.get("excluded"))
-        use_diff = bool(diffs) and all(d is not None for d in diffs)
-        lc = length_controlled_winrate(prefs, lm, lb, diffs if use_diff else None, l2=self.lc_l2)
-        if not self.length_controlled:
-            lc.update(lc_win_rate=None, coefficients={})
-        n = len(items)
-        fail_rate = n_failed_calls / n_calls if n_calls else 0.0
-        reliable = fail_rate <= self.failure_threshold
+                failed.append(f"{order}: {j.error}")
+            item["judgments"].append({"order": order, "verdict": j.verdict, "p_model": pm,
+                                      "cached": j.cached, "attempts": j.attempts,
+                                      "error": j.error, "raw": j.raw})
+        if failed:
+            item.update(preference=None, correct=False, score=0.0, excluded=True,
+                        error="judge failed: " + "; ".join(failed))
+            judged.excluded = True
+            return judged
+        pref = sum(p_model) / len(p_model)
+        item.update(preference=pref, correct=pref > 0.5, score=pref)
+        judged.preference = pref
+        return judged
+
+    def _metrics(self, scored: list[_JudgedItem], tally: _Tally, reliable: bool,
+                 client: JudgeClient) -> dict[str, Any]:
+        """The counts, the judge's accounting (calls, tokens, cost) and the settings."""
         cfg = client.config
-        cost = (tokens["prompt"] / 1000.0 * cfg.price_prompt_per_1k
-                + tokens["completion"] / 1000.0 * cfg.price_completion_per_1k)
-        metrics = {
-            "win_rate": lc["win_rate"], "lc_win_rate": lc["lc_win_rate"],
-            "lc_coefficients": lc["coefficients"], "lc_l2": self.lc_l2,
-            "lc_instruction_difficulty": use_diff,
-            "n_wins": sum(1 for it in items if it.get("preference") is not None
-                          and it["preference"] > 0.5),
-            "n_losses": sum(1 for it in items if it.get("preference") is not None
-                            and it["preference"] < 0.5),
-            "n_ties": sum(1 for it in items if it.get("preference") == 0.5),
-            "n_identical": sum(1 for it in items if it.get("identical")),
-            "n_missing": sum(1 for it in items if it["error"] == "missing prediction"),
-            "n_scored": len(prefs),
-            "judge_failures": n_failed_calls, "judge_failed_items": n_failed_items,
-            "judge_failure_rate": fail_rate, "max_failure_rate": self.failure_threshold,
+        cost = (tally.prompt_tokens / 1000.0 * cfg.price_prompt_per_1k
+                + tally.completion_tokens / 1000.0 * cfg.price_completion_per_1k)
+        prefs = [s.preference for s in scored if s.preference is not None]
+        n = len(scored)
+        return {
+            "n_wins": sum(1 for p in prefs if p > 0.5),
+            "n_losses": sum(1 for p in prefs if p < 0.5),
+            "n_ties": sum(1 for p in prefs if p == 0.5),
+            "n_identical": sum(1 for s in scored if s.identical),
+            "n_missing": sum(1 for s in scored if s.missing),
+            "n_scored": sum(1 for s in scored if not s.excluded),
+            "judge_failures": tally.failed_calls,
+            "judge_failed_items": sum(1 for s in scored if s.excluded),
+            "judge_failure_rate": tally.failure_rate, "max_failure_rate": self.failure_threshold,
             "swap_positions": self.swap_positions, "judge_template": self.template,
             "spec_judge_model": self.spec_judge_model,
             "reliable": reliable,
-            "judge_calls": n_calls, "judge_cached": n_cached,
+            "judge_calls": tally.calls, "judge_cached": tally.cached,
             "judge_http_requests": client.http_calls,
-            "tokens": {**tokens, "total": tokens["prompt"] + tokens["completion"]},
+            "tokens": {"prompt": tally.prompt_tokens, "completion": tally.completion_tokens,
+                       "total": tally.prompt_tokens + tally.completion_tokens},
             "cost": round(cost, 6), "judge": cfg.public(), "weighted": self.weighted,
             "prompt_version": PROMPT_VERSION,
-            "avg_len_output": (sum(it["len_output"] for it in items) / n) if n else 0.0,
-            "avg_len_reference": (sum(it["len_reference"] for it in items) / n) if n else 0.0,
-            **(extra or {}),
+            "avg_len_output": (sum(s.len_output for s in scored) / n) if n else 0.0,
+            "avg_len_reference": (sum(s.len_reference for s in scored) / n) if n else 0.0,
         }
-        error = None
-        if not reliable:
-            error = (f"unreliable: {n_failed_calls}/{n_calls} judgments failed after retries "
-                     f"({100 * fail_rate:.1f}% > {100 * self.failure_threshold:.1f}%); "
-                     f"{n_failed_items} items left out of the win rate")
-        return self.finish(items, metrics, backend, started, score=lc["win_rate"],
-                           valid=reliable, error=error)
 
     def grade_model(self, model_path: str | Path, records: list[dict],
                     backend_kind: str = "auto") -> GradeResult:

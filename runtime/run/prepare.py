@@ -18,7 +18,7 @@ from a2c.contracts.bundle import Bundle, read_manifest
 from a2c.contracts.run_info import RunInfo, RunSettings
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
-from a2c.contracts.spec import AgentSpec, DriverSpec, TaskSpec
+from a2c.contracts.spec import AgentSpec, DriverSpec, GraderSpec, TaskSpec
 from a2c.durations import format_duration, parse_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
@@ -41,12 +41,13 @@ from a2c.runtime.run.scaffold import (
 from a2c.scrub import record_path
 
 
-def grader_cfg(bundle: Path, task: dict) -> dict:
-    """The task's grader section: bundle/grader/grader.json, else the task's `grader`."""
+def grader_cfg(bundle: Path, task: TaskSpec) -> dict:
+    """The task's grader section as the grader service reads it (grader/grader.json):
+    bundle/grader/grader.json, else the task's `grader`."""
     path = RunPaths(bundle).grader_json   # the same relative path inside a bundle
     if path.is_file():
         return read_grader_json(path)
-    return task.get("grader") or {}
+    return task.grader.to_dict()
 
 
 def make_read_only(root: Path) -> None:
@@ -92,7 +93,7 @@ def make_private(root: Path) -> None:
     os.chmod(root, 0o700)
 
 
-def render_prompt(paths: RunPaths, task: dict, mode: str, budget_s: float) -> str:
+def render_prompt(paths: RunPaths, task: TaskSpec, mode: str, budget_s: float) -> str:
     template = paths.prompt
     if not template.is_file():
         return ""
@@ -104,7 +105,7 @@ def render_prompt(paths: RunPaths, task: dict, mode: str, budget_s: float) -> st
     env = jinja2.Environment(undefined=jinja2.ChainableUndefined, keep_trailing_newline=True)
     try:
         return env.from_string(template.read_text(encoding="utf-8")).render(
-            instructions=instructions, task=task, mode=mode, budget=format_duration(budget_s),
+            instructions=instructions, task=task.to_dict(), mode=mode, budget=format_duration(budget_s),
             budget_s=budget_s, workspace="$A2C_WORKSPACE")
     except jinja2.TemplateError as exc:
         raise BundleError(f"{template}: cannot render the prompt: {exc}") from exc
@@ -135,8 +136,8 @@ def check_options(opts: RunOptions) -> None:
         get_backend("local", use_bwrap=opts.use_bwrap)
 
 
-def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
-    agent_spec, task_spec = AgentSpec.from_dict(agent), TaskSpec.from_dict(task)
+def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
+                          agent_spec: AgentSpec) -> None:
     if opts.backend == "docker":
         # the agent layer installs npm/pip packages (docker_scaffolds.py), not install commands
         from a2c.runtime.sandbox.docker_scaffolds import unsupported
@@ -144,14 +145,13 @@ def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
             raise RunError(f"agent {agent_spec.id}: the docker backend does not run install "
                            f"commands ({'; '.join(unsupported(agent))}) in its image; run it "
                            "with --backend local")
-    if opts.mode not in task_spec.get("modes", MODES):
-        raise RunError(f"task {task_spec.id} does not offer mode {opts.mode!r} "
-                       f"(it offers {', '.join(task_spec.modes)})")
-    # the driver section as written (`get` leaves an unwritten `required` unset: a hand-made
-    # agent without one needs no driver)
-    driver = DriverSpec.from_dict(agent["driver"] if isinstance(agent.get("driver"), dict)
-                                  else {})
-    if driver.get("required") and not (opts.driver or driver.default):
+    if opts.mode not in (task.modes or MODES):
+        raise RunError(f"task {task.id} does not offer mode {opts.mode!r} "
+                       f"(it offers {', '.join(task.modes)})")
+    # an old agent may name its driver as a plain string; a hand-made one without a driver
+    # section needs none (DriverSpec.required is unset: false)
+    driver = agent_spec.driver if isinstance(agent_spec.driver, DriverSpec) else DriverSpec()
+    if driver.required and not (opts.driver or driver.default):
         raise RunError(f"agent {agent_spec.id} needs a driver model: pass --driver MODEL")
     overrides = {"--driver-tokens": opts.driver_tokens, "--driver-cost": opts.driver_cost,
                  "--driver-calls": opts.driver_calls}
@@ -159,7 +159,7 @@ def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
         given = [flag for flag, value in overrides.items() if value is not None]
         if given:
             raise RunError(f"{', '.join(given)}: agent {agent_spec.id} has no driver model (a "
-                           f"{agent.get('type')} agent); driver budgets apply to scaffolds "
+                           f"{agent_spec.type} agent); driver budgets apply to scaffolds "
                            "(agents of type cli)")
         return
     if not (opts.driver or driver.default):
@@ -172,12 +172,11 @@ def _check_task_and_agent(opts: RunOptions, task: dict, agent: dict) -> None:
     refuse_provider_keys(agent, list(opts.agent_env or {}), key_envs)
 
 
-def _run_dir(opts: RunOptions, task: dict, agent: dict) -> tuple[str, Path]:
+def _run_dir(opts: RunOptions, task: TaskSpec, agent: AgentSpec) -> tuple[str, Path]:
     from a2c.paths import project_root
     runs_dir = Path(opts.runs_dir) if opts.runs_dir else project_root() / "runs"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    task_id, agent_id = TaskSpec.from_dict(task).id, AgentSpec.from_dict(agent).id
-    run_id = opts.run_id or f"{task_id}-{agent_id}-{stamp}-{secrets.token_hex(2)}"
+    run_id = opts.run_id or f"{task.id}-{agent.id}-{stamp}-{secrets.token_hex(2)}"
     return run_id, (runs_dir / run_id).resolve()
 
 
@@ -191,15 +190,13 @@ def _prepare_workspace(paths: RunPaths, mode: str, budget: dict) -> None:
     paths.output.mkdir(exist_ok=True)
 
 
-def _prepare_data(paths: RunPaths, task: dict, report: Reporter) -> dict[str, Any]:
+def _prepare_data(paths: RunPaths, task: TaskSpec, report: Reporter) -> dict[str, Any]:
     """Agent split read-only under data/, held-out split only under grader/ (with a final split:
     the feedback part in heldout.jsonl, the final part in final.jsonl)."""
     from a2c.runtime import data as data_mod
     cache = None
     splits = data_mod.load_splits(task, paths.bundle, cache)
-    final_split = TaskSpec.from_dict(task).scoring.final
-    feedback, final = data_mod.split_final(splits["heldout"],
-                                           final_split.to_dict() if final_split else None)
+    feedback, final = data_mod.split_final(splits["heldout"], task.scoring.final)
     splits["heldout"] = feedback
     data_mod.write_jsonl(paths.train, splits["agent"])
     data_mod.write_jsonl(paths.heldout, feedback)
@@ -227,30 +224,30 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     agent_src = resolve_agent_bundle(opts.agent)
     task = Bundle.load(bundle_src).task
     agent = load_agent(agent_src)
-    _check_task_and_agent(opts, task, agent)
+    agent_spec = AgentSpec.from_dict(agent)
+    _check_task_and_agent(opts, task, agent, agent_spec)
     params = effective_params(agent, opts.agent_params)   # a refused param: nothing written
-    budget_cfg = dict(task.get("budget") or {})   # the task's keys as written, into run.json
-    wall = parse_duration(opts.budget) if opts.budget is not None \
-        else float(budget_cfg.get("wall_clock_s") or 3600)
-    budget_cfg["wall_clock_s"] = wall
+    budget_cfg = task.budget.to_dict()   # the task's keys as written, into run.json
+    budget_cfg["wall_clock_s"] = (parse_duration(opts.budget) if opts.budget is not None
+                                  else float(task.budget.wall_clock_s))
 
-    gateway = uses_gateway(agent)
+    gateway = uses_gateway(agent_spec)
     if gateway:   # every driver key recorded (None: unlimited), the run's overrides winning
         budget_cfg.update(driver_budget(budget_cfg, {
             "driver_tokens": opts.driver_tokens, "driver_cost_usd": opts.driver_cost,
             "driver_calls": opts.driver_calls}))
 
-    run_id, run_dir = _run_dir(opts, task, agent)
+    run_id, run_dir = _run_dir(opts, task, agent_spec)
     if run_dir.exists():
         raise RunError(f"{run_dir} already exists")
     _check_record_keys(run_dir.parent)
     from a2c.runtime.run import devices  # before anything is written: a missing GPU is one line
-    served = gateway and is_served(_driver_name(opts, agent))
-    gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, budget_cfg.get("gpus") or 0,
+    served = gateway and is_served(_driver_name(opts, agent_spec))
+    gpus, lease = devices.assign(opts.gpus, opts.grader_gpus, task.budget.gpus or 0,
                                  driver_gpus=opts.driver_gpus, served_driver=served)
     devices.register(run_dir, lease)
     try:
-        ctx = _build(opts, task, agent, bundle_src, agent_src, budget_cfg, run_id, run_dir,
+        ctx = _build(opts, task, agent, agent_spec, bundle_src, agent_src, budget_cfg, run_id, run_dir,
                      report, params, gpus)
         ctx.run.gpus = gpus
         ctx.save()
@@ -295,16 +292,15 @@ def remove_run_dir(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _driver_name(opts: RunOptions, agent: dict) -> str | None:
-    driver = AgentSpec.from_dict(agent).driver   # an old agent may name its driver as a plain string
+def _driver_name(opts: RunOptions, agent: AgentSpec) -> str | None:
+    driver = agent.driver   # an old agent may name its driver as a plain string
     return opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)
 
 
-def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_src: Path,
-           budget_cfg: dict, run_id: str, run_dir: Path, report: Reporter,
-           params: dict[str, Any], gpus: dict | None = None) -> RunContext:
+def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
+           bundle_src: Path, agent_src: Path, budget_cfg: dict, run_id: str, run_dir: Path,
+           report: Reporter, params: dict[str, Any], gpus: dict | None = None) -> RunContext:
     wall = budget_cfg["wall_clock_s"]
-    agent_spec, task_spec = AgentSpec.from_dict(agent), TaskSpec.from_dict(task)
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -315,13 +311,14 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
 
     grader = grader_cfg(paths.bundle, task)
     write_json_atomic(paths.grader_json, grader)
+    inference = GraderSpec.from_dict(grader).inference
     _prepare_workspace(paths, opts.mode, budget_cfg)
     report("preparing data")
     data_info = _prepare_data(paths, task, report)
 
     report("resolving the base model")
     from a2c.runtime import models
-    model = model_cfg(opts.model, task.get("base_model") or {})
+    model = model_cfg(opts.model, task.base_model.to_dict())
     model_path = Path(models.resolve_base_model(model, paths.bundle))
     model_fp = models.model_fingerprint(model_path)
 
@@ -332,20 +329,20 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
 
     write_service_config(
         run_dir, token=token, socket_path=str(paths.socket), host=None, port=None,
-        deadline_unix=None, max_submissions=budget_cfg.get("max_submissions"),
-        min_interval_s=budget_cfg.get("min_interval_s") or 0,
-        eval_timeout_s=budget_cfg.get("eval_timeout_s") or 3600,
+        deadline_unix=None, max_submissions=task.budget.max_submissions,
+        min_interval_s=task.budget.min_interval_s or 0,
+        eval_timeout_s=task.budget.eval_timeout_s,
         output_dir=str(paths.output),
         agent_output_dir=str(paths.output),   # set per backend at launch
         workspace=str(paths.workspace), bundle=str(paths.bundle), heldout=str(paths.heldout),
-        backend=(grader.get("inference") or {}).get("backend", "auto"),
+        backend=(inference or {}).get("backend", "auto"),
         base_model=str(model_path), baseline_cache=str(baseline_cache()),
-        task_id=task_spec.id, baseline=False,
+        task_id=task.id, baseline=False,
         # --no-bwrap: the grading service goes without bubblewrap too (written only then)
         **({"use_bwrap": False} if opts.use_bwrap is False else {}))
 
-    driver_name = _driver_name(opts, agent)
-    if uses_gateway(agent):
+    driver_name = _driver_name(opts, agent_spec)
+    if uses_gateway(agent_spec):
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
         config = configure(paths, driver_name, agent,
@@ -356,15 +353,13 @@ def _build(opts: RunOptions, task: dict, agent: dict, bundle_src: Path, agent_sr
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(
-        run_id=run_id, task=task_spec.id, level=task_spec.get("level"),
-        title=task_spec.get("title"), agent=agent_spec.id,
+        run_id=run_id, task=task.id, level=task.level, title=task.title, agent=agent_spec.id,
         agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
         base_model={"spec": model, "path": record_path(model_path), "fingerprint": model_fp},
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
-        isolation=None, budget=Budget.from_dict(budget_cfg),
-        scoring=task.get("scoring") or {"policy": "best"},
+        isolation=None, budget=Budget.from_dict(budget_cfg), scoring=task.scoring.to_dict(),
         versions=versions(), sandbox_id=secrets.token_hex(8),
         options=RunSettings(use_bwrap=opts.use_bwrap, snapshot_every_s=opts.snapshot_every_s,
                             agent_params=params, agent_env=opts.agent_env))

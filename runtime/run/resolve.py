@@ -57,12 +57,12 @@ def resolve_agent_bundle(ref: str | Path) -> Path:
 
 def load_agent(root: Path, verify: bool = True) -> dict[str, Any]:
     """The resolved agent spec of the agent bundle at `root` (verified by the one bundle check)."""
-    return load_bundle(root, kind="Agent", verify=verify).agent
+    return load_bundle(root, kind="Agent", verify=verify).agent.to_dict()
 
 
 def load_agent_spec(root: Path, verify: bool = True) -> AgentSpec:
     """`load_agent`, typed (a2c.contracts.spec.AgentSpec)."""
-    return load_bundle(root, kind="Agent", verify=verify).agent_spec
+    return load_bundle(root, kind="Agent", verify=verify).agent
 
 
 def model_cfg(override: str | None, task_cfg: dict) -> dict:

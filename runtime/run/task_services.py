@@ -21,8 +21,8 @@ class TaskServices:
 
     def start(self) -> None:
         paths = self.paths
-        task = read_manifest(paths.bundle, "Task").get("task") or {}
-        specs = [s.to_dict() for s in TaskSpec.from_dict(task).environment.services]
+        task = TaskSpec.from_dict(read_manifest(paths.bundle, "Task").get("task") or {})
+        specs = task.environment.services
         if not specs or self.services is not None:
             return
         from a2c.runtime.env_services import agent_proxies, describe, start_env_services

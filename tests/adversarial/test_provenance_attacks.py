@@ -45,9 +45,9 @@ from a2c.runtime.grader_service.intake import copy_submission  # noqa: E402
 from a2c.runtime.grader_service.provenance import (  # noqa: E402
     NOT_DERIVED_REL_CHANGE,
     NOT_DERIVED_SHRINK,
-    WeightsRefused,
     check_provenance,
 )
+from a2c.runtime.grader_service.weight_files import WeightsRefused  # noqa: E402
 
 
 @pytest.fixture(scope="module")

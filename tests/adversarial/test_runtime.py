@@ -181,7 +181,7 @@ def test_generated_heldout_cannot_be_regenerated_from_the_spec(tmp_path):
     from a2c.runtime.data import generators
     agent = make_agent(tmp_path, "idle", "true\n")
     ctx = prepare(tmp_path, agent, "30s")
-    source = Bundle.load(ctx.run_dir / "bundle").task["data"]["source"]
+    source = Bundle.load(ctx.run_dir / "bundle").task.data.source
     public = generators.arithmetic(source["params"], source["seed"], tmp_path)
     heldout = [json.loads(line) for line in
                (ctx.run_dir / "grader" / "heldout.jsonl").read_text().splitlines()]

@@ -46,7 +46,7 @@ def fake_agent_run(monkeypatch):
     def grade(root: Path, write) -> dict:
         task = Bundle.load(root).task
         held = load_splits(task, root)["heldout"]
-        grader = get_grader(task["grader"])
+        grader = get_grader(task.grader.to_dict())
         outputs = {str(r["id"]): [write(i, r["answer"])] for i, r in enumerate(held)}
         return grader.grade_predictions(outputs, held).to_dict()
 

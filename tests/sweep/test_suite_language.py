@@ -186,7 +186,7 @@ def test_the_built_bundle_lists_the_trials():
 
 def test_known_driver_providers_are_the_gateways():
     """The built-ins, and `vllm` (a server a2c starts) with the wires the gateway gives it."""
-    from a2c.compiler.checks import DRIVER_PROVIDER_WIRES, DRIVER_PROVIDERS
+    from a2c.compiler.suite_checks import DRIVER_PROVIDER_WIRES, DRIVER_PROVIDERS
     from a2c.runtime.driver_gateway.config import BUILTIN_PROVIDERS, VLLM_PROVIDER
     from a2c.wires import VLLM_WIRES
     assert set(DRIVER_PROVIDERS) == {*BUILTIN_PROVIDERS, VLLM_PROVIDER}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from a2c.contracts.spec import EnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind, resolve_path
 
 
@@ -15,10 +16,10 @@ class AlfWorldKind(EnvKind):
     score_key = "success"
     generator = "alfworld"
 
-    def env_factory(self, env_cfg: dict, data_root: Path):
+    def env_factory(self, env: EnvSpec, data_root: Path):
         from a2c.runtime.envs.alfworld.env import AlfWorldEnv
 
-        options = dict(env_cfg.get("options") or {})
+        options = dict(env.options or {})
         return lambda rec: AlfWorldEnv(resolve_path(data_root, rec["game_file"]), options)
 
     def prompt_format(self):

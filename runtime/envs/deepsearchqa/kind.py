@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from a2c.contracts.spec import EnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind
 
 
@@ -16,11 +17,11 @@ class DeepSearchQAKind(EnvKind):
     score_key = "reward"
     generator = "deepsearchqa"
 
-    def env_factory(self, env_cfg: dict, data_root: Path):
+    def env_factory(self, env: EnvSpec, data_root: Path):
         from a2c.runtime.envs.deepsearchqa.env import DeepSearchQAEnv
         from a2c.runtime.envs.deepsearchqa.search import make_search
 
-        options = dict(env_cfg.get("options") or {})
+        options = dict(env.options or {})
         searcher = make_search(options, data_root)
         return lambda rec: DeepSearchQAEnv(rec, searcher, options)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from a2c.contracts.spec import EnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind, resolve_path
 
 
@@ -14,10 +15,10 @@ class TextWorldKind(EnvKind):
     score_key = "success"
     generator = "textworld"
 
-    def env_factory(self, env_cfg: dict, data_root: Path):
+    def env_factory(self, env: EnvSpec, data_root: Path):
         from a2c.runtime.envs.textworld.env import TextWorldEnv
 
-        max_steps = int(env_cfg.get("max_steps", 50))
+        max_steps = int(env.max_steps)
         return lambda rec: TextWorldEnv(resolve_path(data_root, rec["game_file"]),
                                         max_steps=max_steps)
 

@@ -49,6 +49,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from a2c.runtime.env_services.proxy import path_segments, service_url_var
@@ -113,6 +114,23 @@ def _q(x) -> str:
 
 
 # ------------------------------------------------------------------------------- the episode
+@dataclass
+class _Page:
+    """Where the episode is on the site: the page, the query and results page it came from, the
+    product and options chosen, and what the page offers to click."""
+
+    page_type: str = "init"          # init | search | item | item_sub | end
+    query: str = ""
+    page: int = 1
+    options: dict[str, str] = field(default_factory=dict)   # option type -> chosen option
+    asin: str | None = None
+    sub: str | None = None           # the item's sub page (Description, Features, ...)
+    reward: float | None = None
+    buttons: list[str] = field(default_factory=list)
+    asins: list[str] = field(default_factory=list)
+    option_types: dict[str, str] = field(default_factory=dict)   # option -> its type
+
+
 class WebShopEnv:
     """One WebShop session. `record`: `{"id", "session" (default: id), "base_url" (optional)}`."""
 
@@ -128,7 +146,7 @@ class WebShopEnv:
         self.timeout = float(opts.get("request_timeout_s", 30))
         self.invalid_action = str(opts.get("invalid_action", "fail"))
         self.max_products = opts.get("max_products")
-        self.state: dict = {}
+        self.state = _Page()
         self.instruction = ""
         self.done = False
 
@@ -167,22 +185,22 @@ class WebShopEnv:
         sid = _q(self.session)
         if page_type == "init":
             return f"/{sid}"
-        kw = _q(s["query"])
+        kw = _q(s.query)
         if page_type == "search":
-            return f"/search_results/{sid}/{kw}/{s['page']}"
-        opts = _q(repr(s.get("options") or {}))
+            return f"/search_results/{sid}/{kw}/{s.page}"
+        opts = _q(repr(s.options or {}))
         if page_type == "item":
-            return f"/item_page/{sid}/{_q(s['asin'])}/{kw}/{s['page']}/{opts}"
+            return f"/item_page/{sid}/{_q(s.asin)}/{kw}/{s.page}/{opts}"
         if page_type == "item_sub":
-            return f"/item_sub_page/{sid}/{_q(s['asin'])}/{kw}/{s['page']}/{_q(s['sub'])}/{opts}"
+            return f"/item_sub_page/{sid}/{_q(s.asin)}/{kw}/{s.page}/{_q(s.sub)}/{opts}"
         if page_type == "end":
-            return f"/done/{sid}/{_q(s['asin'])}/{opts}"
+            return f"/done/{sid}/{_q(s.asin)}/{opts}"
         raise ValueError(page_type)
 
     # -- pages ------------------------------------------------------------------------------
     def _load(self, page_type: str) -> tuple[str, dict]:
         pieces = parse_page(self._get(self._url(page_type)))
-        self.state["page_type"] = page_type
+        self.state.page_type = page_type
         texts = [t for t, _ in pieces]
         if page_type == "end":
             if SCORE_LABEL not in texts or texts.index(SCORE_LABEL) + 1 >= len(texts):
@@ -191,7 +209,7 @@ class WebShopEnv:
                 reward = float(texts[texts.index(SCORE_LABEL) + 1])
             except ValueError:
                 raise EnvCrash("the WebShop done page shows no numeric score") from None
-            self.state["reward"] = reward
+            self.state.reward = reward
             return f"{SCORE_LABEL}: {reward}", {}
         # the instruction block: "Instruction:" then its text
         if "Instruction:" in texts:
@@ -218,24 +236,24 @@ class WebShopEnv:
             shown.append(text)
         if page_type == "init" and not any(k == "button" and t.lower() == "search" for t, k in pieces):
             raise EnvCrash("the WebShop start page has no search box")
-        self.state.update(buttons=buttons, asins=asins, option_types=option_types)
+        self.state.buttons, self.state.asins = buttons, asins
+        self.state.option_types = option_types
         return " [SEP] ".join(shown), self._info()
 
     def clickables(self) -> list[str]:
         s = self.state
-        return list(s.get("buttons", [])) + list(s.get("asins", [])) + list(s.get("option_types", {}))
+        return [*s.buttons, *s.asins, *s.option_types]
 
     def _info(self) -> dict:
         s = self.state
-        acts = ["search[<query>]"] if s.get("page_type") == "init" else \
+        acts = ["search[<query>]"] if s.page_type == "init" else \
             [f"click[{c}]" for c in self.clickables()]
-        return {"admissible_commands": acts, "won": False, "page_type": s.get("page_type"),
-                "options": dict(s.get("options") or {}), "asin": s.get("asin"),
-                "session": self.session}
+        return {"admissible_commands": acts, "won": False, "page_type": s.page_type,
+                "options": dict(s.options), "asin": s.asin, "session": self.session}
 
     # -- protocol ---------------------------------------------------------------------------
     def reset(self) -> tuple[str, dict]:
-        self.state = {"page_type": "init", "query": "", "page": 1, "options": {}}
+        self.state = _Page()
         self.instruction, self.done = "", False
         obs, info = self._load("init")
         if not self.instruction:
@@ -256,7 +274,7 @@ class WebShopEnv:
             return self._bad(f"expected search[query] or click[button], got {action[:80]!r}")
         verb, arg = m.group(1).lower(), m.group(2).strip()
         s = self.state
-        page = s.get("page_type")
+        page = s.page_type
         if verb == "think":
             return "OK.", 0.0, False, self._info()
         if verb == "search":
@@ -265,7 +283,7 @@ class WebShopEnv:
             query = " ".join(arg.replace("/", " ").split())
             if not query:
                 return self._bad("empty search query")
-            s.update(query=query, page=1, options={})
+            s.query, s.page, s.options = query, 1, {}
             obs, info = self._load("search")
             return obs, 0.0, False, info
         # click
@@ -276,37 +294,37 @@ class WebShopEnv:
                              + (f" (clickable: {', '.join(self.clickables()[:20])})"
                                 if self.clickables() else ""))
         if target == "Back to Search":
-            s.update(options={}, asin=None)
+            s.options, s.asin = {}, None
             obs, info = self._load("init")
         elif target == "Next >":
-            s["page"] = int(s["page"]) + 1
+            s.page += 1
             obs, info = self._load("search")
         elif target == "< Prev":
             if page == "item_sub":
                 obs, info = self._load("item")
             elif page == "item":
-                s["options"] = {}
+                s.options = {}
                 obs, info = self._load("search")
             else:
-                s["page"] = max(1, int(s["page"]) - 1)
+                s.page = max(1, s.page - 1)
                 obs, info = self._load("search")
         elif target == "Buy Now" and page == "item":
             obs, _ = self._load("end")
             self.done = True
-            reward = float(s["reward"])
+            reward = float(s.reward or 0.0)
             info = {"admissible_commands": [], "won": reward >= 1.0 - 1e-9,
-                    "final_reward": reward, "reward": reward, "asin": s.get("asin"),
-                    "options": dict(s.get("options") or {}), "page_type": "end",
+                    "final_reward": reward, "reward": reward, "asin": s.asin,
+                    "options": dict(s.options), "page_type": "end",
                     "session": self.session}
             return obs, reward, True, info
         elif target in SUB_PAGES and page == "item":
-            s["sub"] = target
+            s.sub = target
             obs, info = self._load("item_sub")
-        elif page == "search" and target in s.get("asins", []):
-            s.update(asin=target, options={})
+        elif page == "search" and target in s.asins:
+            s.asin, s.options = target, {}
             obs, info = self._load("item")
-        elif page == "item" and target in s.get("option_types", {}):
-            s.setdefault("options", {})[s["option_types"][target]] = target
+        elif page == "item" and target in s.option_types:
+            s.options[s.option_types[target]] = target
             obs, info = self._load("item")
             obs = f"You have clicked {target}. [SEP] " + obs
         else:
@@ -314,7 +332,7 @@ class WebShopEnv:
         return obs, 0.0, False, info
 
     def close(self) -> None:
-        self.state = {}
+        self.state = _Page()
 
 
 # ------------------------------------------------------------------------------- prompt format

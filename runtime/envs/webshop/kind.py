@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from a2c.contracts.spec import EnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind
 
 
@@ -16,10 +17,10 @@ class WebShopKind(EnvKind):
     score_key = "reward"
     generator = "webshop"
 
-    def env_factory(self, env_cfg: dict, data_root: Path):
+    def env_factory(self, env: EnvSpec, data_root: Path):
         from a2c.runtime.envs.webshop.env import WebShopEnv
 
-        options = dict(env_cfg.get("options") or {})
+        options = dict(env.options or {})
         return lambda rec: WebShopEnv(rec, options)
 
     def prompt_format(self):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import sys
 import time
@@ -12,7 +13,6 @@ import pytest
 from a2c.contracts.spec import ServiceSpec
 from a2c.runtime.env_services import (
     EnvServiceError,
-    as_spec,
     env_services_running,
     probe,
     start_env_service,
@@ -35,8 +35,8 @@ def http_server(port: int, delay: float = 0.0) -> str:
 
 def test_start_health_and_stop(tmp_path):
     port = free_port()
-    spec = {"name": "web", "command": http_server(port, 0.3), "port": port, "health": "/",
-            "startup_timeout_s": 20}
+    spec = ServiceSpec(name="web", command=http_server(port, 0.3), port=port, health="/",
+                       startup_timeout_s=20)
     group = start_env_services([spec], log_dir=tmp_path)
     try:
         assert group.alive() == {"web": True}
@@ -44,7 +44,7 @@ def test_start_health_and_stop(tmp_path):
             assert r.status == 200
     finally:
         group.stop()
-    assert not probe(as_spec(spec))
+    assert not probe(spec)
     assert (tmp_path / "service-web.log").is_file()
 
 
@@ -61,8 +61,8 @@ def test_port_placeholder_python_on_path_and_tcp_probe(tmp_path):
 
 
 def test_exit_before_ready_names_the_service_and_log(tmp_path):
-    spec = {"name": "broken", "command": "echo boom-on-start >&2; exit 3", "port": free_port(),
-            "health": "/health", "startup_timeout_s": 10}
+    spec = ServiceSpec(name="broken", command="echo boom-on-start >&2; exit 3", port=free_port(),
+                       health="/health", startup_timeout_s=10)
     with pytest.raises(EnvServiceError) as err:
         start_env_service(spec, log_dir=tmp_path)
     msg = str(err.value)
@@ -71,26 +71,26 @@ def test_exit_before_ready_names_the_service_and_log(tmp_path):
 
 def test_health_timeout_stops_the_process_and_earlier_services(tmp_path):
     good_port, bad_port = free_port(), free_port()
-    good = {"name": "good", "command": http_server(good_port), "port": good_port, "health": "/",
-            "startup_timeout_s": 20}
+    good = ServiceSpec(name="good", command=http_server(good_port), port=good_port, health="/",
+                       startup_timeout_s=20)
     # listens on the wrong port, so its health check never answers
-    slow = {"name": "slow", "command": http_server(free_port()), "port": bad_port,
-            "health": "/health", "startup_timeout_s": 1.0}
+    slow = ServiceSpec(name="slow", command=http_server(free_port()), port=bad_port,
+                       health="/health", startup_timeout_s=1.0)
     started = time.monotonic()
     with pytest.raises(EnvServiceError, match=r"'slow' not healthy within 1s"):
         start_env_services([good, slow], log_dir=tmp_path)
     assert time.monotonic() - started < 15
     time.sleep(0.3)
-    assert not probe(as_spec(good))      # the first one was stopped too
+    assert not probe(good)      # the first one was stopped too
 
 
 def test_port_already_in_use_is_refused(tmp_path):
     port = free_port()
-    spec = {"name": "a", "command": http_server(port), "port": port, "health": "/",
-            "startup_timeout_s": 20}
+    spec = ServiceSpec(name="a", command=http_server(port), port=port, health="/",
+                       startup_timeout_s=20)
     with env_services_running([spec], log_dir=tmp_path):
         with pytest.raises(EnvServiceError, match="already in use"):
-            start_env_service({**spec, "name": "b"}, log_dir=tmp_path)
+            start_env_service(dataclasses.replace(spec, name="b"), log_dir=tmp_path)
 
 
 def test_runner_starts_and_stops_the_bundles_services(tmp_path):
@@ -108,8 +108,8 @@ def test_runner_starts_and_stops_the_bundles_services(tmp_path):
     services = TaskServices(tmp_path, said.append)
     services.start()
     try:
-        assert probe(as_spec(svc)) and "web" in said[0]
+        assert probe(ServiceSpec.from_dict(svc)) and "web" in said[0]
     finally:
         services.stop()
-    assert services.services is None and not probe(as_spec(svc))
+    assert services.services is None and not probe(ServiceSpec.from_dict(svc))
     assert (tmp_path / "logs" / "service-web.log").is_file()

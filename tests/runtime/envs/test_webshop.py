@@ -12,6 +12,7 @@ import pytest
 from l3_webshop_helpers import FIXTURE_COMMAND
 from l3_webshop_helpers import webshop_fixture as fx
 
+from a2c.contracts.spec import ServiceSpec
 from a2c.runtime.env_services import env_services_running
 from a2c.runtime.envs.base import BadAction
 from a2c.runtime.envs.prompts import get_format
@@ -163,7 +164,7 @@ def test_server_killed_mid_episode_is_env_crash_others_finish(webshop_url, tmp_p
     port = free_port()
     spec = {"name": "shard2", "command": f"{FIXTURE_COMMAND} --port {{port}}", "port": port, "health": "/health",
             "startup_timeout_s": 30}
-    with env_services_running([spec], log_dir=tmp_path) as group:
+    with env_services_running([ServiceSpec.from_dict(spec)], log_dir=tmp_path) as group:
         records = [dict(r) for r in RECORDS[:4]]
         records[3]["base_url"] = f"http://127.0.0.1:{port}"       # one episode on shard 2
 
@@ -221,6 +222,6 @@ def test_spec_service_and_grader_end_to_end(tmp_path):
            "command": f"{FIXTURE_COMMAND} --port {{port}}"}
     cfg = json.loads(json.dumps(task["grader"]))
     cfg["env"]["options"]["base_url"] = f"http://127.0.0.1:{port}"
-    with env_services_running([svc], log_dir=tmp_path):
+    with env_services_running([ServiceSpec.from_dict(svc)], log_dir=tmp_path):
         result = RolloutGrader(cfg).grade_policy(ScriptedShopper(), RECORDS)
     assert result.score == 100.0 and result.n_items == 10

@@ -11,6 +11,7 @@ import pytest
 from l3_webshop_helpers import FIXTURE_COMMAND
 from l3_webshop_helpers import webshop_fixture as fx
 
+from a2c.contracts.spec import TaskSpec
 from a2c.runtime.env_services.proxy import EnvServiceProxy, agent_proxies, service_url_var
 from a2c.runtime.envs.base import EnvCrash
 from a2c.runtime.envs.webshop.env import WebShopEnv, agent_path_filter
@@ -115,7 +116,7 @@ def test_agent_proxies_only_for_an_adapter_with_a_filter(tmp_path, webshop_url):
     port = int(webshop_url.rsplit(":", 1)[1])
     services = [{"name": "webshop", "command": "x", "port": port}]
     task = {"grader": {"env": {"kind": "webshop"}}, "environment": {"services": services}}
-    gws = agent_proxies(task, records, tmp_path / "socks", log_dir=tmp_path)
+    gws = agent_proxies(TaskSpec.from_dict(task), records, tmp_path / "socks", log_dir=tmp_path)
     try:
         assert list(gws) == ["webshop"] and gws["webshop"].allow("/fixed_2")
         assert not gws["webshop"].allow("/fixed_0")
@@ -123,18 +124,20 @@ def test_agent_proxies_only_for_an_adapter_with_a_filter(tmp_path, webshop_url):
         for gw in gws.values():
             gw.stop()
     two = [*services, {"name": "other", "command": "y", "port": 1}]
-    assert agent_proxies({**task, "environment": {"services": two}}, records, tmp_path) == {}
+    assert agent_proxies(TaskSpec.from_dict({**task, "environment": {"services": two}}), records,
+                         tmp_path) == {}
     named = {"grader": {"env": {"kind": "webshop", "options": {"service": "other"}}},
              "environment": {"services": two}}
-    gws = agent_proxies(named, records, tmp_path / "socks2")
+    gws = agent_proxies(TaskSpec.from_dict(named), records, tmp_path / "socks2")
     try:
         assert list(gws) == ["other"]
     finally:
         for gw in gws.values():
             gw.stop()
     tw = {"grader": {"env": {"kind": "textworld"}}, "environment": {"services": services}}
-    assert agent_proxies(tw, records, tmp_path) == {}          # files, no service to guard
-    assert agent_proxies({"grader": {"env": {"kind": "webshop"}}}, records, tmp_path) == {}
+    assert agent_proxies(TaskSpec.from_dict(tw), records, tmp_path) == {}          # files, no service to guard
+    assert agent_proxies(TaskSpec.from_dict({"grader": {"env": {"kind": "webshop"}}}), records,
+                         tmp_path) == {}
 
 
 def _spec(tmp_path, command, sockets) -> SandboxSpec:

@@ -13,6 +13,7 @@ import pytest
 
 from a2c.contracts.events import read_events
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.spec import FinalSplitSpec
 from a2c.runtime.data import DataError, split_final, write_jsonl
 
 HERE = Path(__file__).resolve().parent
@@ -25,17 +26,17 @@ def records(n):
 
 def test_split_final_is_seeded_disjoint_and_order_free():
     rows = records(200)
-    feedback, final = split_final(rows, {"fraction": 0.5, "seed": 0})
+    feedback, final = split_final(rows, FinalSplitSpec(fraction=0.5, seed=0))
     assert len(feedback) == len(final) == 100
     assert not {r["id"] for r in feedback} & {r["id"] for r in final}
-    again = split_final(list(reversed(rows)), {"fraction": 0.5, "seed": 0})
+    again = split_final(list(reversed(rows)), FinalSplitSpec(fraction=0.5, seed=0))
     assert {r["id"] for r in again[1]} == {r["id"] for r in final}     # order does not matter
-    other = split_final(rows, {"fraction": 0.5, "seed": 1})
+    other = split_final(rows, FinalSplitSpec(fraction=0.5, seed=1))
     assert {r["id"] for r in other[1]} != {r["id"] for r in final}     # the seed does
     assert split_final(rows, None) == (rows, [])
-    assert len(split_final(rows, {"fraction": 0.25, "seed": 3})[1]) == 50
+    assert len(split_final(rows, FinalSplitSpec(fraction=0.25, seed=3))[1]) == 50
     with pytest.raises(DataError, match="both parts need at least one"):
-        split_final(records(3), {"fraction": 0.1})
+        split_final(records(3), FinalSplitSpec(fraction=0.1))
 
 
 def model(path: Path, quality: float, tag: str) -> Path:
@@ -66,7 +67,7 @@ def test_best_of_many_noisy_submissions_shows_a_positive_selection_gap(make_run,
     base = model(tmp_path / "base", 0.4, "base")
     run = make_run(evaluator=NOISY, base_model=str(base), snapshots=False)
     paths = RunPaths(run)
-    feedback, final = split_final(records(200), {"fraction": 0.5, "seed": 0})
+    feedback, final = split_final(records(200), FinalSplitSpec(fraction=0.5, seed=0))
     write_jsonl(paths.heldout, feedback)
     write_jsonl(paths.final_heldout, final)
     (run / "events.jsonl").touch()
@@ -122,7 +123,7 @@ def test_policy_last_scores_the_last_valid_submission(make_run, tmp_path):
     base = model(tmp_path / "base", 0.4, "base")
     run = make_run(evaluator=NOISY, base_model=str(base), snapshots=False)
     paths = RunPaths(run)
-    feedback, final = split_final(records(40), {"fraction": 0.5, "seed": 0})
+    feedback, final = split_final(records(40), FinalSplitSpec(fraction=0.5, seed=0))
     write_jsonl(paths.heldout, feedback)
     write_jsonl(paths.final_heldout, final)
     (run / "events.jsonl").touch()

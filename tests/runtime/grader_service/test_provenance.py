@@ -153,7 +153,7 @@ def test_service_flags_a_submission_with_another_models_weights(tiny_path, tmp_p
 # loader; the check reads exactly those files, every tensor of them (issue 32).
 import struct  # noqa: E402
 
-from a2c.runtime.grader_service.provenance import (  # noqa: E402
+from a2c.runtime.grader_service.weight_files import (  # noqa: E402
     SAFE_INDEX,
     WeightsRefused,
     check_submission_weights,
@@ -361,7 +361,8 @@ def test_a_dtype_the_check_cannot_compare_is_refused(tiny_path, tmp_path, dtype)
 def test_fp8_and_bf16_are_read_as_torch_reads_them(tmp_path):
     import numpy as np
 
-    from a2c.runtime.grader_service.provenance import TensorRef, _array
+    from a2c.runtime.grader_service.provenance import _array
+    from a2c.runtime.grader_service.weight_files import TensorRef
     codes = torch.arange(256, dtype=torch.uint8)
     for dtype, torch_dtype in (("F8_E4M3", torch.float8_e4m3fn), ("F8_E5M2", torch.float8_e5m2)):
         path = tmp_path / f"{dtype}.bin"

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from a2c.runtime.grader_service.provenance import WeightsRefused, resolve_weight_files
+from a2c.runtime.grader_service.weight_files import WeightsRefused, resolve_weight_files
 
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed here (the `vllm` nox session "
                                           "runs this test)")

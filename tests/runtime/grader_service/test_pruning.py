@@ -13,12 +13,17 @@ from service_helpers import make_model
 
 from a2c.canonical import sha256_tree
 from a2c.contracts.events import read_events
+from a2c.contracts.journal import JournalReceived, JournalScored
 from a2c.runtime.grader_service import intake, read_journal
 from a2c.runtime.grader_service.pruning import copies_to_keep
+from a2c.runtime.grader_service.submission import Submission
 
 
 def _sub(status, score=None, valid=True, duplicate_of=None):
-    return {"status": status, "score": score, "valid": valid, "duplicate_of": duplicate_of}
+    sub = Submission(received=JournalReceived(id=0), status=status)
+    if status in ("scored", "invalid"):
+        sub.scored = JournalScored(score=score, valid=valid, duplicate_of=duplicate_of)
+    return sub
 
 
 def test_keep_best_last_pending_and_originals_of_duplicates():

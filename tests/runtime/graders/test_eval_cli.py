@@ -237,18 +237,19 @@ def test_eval_starts_and_stops_declared_services(tmp_path):
     import socket
     import urllib.request
 
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime.evaluate import task_services as _task_services
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    task = {"environment": {"services": [{
+    task = TaskSpec.from_dict({"environment": {"services": [{
         "name": "shop", "port": port, "health": "/health", "startup_timeout_s": 30,
-        "command": f"{sys.executable} {WEBSHOP_FIXTURE_SERVER} --port {{port}}"}]}}
+        "command": f"{sys.executable} {WEBSHOP_FIXTURE_SERVER} --port {{port}}"}]}})
     url = f"http://127.0.0.1:{port}/health"
     with _task_services(task):
         assert urllib.request.urlopen(url, timeout=5).status == 200
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)
-    with _task_services({"environment": {}}):
+    with _task_services(TaskSpec()):
         pass                                    # no services: nothing started, nothing to stop

@@ -565,7 +565,7 @@ def test_driver_gpus_are_kept_apart(tmp_path):
 
 
 def test_suites_accept_vllm_drivers(tmp_path):
-    from a2c.compiler.checks import driver_problem
+    from a2c.compiler.suite_checks import driver_problem
     assert driver_problem("vllm/Qwen/Qwen3-8B", tmp_path) is None
     assert driver_problem("vllm/smollm2-135m-instruct", tmp_path) is None
     assert "unknown driver provider" in driver_problem("vlm/x", tmp_path)

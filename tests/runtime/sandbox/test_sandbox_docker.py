@@ -349,21 +349,23 @@ def test_docker_backend_takes_npm_and_pip_scaffolds_and_refuses_install_commands
     before anything is written, with the command named and the way out."""
     import json
 
+    from a2c.contracts.spec import AgentSpec, TaskSpec
     from a2c.errors import RunError
     from a2c.paths import project_root
     from a2c.runtime.run import RunOptions
     from a2c.runtime.run.prepare import _check_task_and_agent
     gen = project_root() / "generated"
-    task = json.loads((gen / "arith" / "bundle.json").read_text())["task"]
+    task = TaskSpec.from_dict(json.loads((gen / "arith" / "bundle.json").read_text())["task"])
 
-    def agent(name):
-        return json.loads((gen / "agents" / name / "agent.json").read_text())["agent"]
+    def check(opts, name):
+        agent = json.loads((gen / "agents" / name / "agent.json").read_text())["agent"]
+        _check_task_and_agent(opts, task, agent, AgentSpec.from_dict(agent))
     for name in ("claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "ref-sft"):
-        _check_task_and_agent(RunOptions(bundle="arith", agent=name, backend="docker",
-                                         driver="scripted:sft-recipe"), task, agent(name))
+        check(RunOptions(bundle="arith", agent=name, backend="docker",
+                         driver="scripted:sft-recipe"), name)
     opts = RunOptions(bundle="arith", agent="openhands", backend="docker",
                       driver="scripted:sft-recipe")
     with pytest.raises(RunError, match=r"openhands: the docker backend does not run install "
                                        r"commands \(.*uv tool install openhands==1\.16\.0.*"
                                        r"--backend local"):
-        _check_task_and_agent(opts, task, agent("openhands"))
+        check(opts, "openhands")
