@@ -14,7 +14,7 @@ from a2c.answer_format import derive as derive_answer_format
 from a2c.compiler.params import agent_params
 from a2c.compiler.suite_matrix import group_titles, groups_of
 from a2c.contracts.inference import DEFAULT_INFERENCE  # shared with the runtime
-from a2c.contracts.spec import BudgetSpec, EnvSpec
+from a2c.contracts.spec import BudgetSpec, RolloutEnvSpec
 from a2c.durations import parse_duration
 from a2c.modes import FREE, MODES
 from a2c.modes import MODE_TITLES as MODE_TITLES  # re-export: the titles the templates show
@@ -41,7 +41,7 @@ DEFAULT_PARAMS = {
                        "max_output_tokens": 4},
     "rollout": {},
 }
-DEFAULT_ENV = {"max_steps": EnvSpec().max_steps, "n_episodes": None,
+DEFAULT_ENV = {"max_steps": RolloutEnvSpec().max_steps, "n_episodes": None,
                "history": {"max_tokens": None, "keep_first_turns": 1}, "options": {}}
 FORMATS = {".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 

@@ -133,8 +133,9 @@ class DataSpec(SpecRecord):
 
 
 @dataclass
-class EnvSpec(SpecRecord):
-    """A rollout grader's environment (level 3): episodes of at most `max_steps` steps."""
+class RolloutEnvSpec(SpecRecord):
+    """A rollout grader's interactive environment (level 3, the grader's `env:`): episodes of
+    at most `max_steps` steps. Not the agent's software (`SoftwareSpec`) nor a variable."""
 
     kind: str = doc("the environment (runtime/envs)", "")
     max_steps: int = doc("steps per episode", 50)
@@ -156,7 +157,7 @@ class GraderSpec(SpecRecord):
                                  factory=dict)
     inference: dict[str, Any] = doc("generation settings, a2c.contracts.inference "
                                     "DEFAULT_INFERENCE filled in", factory=dict)
-    env: EnvSpec | None = doc("the rollout environment (null for the other graders)")
+    env: RolloutEnvSpec | None = doc("the rollout environment (null for the other graders)")
 
 
 @dataclass
@@ -219,8 +220,9 @@ class ServiceSpec(SpecRecord):
 
 
 @dataclass
-class EnvironmentSpec(SpecRecord):
-    """The agent's software: the image, the Python packages, the services."""
+class SoftwareSpec(SpecRecord):
+    """The agent's software (the task's `environment:` key): the image, the Python packages,
+    the services. Not a rollout environment (`RolloutEnvSpec`, the grader's `env:`)."""
 
     base_image: str = doc("the container image, pinned by digest", "")
     packages: list[str] = doc("pip requirements, sorted", factory=list)
@@ -241,7 +243,7 @@ class TaskSpec(SpecRecord):
     budget: BudgetSpec = doc("the agent's budget", factory=BudgetSpec)
     scoring: ScoringSpec = doc("which submission counts", factory=ScoringSpec)
     modes: list[str] = doc("the modes a run may use (a2c.modes)", factory=list)
-    environment: EnvironmentSpec = doc("the agent's software", factory=EnvironmentSpec)
+    environment: SoftwareSpec = doc("the agent's software", factory=SoftwareSpec)
 
 
 # ----------------------------------------------------------------------------- agent

@@ -2,7 +2,7 @@
 an `EnvKind` and registers it with `@env_kind`.
 
     kind = get_kind("webshop")
-    factory = kind.env_factory(env, data_root)         # record -> Env (env: the EnvSpec)
+    factory = kind.env_factory(env, data_root)         # record -> Env (env: the RolloutEnvSpec)
     fmt = kind.prompt_format()(options)                # its PromptFormat
     kind.score_key                                     # "success" | "reward"
     kind.generator, kind.data_generator()              # its data generator, if it has one
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from a2c.contracts.spec import EnvSpec
+    from a2c.contracts.spec import RolloutEnvSpec
     from a2c.runtime.envs.base import Env
     from a2c.runtime.envs.prompt_format import PromptFormat
 
@@ -40,7 +40,7 @@ class EnvKind:
     score_key: ClassVar[str] = "success"          # an item's score: "success" (won) or "reward"
     generator: ClassVar[str | None] = None        # the data generator this kind brings, by name
 
-    def env_factory(self, env: EnvSpec, data_root: Path) -> Callable[[dict], Env]:
+    def env_factory(self, env: RolloutEnvSpec, data_root: Path) -> Callable[[dict], Env]:
         """How one episode's Env is built from a record (`env`: the grader's `env`, typed)."""
         raise NotImplementedError
 
@@ -125,7 +125,7 @@ def resolve_path(root: Path, rel: str) -> Path:
 def env_factory(env_cfg: dict, data_root: str | Path) -> Callable[[dict], Env]:
     """record -> Env for grader.json's `env` object as an agent's script reads it (the
     workspace's rollout_example.py, the reference agents): parsed here, at that boundary, into
-    the EnvSpec its kind receives (`get_kind(env.kind).env_factory(env, data_root)`)."""
-    from a2c.contracts.spec import EnvSpec
-    env = EnvSpec.from_dict(env_cfg)
+    the RolloutEnvSpec its kind receives (`get_kind(env.kind).env_factory(env, data_root)`)."""
+    from a2c.contracts.spec import RolloutEnvSpec
+    env = RolloutEnvSpec.from_dict(env_cfg)
     return get_kind(env.kind).env_factory(env, Path(data_root))

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from a2c.contracts.spec import EnvSpec
+from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.base import BadAction, Env, EnvBatch, Episode, Transition
 from a2c.runtime.envs.prompts import PromptFormat, Turn, approx_tokens
 
@@ -36,10 +36,10 @@ class RolloutConfig:
     @classmethod
     def from_env_cfg(cls, env_cfg: dict) -> RolloutConfig:
         """From grader.json's `env` object as a script reads it (the boundary; see `from_env`)."""
-        return cls.from_env(EnvSpec.from_dict(env_cfg))
+        return cls.from_env(RolloutEnvSpec.from_dict(env_cfg))
 
     @classmethod
-    def from_env(cls, env: EnvSpec) -> RolloutConfig:
+    def from_env(cls, env: RolloutEnvSpec) -> RolloutConfig:
         hist = env.history or {}
         opts = env.options or {}
         return cls(max_steps=int(env.max_steps),

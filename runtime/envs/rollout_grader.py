@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
-from a2c.contracts.spec import EnvSpec
+from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import get_kind, score_key
@@ -37,7 +37,7 @@ VERSION = "3"   # 2: policy dtype option; TextWorld actions sanitised to printab
                 # 3: prefix cache between steps (options.prefix_cache_mb)
 
 
-def env_data_root(env: EnvSpec) -> Path:
+def env_data_root(env: RolloutEnvSpec) -> Path:
     """The folder record paths are relative to (see the module docstring for the order)."""
     for cand in (env.data_root, setting("A2C_ENV_DATA_ROOT"),
                  os.path.dirname(setting("A2C_HELDOUT") or "") or None):
@@ -53,7 +53,7 @@ class RolloutGrader(Grader):
     def __init__(self, grader_cfg: dict[str, Any]):
         super().__init__(grader_cfg)
         env = self.cfg.get("env")
-        self.env = EnvSpec.from_dict(env if isinstance(env, dict) else {})
+        self.env = RolloutEnvSpec.from_dict(env if isinstance(env, dict) else {})
         if not self.env.kind:
             raise GraderError("grader.env.kind is required for a rollout grader")
         self.env_kind = self.env.kind

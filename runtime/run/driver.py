@@ -15,18 +15,6 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.errors import A2CError, RunError
 from a2c.unixhttp import remove_stale
 
-BUDGET_KEYS = ("driver_tokens", "driver_cost_usd", "driver_calls")
-
-
-def driver_budget(budget_cfg: dict, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The run's driver budget: the task's (resolved), each overridden where the run says so;
-    every key present (None: unlimited)."""
-    out = {key: budget_cfg.get(key) for key in BUDGET_KEYS}
-    for key in BUDGET_KEYS:
-        if overrides.get(key) is not None:
-            out[key] = overrides[key]
-    return out
-
 
 def is_served(driver: str | None) -> bool:
     """A driver whose server a2c starts itself (`vllm/MODEL`: runtime/run/driver_server.py)."""

@@ -19,12 +19,12 @@ from a2c.contracts.run_info import RunInfo, RunSettings
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.contracts.spec import AgentSpec, DriverSpec, GraderSpec, TaskSpec
-from a2c.durations import format_duration, parse_duration
+from a2c.durations import format_duration
 from a2c.errors import BundleError, RunError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.modes import MODES
 from a2c.runtime.run.context import Reporter, RunContext, RunOptions, versions
-from a2c.runtime.run.driver import BUDGET_KEYS, configure, driver_budget, is_served
+from a2c.runtime.run.driver import configure, is_served
 from a2c.runtime.run.limits_note import limits_section
 from a2c.runtime.run.resolve import (
     load_agent,
@@ -180,13 +180,13 @@ def _run_dir(opts: RunOptions, task: TaskSpec, agent: AgentSpec) -> tuple[str, P
     return run_id, (runs_dir / run_id).resolve()
 
 
-def _prepare_workspace(paths: RunPaths, mode: str, budget: dict) -> None:
+def _prepare_workspace(paths: RunPaths, mode: str, budget: Budget) -> None:
     """The bundle's agent-visible files, MODE.md (the mode, then the limits this run enforces:
     limits_note.py), output/."""
     shutil.copytree(paths.bundle_workspace, paths.workspace, dirs_exist_ok=True)
     mode_file = paths.workspace_mode(mode)
     text = mode_file.read_text(encoding="utf-8") if mode_file.is_file() else ""
-    paths.mode_md.write_text(text + limits_section(Budget.from_dict(budget)), encoding="utf-8")
+    paths.mode_md.write_text(text + limits_section(budget), encoding="utf-8")
     paths.output.mkdir(exist_ok=True)
 
 
@@ -227,15 +227,11 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     agent_spec = AgentSpec.from_dict(agent)
     _check_task_and_agent(opts, task, agent, agent_spec)
     params = effective_params(agent, opts.agent_params)   # a refused param: nothing written
-    budget_cfg = task.budget.to_dict()   # the task's keys as written, into run.json
-    budget_cfg["wall_clock_s"] = (parse_duration(opts.budget) if opts.budget is not None
-                                  else float(task.budget.wall_clock_s))
-
+    # the run's limits, decided once: the task's, `--budget` and the `--driver-*` overrides
+    # (refused above for an agent without a gateway)
+    budget = Budget.for_run(task.budget, opts.budget, driver_tokens=opts.driver_tokens,
+                            driver_cost_usd=opts.driver_cost, driver_calls=opts.driver_calls)
     gateway = uses_gateway(agent_spec)
-    if gateway:   # every driver key recorded (None: unlimited), the run's overrides winning
-        budget_cfg.update(driver_budget(budget_cfg, {
-            "driver_tokens": opts.driver_tokens, "driver_cost_usd": opts.driver_cost,
-            "driver_calls": opts.driver_calls}))
 
     run_id, run_dir = _run_dir(opts, task, agent_spec)
     if run_dir.exists():
@@ -247,8 +243,8 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
                                  driver_gpus=opts.driver_gpus, served_driver=served)
     devices.register(run_dir, lease)
     try:
-        ctx = _build(opts, task, agent, agent_spec, bundle_src, agent_src, budget_cfg, run_id, run_dir,
-                     report, params, gpus)
+        ctx = _build(opts, task, agent, agent_spec, bundle_src, agent_src, budget, run_id,
+                     run_dir, report, params, gpus)
         ctx.run.gpus = gpus
         ctx.save()
         report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
@@ -298,9 +294,9 @@ def _driver_name(opts: RunOptions, agent: AgentSpec) -> str | None:
 
 
 def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
-           bundle_src: Path, agent_src: Path, budget_cfg: dict, run_id: str, run_dir: Path,
+           bundle_src: Path, agent_src: Path, budget: Budget, run_id: str, run_dir: Path,
            report: Reporter, params: dict[str, Any], gpus: dict | None = None) -> RunContext:
-    wall = budget_cfg["wall_clock_s"]
+    wall = budget.wall_clock_s
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -312,7 +308,7 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
     grader = grader_cfg(paths.bundle, task)
     write_json_atomic(paths.grader_json, grader)
     inference = GraderSpec.from_dict(grader).inference
-    _prepare_workspace(paths, opts.mode, budget_cfg)
+    _prepare_workspace(paths, opts.mode, budget)
     report("preparing data")
     data_info = _prepare_data(paths, task, report)
 
@@ -329,9 +325,8 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
 
     write_service_config(
         run_dir, token=token, socket_path=str(paths.socket), host=None, port=None,
-        deadline_unix=None, max_submissions=task.budget.max_submissions,
-        min_interval_s=task.budget.min_interval_s or 0,
-        eval_timeout_s=task.budget.eval_timeout_s,
+        deadline_unix=None, max_submissions=budget.max_submissions,
+        min_interval_s=budget.min_interval_s, eval_timeout_s=budget.eval_timeout_s,
         output_dir=str(paths.output),
         agent_output_dir=str(paths.output),   # set per backend at launch
         workspace=str(paths.workspace), bundle=str(paths.bundle), heldout=str(paths.heldout),
@@ -345,8 +340,7 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
     if uses_gateway(agent_spec):
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
-        config = configure(paths, driver_name, agent,
-                           {key: budget_cfg.get(key) for key in BUDGET_KEYS},
+        config = configure(paths, driver_name, agent, budget.driver_limits(),
                            gpus=(gpus or {}).get("driver"), seed=opts.seed,
                            share=opts.share_driver_server)
         refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
@@ -359,7 +353,7 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
         base_model={"spec": model, "path": record_path(model_path), "fingerprint": model_fp},
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
-        isolation=None, budget=Budget.from_dict(budget_cfg), scoring=task.scoring.to_dict(),
+        isolation=None, budget=budget, scoring=task.scoring.to_dict(),
         versions=versions(), sandbox_id=secrets.token_hex(8),
         options=RunSettings(use_bwrap=opts.use_bwrap, snapshot_every_s=opts.snapshot_every_s,
                             agent_params=params, agent_env=opts.agent_env))

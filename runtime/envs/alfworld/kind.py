@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a2c.contracts.spec import EnvSpec
+from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind, resolve_path
 
 
@@ -16,7 +16,7 @@ class AlfWorldKind(EnvKind):
     score_key = "success"
     generator = "alfworld"
 
-    def env_factory(self, env: EnvSpec, data_root: Path):
+    def env_factory(self, env: RolloutEnvSpec, data_root: Path):
         from a2c.runtime.envs.alfworld.env import AlfWorldEnv
 
         options = dict(env.options or {})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a2c.contracts.spec import EnvSpec
+from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind
 
 
@@ -17,7 +17,7 @@ class DeepSearchQAKind(EnvKind):
     score_key = "reward"
     generator = "deepsearchqa"
 
-    def env_factory(self, env: EnvSpec, data_root: Path):
+    def env_factory(self, env: RolloutEnvSpec, data_root: Path):
         from a2c.runtime.envs.deepsearchqa.env import DeepSearchQAEnv
         from a2c.runtime.envs.deepsearchqa.search import make_search
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a2c.contracts.spec import EnvSpec
+from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind, resolve_path
 
 
@@ -15,7 +15,7 @@ class TextWorldKind(EnvKind):
     score_key = "success"
     generator = "textworld"
 
-    def env_factory(self, env: EnvSpec, data_root: Path):
+    def env_factory(self, env: RolloutEnvSpec, data_root: Path):
         from a2c.runtime.envs.textworld.env import TextWorldEnv
 
         max_steps = int(env.max_steps)

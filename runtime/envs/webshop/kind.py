@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a2c.contracts.spec import EnvSpec
+from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.registry import EnvKind, env_kind
 
 
@@ -17,7 +17,7 @@ class WebShopKind(EnvKind):
     score_key = "reward"
     generator = "webshop"
 
-    def env_factory(self, env: EnvSpec, data_root: Path):
+    def env_factory(self, env: RolloutEnvSpec, data_root: Path):
         from a2c.runtime.envs.webshop.env import WebShopEnv
 
         options = dict(env.options or {})
