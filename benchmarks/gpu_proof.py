@@ -300,10 +300,15 @@ def describe_run(run_dir: Path, wall: dict | None = None) -> dict:
 def grader_visible(run: dict) -> str | None:
     """The grader service's CUDA_VISIBLE_DEVICES, computed as the runner computes it."""
     try:
+        from a2c.contracts.run_info import RunInfo
         from a2c.runtime.run.devices import grader_visible as visible
     except ImportError:
         return None
-    return visible(run)
+    try:
+        info = RunInfo.from_dict({"run_id": "", "task": "", "agent": "", **run})
+    except (TypeError, ValueError):   # not a run.json this a2c reads
+        return None
+    return visible(info)
 
 
 def device_lines(log: str, limit: int = 8) -> list[str]:
