@@ -130,8 +130,9 @@ def vllm(session: nox.Session) -> None:
     then the pairwise judge against a real OpenAI-compatible vLLM
     server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)
     and a `vllm/` driver whose server a2c starts itself, each wire through the run's gateway,
-    then Claude Code run whole on it from the project's .venv (its scaffolds are installed
-    there) (tests/runtime/run/test_driver_vllm_server.py, the same marker)."""
+    then each wire's scaffold run whole on it from the project's .venv (its scaffolds are
+    installed there: Claude Code; Codex and mini-swe-agent sharing one server)
+    (tests/runtime/run/test_driver_vllm_server.py, the same marker)."""
     # --no-compile: this venv serves this session's host processes only (their imports write
     # their own bytecode), so byte-compiling every installed file up front is CPU for nothing
     # (CI runs this session beside its first test pass)

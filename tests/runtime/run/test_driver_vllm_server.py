@@ -14,10 +14,12 @@ Completions, Responses, Anthropic Messages) is metered from the server's own usa
 cap above the context (2,048 here) is lowered to what the context holds after the input and the
 event says so (the server would refuse it otherwise); the record names the weights' digest and
 the server's version; the server's whole process group is gone after the stop. Figures go to
-one `DRIVER_VLLM_SERVER_REPORT {...}` line. Then Claude Code runs whole on the served SmolLM2
-(`a2c run` from the project's .venv, where the scaffolds are installed): the context it needs,
-served and recorded, its calls metered, the record verified, no server left
-(`DRIVER_VLLM_CLAUDE_CODE_REPORT {...}`).
+one `DRIVER_VLLM_SERVER_REPORT {...}` line. Then each wire's scaffold runs whole on the served
+SmolLM2 (`a2c run` from the project's .venv, where the scaffolds are installed): Claude Code
+(Anthropic Messages) with the context its spec needs, served and recorded; Codex (Responses)
+and mini-swe-agent (Chat Completions) one after the other on one server they share; every call
+metered or cut and charged, the records verified, no server left
+(`DRIVER_VLLM_CLAUDE_CODE_REPORT`, `DRIVER_VLLM_SHARED_REPORT`).
 """
 
 from __future__ import annotations
@@ -176,60 +178,119 @@ def _project_python() -> Path | None:
     return python if python.is_file() else None
 
 
-@pytest.mark.skipif(not ENABLED, reason="set A2C_VLLM_SERVER_TEST=1 (needs vLLM; minutes)")
-def test_claude_code_runs_whole_on_the_served_smollm2(tmp_path):
-    """The issue's own command, `a2c run arith --agent claude-code --driver
-    vllm/smollm2-135m-instruct`, whole: Claude Code's first request does not fit SmolLM2's
-    8,192 tokens, so a2c serves the 32,768 its spec needs (stretched, and recorded as such),
-    tells Claude Code that context, meters its calls from the server's own counts (or records a
-    call the deadline cut), ends with a verified record naming the weights' digest, and leaves
-    no server. What the model manages to do is not what is tested."""
-    exe, python = _executable(), _project_python()
-    if exe is None or python is None:
+def _scaffold_python(*commands: str) -> Path:
+    """The project's .venv when the vllm executable is here and the scaffolds' commands are
+    installed in its tool prefix; the test is skipped otherwise."""
+    python = _project_python()
+    if _executable() is None or python is None:
         pytest.skip("needs the vllm executable and the project's .venv")
-    probe = subprocess.run([str(python), "-c", "from a2c.runtime import scaffold_tools as s; "
-                            "print(s.find_command('claude') or '')"],
-                           capture_output=True, text=True, timeout=120)
-    if not probe.stdout.strip():
-        pytest.skip("Claude Code is not installed (a2c agents install claude-code)")
-    drivers = tmp_path / "drivers.yaml"
-    drivers.write_text(yaml.safe_dump({"vllm": {
-        "executable": exe, "startup_timeout_s": 900,
-        "args": ["--dtype", "float32", "--enforce-eager"]}}))   # CPU: no CUDA graphs
-    env = {**os.environ, "A2C_DRIVERS_FILE": str(drivers), "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("VIRTUAL_ENV", None)
-    runs = tmp_path / "runs"
+    for command in commands:
+        probe = subprocess.run([str(python), "-c", "from a2c.runtime import scaffold_tools as s;"
+                                f" print(s.find_command({command!r}) or '')"],
+                               capture_output=True, text=True, timeout=120)
+        if not probe.stdout.strip():
+            pytest.skip(f"{command} is not installed (a2c agents install)")
+    return python
+
+
+def _run_whole(python: Path, agent: str, runs: Path, env: dict, budget: str,
+               *extra: str) -> tuple[Path, dict, list[dict], float]:
+    """`a2c run arith --agent AGENT --driver vllm/smollm2-135m-instruct --budget BUDGET`; its
+    run directory, run.json, driver calls and wall time. The record is checked: it verifies,
+    names the weights' digest, and every call was metered from the server's counts or cut and
+    charged."""
     t0 = time.perf_counter()
-    proc = subprocess.run([str(python), "-m", "a2c.cli", "run", "arith", "--agent",
-                           "claude-code", "--driver", "vllm/smollm2-135m-instruct",
-                           "--budget", "2m", "--runs-dir", str(runs)],
+    proc = subprocess.run([str(python), "-m", "a2c.cli", "run", "arith", "--agent", agent,
+                           "--driver", "vllm/smollm2-135m-instruct", "--budget", budget,
+                           "--runs-dir", str(runs), *extra],
                           capture_output=True, text=True, env=env, timeout=1500)
     wall_s = time.perf_counter() - t0
-    run_dirs = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    run_dirs = [p for p in runs.iterdir() if p.is_dir() and p.name.startswith(f"arith-{agent}")]
     assert len(run_dirs) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir = run_dirs[0]
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] in ("no_submission", "finished", "agent_failed"), run["status"]
-    server = run["driver_server"]
     from a2c.runtime.models import model_fingerprint, prepare_builtin
-    assert server["weights"]["fingerprint"] == \
+    assert run["driver_server"]["weights"]["fingerprint"] == \
         model_fingerprint(prepare_builtin("smollm2-135m-instruct"))
-    assert server["max_model_len"] == 32768 and server["context"]["stretched"]
-    assert server["context"]["trained"] == 8192 and server["context"]["needed_by"] == "claude-code"
     calls = _events(run_dir)
-    assert calls, "Claude Code made no call"
+    assert calls, f"{agent} made no call"
     for call in calls:       # metered from the server's counts, or cut and charged
         assert (call["status"] == 200 and call["input_tokens"] > 0) or call.get("error"), call
         lowered = call.get("cap_lowered")
-        assert lowered is None or lowered["forwarded"] < 32768
+        assert lowered is None or \
+            lowered["forwarded"] < run["driver_server"]["max_model_len"]
     verify = subprocess.run([str(python), "-m", "a2c.cli", "verify", str(run_dir)],
                             capture_output=True, text=True, env=env, timeout=300)
     assert verify.returncode == 0, verify.stdout[-2000:]
+    return run_dir, run, calls, wall_s
+
+
+def _no_server_left() -> None:
     left = subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server"],
                           capture_output=True, text=True)
-    assert not left.stdout.strip(), f"a vLLM server outlived the run: {left.stdout}"
-    print("DRIVER_VLLM_CLAUDE_CODE_REPORT " + json.dumps({
-        "wall_s": round(wall_s, 1), "status": run["status"], "calls": len(calls),
-        "input_tokens": sum(c.get("input_tokens") or 0 for c in calls),
-        "output_tokens": sum(c.get("output_tokens") or 0 for c in calls),
-        "cut": sum(1 for c in calls if c.get("error"))}))
+    assert not left.stdout.strip(), f"a vLLM server outlived its runs: {left.stdout}"
+
+
+def _figures(run: dict, calls: list[dict], wall_s: float) -> dict:
+    return {"wall_s": round(wall_s, 1), "status": run["status"], "calls": len(calls),
+            "input_tokens": sum(c.get("input_tokens") or 0 for c in calls),
+            "output_tokens": sum(c.get("output_tokens") or 0 for c in calls),
+            "cut": sum(1 for c in calls if c.get("error"))}
+
+
+def _drivers_env(tmp_path: Path, *args: str) -> dict:
+    drivers = tmp_path / "drivers.yaml"
+    drivers.write_text(yaml.safe_dump({"vllm": {
+        "executable": _executable(), "startup_timeout_s": 900,
+        "args": ["--dtype", "float32", "--enforce-eager", *args]}}))   # CPU: no CUDA graphs
+    env = {**os.environ, "A2C_DRIVERS_FILE": str(drivers), "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+@pytest.mark.skipif(not ENABLED, reason="set A2C_VLLM_SERVER_TEST=1 (needs vLLM; minutes)")
+def test_claude_code_runs_whole_on_the_served_smollm2(tmp_path):
+    """The issue's own command, `a2c run arith --agent claude-code --driver
+    vllm/smollm2-135m-instruct` (Anthropic Messages), whole: Claude Code's first request does
+    not fit SmolLM2's 8,192 tokens, so a2c serves the 32,768 its spec needs (stretched, and
+    recorded as such), tells Claude Code that context, meters its calls from the server's own
+    counts (or records a call the deadline cut), ends with a verified record naming the
+    weights' digest, and leaves no server. What the model manages to do is not what is
+    tested."""
+    python = _scaffold_python("claude")
+    _, run, calls, wall_s = _run_whole(python, "claude-code", tmp_path / "runs",
+                                       _drivers_env(tmp_path), "60s")
+    server = run["driver_server"]
+    assert server["max_model_len"] == 32768 and server["context"]["stretched"]
+    assert server["context"]["trained"] == 8192 and server["context"]["needed_by"] == "claude-code"
+    _no_server_left()
+    print("DRIVER_VLLM_CLAUDE_CODE_REPORT " + json.dumps(_figures(run, calls, wall_s)))
+
+
+@pytest.mark.skipif(not ENABLED, reason="set A2C_VLLM_SERVER_TEST=1 (needs vLLM; minutes)")
+def test_codex_and_mini_swe_agent_run_whole_on_one_shared_server(tmp_path):
+    """The other two wires vLLM serves, each through the scaffold that speaks it: Codex
+    (Responses) and mini-swe-agent (Chat Completions), one after the other on one server, as a
+    sweep's trials share it (`--share-driver-server` under a sweep's hold): started by the
+    first run, attached to by the second, stopped when the hold ends. The operator's
+    --max-model-len (16,384, Codex's need) is kept; both records name the same server."""
+    from a2c.runtime.run.driver_share import SweepHold
+    python = _scaffold_python("codex", "mini")
+    env = _drivers_env(tmp_path, "--max-model-len", "16384", "--hf-overrides",
+                       json.dumps({"max_position_embeddings": 16384}))
+    share = tmp_path / "runs" / "shared-servers"
+    figures = {}
+    with SweepHold(share):
+        for agent in ("codex", "mini-swe-agent"):
+            _, run, calls, wall_s = _run_whole(python, agent, tmp_path / "runs", env, "60s",
+                                               "--share-driver-server", str(share))
+            figures[agent] = {**_figures(run, calls, wall_s),
+                              "shared": run["driver_server"]["shared"]}
+            assert run["driver_server"]["max_model_len"] == 16384
+            assert run["driver_server"]["context"]["set_by"] == "drivers file"
+    codex, mini = figures["codex"]["shared"], figures["mini-swe-agent"]["shared"]
+    assert codex["started_by_this_run"] and not mini["started_by_this_run"]
+    assert codex["key"] == mini["key"] and mini["started_by"] == codex["started_by"]
+    _no_server_left()                    # the hold's end stopped it
+    print("DRIVER_VLLM_SHARED_REPORT " + json.dumps(figures))
