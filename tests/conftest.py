@@ -59,6 +59,8 @@ SERIAL = {
 def pytest_configure(config):
     config.addinivalue_line("markers", "vllm_server: the judge against a real vLLM server; "
                             "skipped unless A2C_VLLM_SERVER_TEST=1 (nox -s vllm)")
+    config.addinivalue_line("markers", "vllm_scaffolds: each wire's scaffold run whole on a "
+                            "served driver; minutes: `nox -s vllm -- --scaffolds`, not in CI")
     config.addinivalue_line("markers", "serial: a slow test that runs alone (tests/conftest.py "
                             "SERIAL): `pytest --runslow -m serial`, after the others")
 

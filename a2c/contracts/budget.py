@@ -91,7 +91,9 @@ class Budget:
         changes: dict[str, Any] = {k: v for k, v in driver.items() if v is not None}
         if wall_clock is not None:
             changes["wall_clock_s"] = parse_duration(wall_clock)
-        return dataclasses.replace(budget, **changes)
+        # read back as run.json will be (each field its kind: `--budget 90s` is 90.0, as a
+        # resume reads it; an int here would make run.json differ from run_started's copy)
+        return cls.from_dict(dataclasses.replace(budget, **changes).to_dict())
 
     # ------------------------------------------------------------------ JSON
     @classmethod

@@ -41,3 +41,17 @@ def test_the_json_holds_the_limits_that_are_set():
     assert budget.to_dict() == {"wall_clock_s": 60.0, "gpus": 1, "max_submissions": 30,
                                 "min_interval_s": 0, "eval_timeout_s": 3600, "memory_mb": 2048}
     assert Budget.from_dict(budget.to_dict()) == budget
+
+
+def test_a_run_s_budget_reads_back_as_its_record_wrote_it():
+    """run.json's budget is written at prepare and read back at every resume: the two must be
+    the same JSON, or the record stops verifying against run_started's copy (a `--budget 90s`
+    decided as the int 90 came back 90.0 after a killed sweep trial resumed)."""
+    from a2c.canonical import canonical_json
+    from a2c.contracts.budget import Budget
+    for wall in ("90s", 90, 90.0, "1h30m", None):
+        budget = Budget.for_run({"wall_clock_s": 600, "gpus": 0, "max_submissions": 10},
+                                wall, driver_tokens=5000, driver_calls=None)
+        written = budget.to_dict()
+        assert canonical_json(Budget.from_dict(written).to_dict()) == canonical_json(written)
+        assert isinstance(written["wall_clock_s"], float) and written["driver_tokens"] == 5000

@@ -140,12 +140,13 @@ def test_smollm2_arith_extracted_answers_are_the_same_stopped_or_not():
     import json
     from pathlib import Path
 
+    from a2c.contracts.spec import TaskSpec
     from a2c.runtime.data import load_split
     from a2c.runtime.models import prepare_builtin
 
     bundle = Path(__file__).resolve().parents[2] / "generated" / "arith" / "bundle.json"
     task = json.loads(bundle.read_text())["task"]
-    records = load_split(task, "heldout", bundle.parent)[:24]
+    records = load_split(TaskSpec.from_dict(task), "heldout", bundle.parent)[:24]
     backend = inference.load_backend(prepare_builtin("smollm2-135m-instruct"), "transformers")
     try:
         prompts = [r["prompt"] for r in records]
