@@ -159,6 +159,10 @@ def fit_context(trained: int | None, args: list[str], need: int | None,
                             else None, "stretched": False}
     if given is not None:
         note["set_by"] = "drivers file"
+        if need is not None and given.isdigit() and int(given) < need:
+            # measured: Claude Code told 16,384 answers "Prompt is too long" before any call
+            note["why"] = (f"{scaffold} needs a {need}-token context; the drivers file serves "
+                           f"{given}: the scaffold may refuse its own prompt")
         return [], note
     if need is None or trained is None or trained >= need:
         return [], note

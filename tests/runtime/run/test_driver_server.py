@@ -100,6 +100,8 @@ def test_a_scaffold_needing_more_context_than_the_model_was_trained_on_gets_it(t
     own = dp.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
     assert own["args"].count("--max-model-len=16384") == 1 and "--hf-overrides" not in own["args"]
     assert own["context"]["set_by"] == "drivers file" and not own["context"]["stretched"]
+    # kept, and said: Claude Code told less than it needs refuses its own first prompt
+    assert "needs a 32768-token context; the drivers file serves 16384" in own["context"]["why"]
     # a multimodal config says it in text_config; a config that says nothing is not guessed
     (folder / "config.json").write_text(json.dumps(
         {"model_type": "x", "text_config": {"max_position_embeddings": 4096}}))

@@ -256,25 +256,25 @@ def test_each_wire_s_scaffold_runs_whole_on_one_shared_server(tmp_path):
     --agent X --driver vllm/smollm2-135m-instruct`, one after the other on one server they share
     as a sweep's trials do (`--share-driver-server` under a sweep's hold): started by the first
     run, attached to by the others, stopped when the hold ends. The operator's --max-model-len
-    (16,384, stretched from SmolLM2's 8,192) is kept, below Claude Code's 32,768 (its first
-    request fits; the gateway lowers its cap to the rest). Each record verifies and names the
+    (32,768, stretched from SmolLM2's 8,192: Claude Code's need, above Codex's) is kept (told
+    16,384, Claude Code refuses its own first prompt as too long). Each record verifies and names the
     weights' digest and the shared server; each call is metered from the server's counts or
     cut at the deadline and charged; no server is left. What the model manages to do is not
     what is tested. (The context a2c serves when no drivers file says one: the stand-in tests
     and docs/drivers.md's by-hand runs.)"""
     from a2c.runtime.run.driver_share import SweepHold
     python = _scaffold_python("claude", "codex", "mini")
-    env = _drivers_env(tmp_path, "--max-model-len", "16384", "--hf-overrides",
-                       json.dumps({"max_position_embeddings": 16384}))
+    env = _drivers_env(tmp_path, "--max-model-len", "32768", "--hf-overrides",
+                       json.dumps({"max_position_embeddings": 32768}))
     share = tmp_path / "runs" / "shared-servers"
     figures = {}
     with SweepHold(share):
         for agent in ("codex", "claude-code", "mini-swe-agent"):
-            _, run, calls, wall_s = _run_whole(python, agent, tmp_path / "runs", env, "40s",
+            _, run, calls, wall_s = _run_whole(python, agent, tmp_path / "runs", env, "75s",
                                                "--share-driver-server", str(share))
             server = run["driver_server"]
             figures[agent] = {**_figures(run, calls, wall_s), "shared": server["shared"]}
-            assert server["max_model_len"] == 16384
+            assert server["max_model_len"] == 32768
             assert server["context"]["set_by"] == "drivers file"
     first = figures["codex"]["shared"]
     assert first["started_by_this_run"]
