@@ -41,15 +41,24 @@ def _owned(st: os.stat_result) -> bool:
     return st.st_uid == os.geteuid()
 
 
-def private_dir(path: str | Path) -> Path:
+def private_dir(path: str | Path, *, ours: bool = False) -> Path:
     """`path` as a private folder: created 0700 (with its missing parents) and, when it exists
     and is ours, chmod'ed 0700. A symbolic link there is refused (nothing is written through
-    one)."""
+    one). `ours`: also refuse a folder another user owns, or one others could write in before
+    we closed it; for folders whose names another local user can guess (a short socket folder
+    under /tmp, a shared driver server's registry), where one made first would hand them what
+    we put there."""
     path = Path(path)
     path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise A2CError(f"{path}: a symbolic link, not a folder (refusing to write through it)")
+    if ours and not _owned(st):
+        raise A2CError(f"{path}: made by uid {st.st_uid}, not by this user ({os.geteuid()}): "
+                       "refusing to use a folder someone else made; remove it")
+    if ours and st.st_mode & 0o022:
+        raise A2CError(f"{path}: writable by others (mode {stat.S_IMODE(st.st_mode):o}), so "
+                       "anything in it may be someone else's: refusing to use it; remove it")
     if _owned(st) and stat.S_IMODE(st.st_mode) != PRIVATE_DIR:
         os.chmod(path, PRIVATE_DIR)
     return path

@@ -27,6 +27,7 @@ import json
 import os
 import socket
 import socketserver
+import stat
 import sys
 import threading
 import time
@@ -192,17 +193,42 @@ def remove_stale(path: str | os.PathLike) -> None:
         path.unlink()
 
 
+class UnsafeSocketFolder(PermissionError):
+    """A socket's folder that someone else could swap the socket in."""
+
+
+def check_socket_folder(folder: str | os.PathLike) -> None:
+    """Refuse a folder another local user could have made or can write in (a symlink, owned by
+    someone else, or writable by group or others without the sticky bit): whoever can replace
+    a service's socket there answers its clients in its place, the grading API included. Root's
+    folders and sticky ones such as /tmp are fine: nobody else can remove our socket there."""
+    folder = Path(folder)
+    st = os.lstat(folder)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise UnsafeSocketFolder(f"{folder}: a socket's folder must be a real folder, not a link")
+    if st.st_uid not in (os.getuid(), 0):
+        raise UnsafeSocketFolder(f"{folder}: a socket's folder belongs to uid {st.st_uid}, not to "
+                                 f"this user ({os.getuid()}): it may have been made to take the "
+                                 "socket over; remove it, or use a shorter run path")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise UnsafeSocketFolder(f"{folder}: a socket's folder is writable by others "
+                                 f"(mode {stat.S_IMODE(st.st_mode):o}): anyone could swap the "
+                                 "socket; make it 0700 or 0755")
+
+
 def listen_unix(path: str | os.PathLike, handler: type[Handler], *, mode: int = 0o660,
                 gid: int | None = None, server_cls: type[UnixServer] = UnixServer,
                 **attrs: Any) -> UnixServer:
     """A server listening at `path` (its folder made, a stale socket removed), the socket
     given `mode` and group `gid` when set; `attrs` become attributes of the server, for the
-    handler to read. A mode closed to others is in force from the bind on (the umask says so
+    handler to read. The folder must be safe (`check_socket_folder`). A mode closed to others is
+    in force from the bind on (the umask says so
     while binding: the process-wide umask is touched only in a service's own process, which
     binds before it starts other threads); an open one (0666: the agent may be another uid)
     is set just after."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    check_socket_folder(path.parent)
     remove_stale(path)
     closed = not mode & 0o007
     old_umask = os.umask(0o777 & ~mode) if closed else None

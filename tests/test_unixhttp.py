@@ -99,3 +99,43 @@ def test_a_full_listen_queue_is_waited_on_not_taken_for_an_absent_server(tmp_pat
         for s in queued:
             s.close()
         server.close()
+
+
+def _refused(folder, what):
+    """listen_unix at folder/s.sock is refused, naming `what`, and leaves the folder as it was."""
+    import pytest
+
+    from a2c.unixhttp import UnsafeSocketFolder
+    before = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else None
+    with pytest.raises(UnsafeSocketFolder, match=what):
+        listen_unix(folder / "s.sock", Echo)
+    assert not (folder / "s.sock").exists()
+    if before is not None:
+        assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_a_socket_folder_others_can_write_or_own_is_refused(tmp_path):
+    import os
+
+    import pytest
+    open_folder = tmp_path / "open"
+    open_folder.mkdir()
+    (open_folder / "theirs.txt").write_text("kept")
+    open_folder.chmod(0o777)
+    _refused(open_folder, "writable by others")
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    _refused(tmp_path / "link", "not a link")
+
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)            # /tmp's way: nobody else can remove our socket there
+    listen_unix(sticky / "s.sock", Echo).server_close()
+
+    if os.getuid() != 0:
+        pytest.skip("making a folder another user owns needs root")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    _refused(theirs, "belongs to uid 65534")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.canonical import sha256_bytes
+from a2c.fsutil import private_dir
 from a2c.contracts.run_info import RUN_JSON
 from a2c.contracts.service_config import GRADER_JSON, SERVICE_JSON
 
@@ -182,7 +183,9 @@ class RunPaths:
         if len(str(candidate)) < SOCKET_LIMIT:
             return candidate
         short = self._short_dir("")
-        short.mkdir(mode=0o700, exist_ok=True)
+        # its name is predictable (a hash of the run's path): one another local user made
+        # first, to take the grader's socket over, is refused (fsutil.private_dir, ours=True)
+        private_dir(short, ours=True)
         return short / "grader.sock"
 
     @property

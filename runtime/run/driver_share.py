@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.errors import RunError
+from a2c.errors import A2CError, RunError
+from a2c.fsutil import private_dir
 
 STOP_GRACE_S = 15.0
 # what makes two runs' servers the same server (a2c's own choices and the operator's flags)
@@ -95,6 +96,16 @@ def stop_group(pid: int, started: str | None, grace: float = STOP_GRACE_S) -> No
             time.sleep(0.1)
 
 
+def _private_folder(folder: Path) -> Path:
+    """The share's folders are ours alone: server.json names the URL every attaching run's
+    gateway forwards to and meters from, so a folder another local user made or can write in
+    would let them serve (and count) in the server's place."""
+    try:
+        return private_dir(folder, ours=True)
+    except A2CError as exc:
+        raise RunError(f"--share-driver-server: {exc}") from None
+
+
 def host_dir(share_dir: str | Path) -> Path:
     return Path(share_dir) / socket.gethostname()
 
@@ -123,8 +134,7 @@ class SweepHold:
         self._fd: int | None = None
 
     def __enter__(self) -> SweepHold:
-        host = host_dir(self.share_dir)
-        host.mkdir(parents=True, exist_ok=True, mode=0o700)
+        host = _private_folder(host_dir(self.share_dir))
         self._fd = os.open(host / "hold", os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_SH)
         return self
@@ -172,8 +182,9 @@ class SharedServer:
         return self.dir / "server.json"
 
     def _locked(self):
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        (self.dir / "leases").mkdir(exist_ok=True, mode=0o700)
+        _private_folder(self.dir.parent)
+        _private_folder(self.dir)
+        _private_folder(self.dir / "leases")
         fd = os.open(self.dir / "registry.lock", os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd

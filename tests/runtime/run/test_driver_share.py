@@ -165,3 +165,31 @@ def test_sweep_trials_with_a_vllm_driver_share_the_runs_folder_servers(tmp_path)
     other = Trial.from_dict({**trial.to_dict(), "driver": "anthropic/claude-sonnet-4-5"})
     assert "--share-driver-server" not in TrialPlan(other, tmp_path / "r" / "t1", tmp_path,
                                                     tmp_path).run_argv()
+
+
+def test_a_share_folder_another_user_could_have_filled_is_refused(tmp_path):
+    """server.json names the URL the gateway forwards to and meters from: a registry folder
+    others can write in (or made by another user) is refused before anything is read or started."""
+    plan = dp.plan(str(_model(tmp_path)), [], seed=3)
+    share = tmp_path / "share"
+    host = driver_share.host_dir(share)
+    host.mkdir(parents=True)
+    host.chmod(0o777)
+    planted = host / driver_share.server_key(plan) / "server.json"
+    planted.parent.mkdir()
+    planted.write_text(json.dumps({"pid": 1, "url": "http://127.0.0.1:9"}))
+    shared = driver_share.SharedServer(share, plan, "run-a")
+
+    def start(log):
+        raise AssertionError("nothing may start in a folder others can write in")
+
+    with pytest.raises(RunError, match="--share-driver-server: .*writable by others"):
+        shared.acquire(start)
+    with pytest.raises(RunError, match="writable by others"):
+        driver_share.SweepHold(share).__enter__()
+    assert json.loads(planted.read_text())["url"] == "http://127.0.0.1:9"   # left as found
+    if os.getuid() == 0:
+        host.chmod(0o700)
+        os.chown(planted.parent, 65534, 65534)
+        with pytest.raises(RunError, match="made by uid 65534"):
+            shared.acquire(start)
