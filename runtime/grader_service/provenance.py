@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.contracts.provenance import Provenance, TensorMismatch, WeightChange
 from a2c.runtime.grader_service.weight_files import (
     COMPARABLE_DTYPES,
     LoadedWeights,
@@ -246,7 +247,8 @@ def _shrink(dot: float, ref: float) -> float:
     return round(1.0 - dot / ref, 6) if ref > 0 else 0.0
 
 
-def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorRef]) -> dict[str, Any]:
+def weight_change(sub_index: dict[str, TensorRef],
+                  base_index: dict[str, TensorRef]) -> WeightChange | TensorMismatch:
     """Every tensor: names and shapes compared, then per tensor, per layer group and over the
     model the relative change ‖w − b‖ / ‖b‖ and the shrink 1 − ⟨w, b⟩ / ‖b‖², the fraction of
     tensors changed, and the tensors holding NaN or infinity."""
@@ -258,8 +260,7 @@ def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorR
     shapes = sorted(n for n in set(sub_index) & set(base_index)
                     if sub_index[n].shape != base_index[n].shape)
     if missing or extra or shapes:
-        return {"checked": True, "same_tensors": False, "missing": missing[:5],
-                "extra": extra[:5], "shape_mismatch": shapes[:5]}
+        return TensorMismatch(missing=missing[:5], extra=extra[:5], shape_mismatch=shapes[:5])
     changed = 0
     nonfinite: list[str] = []
     groups: dict[str, list[float]] = {}
@@ -283,37 +284,39 @@ def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorR
     shrink = {g: _shrink(p, r) for g, (_, r, p) in sorted(groups.items())}
     top = max(rel, key=lambda g: rel[g]) if rel else None
     top_shrink = max(shrink, key=lambda g: abs(shrink[g])) if shrink else None
-    return {"checked": True, "same_tensors": True, "tensors": len(base_index),
-            "changed_fraction": round(changed / max(1, len(base_index)), 6),
-            "relative_change": rel, "shrink": shrink, "tied_head": tied,
-            "max_relative_change": rel[top] if top else 0.0, "max_group": top,
-            "median_relative_change": round(statistics.median(rel.values()), 6) if rel else 0.0,
-            "max_shrink": shrink[top_shrink] if top_shrink else 0.0, "max_shrink_group": top_shrink,
-            "max_tensor_change": top_tensor_rel, "max_tensor": top_tensor,
-            "model_relative_change": _rel(total[0], total[1]),
-            "model_shrink": _shrink(total[2], total[1]), "nonfinite": nonfinite[:5]}
+    return WeightChange(
+        tensors=len(base_index), changed_fraction=round(changed / max(1, len(base_index)), 6),
+        relative_change=rel, shrink=shrink, tied_head=tied,
+        max_relative_change=rel[top] if top else 0.0, max_group=top,
+        median_relative_change=round(statistics.median(rel.values()), 6) if rel else 0.0,
+        max_shrink=shrink[top_shrink] if top_shrink else 0.0, max_shrink_group=top_shrink,
+        max_tensor_change=top_tensor_rel, max_tensor=top_tensor,
+        model_relative_change=_rel(total[0], total[1]),
+        model_shrink=_shrink(total[2], total[1]), nonfinite=nonfinite[:5])
 
 
-def _verdict(weights: dict[str, Any], threshold: float, shrink_limit: float) -> list[str]:
+def _verdict(weights: WeightChange | TensorMismatch, threshold: float,
+             shrink_limit: float) -> list[str]:
+    if not isinstance(weights, WeightChange):   # different tensors: nothing was measured
+        return []
     reasons = []
-    if weights.get("nonfinite"):
-        reasons.append(f"tensor {weights['nonfinite'][0]} holds NaN or infinite values: its "
+    if weights.nonfinite:
+        reasons.append(f"tensor {weights.nonfinite[0]} holds NaN or infinite values: its "
                        "change from the base cannot be measured")
-    rel = weights.get("relative_change") or {}
-    over = sorted(g for g, v in rel.items() if v > threshold)
+    over = sorted(g for g, v in weights.relative_change.items() if v > threshold)
     if over:
-        moved = weights["max_relative_change"]
+        moved = weights.max_relative_change
         reasons.append(f"layer group{'s' if len(over) > 1 else ''} {', '.join(over[:6])} moved "
                        f"by up to {moved:.3g} of {'their' if len(over) > 1 else 'its'} norm "
                        f"(the check allows {threshold}; the most a measured fine-tune moved: "
                        f"{MEASURED_MAX_FT})")
-    elif (weights.get("max_tensor_change") or 0) > NOT_DERIVED_MATRIX_CHANGE:
-        reasons.append(f"matrix {weights['max_tensor']} moved by "
-                       f"{weights['max_tensor_change']:.3g} of its norm (the check allows "
+    elif (weights.max_tensor_change or 0) > NOT_DERIVED_MATRIX_CHANGE:
+        reasons.append(f"matrix {weights.max_tensor} moved by "
+                       f"{weights.max_tensor_change:.3g} of its norm (the check allows "
                        f"{NOT_DERIVED_MATRIX_CHANGE} for one matrix)")
-    shrunk = sorted(g for g, v in (weights.get("shrink") or {}).items() if abs(v) > shrink_limit)
+    shrunk = sorted(g for g, v in weights.shrink.items() if abs(v) > shrink_limit)
     if shrunk:
-        s = weights["max_shrink"]
+        s = weights.max_shrink
         reasons.append(f"layer group{'s' if len(shrunk) > 1 else ''} {', '.join(shrunk[:6])} "
                        f"{'shrank' if s > 0 else 'grew'} along the base's weights by up to "
                        f"{abs(s):.3g} (what blending with other weights does; fine-tuning "
@@ -337,7 +340,7 @@ def _head_left_to_chance(submission: Path, base: Path, sub_index: dict[str, Any]
 
 def check_provenance(submission: str | Path, base: str | Path,
                      threshold: float = NOT_DERIVED_REL_CHANGE,
-                     shrink_limit: float = NOT_DERIVED_SHRINK) -> dict[str, Any]:
+                     shrink_limit: float = NOT_DERIVED_SHRINK) -> Provenance:
     """The provenance record of one submission (results/<n>.json `provenance`): what was
     compared, `not_derived` (True or False, never unknown) and `reasons`. `WeightsRefused` when
     the submission's or the base's loaded weights cannot be read: a submission that passed
@@ -357,7 +360,7 @@ def check_provenance(submission: str | Path, base: str | Path,
     same_arch = None if arch_sub is None or arch_base is None else arch_sub == arch_base
     same_tok = None if tok_sub is None or tok_base is None else tok_sub == tok_base
     weights = weight_change(sub_index, base_index)
-    weights.update(files=sub_weights.files, layout=sub_weights.layout)
+    weights.files, weights.layout = sub_weights.files, sub_weights.layout
     reasons = []
     if same_arch is False:
         reasons.append(f"architecture {arch_sub} is not the base's {arch_base}")
@@ -366,13 +369,14 @@ def check_provenance(submission: str | Path, base: str | Path,
     if sub_weights.unread or sub_weights.redirects:
         reasons.append(f"{(sub_weights.unread + sub_weights.redirects)[0]}: weights beside the "
                        "ones compared (intake refuses these)")
-    if not weights.get("same_tensors"):
+    if not weights.same_tensors:
         reasons.append("its tensors are not the base's (names or shapes differ)")
     elif _head_left_to_chance(submission, base, sub_index):
         reasons.append("config.json does not tie the output head to the embeddings as the "
                        "base's does and stores no head: the loader initialises it at random")
     reasons += _verdict(weights, threshold, shrink_limit)
-    return {"same_architecture": same_arch, "same_tokenizer": same_tok, "weights": weights,
-            "not_derived": bool(reasons), "reasons": reasons, "threshold": threshold,
-            "matrix_threshold": NOT_DERIVED_MATRIX_CHANGE, "shrink_threshold": shrink_limit,
-            "elapsed_s": round(time.monotonic() - started, 3)}
+    return Provenance(same_architecture=same_arch, same_tokenizer=same_tok,
+                      weights=weights.to_dict(), not_derived=bool(reasons), reasons=reasons,
+                      threshold=threshold, matrix_threshold=NOT_DERIVED_MATRIX_CHANGE,
+                      shrink_threshold=shrink_limit,
+                      elapsed_s=round(time.monotonic() - started, 3))

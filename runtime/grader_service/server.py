@@ -102,7 +102,7 @@ class Handler(BoundedHandler, BaseHandler):
                 self._send(200, self.service.get(int(raw)))
             elif method == "GET" and path == "/time":
                 with self.service.lock:
-                    self._send(200, self.service.limits())
+                    self._send(200, self.service.limits().to_dict())
             else:
                 raise Refusal(404, "not_found", f"no endpoint {method} {path}")
         except Refusal as refusal:

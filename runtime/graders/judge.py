@@ -30,6 +30,7 @@ from typing import Any
 
 from a2c.canonical import sha256_json
 from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.judge_client import JudgeClient, Judgment
 from a2c.runtime.graders.judge_config import JudgeConfig, JudgeConfigError, load_judge_config
@@ -120,7 +121,8 @@ class PairwiseJudgeGrader(Grader):
     kind = "pairwise_judge"
     version = "1.1"   # 1.1: wider verdict parsing, logprobs at the verdict token
 
-    def __init__(self, grader_cfg: dict[str, Any], env: dict[str, str] | None = None):
+    def __init__(self, grader_cfg: GraderSpec | dict[str, Any],
+                 env: dict[str, str] | None = None):
         super().__init__(grader_cfg)
         p = self.params
         bad = [k for k in FORBIDDEN_PARAMS if k in p]
