@@ -37,15 +37,6 @@ COMPLETE_MARKER = ".a2c-model.json"   # written last into a built-in's folder: {
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
-@dataclass
-class BuiltinMarker(Record):
-    """A built-in model's COMPLETE_MARKER: which model, the builder's version, its seed."""
-
-    name: str | None = None
-    version: str | None = None
-    seed: int | None = None
-
-
 class ModelError(A2CError):
     """A base model cannot be found, built or loaded."""
 
@@ -127,10 +118,10 @@ def is_prepared(name: str, seed: int = 0) -> bool:
     if not marker.is_file():
         return False
     try:
-        meta = BuiltinMarker.from_dict(json.loads(marker.read_text()))
-    except (OSError, ValueError, AttributeError, TypeError):
+        meta = json.loads(marker.read_text())
+    except (OSError, ValueError):
         return False
-    return meta.version == _get_builtin(name).version
+    return meta.get("version") == _get_builtin(name).version
 
 
 def _get_builtin(name: str) -> BuiltinModel:
@@ -152,9 +143,8 @@ def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
             return target
         with staged_dir(target) as tmp, quiet_progress():
             spec.build(tmp, seed)
-            meta = BuiltinMarker(name=name, version=spec.version,
-                                 seed=seed if spec.seeded else None)
-            (tmp / COMPLETE_MARKER).write_text(json.dumps(meta.to_dict(), sort_keys=True) + "\n")
+            meta = {"name": name, "version": spec.version, "seed": seed if spec.seeded else None}
+            (tmp / COMPLETE_MARKER).write_text(json.dumps(meta, sort_keys=True) + "\n")
             os.chmod(tmp, 0o755)
             for f in tmp.rglob("*"):
                 os.chmod(f, 0o755 if f.is_dir() else 0o644)
