@@ -43,23 +43,20 @@ benchmarks/bench_provenance.py prints the time as a ratio of one evaluation.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import canonical_json
 from a2c.contracts.provenance import Provenance, TensorMismatch, WeightChange
+from a2c.runtime.grader_service.model_identity import architecture, tie_flag, tokenizer_identity
 from a2c.runtime.grader_service.weight_files import (
     COMPARABLE_DTYPES,
     LoadedWeights,
     TensorRef,
     WeightsRefused,
     loaded_tensors,
-    model_config,
     resolve_weight_files,
 )
 
@@ -69,9 +66,6 @@ NOT_DERIVED_SHRINK = 0.05       # of a layer group's norm, along the base's dire
 MEASURED_MAX_FT = 0.0147        # the largest per-group change of a real fine-tune (docs)
 MEASURED_MAX_SHRINK = 0.0004    # the largest per-group |shrink| of a real fine-tune (docs)
 CHUNK = 1 << 16          # elements a float32 product sums before a float64 total
-SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-              "intermediate_size", "vocab_size", "n_embd", "n_layer", "n_head", "d_model")
-TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
 HEAD = re.compile(r"(?:^|\.)(?:lm_head|embed_out|output)\.weight$")
 LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\.")
 
@@ -97,49 +91,6 @@ def base_is_checkable(base: str | Path | None) -> bool:
         return bool(_base_tensors(Path(base))[1])
     except (OSError, WeightsRefused):
         return False
-
-
-# ------------------------------------------------------------------ architecture, tokenizer
-def architecture(folder: Path) -> dict[str, Any] | None:
-    """What fixes the model's shape, from its config.json (None when it has none)."""
-    cfg = model_config(folder)
-    if not isinstance(cfg, dict):
-        return None
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
-    return {"architectures": cfg.get("architectures"), "model_type": cfg.get("model_type"),
-            **{k: cfg.get(k, text.get(k)) for k in SHAPE_KEYS if k in cfg or k in text}}
-
-
-def _vocabulary(model: Any) -> dict[str, Any]:
-    """What a tokenizer.json `model` section maps text to ids by: its type, vocabulary and merges
-    (a merge written "a b" or ["a", "b"] alike). Options a tokenizers release writes differently
-    for the same tokenizer (`continuing_subword_prefix` null or "") do not count: a base
-    tokenizer saved again by the agent's own library version is still the base's."""
-    merges = model.get("merges")
-    if isinstance(merges, list):
-        merges = [m.split(" ", 1) if isinstance(m, str) else list(m) for m in merges]
-    return {"type": model.get("type"), "vocab": model.get("vocab"), "merges": merges}
-
-
-def tokenizer_identity(folder: Path) -> str | None:
-    """sha256 of the vocabulary (and merges) the tokenizer files define; None without any."""
-    tok = folder / "tokenizer.json"
-    if tok.is_file():
-        try:
-            data = json.loads(tok.read_text(encoding="utf-8"))
-            added = data.get("added_tokens")
-            return hashlib.sha256(canonical_json({"model": _vocabulary(data.get("model") or {}),
-                                                  "added": [(a.get("id"), a.get("content"))
-                                                            for a in added or []]})).hexdigest()
-        except (OSError, ValueError, AttributeError):
-            pass
-    digest, found = hashlib.sha256(), False
-    for name in TOKENIZER_FILES:
-        path = folder / name
-        if path.is_file():
-            found = True
-            digest.update(name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest() if found else None
 
 
 # ------------------------------------------------------------------ tensors
@@ -324,18 +275,12 @@ def _verdict(weights: WeightChange | TensorMismatch, threshold: float,
     return reasons
 
 
-def _tie_flag(folder: Path) -> Any:
-    cfg = model_config(folder) or {}
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
-    return cfg.get("tie_word_embeddings", text.get("tie_word_embeddings"))
-
-
 def _head_left_to_chance(submission: Path, base: Path, sub_index: dict[str, Any]) -> bool:
     """The base ties its head to the embeddings and stores none; a submission that stores no
     head either but does not say it ties them gets a head the loader initialises at random
     (a missing tensor), which no comparison of stored tensors would see."""
     stores_head = any(layer_group(n) == "head" for n in sub_index)
-    return not stores_head and _tie_flag(base) is True and _tie_flag(submission) is not True
+    return not stores_head and tie_flag(base) is True and tie_flag(submission) is not True
 
 
 def check_provenance(submission: str | Path, base: str | Path,
