@@ -54,7 +54,8 @@ def _judge_key_var(environ: dict[str, str]) -> str | None:
             data = yaml.safe_load(text)
     except Exception:  # noqa: BLE001 - the grader reports a broken config itself
         return None
-    name = data.get("api_key_env") if isinstance(data, dict) else None
+    from a2c.runtime.graders.judge_config import JudgeValues
+    name = JudgeValues.from_dict(data).api_key_env if isinstance(data, dict) else None
     return str(name) if name else None
 
 

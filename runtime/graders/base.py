@@ -36,11 +36,11 @@ class BootstrapParams(Record):
 @dataclass
 class GradingInference(Record):
     """What a grader itself reads of its `inference` block (the rest goes to the backend's
-    `GenerationSettings`); the defaults are DEFAULT_INFERENCE's."""
+    `GenerationSettings`), read from the block with DEFAULT_INFERENCE filled in."""
 
-    backend: str | None = DEFAULT_INFERENCE["backend"]
-    prompt_template: str | None = DEFAULT_INFERENCE["prompt_template"]
-    n_samples: int | None = DEFAULT_INFERENCE["n_samples"]
+    backend: str | None = None
+    prompt_template: str | None = None
+    n_samples: int | None = None
 
 
 class Grader:
