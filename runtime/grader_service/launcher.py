@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from a2c.contracts.run_paths import RunPaths
-from a2c.contracts.service_config import read_service_fields
+from a2c.contracts.service_config import ServiceConfig
 from a2c.errors import RunError
 from a2c.runtime.grader_service.client import GraderClientError, ServiceClient
 from a2c.runtime.grader_service.common import ReadyInfo
@@ -93,7 +93,7 @@ def start_grader_service(run_dir: str | Path, *, timeout_s: float = 60.0,
     paths = RunPaths(run_dir)
     if not paths.service_json.is_file():
         raise RunError(f"{paths.service_json}: missing; write it with write_service_config first")
-    token = read_service_fields(run_dir)["token"]
+    token = ServiceConfig.load(run_dir).token
     unlink_quiet(paths.ready)
     helper = HostProcess.spawn([python or sys.executable, "-m", SERVICE_MODULE, str(run_dir)],
                                what="grading service", log=log_path or paths.grader_log, env=env)
