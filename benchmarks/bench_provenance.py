@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -390,16 +391,16 @@ def saved_blends(model: Path, tmp: Path):
             shutil.rmtree(out, ignore_errors=True)
 
 
-def _row(name: str, kind: str, prov: dict) -> dict:
-    w = prov["weights"]
-    row = {"name": name, "kind": kind, "not_derived": prov["not_derived"],
+def _row(name: str, kind: str, prov: Any) -> dict:
+    w = prov.weights
+    row = {"name": name, "kind": kind, "not_derived": prov.not_derived,
            "max_relative_change": w.get("max_relative_change"), "max_group": w.get("max_group"),
            "max_tensor_change": w.get("max_tensor_change"), "max_tensor": w.get("max_tensor"),
            "max_shrink": w.get("max_shrink"), "max_shrink_group": w.get("max_shrink_group"),
            "model_relative_change": w.get("model_relative_change"),
            "model_shrink": w.get("model_shrink"),
            "median_relative_change": w.get("median_relative_change"),
-           "check_s": prov["elapsed_s"]}
+           "check_s": prov.elapsed_s}
     print(f"{name:34s} {kind:9s} group {row['max_relative_change']:.4g} ({row['max_group']}) "
           f"matrix {row['max_tensor_change']:.4g} shrink {row['max_shrink']:+.2g} "
           f"({row['max_shrink_group']}) not_derived={row['not_derived']} "
@@ -490,9 +491,9 @@ def cost(model_name: str | None, repeats: int, out_json: str | None) -> int:
         figures = {"evaluation_s": round(outcome.elapsed_s, 3), "provenance_s": round(check, 3),
                    "intake_gate_s": round(gate_s, 4),
                    "ratio": round(check / outcome.elapsed_s, 4),
-                   "not_derived": prov["not_derived"],
-                   "max_relative_change": prov["weights"].get("max_relative_change"),
-                   "changed_fraction": prov["weights"].get("changed_fraction"),
+                   "not_derived": prov.not_derived,
+                   "max_relative_change": prov.weights.get("max_relative_change"),
+                   "changed_fraction": prov.weights.get("changed_fraction"),
                    "items": len(records), "cpus": os.cpu_count(),
                    "load_average": round(os.getloadavg()[0], 2)}
         print(f"model {model.name}: one evaluation ({len(records)} items) "

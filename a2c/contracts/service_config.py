@@ -17,7 +17,9 @@ started with `--no-bwrap`: the evaluator's box and the code execution go without
 written only then).
 
 `grader/grader.json` (the grader section of a task, in a bundle and in a run directory) is read
-here too, by `load_grader_config`.
+here too, typed the moment it is parsed: `read_grader_spec`, `load_grader_config` and
+`ServiceConfig.grader_config` give a `GraderSpec` (a2c.contracts.spec), which writes the same
+JSON back (`to_dict`), so a cache key hashed over it does not move.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.spec import GraderSpec
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic
 
@@ -142,18 +145,18 @@ class ServiceConfig:
             return json.loads((self.bundle / "bundle.json").read_text(encoding="utf-8"))
         return None
 
-    def grader_config(self) -> dict[str, Any]:
+    def grader_config(self) -> GraderSpec:
         """The grader section: service.json `grader`, else grader/grader.json (run, then bundle),
         else the resolved task's `grader` in bundle.json."""
         if self.grader:
-            return self.grader
-        return load_grader_config(self.bundle, self.run_dir)
+            return GraderSpec.from_dict(self.grader)
+        return GraderSpec.from_dict(load_grader_config(self.bundle, self.run_dir))
 
     def resolved_task_id(self) -> str:
         if self.task_id:
             return self.task_id
         try:
-            grader_task = self.grader_config().get("task_id")
+            grader_task = self.grader_config().extra.get("task_id")
         except RunError:
             grader_task = None
         if grader_task:
@@ -173,6 +176,19 @@ def read_grader_json(path: Path) -> dict[str, Any]:
     if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
         data = data["grader"]
     return data
+
+
+def read_grader_spec(path: Path) -> GraderSpec:
+    """One grader.json, typed (ValueError or AttributeError when it is not a grader section)."""
+    return GraderSpec.from_dict(read_grader_json(path))
+
+
+def as_grader_spec(grader: GraderSpec | dict[str, Any] | None) -> GraderSpec:
+    """A grader section typed: one already typed as is, a parsed grader.json (or a task's
+    `grader`) read into a `GraderSpec` here, once."""
+    if isinstance(grader, GraderSpec):
+        return grader
+    return GraderSpec.from_dict(dict(grader or {}))
 
 
 def load_grader_config(bundle: Path | None, run_dir: Path | None = None) -> dict[str, Any]:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2c.contracts.spec import TaskSpec
 from a2c.runtime.check import diagnose
 from a2c.runtime.check.report import Report
+
+if TYPE_CHECKING:   # the baseline pulls in the models module: imported where it runs
+    from a2c.runtime.grader_service.baseline import BaselineSummary
 
 DEFAULT_BUDGET = "7m"
 CHECK_RUNS = Path(".a2c") / "check-runs"
@@ -48,7 +51,7 @@ def check_runs_dir() -> Path:
 
 
 def check_baseline(report: Report, task: TaskSpec, bundle_root: Path, grader_cfg: dict,
-                   heldout: list[dict], work: Path) -> dict | None:
+                   heldout: list[dict], work: Path) -> BaselineSummary | None:
     from a2c.contracts.spec import GraderSpec
     from a2c.runtime import models
     from a2c.runtime.data import write_jsonl
@@ -75,15 +78,15 @@ def check_baseline(report: Report, task: TaskSpec, bundle_root: Path, grader_cfg
                                backend=(grader_spec.inference or {}).get("backend", "auto"),
                                cache_dir=baseline_cache(),
                                timeout_s=float(spec.budget.eval_timeout_s or 3600))
-    if not summary.get("valid"):
-        report.fail("(4) baseline:", f"the base model could not be scored: {summary.get('error')}"
+    if not summary.valid:
+        report.fail("(4) baseline:", f"the base model could not be scored: {summary.error}"
                     f"; fix the grader's inference settings")
         return None
-    lo, hi = summary.get("ci95") or (0.0, 0.0)
-    cached = ", cached" if summary.get("cached") else f", {summary.get('elapsed_s', 0):.0f}s"
-    report.ok("(4) baseline:", f"{summary['score']:.1f} (95% CI {lo:.1f}-{hi:.1f}) on "
+    lo, hi = summary.ci95 or (0.0, 0.0)
+    cached = ", cached" if summary.cached else f", {summary.elapsed_s:.0f}s"
+    report.ok("(4) baseline:", f"{summary.score:.1f} (95% CI {lo:.1f}-{hi:.1f}) on "
               f"{len(heldout)} held-out records{cached}")
-    if summary["score"] >= 100.0:
+    if summary.score >= 100.0:
         report.note("the base model already scores 100: no agent can improve it")
     return summary
 
@@ -117,12 +120,12 @@ def _best_result(run_dir: Path) -> dict | None:
     return best
 
 
-def _run_baseline(run_dir: Path, baseline: dict) -> dict:
+def _run_baseline(run_dir: Path, baseline: BaselineSummary) -> dict:
     """The run's own results/baseline.json (what the report pairs against), else the check's."""
     from a2c.contracts.grade_result import read_result_or_none
     from a2c.contracts.run_paths import RunPaths
     result = read_result_or_none(RunPaths(run_dir).baseline_result)
-    return result if result is not None else baseline.get("result") or {}
+    return result if result is not None else baseline.result or {}
 
 
 def _shown(path: Path) -> str:
@@ -133,7 +136,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: dict,
+def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: BaselineSummary,
                 grader_kind: str) -> None:
     """Point (5): run the agent, then its gain, the outputs' format and correctness, and why."""
     from a2c.intervals import paired_improvement  # the report's interval, the same call
@@ -163,7 +166,7 @@ def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: d
     run_baseline = _run_baseline(run_dir, baseline)
     paired = paired_improvement(best, run_baseline) or {}
     lo, hi = paired.get("ci95") or (0.0, 0.0)
-    base = baseline["score"]
+    base = baseline.score
     gain = best["score"] - base
     line = (f"{name} in {opts.budget}: baseline {base:.1f} -> best {best['score']:.1f} "
             f"(submission {best['submission']} of {result.get('submissions')}), gain "

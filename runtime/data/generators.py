@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from a2c.contracts.records import Record
 from a2c.errors import A2CError
 
 Generator = Callable[[dict, int, Path], dict]
@@ -60,6 +62,16 @@ def names() -> list[str]:
 ARITH_QUESTION = "What is {a} plus {b}? End your reply with '#### ' followed by the number."
 
 
+@dataclass
+class ArithmeticParams(Record):
+    """The arithmetic generator's params, each default once."""
+
+    low: int = 10
+    high: int = 99
+    train_size: int = 1000
+    test_size: int = 100
+
+
 @register("arithmetic")
 def arithmetic(params: dict, seed: int, out_dir: Path, heldout_seed: int | None = None,
                heldout_splits: tuple[str, ...] = ()) -> dict:
@@ -73,14 +85,13 @@ def arithmetic(params: dict, seed: int, out_dir: Path, heldout_seed: int | None 
     `seed` gives, and the test split is drawn with `heldout_seed` from the pairs that are neither
     in it nor in the test split `seed` alone would give (so the spec's seed names none of them).
     """
-    known = {"low", "high", "train_size", "test_size"}
+    known = {f.name for f in fields(ArithmeticParams)}
     unknown = set(params) - known
     if unknown:
         raise DataError(f"arithmetic: unknown params {sorted(unknown)}; known: {sorted(known)}")
-    low = int(params.get("low", 10))
-    high = int(params.get("high", 99))
-    train_size = int(params.get("train_size", 1000))
-    test_size = int(params.get("test_size", 100))
+    p = ArithmeticParams.from_dict(params)
+    low, high = int(p.low), int(p.high)
+    train_size, test_size = int(p.train_size), int(p.test_size)
     if low > high or train_size < 0 or test_size < 0:
         raise DataError(f"arithmetic: bad params low={low} high={high} "
                         f"train_size={train_size} test_size={test_size}")
@@ -89,30 +100,31 @@ def arithmetic(params: dict, seed: int, out_dir: Path, heldout_seed: int | None 
     if train_size + test_size > unordered:
         raise DataError(f"arithmetic: {train_size + test_size} problems requested but only "
                         f"{unordered} distinct pairs exist in [{low}, {high}]")
-    state = {"rng": random.Random(seed)}
+    rng = random.Random(seed)
     keys = [(a, b) for a in range(low, high + 1) for b in range(a, high + 1)]
-    chosen = state["rng"].sample(keys, train_size + test_size)   # distinct unordered pairs
+    chosen = rng.sample(keys, train_size + test_size)   # distinct unordered pairs
     test_keys, train_keys = chosen[:test_size], chosen[test_size:]
 
-    def records(split: str, pairs: list[tuple[int, int]]) -> list[dict]:
+    def records(split: str, pairs: list[tuple[int, int]], rng: random.Random) -> list[dict]:
         out = []
         for i, (a, b) in enumerate(pairs):
-            if state["rng"].random() < 0.5:
+            if rng.random() < 0.5:
                 a, b = b, a
             out.append({"id": f"{split}-{i}", "question": ARITH_QUESTION.format(a=a, b=b),
                         "answer": str(a + b), "a": a, "b": b})
         return out
 
     if heldout_seed is None or "test" not in heldout_splits:
-        return {"train": records("train", train_keys), "test": records("test", test_keys)}
+        train = records("train", train_keys, rng)
+        return {"train": train, "test": records("test", test_keys, rng)}
     if set(heldout_splits) - {"test"}:
         raise DataError(f"arithmetic: only the 'test' split can be held out, not "
                         f"{sorted(set(heldout_splits) - {'test'})}")
-    train = records("train", train_keys)          # the same draws as without a held-out seed
-    rng = state["rng"] = random.Random(heldout_seed)
+    train = records("train", train_keys, rng)     # the same draws as without a held-out seed
+    rng = random.Random(heldout_seed)
     banned = set(chosen)
     pool = [k for k in keys if k not in banned]
     if len(pool) < test_size:                     # a small range: only the train pairs are out
         banned = set(train_keys)
         pool = [k for k in keys if k not in banned]
-    return {"train": train, "test": records("test", rng.sample(pool, test_size))}
+    return {"train": train, "test": records("test", rng.sample(pool, test_size), rng)}

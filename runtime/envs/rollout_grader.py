@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
-from a2c.contracts.spec import RolloutEnvSpec
+from a2c.contracts.spec import GraderSpec, RolloutEnvSpec
 from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import get_kind, score_key
@@ -50,10 +50,9 @@ class RolloutGrader(Grader):
     kind = "rollout"
     version = VERSION
 
-    def __init__(self, grader_cfg: dict[str, Any]):
+    def __init__(self, grader_cfg: GraderSpec | dict[str, Any]):
         super().__init__(grader_cfg)
-        env = self.cfg.get("env")
-        self.env = RolloutEnvSpec.from_dict(env if isinstance(env, dict) else {})
+        self.env = self.spec.env if isinstance(self.spec.env, RolloutEnvSpec) else RolloutEnvSpec()
         if not self.env.kind:
             raise GraderError("grader.env.kind is required for a rollout grader")
         self.env_kind = self.env.kind
@@ -71,7 +70,7 @@ class RolloutGrader(Grader):
         from a2c.runtime.inference import load_backend  # lazy: torch
 
         if backend_kind in (None, "", "auto"):
-            backend_kind = self.inference.get("backend") or "auto"
+            backend_kind = self.grading.backend or "auto"
         # env.options.dtype (e.g. bfloat16): the policy's weights dtype on every backend. On a
         # CPU with bf16 instructions it is ~5x faster than float32 (docs/level3.md).
         backend = load_backend(model_path, backend_kind, **policy_backend_kwargs(self.options),

@@ -1,11 +1,14 @@
-"""What every part of the grader service shares: a refused request and the log line."""
+"""What every part of the grader service shares: a refused request, the log line, and the ready
+file (RUN/grader/ready) the server writes and the launcher reads."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from a2c.contracts.events import utc_now
+from a2c.contracts.records import Record, optional
 from a2c.contracts.submission_errors import SubmissionError
 
 
@@ -19,6 +22,23 @@ class Refusal(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": self.code, "message": self.message, "limit": self.limit, **self.extra}
+
+
+@dataclass
+class ReadyInfo(Record):
+    """RUN/grader/ready: the server's pid and where it listens (a Unix socket, TCP, or both)."""
+
+    pid: int = 0
+    started_at: float = 0.0
+    socket_path: str | None = optional()
+    unix_url: str | None = optional()
+    host: str | None = optional()
+    port: int | None = optional()
+    url: str | None = optional()
+
+    @property
+    def urls(self) -> list[str]:
+        return [u for u in (self.unix_url, self.url) if u]
 
 
 def log(message: str) -> None:

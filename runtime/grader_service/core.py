@@ -29,7 +29,9 @@ from a2c.contracts.events import (
     SubmissionScored,
     utc_now,
 )
+from a2c.contracts.grade_result import ResultHeader
 from a2c.contracts.journal import Journal, JournalReceived, JournalScored
+from a2c.contracts.provenance import Provenance
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.submission_errors import SubmissionError
@@ -37,7 +39,7 @@ from a2c.fsutil import PRIVATE_FILE, private_dir, write_bytes_atomic
 from a2c.runtime.grader_service.base_ref import BaseReference
 from a2c.runtime.grader_service.common import Refusal, log  # noqa: F401 - the server's API
 from a2c.runtime.grader_service.intake import _remove, copy_submission
-from a2c.runtime.grader_service.limits import check_limits, current_limits
+from a2c.runtime.grader_service.limits import Limits, check_limits, current_limits
 from a2c.runtime.grader_service.model_path import resolve_model_path
 from a2c.runtime.grader_service.pruning import prunable, tree_bytes
 from a2c.runtime.grader_service.scoring import Scorer
@@ -100,7 +102,7 @@ class GradingService:
         return max(self.subs, default=0) + 1
 
     # ------------------------------------------------------------------ limits
-    def limits(self, now: float | None = None) -> dict[str, Any]:
+    def limits(self, now: float | None = None) -> Limits:
         now = time.time() if now is None else now
         queued = len(self.queue) + (1 if self.running else 0)
         return current_limits(self.cfg, len(self.subs), self.last_received_unix, queued, now)
@@ -152,7 +154,7 @@ class GradingService:
             finally:
                 _remove(incoming)   # gone already unless refused after the copy
         snapshot = self._snapshot(sid)
-        left = self.limits(now)["submissions_left"]
+        left = self.limits(now).submissions_left
         log(f"submission {sid} received: {shown} ({intake.folder_hash[:12]}; {intake.files} "
             f"files, {intake.bytes} bytes copied and hashed in {intake.elapsed_s:.3f} s)")
         return {"id": sid, "status": QUEUED, "weights_hash": intake.folder_hash,
@@ -163,14 +165,14 @@ class GradingService:
         if self.snapshotter is None:
             return None
         try:
-            info = self.snapshotter.snapshot("submission", submission_id=sid)
-            self.snapshotter.tag_submission(sid, info["commit"])
+            commit = self.snapshotter.snapshot("submission", submission_id=sid)["commit"]
+            self.snapshotter.tag_submission(sid, commit)
         except Exception as exc:  # a snapshot failure never costs the agent its submission
             log(f"snapshot for submission {sid} failed: {exc}")
             return None
         with self.lock:
-            self.subs[sid].snapshot = info["commit"]
-        return info["commit"]
+            self.subs[sid].snapshot = commit
+        return commit
 
     # ------------------------------------------------------------------ queries
     def public(self, sub: Submission) -> dict[str, Any]:
@@ -194,8 +196,8 @@ class GradingService:
             limits = self.limits()
             return {"submissions": [self.public(s) for s in ordered],
                     "best": {"id": best.id, "score": best.score} if best else None,
-                    "submissions_left": limits["submissions_left"],
-                    "remaining_s": limits["remaining_s"]}
+                    "submissions_left": limits.submissions_left,
+                    "remaining_s": limits.remaining_s}
 
     def idle(self) -> bool:
         with self.lock:
@@ -268,16 +270,17 @@ class GradingService:
             outcome.code = SubmissionError.INTERNAL_ERROR.value
         if outcome.copy_of_base is None:
             outcome.copy_of_base = self._is_copy_of_base(sid)
-        if self.base.template_ignored(self.copy_path(sid)):
+        template_ignored = self.base.template_ignored(self.copy_path(sid))
+        if template_ignored:
             outcome.metrics = {**(outcome.metrics or {}), "chat_template_ignored": True}
         path = self.paths.result(sid)
         full = dict(result or {"score": None, "valid": False, "error": outcome.error})
         full.update(submission_id=sid, weights_hash=self.subs[sid].weights_hash,
                     duplicate_of=outcome.duplicate_of, valid=outcome.valid,
                     error=outcome.error, copy_of_base=outcome.copy_of_base)
-        if (outcome.metrics or {}).get("chat_template_ignored"):
-            full["template_ignored"] = True
-            full["metrics"] = {**(full.get("metrics") or {}), "chat_template_ignored": True}
+        if template_ignored:
+            full.update(template_ignored=True, metrics={
+                **(ResultHeader.of(full).metrics or {}), "chat_template_ignored": True})
         write_bytes_atomic(path, canonical_json(full), mode=PRIVATE_FILE)
         outcome.id, outcome.ts = sid, utc_now()
         outcome.metrics = outcome.metrics or {}
@@ -341,5 +344,5 @@ def _submit_request(body: Any) -> tuple[Any, str]:
 
 def _not_derived(result: dict[str, Any]) -> bool | None:
     """The provenance check's verdict in a results file (None: no check, or it could not run)."""
-    provenance = result.get("provenance")
-    return provenance.get("not_derived") if isinstance(provenance, dict) else None
+    provenance = ResultHeader.of(result).provenance
+    return Provenance.from_dict(provenance).not_derived if isinstance(provenance, dict) else None

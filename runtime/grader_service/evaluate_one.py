@@ -21,6 +21,9 @@ import time
 import traceback
 from pathlib import Path
 
+from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.spec import GraderSpec
+
 
 def _die_with_parent(parent_pid: int | None) -> None:
     """If the service is SIGKILLed mid-evaluation, this child must not linger holding the GPU."""
@@ -56,13 +59,12 @@ def _write_atomic(path: Path, data: dict) -> None:
                        mode=0o600)
 
 
-def _invalid(error: str, grader_cfg: dict, backend: str, elapsed: float) -> dict:
-    return {"score": 0.0, "ci95": [0.0, 0.0], "n_items": 0, "items": [], "metrics": {},
-            "grader": grader_cfg.get("kind", "unknown"), "grader_version": "unknown",
-            "backend": backend, "elapsed_s": elapsed, "valid": False, "error": error}
+def _invalid(error: str, grader_cfg: GraderSpec, backend: str, elapsed: float) -> dict:
+    return GradeResult.invalid(grader_cfg.kind or "unknown", "unknown", backend, error,
+                               elapsed_s=elapsed).to_dict()
 
 
-def evaluate(grader_cfg: dict, model: str, heldout: str, backend: str) -> dict:
+def evaluate(grader_cfg: GraderSpec, model: str, heldout: str, backend: str) -> dict:
     """Score `model` on the held-out records; exceptions become an invalid result."""
     started = time.monotonic()
     try:
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         bwrap.turn_off()
     _drop_ambient_caps()
     _die_with_parent(args.parent_pid)
-    grader_cfg = json.loads(Path(args.grader).read_text(encoding="utf-8"))
+    grader_cfg = GraderSpec.from_dict(json.loads(Path(args.grader).read_text(encoding="utf-8")))
     data = evaluate(grader_cfg, args.model, args.heldout, args.backend)
     _write_atomic(Path(args.out), data)
     return 0

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2c.contracts.service_config import EVALUATOR_MODULE
+from a2c.contracts.grade_result import ResultHeader
+from a2c.contracts.service_config import EVALUATOR_MODULE, read_grader_spec
 from a2c.fsutil import read_tail
 from a2c.settings import get as setting
 
@@ -53,7 +54,8 @@ def _judge_key_var(environ: dict[str, str]) -> str | None:
             data = yaml.safe_load(text)
     except Exception:  # noqa: BLE001 - the grader reports a broken config itself
         return None
-    name = data.get("api_key_env") if isinstance(data, dict) else None
+    from a2c.runtime.graders.judge_config import JudgeValues
+    name = JudgeValues.from_dict(data).api_key_env if isinstance(data, dict) else None
     return str(name) if name else None
 
 
@@ -92,16 +94,20 @@ class EvalOutcome:
     returncode: int | None
 
     @property
+    def header(self) -> ResultHeader:
+        """What the service reads of the child's result (an empty one without a result)."""
+        return ResultHeader.of(self.result)
+
+    @property
     def valid(self) -> bool:
-        return (self.error is None and bool(self.result)
-                and self.result.get("valid", True) is not False)
+        return self.error is None and bool(self.result) and self.header.ok
 
     @property
     def message(self) -> str | None:
         if self.error:
             return self.error
-        if self.result is not None and self.result.get("valid", True) is False:
-            return self.result.get("error") or "the grader marked the result invalid"
+        if self.result is not None and self.header.valid is False:
+            return self.header.error or "the grader marked the result invalid"
         return None
 
 
@@ -130,12 +136,9 @@ class ProcessSlot:
 
 def _grader_kind(path: Path) -> str | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_grader_spec(path).kind or None
+    except (OSError, ValueError, AttributeError):
         return None
-    if isinstance(data, dict) and "kind" not in data and isinstance(data.get("grader"), dict):
-        data = data["grader"]
-    return data.get("kind") if isinstance(data, dict) else None
 
 
 def _collect_boxed(box_dir: Path, out_path: Path) -> None:

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.contracts.event_payloads import payload_of
 from a2c.contracts.events import EventLog, FinalScored, read_events
-from a2c.contracts.grade_result import read_result, read_result_or_none
+from a2c.contracts.grade_result import ResultHeader, read_result, read_result_or_none
 from a2c.contracts.journal import JournalScored, entry_of, read_journal
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
@@ -74,7 +75,8 @@ def _baseline_feedback(paths: RunPaths) -> float | None:
     data = read_result_or_none(paths.baseline_result)
     if data is None:
         return None
-    return data.get("score") if data.get("valid") is not False else None
+    header = ResultHeader.of(data)
+    return header.score if header.ok else None
 
 
 def _submission_model(paths: RunPaths, sid: str, entry: JournalScored,
@@ -100,9 +102,7 @@ def score_final_split(run_dir: str | Path, policy: str = "best") -> dict[str, An
     if not paths.final_heldout.is_file():
         return None
     cfg = ServiceConfig.load(run_dir)
-    done = {(f.subject, str(f.submission_id)): f
-            for f in (FinalScored.from_dict(e["data"]) for e in read_events(paths.events)
-                      if e.get("type") == FinalScored.TYPE)}
+    done = {(f.subject, str(f.submission_id)): f for f in _final_events(paths)}
     events = EventLog(paths.events)
 
     base = done.get(("baseline", "None"))
@@ -130,6 +130,13 @@ def score_final_split(run_dir: str | Path, policy: str = "best") -> dict[str, An
             "feedback_score": feedback, "feedback_baseline": base.feedback_score}
 
 
+def _final_events(paths: RunPaths) -> list[FinalScored]:
+    """The `final_scored` events already in the run's log (a resumed run scores nothing
+    again)."""
+    payloads = (payload_of(row) for row in read_events(paths.events))
+    return [p for p in payloads if isinstance(p, FinalScored)]
+
+
 def _score_baseline(paths: RunPaths, cfg: ServiceConfig) -> FinalScored:
     """The base model on the final items: cached like the feedback baseline (keyed by the
     items)."""
@@ -138,26 +145,28 @@ def _score_baseline(paths: RunPaths, cfg: ServiceConfig) -> FinalScored:
                                backend=cfg.backend, cache_dir=cfg.baseline_cache,
                                timeout_s=cfg.eval_timeout_s, run_dir=None,
                                evaluator=cfg.evaluator, use_bwrap=cfg.use_bwrap)
-    result = summary.get("result") or {}
+    result = summary.result or {}
+    header = ResultHeader.of(result)
     rel = _write(paths.final_result("baseline"), {
-        **result, "subject": "baseline", "valid": summary["valid"],
-        "score": summary["score"], "error": summary["error"], "cached": summary["cached"]})
-    return FinalScored(subject="baseline", score=summary["score"], ci95=summary["ci95"],
-                       n_items=result.get("n_items"), valid=summary["valid"],
-                       error=summary["error"], feedback_score=_baseline_feedback(paths),
-                       cached=summary["cached"], elapsed_s=summary["elapsed_s"],
-                       backend=result.get("backend"), result=rel)
+        **result, "subject": "baseline", "valid": summary.valid,
+        "score": summary.score, "error": summary.error, "cached": summary.cached})
+    return FinalScored(subject="baseline", score=summary.score, ci95=summary.ci95,
+                       n_items=header.n_items, valid=summary.valid,
+                       error=summary.error, feedback_score=_baseline_feedback(paths),
+                       cached=summary.cached, elapsed_s=summary.elapsed_s,
+                       backend=header.backend, result=rel)
 
 
 def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: JournalScored,
                       base: FinalScored) -> FinalScored:
     model = _submission_model(paths, sid, entry, _scored(paths.root))
-    common = {"subject": "submission", "submission_id": int(sid) if sid.isdigit() else sid,
+    submission_id = int(sid) if sid.isdigit() else sid
+    common = {"subject": "submission", "submission_id": submission_id,
               "feedback_score": entry.score}
     if model is None:   # a copy of the base model: its final score is the baseline's
         result = read_result(paths.root / str(base.result))
         rel = _write(paths.final_result(sid), {**result, "subject": "submission",
-                                               "submission_id": common["submission_id"],
+                                               "submission_id": submission_id,
                                                "copy_of_base": True})
         return FinalScored(**common, score=base.score, ci95=base.ci95, n_items=base.n_items,
                            valid=bool(base.valid), error=base.error, elapsed_s=0.0,
@@ -168,21 +177,21 @@ def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: Jour
         return FinalScored(**common, valid=False, error="the grader's copy is gone", result=rel)
     cfg_path = paths.grader / "final.grader.json"
     write_bytes_atomic(cfg_path, canonical_json({
-        **cfg.grader_config(), SOURCE_KEY: BaseReference(cfg.base_model).template_source()}),
-        mode=0o600)
+        **cfg.grader_config().to_dict(),
+        SOURCE_KEY: BaseReference(cfg.base_model).template_source()}), mode=0o600)
     outcome = run_evaluation(cfg.evaluator_command(), grader_cfg_path=cfg_path, model=model,
                              heldout=paths.final_heldout, backend=cfg.backend,
                              out_path=paths.eval_dir / f"final-{sid}.json",
                              timeout_s=cfg.eval_timeout_s,
                              log_path=paths.eval_dir / f"final-{sid}.log",
                              use_bwrap=cfg.use_bwrap)
-    result = outcome.result or {}
+    result, header = outcome.result or {}, outcome.header
     valid = outcome.valid
-    score = result.get("score") if valid else None
+    score = header.score if valid else None
     rel = _write(paths.final_result(sid), {
-        **result, "subject": "submission", "submission_id": common["submission_id"],
+        **result, "subject": "submission", "submission_id": submission_id,
         "valid": valid, "score": score, "error": outcome.message})
-    return FinalScored(**common, score=score, ci95=result.get("ci95") if valid else None,
-                       n_items=result.get("n_items"), valid=valid, error=outcome.message,
-                       elapsed_s=round(outcome.elapsed_s, 3), backend=result.get("backend"),
+    return FinalScored(**common, score=score, ci95=header.ci95 if valid else None,
+                       n_items=header.n_items, valid=valid, error=outcome.message,
+                       elapsed_s=round(outcome.elapsed_s, 3), backend=header.backend,
                        result=rel)

@@ -13,19 +13,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
-from a2c.contracts.service_config import read_service_fields
+from a2c.contracts.service_config import ServiceConfig
 from a2c.errors import RunError
 from a2c.runtime.grader_service.client import GraderClientError, ServiceClient
+from a2c.runtime.grader_service.common import ReadyInfo
 from a2c.runtime.hostproc import HostProcess, pid_file_ready, unlink_quiet
 
 SERVICE_MODULE = "a2c.runtime.grader_service"   # `python -m SERVICE_MODULE RUN_DIR`
 
 
 class ServiceHandle:
-    def __init__(self, run_dir: Path, helper: HostProcess, ready: dict[str, Any], token: str):
+    def __init__(self, run_dir: Path, helper: HostProcess, ready: ReadyInfo, token: str):
         self.run_dir, self.helper, self.ready, self.token = run_dir, helper, ready, token
 
     @property
@@ -39,11 +39,11 @@ class ServiceHandle:
     @property
     def url(self) -> str:
         """TCP URL when the service listens on TCP, else the `unix:` URL."""
-        return self.ready.get("url") or self.ready["unix_url"]
+        return str(self.ready.url or self.ready.unix_url)
 
     @property
     def unix_url(self) -> str | None:
-        return self.ready.get("unix_url")
+        return self.ready.unix_url
 
     def client(self, url: str | None = None, timeout: float = 30.0) -> ServiceClient:
         return ServiceClient(url or self.url, self.token, timeout)
@@ -93,9 +93,9 @@ def start_grader_service(run_dir: str | Path, *, timeout_s: float = 60.0,
     paths = RunPaths(run_dir)
     if not paths.service_json.is_file():
         raise RunError(f"{paths.service_json}: missing; write it with write_service_config first")
-    token = read_service_fields(run_dir)["token"]
+    token = ServiceConfig.load(run_dir).token
     unlink_quiet(paths.ready)
     helper = HostProcess.spawn([python or sys.executable, "-m", SERVICE_MODULE, str(run_dir)],
                                what="grading service", log=log_path or paths.grader_log, env=env)
     info = helper.wait_ready(pid_file_ready(paths.ready, helper.pid), timeout_s, poll=0.05)
-    return ServiceHandle(run_dir, helper, info, token)
+    return ServiceHandle(run_dir, helper, ReadyInfo.from_dict(info), token)

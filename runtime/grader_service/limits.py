@@ -3,23 +3,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
+from a2c.contracts.records import Record
 from a2c.contracts.service_config import ServiceConfig
 from a2c.runtime.grader_service.common import Refusal
 
 
+@dataclass
+class Limits(Record):
+    """The answer of GET /time (and part of /submissions): what is left of the run's limits."""
+
+    deadline: float | None = None
+    remaining_s: float | None = None
+    submissions_left: int | None = None
+    max_submissions: int | None = None
+    min_interval_s: float = 0.0
+    next_submission_in_s: float = 0.0
+    now: float = 0.0
+    queued: int = 0
+
+
 def current_limits(cfg: ServiceConfig, used: int, last_received_unix: float | None,
-                   queued: int, now: float) -> dict[str, Any]:
+                   queued: int, now: float) -> Limits:
     remaining = None if cfg.deadline_unix is None else max(0.0, cfg.deadline_unix - now)
     left = None if cfg.max_submissions is None else max(0, cfg.max_submissions - used)
     wait = 0.0
     if cfg.min_interval_s and last_received_unix is not None:
         wait = max(0.0, last_received_unix + cfg.min_interval_s - now)
-    return {"deadline": cfg.deadline_unix, "remaining_s": remaining,
-            "submissions_left": left, "max_submissions": cfg.max_submissions,
-            "min_interval_s": cfg.min_interval_s, "next_submission_in_s": round(wait, 3),
-            "now": now, "queued": queued}
+    return Limits(deadline=cfg.deadline_unix, remaining_s=remaining, submissions_left=left,
+                  max_submissions=cfg.max_submissions, min_interval_s=cfg.min_interval_s,
+                  next_submission_in_s=round(wait, 3), now=now, queued=queued)
 
 
 def check_limits(cfg: ServiceConfig, used: int, last_received_unix: float | None,

@@ -43,22 +43,20 @@ benchmarks/bench_provenance.py prints the time as a ratio of one evaluation.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from a2c.canonical import canonical_json
+from a2c.contracts.provenance import Provenance, TensorMismatch, WeightChange
+from a2c.runtime.grader_service.model_identity import architecture, tie_flag, tokenizer_identity
 from a2c.runtime.grader_service.weight_files import (
     COMPARABLE_DTYPES,
     LoadedWeights,
     TensorRef,
     WeightsRefused,
     loaded_tensors,
-    model_config,
     resolve_weight_files,
 )
 
@@ -68,9 +66,6 @@ NOT_DERIVED_SHRINK = 0.05       # of a layer group's norm, along the base's dire
 MEASURED_MAX_FT = 0.0147        # the largest per-group change of a real fine-tune (docs)
 MEASURED_MAX_SHRINK = 0.0004    # the largest per-group |shrink| of a real fine-tune (docs)
 CHUNK = 1 << 16          # elements a float32 product sums before a float64 total
-SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-              "intermediate_size", "vocab_size", "n_embd", "n_layer", "n_head", "d_model")
-TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
 HEAD = re.compile(r"(?:^|\.)(?:lm_head|embed_out|output)\.weight$")
 LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\.")
 
@@ -96,49 +91,6 @@ def base_is_checkable(base: str | Path | None) -> bool:
         return bool(_base_tensors(Path(base))[1])
     except (OSError, WeightsRefused):
         return False
-
-
-# ------------------------------------------------------------------ architecture, tokenizer
-def architecture(folder: Path) -> dict[str, Any] | None:
-    """What fixes the model's shape, from its config.json (None when it has none)."""
-    cfg = model_config(folder)
-    if not isinstance(cfg, dict):
-        return None
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
-    return {"architectures": cfg.get("architectures"), "model_type": cfg.get("model_type"),
-            **{k: cfg.get(k, text.get(k)) for k in SHAPE_KEYS if k in cfg or k in text}}
-
-
-def _vocabulary(model: Any) -> dict[str, Any]:
-    """What a tokenizer.json `model` section maps text to ids by: its type, vocabulary and merges
-    (a merge written "a b" or ["a", "b"] alike). Options a tokenizers release writes differently
-    for the same tokenizer (`continuing_subword_prefix` null or "") do not count: a base
-    tokenizer saved again by the agent's own library version is still the base's."""
-    merges = model.get("merges")
-    if isinstance(merges, list):
-        merges = [m.split(" ", 1) if isinstance(m, str) else list(m) for m in merges]
-    return {"type": model.get("type"), "vocab": model.get("vocab"), "merges": merges}
-
-
-def tokenizer_identity(folder: Path) -> str | None:
-    """sha256 of the vocabulary (and merges) the tokenizer files define; None without any."""
-    tok = folder / "tokenizer.json"
-    if tok.is_file():
-        try:
-            data = json.loads(tok.read_text(encoding="utf-8"))
-            added = data.get("added_tokens")
-            return hashlib.sha256(canonical_json({"model": _vocabulary(data.get("model") or {}),
-                                                  "added": [(a.get("id"), a.get("content"))
-                                                            for a in added or []]})).hexdigest()
-        except (OSError, ValueError, AttributeError):
-            pass
-    digest, found = hashlib.sha256(), False
-    for name in TOKENIZER_FILES:
-        path = folder / name
-        if path.is_file():
-            found = True
-            digest.update(name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest() if found else None
 
 
 # ------------------------------------------------------------------ tensors
@@ -246,7 +198,8 @@ def _shrink(dot: float, ref: float) -> float:
     return round(1.0 - dot / ref, 6) if ref > 0 else 0.0
 
 
-def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorRef]) -> dict[str, Any]:
+def weight_change(sub_index: dict[str, TensorRef],
+                  base_index: dict[str, TensorRef]) -> WeightChange | TensorMismatch:
     """Every tensor: names and shapes compared, then per tensor, per layer group and over the
     model the relative change ‖w − b‖ / ‖b‖ and the shrink 1 − ⟨w, b⟩ / ‖b‖², the fraction of
     tensors changed, and the tensors holding NaN or infinity."""
@@ -258,8 +211,7 @@ def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorR
     shapes = sorted(n for n in set(sub_index) & set(base_index)
                     if sub_index[n].shape != base_index[n].shape)
     if missing or extra or shapes:
-        return {"checked": True, "same_tensors": False, "missing": missing[:5],
-                "extra": extra[:5], "shape_mismatch": shapes[:5]}
+        return TensorMismatch(missing=missing[:5], extra=extra[:5], shape_mismatch=shapes[:5])
     changed = 0
     nonfinite: list[str] = []
     groups: dict[str, list[float]] = {}
@@ -283,37 +235,39 @@ def weight_change(sub_index: dict[str, TensorRef], base_index: dict[str, TensorR
     shrink = {g: _shrink(p, r) for g, (_, r, p) in sorted(groups.items())}
     top = max(rel, key=lambda g: rel[g]) if rel else None
     top_shrink = max(shrink, key=lambda g: abs(shrink[g])) if shrink else None
-    return {"checked": True, "same_tensors": True, "tensors": len(base_index),
-            "changed_fraction": round(changed / max(1, len(base_index)), 6),
-            "relative_change": rel, "shrink": shrink, "tied_head": tied,
-            "max_relative_change": rel[top] if top else 0.0, "max_group": top,
-            "median_relative_change": round(statistics.median(rel.values()), 6) if rel else 0.0,
-            "max_shrink": shrink[top_shrink] if top_shrink else 0.0, "max_shrink_group": top_shrink,
-            "max_tensor_change": top_tensor_rel, "max_tensor": top_tensor,
-            "model_relative_change": _rel(total[0], total[1]),
-            "model_shrink": _shrink(total[2], total[1]), "nonfinite": nonfinite[:5]}
+    return WeightChange(
+        tensors=len(base_index), changed_fraction=round(changed / max(1, len(base_index)), 6),
+        relative_change=rel, shrink=shrink, tied_head=tied,
+        max_relative_change=rel[top] if top else 0.0, max_group=top,
+        median_relative_change=round(statistics.median(rel.values()), 6) if rel else 0.0,
+        max_shrink=shrink[top_shrink] if top_shrink else 0.0, max_shrink_group=top_shrink,
+        max_tensor_change=top_tensor_rel, max_tensor=top_tensor,
+        model_relative_change=_rel(total[0], total[1]),
+        model_shrink=_shrink(total[2], total[1]), nonfinite=nonfinite[:5])
 
 
-def _verdict(weights: dict[str, Any], threshold: float, shrink_limit: float) -> list[str]:
+def _verdict(weights: WeightChange | TensorMismatch, threshold: float,
+             shrink_limit: float) -> list[str]:
+    if not isinstance(weights, WeightChange):   # different tensors: nothing was measured
+        return []
     reasons = []
-    if weights.get("nonfinite"):
-        reasons.append(f"tensor {weights['nonfinite'][0]} holds NaN or infinite values: its "
+    if weights.nonfinite:
+        reasons.append(f"tensor {weights.nonfinite[0]} holds NaN or infinite values: its "
                        "change from the base cannot be measured")
-    rel = weights.get("relative_change") or {}
-    over = sorted(g for g, v in rel.items() if v > threshold)
+    over = sorted(g for g, v in weights.relative_change.items() if v > threshold)
     if over:
-        moved = weights["max_relative_change"]
+        moved = weights.max_relative_change
         reasons.append(f"layer group{'s' if len(over) > 1 else ''} {', '.join(over[:6])} moved "
                        f"by up to {moved:.3g} of {'their' if len(over) > 1 else 'its'} norm "
                        f"(the check allows {threshold}; the most a measured fine-tune moved: "
                        f"{MEASURED_MAX_FT})")
-    elif (weights.get("max_tensor_change") or 0) > NOT_DERIVED_MATRIX_CHANGE:
-        reasons.append(f"matrix {weights['max_tensor']} moved by "
-                       f"{weights['max_tensor_change']:.3g} of its norm (the check allows "
+    elif (weights.max_tensor_change or 0) > NOT_DERIVED_MATRIX_CHANGE:
+        reasons.append(f"matrix {weights.max_tensor} moved by "
+                       f"{weights.max_tensor_change:.3g} of its norm (the check allows "
                        f"{NOT_DERIVED_MATRIX_CHANGE} for one matrix)")
-    shrunk = sorted(g for g, v in (weights.get("shrink") or {}).items() if abs(v) > shrink_limit)
+    shrunk = sorted(g for g, v in weights.shrink.items() if abs(v) > shrink_limit)
     if shrunk:
-        s = weights["max_shrink"]
+        s = weights.max_shrink
         reasons.append(f"layer group{'s' if len(shrunk) > 1 else ''} {', '.join(shrunk[:6])} "
                        f"{'shrank' if s > 0 else 'grew'} along the base's weights by up to "
                        f"{abs(s):.3g} (what blending with other weights does; fine-tuning "
@@ -321,23 +275,17 @@ def _verdict(weights: dict[str, Any], threshold: float, shrink_limit: float) -> 
     return reasons
 
 
-def _tie_flag(folder: Path) -> Any:
-    cfg = model_config(folder) or {}
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
-    return cfg.get("tie_word_embeddings", text.get("tie_word_embeddings"))
-
-
 def _head_left_to_chance(submission: Path, base: Path, sub_index: dict[str, Any]) -> bool:
     """The base ties its head to the embeddings and stores none; a submission that stores no
     head either but does not say it ties them gets a head the loader initialises at random
     (a missing tensor), which no comparison of stored tensors would see."""
     stores_head = any(layer_group(n) == "head" for n in sub_index)
-    return not stores_head and _tie_flag(base) is True and _tie_flag(submission) is not True
+    return not stores_head and tie_flag(base) is True and tie_flag(submission) is not True
 
 
 def check_provenance(submission: str | Path, base: str | Path,
                      threshold: float = NOT_DERIVED_REL_CHANGE,
-                     shrink_limit: float = NOT_DERIVED_SHRINK) -> dict[str, Any]:
+                     shrink_limit: float = NOT_DERIVED_SHRINK) -> Provenance:
     """The provenance record of one submission (results/<n>.json `provenance`): what was
     compared, `not_derived` (True or False, never unknown) and `reasons`. `WeightsRefused` when
     the submission's or the base's loaded weights cannot be read: a submission that passed
@@ -357,7 +305,7 @@ def check_provenance(submission: str | Path, base: str | Path,
     same_arch = None if arch_sub is None or arch_base is None else arch_sub == arch_base
     same_tok = None if tok_sub is None or tok_base is None else tok_sub == tok_base
     weights = weight_change(sub_index, base_index)
-    weights.update(files=sub_weights.files, layout=sub_weights.layout)
+    weights.files, weights.layout = sub_weights.files, sub_weights.layout
     reasons = []
     if same_arch is False:
         reasons.append(f"architecture {arch_sub} is not the base's {arch_base}")
@@ -366,13 +314,14 @@ def check_provenance(submission: str | Path, base: str | Path,
     if sub_weights.unread or sub_weights.redirects:
         reasons.append(f"{(sub_weights.unread + sub_weights.redirects)[0]}: weights beside the "
                        "ones compared (intake refuses these)")
-    if not weights.get("same_tensors"):
+    if not weights.same_tensors:
         reasons.append("its tensors are not the base's (names or shapes differ)")
     elif _head_left_to_chance(submission, base, sub_index):
         reasons.append("config.json does not tie the output head to the embeddings as the "
                        "base's does and stores no head: the loader initialises it at random")
     reasons += _verdict(weights, threshold, shrink_limit)
-    return {"same_architecture": same_arch, "same_tokenizer": same_tok, "weights": weights,
-            "not_derived": bool(reasons), "reasons": reasons, "threshold": threshold,
-            "matrix_threshold": NOT_DERIVED_MATRIX_CHANGE, "shrink_threshold": shrink_limit,
-            "elapsed_s": round(time.monotonic() - started, 3)}
+    return Provenance(same_architecture=same_arch, same_tokenizer=same_tok,
+                      weights=weights.to_dict(), not_derived=bool(reasons), reasons=reasons,
+                      threshold=threshold, matrix_threshold=NOT_DERIVED_MATRIX_CHANGE,
+                      shrink_threshold=shrink_limit,
+                      elapsed_s=round(time.monotonic() - started, 3))

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json
-from a2c.contracts.grade_result import read_result
+from a2c.contracts.grade_result import ResultHeader, read_result
 from a2c.contracts.journal import JournalScored
+from a2c.contracts.provenance import Provenance
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.contracts.submission_errors import SubmissionError, eval_failure_code
@@ -44,7 +45,7 @@ class Scorer:
         never the submission's (runtime/inference/chat_template.py)."""
         if self._grader_cfg_path is None:
             path = self.paths.grader_effective
-            write_bytes_atomic(path, canonical_json({**self.cfg.grader_config(),
+            write_bytes_atomic(path, canonical_json({**self.cfg.grader_config().to_dict(),
                                                      SOURCE_KEY: self.base.template_source()}),
                                mode=PRIVATE_FILE)
             self._grader_cfg_path = path
@@ -62,8 +63,7 @@ class Scorer:
                                    backend=self.cfg.backend, cache_dir=self.cfg.baseline_cache,
                                    timeout_s=self.cfg.eval_timeout_s, run_dir=self.cfg.run_dir,
                                    evaluator=self.cfg.evaluator, use_bwrap=self.cfg.use_bwrap)
-        log(f"baseline: valid={summary['valid']} score={summary['score']} "
-            f"cached={summary['cached']}")
+        log(f"baseline: valid={summary.valid} score={summary.score} cached={summary.cached}")
 
     def baseline_result(self) -> dict[str, Any] | None:
         """results/baseline.json when it holds a valid score."""
@@ -71,7 +71,8 @@ class Scorer:
         if path.is_file():
             try:
                 data = read_result(path)
-                if data.get("valid") and data.get("score") is not None:
+                header = ResultHeader.of(data)
+                if header.valid and header.score is not None:
                     return data
             except (OSError, ValueError):
                 return None
@@ -123,14 +124,14 @@ class Scorer:
         outcome.elapsed_s = round(evaluation.elapsed_s, 3)
         if outcome.valid:
             provenance = self.provenance(copy)
-            result = {**result, "provenance": provenance}
-            if provenance is not None and provenance.get("not_derived") is None:
+            result = {**result, "provenance": provenance.to_dict() if provenance else None}
+            if provenance is not None and provenance.not_derived is None:
                 # never scored unchecked: intake let through only weights the check reads, so
                 # this is the grader's own failure (a disk error, the base gone), said as such
                 outcome.valid, outcome.score, outcome.ci95 = False, None, None
                 outcome.code = SubmissionError.INTERNAL_ERROR.value
                 outcome.error = (f"the provenance check could not run "
-                                 f"({provenance.get('error')}); the submission is not scored, "
+                                 f"({provenance.error}); the submission is not scored, "
                                  "submit it again")
         return outcome, result
 
@@ -143,7 +144,7 @@ class Scorer:
             self._base_checkable = base_is_checkable(self.cfg.base_model)
         return self._base_checkable
 
-    def provenance(self, copy: Path) -> dict[str, Any] | None:
+    def provenance(self, copy: Path) -> Provenance | None:
         """The submission against the base model (provenance.py); None without a base the
         check reads. A check that cannot run is recorded with `not_derived` None and its error:
         the caller then does not score the submission."""
@@ -154,4 +155,4 @@ class Scorer:
             return check_provenance(copy, self.cfg.base_model)
         except Exception as exc:  # noqa: BLE001 - recorded; the submission is not scored
             log(f"provenance check failed: {exc}")
-            return {"not_derived": None, "reasons": [], "error": str(exc)}
+            return Provenance.failed(str(exc))

@@ -8,6 +8,7 @@ is 0660 (group `socket_gid` when set: the sandboxed agent's).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -23,6 +24,7 @@ from a2c.connlimit import BoundedHandler, BoundedMixin, ConnectionLimiter, DropL
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
+from a2c.runtime.grader_service.common import ReadyInfo
 from a2c.runtime.grader_service.core import GradingService, Refusal, log
 from a2c.settings import get_bool
 from a2c.unixhttp import Handler as BaseHandler
@@ -102,7 +104,7 @@ class Handler(BoundedHandler, BaseHandler):
                 self._send(200, self.service.get(int(raw)))
             elif method == "GET" and path == "/time":
                 with self.service.lock:
-                    self._send(200, self.service.limits())
+                    self._send(200, self.service.limits().to_dict())
             else:
                 raise Refusal(404, "not_found", f"no endpoint {method} {path}")
         except Refusal as refusal:
@@ -137,8 +139,8 @@ def _bound(server: BoundedMixin, cfg: ServiceConfig, name: str) -> DropLog:
     return drops
 
 
-def _write_ready(path: Path, info: dict[str, Any]) -> None:
-    write_bytes_atomic(path, canonical_json(info) + b"\n", mode=0o600)
+def _write_ready(path: Path, info: ReadyInfo) -> None:
+    write_bytes_atomic(path, canonical_json(info.to_dict()) + b"\n", mode=0o600)
 
 
 def serve(run_dir: str | Path) -> int:
@@ -152,7 +154,7 @@ def serve(run_dir: str | Path) -> int:
     handler = _handler_for(service)
     servers: list[socketserver.BaseServer] = []
     drops: list[DropLog] = []
-    info: dict[str, Any] = {"pid": os.getpid(), "started_at": time.time()}
+    info = ReadyInfo(pid=os.getpid(), started_at=time.time())
     if cfg.socket_path:
         sock_path = Path(cfg.socket_path)
         # created 0660, never 0666 even briefly; group socket_gid when set: the sandboxed agent
@@ -161,23 +163,21 @@ def serve(run_dir: str | Path) -> int:
                            server_cls=UnixServer)
         drops.append(_bound(unix, cfg, "unix"))
         servers.append(unix)
-        info["socket_path"] = str(sock_path)
-        info["unix_url"] = f"unix:{sock_path}"
+        info.socket_path, info.unix_url = str(sock_path), f"unix:{sock_path}"
     if cfg.port is not None:
         tcp = TCPServer((cfg.host or "127.0.0.1", int(cfg.port)), handler)
         drops.append(_bound(tcp, cfg, "tcp"))
         host, port = tcp.server_address[:2]
         servers.append(tcp)
-        info.update(host=host, port=port, url=f"http://{host}:{port}")
+        info.host, info.port, info.url = host, port, f"http://{host}:{port}"
     for i, s in enumerate(servers):
         serve_in_thread(s, f"http-{i}", poll_interval=0.2)
     service.start()
     stop = threading.Event()
-    terms = {"n": 0}
+    signals = itertools.count(1)
 
     def on_signal(signum: int, frame: Any) -> None:
-        terms["n"] += 1
-        if terms["n"] == 1:
+        if next(signals) == 1:
             log(f"{signal.Signals(signum).name}: finishing the running evaluation, then exiting")
             service.stop()
         else:
@@ -188,7 +188,7 @@ def serve(run_dir: str | Path) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     _write_ready(ready, info)
-    log(f"listening on {', '.join(v for k, v in info.items() if k in ('url', 'unix_url'))}; "
+    log(f"listening on {', '.join(info.urls)}; "
         f"{len(service.subs)} submissions in the journal")
     while not stop.wait(0.5):
         for d in drops:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from a2c.contracts.grade_result import ResultHeader
 from a2c.contracts.journal import JournalReceived, JournalScored, entry_of
 from a2c.contracts.submission_errors import SubmissionError
 
@@ -119,10 +120,11 @@ def outcome_of(result: dict[str, Any]) -> JournalScored:
     """The journal's view of a GradeResult (results/<n>.json as read): score and CI only when
     valid, the error and its code otherwise, the scalar metrics. `id` and `ts` are set when it
     is recorded."""
-    valid = result.get("valid", True) is not False
+    header = ResultHeader.of(result)
+    valid = header.ok
     return JournalScored(
-        score=result.get("score") if valid else None,
-        ci95=result.get("ci95") if valid else None, valid=valid,
-        error=None if valid else (result.get("error") or "invalid result"),
-        code=None if valid else (result.get("code") or SubmissionError.GRADER_INVALID.value),
-        backend=result.get("backend"), metrics=scalar_metrics(result.get("metrics")))
+        score=header.score if valid else None,
+        ci95=header.ci95 if valid else None, valid=valid,
+        error=None if valid else (header.error or "invalid result"),
+        code=None if valid else (header.code or SubmissionError.GRADER_INVALID.value),
+        backend=header.backend, metrics=scalar_metrics(header.metrics))

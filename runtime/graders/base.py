@@ -6,11 +6,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
 from a2c.contracts.inference import DEFAULT_INFERENCE
+from a2c.contracts.records import Record
+from a2c.contracts.service_config import as_grader_spec
+from a2c.contracts.spec import GraderSpec
 from a2c.errors import A2CError
 from a2c.runtime.graders.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean_score
 
@@ -21,22 +25,42 @@ class GraderError(A2CError):
     exit_code = 2
 
 
+@dataclass
+class BootstrapParams(Record):
+    """The interval's parameters every grader reads from its `params`."""
+
+    bootstrap_resamples: int = DEFAULT_RESAMPLES
+    bootstrap_seed: int = DEFAULT_SEED
+
+
+@dataclass
+class GradingInference(Record):
+    """What a grader itself reads of its `inference` block (the rest goes to the backend's
+    `GenerationSettings`), read from the block with DEFAULT_INFERENCE filled in."""
+
+    backend: str | None = None
+    prompt_template: str | None = None
+    n_samples: int | None = None
+
+
 class Grader:
     """Base class. Subclasses set `kind`, `version` and implement `score_outputs`."""
 
     kind: str = ""
     version: str = "1"
 
-    def __init__(self, grader_cfg: dict[str, Any]):
-        self.cfg = dict(grader_cfg or {})
-        self.params: dict[str, Any] = dict(self.cfg.get("params") or {})
-        self.inference: dict[str, Any] = {**DEFAULT_INFERENCE, **(self.cfg.get("inference") or {})}
-        self.bootstrap_resamples = int(self.params.get("bootstrap_resamples", DEFAULT_RESAMPLES))
-        self.bootstrap_seed = int(self.params.get("bootstrap_seed", DEFAULT_SEED))
+    def __init__(self, grader_cfg: GraderSpec | dict[str, Any] | None):
+        self.spec = as_grader_spec(grader_cfg)
+        self.params: dict[str, Any] = dict(self.spec.params or {})
+        self.inference: dict[str, Any] = {**DEFAULT_INFERENCE, **(self.spec.inference or {})}
+        self.grading = GradingInference.from_dict(self.inference)
+        boot = BootstrapParams.from_dict(self.params)
+        self.bootstrap_resamples = int(boot.bootstrap_resamples)
+        self.bootstrap_seed = int(boot.bootstrap_seed)
 
     # ---------------------------------------------------------------- prompts and generation
     def build_prompt(self, record: dict[str, Any]) -> str | list[dict]:
-        template = self.inference.get("prompt_template") or "{prompt}"
+        template = self.grading.prompt_template or "{prompt}"
         prompt = record.get("prompt")
         if template == "{prompt}" and isinstance(prompt, list):
             return prompt  # already chat messages
@@ -68,7 +92,7 @@ class Grader:
         template (a submitted tokenizer's own template never renders a grading prompt)."""
         from a2c.runtime.inference.chat_template import KEEP, template_from_config
 
-        template = template_from_config(self.cfg)
+        template = template_from_config(self.spec.extra)
         return {} if template is KEEP else {"chat_template": template}
 
     def generate(self, model_path: str | Path, prompts: Sequence[str | list[dict]],
@@ -79,7 +103,7 @@ class Grader:
         from a2c.runtime.inference import load_backend  # lazy: pulls in torch
 
         if backend_kind in (None, "", "auto"):
-            backend_kind = self.inference.get("backend") or "auto"
+            backend_kind = self.grading.backend or "auto"
         backend = load_backend(model_path, backend_kind, **self.template_kwargs())
         try:
             settings = self.generation_settings()

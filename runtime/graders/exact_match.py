@@ -13,19 +13,39 @@ trailing zeros after a decimal point (`72.0` == `72`, `-0` == `0`). The reading 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2c.answer_match import AnswerMatch, AnswerMatchError
 from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.records import Record
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
+
+
+@dataclass
+class ExactMatchItem(Record):
+    """One graded item (a `GradeResult` item): what was extracted, how, and the gold answer."""
+
+    id: Any = None
+    prompt: Any = None
+    output: str | None = None
+    extracted: str | None = None
+    extracted_raw: str | None = None
+    extraction: str = "none"
+    gold: str | None = None
+    gold_raw: str | None = None
+    correct: bool = False
+    score: float = 0.0
+    error: str | None = None
 
 
 class ExactMatchGrader(Grader):
     kind = "exact_match"
     version = "1.0"
 
-    def __init__(self, grader_cfg: dict[str, Any]):
+    def __init__(self, grader_cfg: GraderSpec | dict[str, Any]):
         super().__init__(grader_cfg)
         try:
             self.matcher = AnswerMatch(self.params)
@@ -58,38 +78,42 @@ class ExactMatchGrader(Grader):
     # ---------------------------------------------------------------- scoring
     def score_item(self, record: dict[str, Any], prompt: Any, output: str | None,
                    error: str | None = None) -> dict[str, Any]:
+        return self._judge(record, prompt, output, error).to_dict()
+
+    def _judge(self, record: dict[str, Any], prompt: Any, output: str | None,
+               error: str | None = None) -> ExactMatchItem:
         gold_raw = self.gold_answer(record)
         gold = self.normalize(gold_raw)
         extracted_raw, how = self.extract(output)
         extracted = self.normalize(extracted_raw)
         correct = extracted is not None and extracted != "" and extracted == gold
-        return {"id": record["id"], "prompt": prompt, "output": output,
-                "extracted": extracted, "extracted_raw": extracted_raw, "extraction": how,
-                "gold": gold, "gold_raw": gold_raw, "correct": bool(correct),
-                "score": 1.0 if correct else 0.0, "error": error}
+        return ExactMatchItem(id=record["id"], prompt=prompt, output=output, extracted=extracted,
+                              extracted_raw=extracted_raw, extraction=how, gold=gold,
+                              gold_raw=gold_raw, correct=bool(correct),
+                              score=1.0 if correct else 0.0, error=error)
 
-    def _result(self, items: list[dict], backend: str, started: float,
+    def _result(self, items: list[ExactMatchItem], backend: str, started: float,
                 extra: dict | None = None) -> GradeResult:
         n = len(items)
-        n_correct = sum(1 for it in items if it["correct"])
+        n_correct = sum(1 for it in items if it.correct)
         metrics = {
             "accuracy": 100.0 * n_correct / n if n else 0.0,
             "n_correct": n_correct,
-            "n_no_answer": sum(1 for it in items if it["extracted"] is None),
-            "n_fallback": sum(1 for it in items if it["extraction"] == "last_number"),
-            "n_missing": sum(1 for it in items if it["error"] == "missing prediction"),
+            "n_no_answer": sum(1 for it in items if it.extracted is None),
+            "n_fallback": sum(1 for it in items if it.extraction == "last_number"),
+            "n_missing": sum(1 for it in items if it.error == "missing prediction"),
             "pattern": self.pattern.pattern, "fallback": self.fallback,
             "normalize": self.normalize_mode, "normalize_steps": sorted(self.steps),
             **(extra or {}),
         }
-        return self.finish(items, metrics, backend, started)
+        return self.finish([it.to_dict() for it in items], metrics, backend, started)
 
     def grade_model(self, model_path: str | Path, records: list[dict],
                     backend_kind: str = "auto") -> GradeResult:
         started = time.monotonic()
         prompts = [self.build_prompt(r) for r in records]
         outputs, backend = self.generate(model_path, prompts, backend_kind, n=1)
-        items = [self.score_item(r, p, o[0] if o else None)
+        items = [self._judge(r, p, o[0] if o else None)
                  for r, p, o in zip(records, prompts, outputs)]
         return self._result(items, backend, started,
                             {"inference": {k: v for k, v in self.inference.items()}})
@@ -101,7 +125,7 @@ class ExactMatchGrader(Grader):
             samples = as_samples(predictions.get(str(r["id"])))
             prompt = self.build_prompt(r)
             if samples is None:
-                items.append(self.score_item(r, prompt, None, error="missing prediction"))
+                items.append(self._judge(r, prompt, None, error="missing prediction"))
             else:
-                items.append(self.score_item(r, prompt, samples[0]))
+                items.append(self._judge(r, prompt, samples[0]))
         return self._result(items, "predictions", started)

@@ -16,10 +16,13 @@ import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.records import Record
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.graders import code_exec
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 
@@ -36,30 +39,64 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - prod
 
 
-def build_program(record: dict[str, Any], completion: str) -> str:
-    return (record["prompt"] + completion + "\n" + record["test"] + "\n"
-            + f"check({record['entry_point']})\n")
+@dataclass
+class HumanEvalProblem(Record):
+    """One held-out record as the grader reads it, parsed once (`of`): the prompt the completion
+    continues, the test and the function it checks, the canonical solution (`answer`)."""
+
+    id: Any = None
+    prompt: str = ""
+    test: str = ""
+    entry_point: str = ""
+    answer: Any = None
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> HumanEvalProblem:
+        missing = [f for f in ("prompt", "test", "entry_point") if f not in record]
+        if missing:
+            raise GraderError(f"humaneval: record {record.get('id')!r} lacks {missing}")
+        return cls.from_dict(record)
+
+
+@dataclass
+class HumanEvalParams(Record):
+    """The grader's `params`, each default once (compiler/resolve.py writes k, timeout and
+    memory_mb); `timeout_s` is the older name of `timeout`."""
+
+    k: list[int] = field(default_factory=lambda: [1])
+    timeout: float | None = None
+    timeout_s: float = 10.0
+    memory_mb: int = 1024
+    workers: int | None = None          # unset: the CPUs, 1 to 4
+    extract_code: bool = True
+    tmp_dir: str | None = None          # where throw-away directories go (unset: $TMPDIR)
+    isolation: str = "auto"
+
+
+def build_program(problem: HumanEvalProblem, completion: str) -> str:
+    return (problem.prompt + completion + "\n" + problem.test + "\n"
+            + f"check({problem.entry_point})\n")
 
 
 class HumanEvalGrader(Grader):
     kind = "humaneval"
     version = "1.0"
 
-    def __init__(self, grader_cfg: dict[str, Any]):
+    def __init__(self, grader_cfg: GraderSpec | dict[str, Any]):
         super().__init__(grader_cfg)
-        p = self.params
-        self.timeout_s = float(p.get("timeout", p.get("timeout_s", 10.0)))
-        self.memory_mb = int(p.get("memory_mb", 1024))
-        self.workers = int(p.get("workers", max(1, min(4, os.cpu_count() or 1))))
-        self.extract_code = bool(p.get("extract_code", True))
-        self.tmp_dir = p.get("tmp_dir")  # where throw-away directories go (default: $TMPDIR)
-        self.ks = [int(k) for k in p.get("k", [1])]
+        p = HumanEvalParams.from_dict(self.params)
+        self.timeout_s = float(p.timeout if p.timeout is not None else p.timeout_s)
+        self.memory_mb = int(p.memory_mb)
+        self.workers = int(p.workers or max(1, min(4, os.cpu_count() or 1)))
+        self.extract_code = bool(p.extract_code)
+        self.tmp_dir = p.tmp_dir
+        self.ks = [int(k) for k in p.k]
         try:
-            self.isolation, self.isolation_note = code_exec.isolation(p.get("isolation", "auto"))
+            self.isolation, self.isolation_note = code_exec.isolation(p.isolation)
         except (ValueError, RuntimeError) as exc:
             raise GraderError(f"humaneval: {exc}") from None
 
-    def clean_completion(self, record: dict[str, Any], output: str) -> str:
+    def clean_completion(self, problem: HumanEvalProblem, output: str) -> str:
         """The code to append to the prompt. Chat models often answer in a fenced block, with the
         whole function: then the block's code is used (re-defining the function is valid Python)."""
         if not self.extract_code or "```" not in output:
@@ -67,40 +104,37 @@ class HumanEvalGrader(Grader):
         blocks = _FENCE.findall(output)
         if not blocks:
             return output
-        entry = record.get("entry_point", "")
+        entry = problem.entry_point
         code = next((b for b in blocks if f"def {entry}" in b), blocks[0])
         if f"def {entry}" in code:
             return "\n    pass\n\n" + code  # close the prompt's function, then the full code
         return code
 
-    def _check(self, record: dict, completion: str) -> code_exec.ExecResult:
-        return code_exec.run_program(build_program(record, completion), timeout_s=self.timeout_s,
+    def _check(self, problem: HumanEvalProblem, completion: str) -> code_exec.ExecResult:
+        return code_exec.run_program(build_program(problem, completion), timeout_s=self.timeout_s,
                                    memory_mb=self.memory_mb, mode=self.isolation,
                                    tmp_root=self.tmp_dir)
 
     def score(self, records: list[dict], prompts: list[Any],
               samples: list[list[str] | None], backend: str, started: float,
               extra: dict | None = None) -> GradeResult:
-        for r in records:
-            missing = [f for f in ("prompt", "test", "entry_point") if f not in r]
-            if missing:
-                raise GraderError(f"humaneval: record {r.get('id')!r} lacks {missing}")
+        problems = [HumanEvalProblem.of(r) for r in records]
         jobs = []
-        for i, (r, s) in enumerate(zip(records, samples)):
+        for i, (r, s) in enumerate(zip(problems, samples)):
             for j, out in enumerate(s or []):
                 jobs.append((i, j, self.clean_completion(r, out)))
         results: dict[tuple[int, int], code_exec.ExecResult] = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            futures = {(i, j): pool.submit(self._check, records[i], comp) for i, j, comp in jobs}
+            futures = {(i, j): pool.submit(self._check, problems[i], comp) for i, j, comp in jobs}
             for key, fut in futures.items():
                 results[key] = fut.result()
         completions = {(i, j): comp for i, j, comp in jobs}
         items = []
         counts = []
-        for i, (r, p, s) in enumerate(zip(records, prompts, samples)):
+        for i, (r, p, s) in enumerate(zip(problems, prompts, samples)):
             if s is None or not s:
-                items.append({"id": r["id"], "prompt": p, "output": None, "extracted": None,
-                              "gold": r.get("answer"), "correct": False, "score": 0.0,
+                items.append({"id": r.id, "prompt": p, "output": None, "extracted": None,
+                              "gold": r.answer, "correct": False, "score": 0.0,
                               "error": "missing prediction", "n": 0, "n_correct": 0,
                               "results": []})
                 counts.append((0, 0))
@@ -108,8 +142,8 @@ class HumanEvalGrader(Grader):
             res = [results[(i, j)] for j in range(len(s))]
             c = sum(1 for x in res if x.status == "passed")
             first_fail = next((x.detail for x in res if x.status != "passed"), None)
-            item = {"id": r["id"], "prompt": p, "output": s[0],
-                    "extracted": completions[(i, 0)], "gold": r.get("answer"),
+            item = {"id": r.id, "prompt": p, "output": s[0],
+                    "extracted": completions[(i, 0)], "gold": r.answer,
                     "correct": c == len(s) if len(s) == 1 else c > 0,
                     "score": c / len(s), "error": first_fail if c < len(s) else None,
                     "n": len(s), "n_correct": c,
@@ -121,29 +155,31 @@ class HumanEvalGrader(Grader):
             counts.append((len(s), c))
         n_max = max((n for n, _ in counts), default=0)
         metrics: dict[str, Any] = {}
+        n_missing = sum(1 for s in samples if not s)
+        pass_at: dict[int, float] = {}
         for k in sorted(set([1] + self.ks)):
             if k > max(n_max, 1):
                 continue
             vals = [pass_at_k(n, c, k) if n >= k else (float(c > 0) if n else 0.0)
                     for n, c in counts]
-            metrics[f"pass@{k}"] = 100.0 * sum(vals) / len(vals) if vals else 0.0
+            pass_at[k] = 100.0 * sum(vals) / len(vals) if vals else 0.0
+        metrics.update({f"pass@{k}": v for k, v in pass_at.items()})
         metrics.update({
             "n_samples": n_max,
-            "n_missing": sum(1 for it in items if it["error"] == "missing prediction"),
+            "n_missing": n_missing,
             "n_timeouts": sum(1 for x in results.values() if x.status == "timeout"),
             "n_programs": len(results),
             "isolation": self.isolation, "isolation_note": self.isolation_note,
             "timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "workers": self.workers,
             **(extra or {}),
         })
-        score = metrics.get("pass@1", 0.0)
-        return self.finish(items, metrics, backend, started, score=score)
+        return self.finish(items, metrics, backend, started, score=pass_at.get(1, 0.0))
 
     def grade_model(self, model_path: str | Path, records: list[dict],
                     backend_kind: str = "auto") -> GradeResult:
         started = time.monotonic()
         prompts = [self.build_prompt(r) for r in records]
-        n = int(self.inference.get("n_samples") or 1)
+        n = int(self.grading.n_samples or 1)
         outputs, backend = self.generate(model_path, prompts, backend_kind, n=n)
         return self.score(records, prompts, outputs, backend, started,
                           {"inference": dict(self.inference)})

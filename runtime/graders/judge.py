@@ -21,6 +21,7 @@ and reported and its item is left out of the win rate (never scored as a loss); 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from typing import Any
 
 from a2c.canonical import sha256_json
 from a2c.contracts.grade_result import GradeResult
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.graders.base import Grader, GraderError, as_samples
 from a2c.runtime.graders.judge_client import JudgeClient, Judgment
 from a2c.runtime.graders.judge_config import JudgeConfig, JudgeConfigError, load_judge_config
@@ -120,7 +122,8 @@ class PairwiseJudgeGrader(Grader):
     kind = "pairwise_judge"
     version = "1.1"   # 1.1: wider verdict parsing, logprobs at the verdict token
 
-    def __init__(self, grader_cfg: dict[str, Any], env: dict[str, str] | None = None):
+    def __init__(self, grader_cfg: GraderSpec | dict[str, Any],
+                 env: dict[str, str] | None = None):
         super().__init__(grader_cfg)
         p = self.params
         bad = [k for k in FORBIDDEN_PARAMS if k in p]
@@ -214,10 +217,10 @@ class PairwiseJudgeGrader(Grader):
                                        [s.len_reference for s in kept],
                                        diffs if use_diff else None, l2=self.lc_l2)
         if not self.length_controlled:
-            lc.update(lc_win_rate=None, coefficients={})
+            lc = dataclasses.replace(lc, lc_win_rate=None, coefficients={})
         reliable = tally.failure_rate <= self.failure_threshold
-        metrics = {"win_rate": lc["win_rate"], "lc_win_rate": lc["lc_win_rate"],
-                   "lc_coefficients": lc["coefficients"], "lc_l2": self.lc_l2,
+        metrics = {"win_rate": lc.win_rate, "lc_win_rate": lc.lc_win_rate,
+                   "lc_coefficients": lc.coefficients, "lc_l2": self.lc_l2,
                    "lc_instruction_difficulty": use_diff,
                    **self._metrics(scored, tally, reliable, client), **(extra or {})}
         error = None
@@ -227,7 +230,7 @@ class PairwiseJudgeGrader(Grader):
                      f"{100 * self.failure_threshold:.1f}%); "
                      f"{len(scored) - len(kept)} items left out of the win rate")
         return self.finish([s.item for s in scored], metrics, backend, started,
-                           score=lc["win_rate"], valid=reliable, error=error)
+                           score=lc.win_rate, valid=reliable, error=error)
 
     def _judge_all(self, client: JudgeClient, records: list[dict], instructions: list[str],
                    refs: list[str], outputs: list[str | None]) -> dict[tuple[int, str], Judgment]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.canonical import sha256_json
+from a2c.contracts.records import Record
 from a2c.fsutil import write_bytes_atomic
 from a2c.runtime.graders.judge_config import JudgeConfig, JudgeConfigError
 from a2c.runtime.graders.judge_prompts import (
@@ -36,6 +37,22 @@ class Judgment:
     attempts: int = 0
     error: str | None = None
     raw: str = ""
+
+
+MISSING = object()   # a cache file without the key: not a judgment of ours
+
+
+@dataclass
+class CachedJudgment(Record):
+    """One judgment in the judge's disk cache (JUDGE_CACHE/<key[:2]>/<key>.json)."""
+
+    p_b: Any = MISSING
+    verdict: Any = MISSING
+    raw: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    judge_model: str | None = None
+    prompt_version: str | None = None
 
 
 class _Retryable(Exception):
@@ -73,20 +90,19 @@ class JudgeClient:
         path = self.cache_dir / key[:2] / f"{key}.json" if self.cache_dir else None
         if path is not None and path.is_file():
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                return Judgment(p_b=data["p_b"], verdict=data["verdict"], cached=True,
-                                prompt_tokens=data.get("prompt_tokens", 0),
-                                completion_tokens=data.get("completion_tokens", 0),
-                                raw=data.get("raw", ""))
-            except (ValueError, KeyError, OSError):
+                entry = CachedJudgment.from_dict(json.loads(path.read_text(encoding="utf-8")))
+                if entry.p_b is not MISSING and entry.verdict is not MISSING:
+                    return Judgment(p_b=entry.p_b, verdict=entry.verdict, cached=True,
+                                    prompt_tokens=entry.prompt_tokens,
+                                    completion_tokens=entry.completion_tokens, raw=entry.raw)
+            except (ValueError, OSError, AttributeError, TypeError):
                 pass  # a torn or foreign file: judge again and overwrite it
         j = self._call(instruction, output_a, output_b)
         if path is not None and j.p_b is not None:
-            write_bytes_atomic(path, json.dumps({
-                "p_b": j.p_b, "verdict": j.verdict, "raw": j.raw,
-                "prompt_tokens": j.prompt_tokens, "completion_tokens": j.completion_tokens,
-                "judge_model": self.config.model,
-                "prompt_version": PROMPT_VERSION}).encode("utf-8"))
+            write_bytes_atomic(path, json.dumps(CachedJudgment(
+                p_b=j.p_b, verdict=j.verdict, raw=j.raw, prompt_tokens=j.prompt_tokens,
+                completion_tokens=j.completion_tokens, judge_model=self.config.model,
+                prompt_version=PROMPT_VERSION).to_dict()).encode("utf-8"))
         return j
 
     def _call(self, instruction: str, output_a: str, output_b: str) -> Judgment:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.records import Record
 from a2c.runtime.graders.base import GraderError
 
 ENV_PREFIX = "A2C_JUDGE_"
@@ -48,6 +49,27 @@ class JudgeConfig:
                 "price_completion_per_1k": self.price_completion_per_1k}
 
 
+@dataclass
+class JudgeValues(Record):
+    """The judge's settings as given (CONFIG_KEYS: a file's values, the environment's strings);
+    None: not given. `api_key_env` (a file only) names the variable holding the key."""
+
+    base_url: Any = None
+    api_key: Any = None
+    model: Any = None
+    price_prompt_per_1k: Any = None
+    price_completion_per_1k: Any = None
+    timeout_s: Any = None
+    backoff_s: Any = None
+    concurrency: Any = None
+    api_key_env: Any = None
+
+
+def _given(value: Any, cast: Any, default: Any) -> Any:
+    """`value` cast, or `default` when it was not given."""
+    return cast(value) if value not in (None, "") else default
+
+
 def load_judge_config(env: dict[str, str] | None = None,
                       default_model: str | None = None) -> JudgeConfig:
     """The judge endpoint: A2C_JUDGE_* variables over the A2C_JUDGE_CONFIG file; the model falls
@@ -74,8 +96,9 @@ def load_judge_config(env: dict[str, str] | None = None,
         if not isinstance(data, dict):
             raise JudgeConfigError(f"A2C_JUDGE_CONFIG={path}: expected a mapping of "
                                    f"{', '.join(CONFIG_KEYS)}")
-        if "api_key_env" in data and not data.get("api_key"):
-            data["api_key"] = env.get(str(data["api_key_env"]), "")
+        given = JudgeValues.from_dict(data)
+        if given.api_key_env is not None and not given.api_key:
+            data = {**data, "api_key": env.get(str(given.api_key_env), "")}
         values.update({k: data[k] for k in CONFIG_KEYS if data.get(k) not in (None, "")})
         sources.append(f"file:{p}")
     for k in CONFIG_KEYS:
@@ -84,9 +107,11 @@ def load_judge_config(env: dict[str, str] | None = None,
             values[k] = v
             if "env" not in sources:
                 sources.append("env")
-    if not values.get("model") and default_model:
-        values["model"] = default_model
-    missing = [k for k in ("base_url", "model") if not values.get(k)]
+    v = JudgeValues.from_dict(values)
+    if not v.model and default_model:
+        v.model = default_model
+    missing = [name for name, value in (("base_url", v.base_url), ("model", v.model))
+               if not value]
     if missing:
         raise JudgeConfigError(
             "pairwise_judge: no judge configured (missing "
@@ -96,16 +121,13 @@ def load_judge_config(env: dict[str, str] | None = None,
               "A2C_JUDGE_API_KEY; or point A2C_JUDGE_CONFIG at a JSON/YAML file with base_url, "
               "model, api_key. See docs/graders.md.")
     try:
-        return JudgeConfig(base_url=str(values["base_url"]), model=str(values["model"]),
-                           api_key=str(values.get("api_key", "")),
-                           price_prompt_per_1k=float(values.get("price_prompt_per_1k", 0.0)),
-                           price_completion_per_1k=float(values.get("price_completion_per_1k",
-                                                                    0.0)),
-                           timeout_s=float(values.get("timeout_s", 60.0)),
-                           backoff_s=(float(values["backoff_s"]) if values.get("backoff_s")
-                                      not in (None, "") else None),
-                           concurrency=(int(values["concurrency"]) if values.get("concurrency")
-                                        not in (None, "") else None),
+        return JudgeConfig(base_url=str(v.base_url), model=str(v.model),
+                           api_key=_given(v.api_key, str, ""),
+                           price_prompt_per_1k=_given(v.price_prompt_per_1k, float, 0.0),
+                           price_completion_per_1k=_given(v.price_completion_per_1k, float, 0.0),
+                           timeout_s=_given(v.timeout_s, float, 60.0),
+                           backoff_s=_given(v.backoff_s, float, None),
+                           concurrency=_given(v.concurrency, int, None),
                            source="+".join(sources))
     except ValueError as exc:
         raise JudgeConfigError(f"pairwise_judge: bad judge configuration value: {exc}") from None

@@ -18,8 +18,21 @@ identifiable and the result approaches the raw win rate.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class LengthControlled:
+    """The win rates (0-100) and the fitted coefficients by term name (model, length,
+    instruction_difficulty); `lc_win_rate` None when the grader does not control for length."""
+
+    win_rate: float
+    lc_win_rate: float | None
+    coefficients: dict[str, float] = field(default_factory=dict)
+    length_std: float = 0.0
+    l2: float = 1.0
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -47,13 +60,11 @@ def fit_soft_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int 
 def length_controlled_winrate(preferences: Sequence[float], len_model: Sequence[float],
                               len_baseline: Sequence[float],
                               instruction_difficulty: Sequence[float] | None = None,
-                              l2: float = 1.0) -> dict:
-    """`preferences[i]` = P(model preferred over baseline on item i), in [0, 1].
-
-    Returns {"lc_win_rate", "win_rate", "coefficients": {...}} (rates on 0-100)."""
+                              l2: float = 1.0) -> LengthControlled:
+    """`preferences[i]` = P(model preferred over baseline on item i), in [0, 1]."""
     y = np.asarray(preferences, dtype=float)
     if y.size == 0:
-        return {"lc_win_rate": 0.0, "win_rate": 0.0, "coefficients": {}}
+        return LengthControlled(win_rate=0.0, lc_win_rate=0.0, l2=l2)
     delta = np.asarray(len_baseline, dtype=float) - np.asarray(len_model, dtype=float)
     std = float(delta.std(ddof=1)) if delta.size > 1 else 0.0
     length_term = np.tanh(delta / std) if std > 0 else np.zeros_like(delta)
@@ -67,6 +78,6 @@ def length_controlled_winrate(preferences: Sequence[float], len_model: Sequence[
     X0 = X.copy()
     X0[:, 1] = 0.0  # what the judge would prefer with no length difference
     lc = float(_sigmoid(X0 @ beta).mean() * 100.0)
-    return {"lc_win_rate": lc, "win_rate": float(y.mean() * 100.0),
-            "coefficients": {k: float(v) for k, v in zip(names, beta)},
-            "length_std": std, "l2": l2}
+    return LengthControlled(win_rate=float(y.mean() * 100.0), lc_win_rate=lc,
+                            coefficients={k: float(v) for k, v in zip(names, beta)},
+                            length_std=std, l2=l2)

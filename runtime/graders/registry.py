@@ -10,6 +10,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from a2c.contracts.service_config import as_grader_spec
+from a2c.contracts.spec import GraderSpec
 from a2c.runtime.graders.base import Grader, GraderError
 
 # kind -> "module:attribute"; modules are imported on first use (humaneval and the judge pull in
@@ -20,7 +22,7 @@ _LAZY: dict[str, str] = {
     "pairwise_judge": "a2c.runtime.graders.judge:PairwiseJudgeGrader",
     "rollout": "a2c.runtime.envs.rollout_grader:RolloutGrader",
 }
-_REGISTRY: dict[str, Callable[[dict], Grader]] = {}
+_REGISTRY: dict[str, Callable[[GraderSpec], Grader]] = {}
 GRADER_KINDS = tuple(_LAZY)
 
 
@@ -34,8 +36,10 @@ def register(kind: str) -> Callable:
     return deco
 
 
-def get_grader(grader_cfg: dict[str, Any]) -> Grader:
-    kind = (grader_cfg or {}).get("kind")
+def get_grader(grader_cfg: GraderSpec | dict[str, Any]) -> Grader:
+    """The grader of `grader_cfg` (a `GraderSpec`, or a grader.json section, parsed here)."""
+    spec = as_grader_spec(grader_cfg)
+    kind = spec.kind or None
     if kind not in _REGISTRY:
         target = _LAZY.get(kind)
         if target is None:
@@ -51,4 +55,4 @@ def get_grader(grader_cfg: dict[str, Any]) -> Grader:
             raise
         if kind not in _REGISTRY:  # the module may register itself; else take the attribute
             _REGISTRY[kind] = getattr(module, attr)
-    return _REGISTRY[kind](grader_cfg)
+    return _REGISTRY[kind](spec)

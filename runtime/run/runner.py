@@ -151,15 +151,15 @@ class Runner:
             with lock:
                 done.set()
             timer.cancel()
-        self.run.baseline_score = summary.get("score")
-        if not summary.get("valid"):
-            self.report(f"baseline evaluation FAILED (not scored as 0): {summary.get('error')}")
-        elif summary.get("cached"):
-            self.report(f"baseline score {summary['score']:.1f} (cached: scored by an earlier "
+        self.run.baseline_score = summary.score
+        if not summary.valid:
+            self.report(f"baseline evaluation FAILED (not scored as 0): {summary.error}")
+        elif summary.cached:
+            self.report(f"baseline score {summary.score:.1f} (cached: scored by an earlier "
                         "run of this task, base model and grader)")
         else:
-            self.report(f"baseline score {summary['score']:.1f} (scored in "
-                        f"{float(summary.get('elapsed_s') or 0):.0f}s)")
+            self.report(f"baseline score {summary.score:.1f} (scored in "
+                        f"{float(summary.elapsed_s or 0):.0f}s)")
         self.ctx.save()
 
     def launch_agent(self, backend):

@@ -304,7 +304,7 @@ def _health(path: str) -> float:
 
 def test_three_thousand_idle_connections_stay_bounded(service):
     handle, run = service(max_connections=32)
-    path = handle.ready["socket_path"]
+    path = handle.ready.socket_path
     log = run / "logs" / "grader.log"
     size_before = log.stat().st_size
     held: list[socket.socket] = []
@@ -332,7 +332,7 @@ def test_idle_connection_times_out(service):
     handle, run = service(request_timeout_s=1)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(5)
-        s.connect(handle.ready["socket_path"])
+        s.connect(handle.ready.socket_path)
         s.sendall(b"GET /health HTTP/1.1\r\n")   # and never the rest
         started = time.monotonic()
         assert s.recv(100) == b"" and time.monotonic() - started < 4
@@ -343,5 +343,5 @@ def test_idle_connection_times_out(service):
 
 def test_socket_is_0660(service):
     handle, run = service()
-    mode = stat.S_IMODE(os.stat(handle.ready["socket_path"]).st_mode)
+    mode = stat.S_IMODE(os.stat(handle.ready.socket_path).st_mode)
     assert mode == 0o660, oct(mode)

@@ -145,8 +145,8 @@ def test_the_agent_reads_the_refusal_in_its_submit_answer(base, tmp_path):
 # ------------------------------------------------------------------ weights, every group
 def test_random_init_as_safetensors_is_not_derived(base, tmp_path):
     prov = check_provenance(variant(base, tmp_path / "rand", random_init), base)
-    assert prov["not_derived"] is True, prov
-    assert prov["weights"]["max_relative_change"] > 1
+    assert prov.not_derived is True, prov
+    assert prov.weights["max_relative_change"] > 1
 
 
 def test_base_with_only_its_embedding_randomised_is_flagged(base, tmp_path):
@@ -154,22 +154,22 @@ def test_base_with_only_its_embedding_randomised_is_flagged(base, tmp_path):
     sub = variant(base, tmp_path / "embed",
                   lambda k, v, g: rand_like(v, g) if "embed" in k else v)
     prov = check_provenance(sub, base)
-    w = prov["weights"]
+    w = prov.weights
     assert w["median_relative_change"] == 0          # what the old rule read: it passed
-    assert prov["not_derived"] is True and w["max_group"] == "embed", prov
-    assert any("embed" in r for r in prov["reasons"])
+    assert prov.not_derived is True and w["max_group"] == "embed", prov
+    assert any("embed" in r for r in prov.reasons)
 
 
 def test_one_layer_replaced_is_flagged(base, tmp_path):
     sub = variant(base, tmp_path / "layer",
                   lambda k, v, g: rand_like(v, g) if ".layers.1." in k and v.dim() > 1 else v)
     prov = check_provenance(sub, base)
-    assert prov["not_derived"] is True and prov["weights"]["max_group"] == "layers.001"
+    assert prov.not_derived is True and prov.weights["max_group"] == "layers.001"
 
 
 def test_unchanged_base_is_not_flagged(base):
     prov = check_provenance(base, base)
-    assert prov["not_derived"] is False and prov["weights"]["max_relative_change"] == 0
+    assert prov.not_derived is False and prov.weights["max_relative_change"] == 0
 
 
 def test_fine_tune_like_change_on_every_group_is_not_flagged(base, tmp_path):
@@ -177,8 +177,8 @@ def test_fine_tune_like_change_on_every_group_is_not_flagged(base, tmp_path):
     sub = variant(base, tmp_path / "tuned", lambda k, v, g: v + 0.05 * v.float().std() *
                   torch.randn(v.shape, generator=g).to(v.dtype) if v.dim() > 1 else v)
     prov = check_provenance(sub, base)
-    assert prov["not_derived"] is False, prov
-    assert 0 < prov["weights"]["max_relative_change"] < NOT_DERIVED_REL_CHANGE
+    assert prov.not_derived is False, prov
+    assert 0 < prov.weights["max_relative_change"] < NOT_DERIVED_REL_CHANGE
 
 
 def test_base_saved_again_by_the_agent_is_derived(base, tmp_path):
@@ -190,7 +190,7 @@ def test_base_saved_again_by_the_agent_is_derived(base, tmp_path):
     model.save_pretrained(tmp_path / "saved", safe_serialization=True)
     tokenizer.save_pretrained(tmp_path / "saved")
     prov = check_provenance(tmp_path / "saved", base)
-    assert prov["same_tokenizer"] is True and prov["not_derived"] is False, prov
+    assert prov.same_tokenizer is True and prov.not_derived is False, prov
 
 
 # ------------------------------------------------------------------ tied embeddings
@@ -208,15 +208,15 @@ def _untie(base: Path, out: Path, head) -> Path:
 def test_untied_head_equal_to_the_embedding_is_derived(base, tmp_path):
     assert not any("lm_head" in k for k in load_file(weights(base)))   # the base ties them
     prov = check_provenance(_untie(base, tmp_path / "untied", lambda e: e.clone()), base)
-    assert prov["not_derived"] is False, prov
-    assert prov["weights"]["tied_head"] == ["lm_head.weight"]
-    assert prov["weights"]["relative_change"]["head"] == 0
+    assert prov.not_derived is False, prov
+    assert prov.weights["tied_head"] == ["lm_head.weight"]
+    assert prov.weights["relative_change"]["head"] == 0
 
 
 def test_untied_random_head_is_flagged(base, tmp_path):
     gen = torch.Generator().manual_seed(1)
     prov = check_provenance(_untie(base, tmp_path / "head", lambda e: rand_like(e, gen)), base)
-    assert prov["not_derived"] is True and prov["weights"]["max_group"] == "head", prov
+    assert prov.not_derived is True and prov.weights["max_group"] == "head", prov
 
 
 # ------------------------------------------------------------------ issue 32: what is loaded
@@ -238,7 +238,7 @@ def test_random_init_beside_an_unloaded_base_copy_is_refused(base, tmp_path):
     # the check itself, called on the folder, compares what the loader loads: the random one
     (out / "original.safetensors").rename(out / "decoy.txt")
     prov = check_provenance(out, base)
-    assert prov["weights"]["files"] == ["model.safetensors"] and prov["not_derived"] is True
+    assert prov.weights["files"] == ["model.safetensors"] and prov.not_derived is True
 
 
 @pytest.mark.parametrize("decoy", ["checkpoint-500/model.safetensors", "zz.safetensors",
@@ -354,9 +354,9 @@ def test_blends_with_a_random_initialisation_are_not_derived(base, tmp_path, a):
     """From a = 0.1 (twice NOT_DERIVED_SHRINK): every group shrinks along the base by ~a. At
     0.35 every group had moved under the old 0.5 threshold."""
     prov = check_provenance(_blend(base, tmp_path / "b", _init_like(base), a), base)
-    assert prov["not_derived"] is True, prov["weights"]
-    assert prov["weights"]["max_shrink"] > NOT_DERIVED_SHRINK
-    assert any("shrank" in r for r in prov["reasons"])
+    assert prov.not_derived is True, prov.weights
+    assert prov.weights["max_shrink"] > NOT_DERIVED_SHRINK
+    assert any("shrank" in r for r in prov.reasons)
 
 
 @pytest.mark.parametrize("a", [0.1, 0.35])
@@ -365,7 +365,7 @@ def test_blends_with_random_values_at_the_base_scale_are_not_derived(base, tmp_p
     foreign = {k: rand_like(v, gen) if v.dim() > 1 else v
                for k, v in load_file(weights(base)).items()}
     prov = check_provenance(_blend(base, tmp_path / "b", foreign, a), base)
-    assert prov["not_derived"] is True and prov["weights"]["max_shrink"] > NOT_DERIVED_SHRINK
+    assert prov.not_derived is True and prov.weights["max_shrink"] > NOT_DERIVED_SHRINK
 
 
 def test_a_rescaled_blend_is_flagged_once_it_moves_past_the_threshold(base, tmp_path):
@@ -375,9 +375,9 @@ def test_a_rescaled_blend_is_flagged_once_it_moves_past_the_threshold(base, tmp_
     foreign = {k: rand_like(v, gen) if v.dim() > 1 else v
                for k, v in load_file(weights(base)).items()}
     prov = check_provenance(_blend(base, tmp_path / "b", foreign, 0.3, rescale=True), base)
-    w = prov["weights"]
+    w = prov.weights
     assert abs(w["max_shrink"]) < NOT_DERIVED_SHRINK            # the shrink is gone ...
-    assert prov["not_derived"] is True and w["max_relative_change"] > NOT_DERIVED_REL_CHANGE
+    assert prov.not_derived is True and w["max_relative_change"] > NOT_DERIVED_REL_CHANGE
 
 
 def test_below_the_documented_level_a_rescaled_blend_is_derived(base, tmp_path):
@@ -388,8 +388,8 @@ def test_below_the_documented_level_a_rescaled_blend_is_derived(base, tmp_path):
     foreign = {k: rand_like(v, gen) if v.dim() > 1 else v
                for k, v in load_file(weights(base)).items()}
     prov = check_provenance(_blend(base, tmp_path / "b", foreign, 0.05, rescale=True), base)
-    assert prov["not_derived"] is False
-    assert prov["weights"]["max_relative_change"] < NOT_DERIVED_REL_CHANGE
+    assert prov.not_derived is False
+    assert prov.weights["max_relative_change"] < NOT_DERIVED_REL_CHANGE
 
 
 # ------------------------------------------------------------------ issue 32: honest routes
@@ -422,8 +422,8 @@ def test_real_short_fine_tunes_are_derived(base, tmp_path, lr, steps, decay):
     tuned = _sft(base, tmp_path / "sft", lr, steps, decay)
     intake(tuned, tmp_path)                               # accepted as saved
     prov = check_provenance(tuned, base)
-    assert prov["not_derived"] is False, prov["reasons"]
-    assert 0 < prov["weights"]["max_relative_change"] < NOT_DERIVED_REL_CHANGE
+    assert prov.not_derived is False, prov.reasons
+    assert 0 < prov.weights["max_relative_change"] < NOT_DERIVED_REL_CHANGE
 
 
 def test_fp8_copy_of_the_base_is_read_and_derived(base, tmp_path):
@@ -432,4 +432,4 @@ def test_fp8_copy_of_the_base_is_read_and_derived(base, tmp_path):
                   if v.dim() > 1 else v)
     intake(sub, tmp_path)
     prov = check_provenance(sub, base)
-    assert prov["not_derived"] is False and 0 < prov["weights"]["max_relative_change"] < 0.1
+    assert prov.not_derived is False and 0 < prov.weights["max_relative_change"] < 0.1

@@ -53,7 +53,8 @@ def fake_agent_run(monkeypatch):
     def baseline(report, task, bundle_root, grader_cfg, heldout, work):
         result = grade(bundle_root, _outputs("silent"))
         report.ok("(4) baseline:", f"{result['score']:.1f} (faked by the test)")
-        return {"score": result["score"], "valid": True, "result": result}
+        from a2c.runtime.grader_service.baseline import BaselineSummary
+        return BaselineSummary(score=result["score"], valid=True, result=result)
 
     def prepare(opts, report):
         seen["opts"] = opts

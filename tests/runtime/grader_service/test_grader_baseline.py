@@ -44,21 +44,21 @@ def test_baseline_cache_hit(tmp_path, heldout, eval_log, monkeypatch):
     base = make_model(tmp_path / "base", SCORE=12)
     cache = tmp_path / "cache"
     first = baseline(base, heldout, cache)
-    assert first["valid"] and first["score"] == 12.0 and not first["cached"]
-    assert first["key_parts"]["grader_version"] and first["key_parts"]["task_id"] == "unit"
-    assert (cache / f"{first['key']}.json").is_file()
+    assert first.valid and first.score == 12.0 and not first.cached
+    assert first.key_parts["grader_version"] and first.key_parts["task_id"] == "unit"
+    assert (cache / f"{first.key}.json").is_file()
     second = baseline(base, heldout, cache)
-    assert second["cached"] and second["score"] == 12.0 and second["key"] == first["key"]
+    assert second.cached and second.score == 12.0 and second.key == first.key
     assert len(eval_log()) == 1
     # Each part of the key matters: another task, held-out set, grader config or base model.
     other_heldout = tmp_path / "other.jsonl"
     other_heldout.write_text('{"id": "2", "prompt": "2+2", "answer": "4"}\n')
-    assert not baseline(base, other_heldout, cache)["cached"]
-    assert not baseline(base, heldout, cache, task_id="other")["cached"]
+    assert not baseline(base, other_heldout, cache).cached
+    assert not baseline(base, heldout, cache, task_id="other").cached
     assert not baseline(base, heldout, cache,
-                        grader_cfg={**GRADER, "inference": {"max_new_tokens": 7}})["cached"]
+                        grader_cfg={**GRADER, "inference": {"max_new_tokens": 7}}).cached
     (base / "model.safetensors").write_text("retrained")
-    assert not baseline(base, heldout, cache)["cached"]
+    assert not baseline(base, heldout, cache).cached
     assert len(eval_log()) == 5
     assert not list(scratch_root.iterdir())   # no run: the scratch folders went with it
 
@@ -74,10 +74,10 @@ def test_one_baseline_wherever_the_data_lies(tmp_path, heldout, eval_log):
                      grader_cfg={**rollout, "env": {**rollout["env"], "data_root": "/run/a"}})
     again = baseline(base, heldout, cache,
                      grader_cfg={**rollout, "env": {**rollout["env"], "data_root": "/check/b"}})
-    assert again["cached"] and again["key"] == first["key"]
+    assert again.cached and again.key == first.key
     other = baseline(base, heldout, cache,
                      grader_cfg={**rollout, "env": {**rollout["env"], "max_steps": 8}})
-    assert not other["cached"]
+    assert not other.cached
     assert len(eval_log()) == 2
 
 
@@ -87,23 +87,23 @@ def test_failed_baseline_is_not_cached_and_not_zero(tmp_path, heldout, eval_log)
     run = tmp_path / "run"
     run.mkdir()
     first = baseline(base, heldout, cache, run_dir=run)
-    assert first["valid"] is False and first["score"] is None and first["ci95"] is None
-    assert "Unable to load weights" in first["error"]
+    assert first.valid is False and first.score is None and first.ci95 is None
+    assert "Unable to load weights" in first.error
     assert not list(cache.glob("*.json"))
     stored = json.loads((run / "results" / "baseline.json").read_text())
     assert stored["valid"] is False and stored["score"] is None
     event = [e for e in read_events(run / "events.jsonl") if e["type"] == "baseline_scored"][-1]
     assert event["data"]["valid"] is False and event["data"]["score"] is None
     again = baseline(base, heldout, cache)
-    assert again["valid"] is False and not again["cached"]
+    assert again.valid is False and not again.cached
     assert len(eval_log()) == 2                    # evaluated again: nothing was cached
     # An invalid grader result (valid: false) is not cached either.
     (base / "CRASH").unlink()
     (base / "INVALID").write_text("1")
-    assert baseline(base, heldout, cache)["valid"] is False
+    assert baseline(base, heldout, cache).valid is False
     assert not list(cache.glob("*.json"))
     (base / "INVALID").unlink()
-    assert baseline(base, heldout, cache)["valid"] is True
+    assert baseline(base, heldout, cache).valid is True
     assert len(list(cache.glob("*.json"))) == 1
 
 
@@ -128,7 +128,7 @@ def test_baseline_for_run_and_copy_of_base(make_run, tmp_path, eval_log):
     # A second run of the same task reuses the cache.
     run2 = make_run(base_model=str(base))
     again = compute_baseline_for_run(run2)
-    assert again["cached"] and again["score"] == 9.0
+    assert again.cached and again.score == 9.0
     assert len(eval_log()) == 1
     events = [e for e in read_events(run2 / "events.jsonl") if e["type"] == "baseline_scored"]
     assert events[0]["data"]["cached"] is True and events[0]["data"]["score"] == 9.0
@@ -146,6 +146,6 @@ def test_concurrent_runs_evaluate_the_baseline_once(tmp_path, heldout, eval_log)
         t.start()
     for t in threads:
         t.join(60)
-    assert [r["score"] for r in results] == [21.0] * 3
-    assert sorted(r["cached"] for r in results) == [False, True, True]
+    assert [r.score for r in results] == [21.0] * 3
+    assert sorted(r.cached for r in results) == [False, True, True]
     assert len(eval_log()) == 1

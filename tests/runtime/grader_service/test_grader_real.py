@@ -58,12 +58,12 @@ def test_real_evaluations_duplicates_invalid_and_baseline_cache(make_run, tiny):
     assert verify_events(run / "events.jsonl").ok
     # The baseline, computed for real once, then from the cache for another run.
     first = compute_baseline_for_run(run)
-    assert first["valid"] and not first["cached"] and first["score"] == copy["score"]
+    assert first.valid and not first.cached and first.score == copy["score"]
     run2 = make_run(evaluator=None, grader=GRADER, base_model=str(tiny))
     shutil.copy(heldout, run2 / "grader" / "heldout.jsonl")
     second = compute_baseline_for_run(run2)
-    assert second["key"] == first["key"], (first, second)
-    assert second["cached"] and second["score"] == first["score"], (first, second)
+    assert second.key == first.key, (first, second)
+    assert second.cached and second.score == first.score, (first, second)
     types = [e["type"] for e in read_events(run2 / "events.jsonl")]
     assert types == ["baseline_scored"]
     assert time.monotonic() - started < 180

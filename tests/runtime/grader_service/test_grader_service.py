@@ -67,7 +67,7 @@ def test_wrong_scheme_refused(service):
     import http.client
 
     handle, _ = service()
-    conn = http.client.HTTPConnection("127.0.0.1", handle.ready["port"], timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", handle.ready.port, timeout=10)
     conn.request("GET", "/time", headers={"Authorization": f"Basic {handle.token}"})
     assert conn.getresponse().status == 401
     conn.close()
@@ -122,7 +122,7 @@ def test_bad_json_and_missing_field(service):
 
     handle, _ = service()
     headers = {"Authorization": f"Bearer {handle.token}", "Content-Type": "application/json"}
-    conn = http.client.HTTPConnection("127.0.0.1", handle.ready["port"], timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", handle.ready.port, timeout=10)
     conn.request("POST", "/submit", body=b"{not json", headers=headers)
     resp = conn.getresponse()
     body = json.loads(resp.read())
@@ -326,7 +326,7 @@ def test_sigterm_finishes_running_evaluation(service):
     scored = [e["id"] for e in journal if e["op"] == "scored"]
     assert scored == [1]               # the running one finished, the queued one waits for resume
     assert not (run / "grader" / "ready").exists()
-    assert not Path(handle.ready["socket_path"]).exists()
+    assert not Path(handle.ready.socket_path).exists()
     handle2 = start_service(run)
     try:
         assert handle2.wait_idle(30)

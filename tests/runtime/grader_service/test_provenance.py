@@ -46,12 +46,12 @@ def test_fine_tuned_copy_is_derived(tiny_path, tmp_path):
 
     tuned = variant(tiny_path, tmp_path / "tuned", nudge)
     prov = check_provenance(tuned, tiny_path)
-    assert prov["not_derived"] is False, prov
-    assert prov["same_architecture"] and prov["same_tokenizer"]
-    w = prov["weights"]
+    assert prov.not_derived is False, prov
+    assert prov.same_architecture and prov.same_tokenizer
+    w = prov.weights
     assert 0 < w["changed_fraction"] < 1
     assert w["relative_change"]["layers.000"] > 0 and w["relative_change"]["embed"] == 0
-    assert check_provenance(tiny_path, tiny_path)["weights"]["changed_fraction"] == 0
+    assert check_provenance(tiny_path, tiny_path).weights["changed_fraction"] == 0
 
 
 def test_another_models_weights_are_not_derived(tiny_path, tmp_path, monkeypatch):
@@ -60,15 +60,15 @@ def test_another_models_weights_are_not_derived(tiny_path, tmp_path, monkeypatch
     monkeypatch.setenv("A2C_CACHE", str(tiny_path.parents[1]))
     other = prepare_builtin("tiny", seed=1)
     prov = check_provenance(other, tiny_path)
-    assert prov["not_derived"] is True, prov
+    assert prov.not_derived is True, prov
     # the same with the base's tokenizer: only the weights give it away
     swapped = tmp_path / "swapped"
     shutil.copytree(tiny_path, swapped)
     shutil.copy2(weights_file(other), weights_file(swapped))
     prov = check_provenance(swapped, tiny_path)
-    assert prov["same_tokenizer"] is True and prov["not_derived"] is True
-    assert prov["weights"]["median_relative_change"] > 0.5
-    assert any("moved" in r for r in prov["reasons"])
+    assert prov.same_tokenizer is True and prov.not_derived is True
+    assert prov.weights["median_relative_change"] > 0.5
+    assert any("moved" in r for r in prov.reasons)
 
 
 def test_reinitialised_model_is_not_derived(tiny_path, tmp_path):
@@ -80,7 +80,7 @@ def test_reinitialised_model_is_not_derived(tiny_path, tmp_path):
         return 0.02 * torch.randn(t.shape, generator=gen, dtype=torch.float32).to(t.dtype)
 
     prov = check_provenance(variant(tiny_path, tmp_path / "reinit", reinit), tiny_path)
-    assert prov["not_derived"] is True, prov
+    assert prov.not_derived is True, prov
 
 
 def test_other_architecture_is_not_derived(tiny_path, tmp_path):
@@ -90,7 +90,7 @@ def test_other_architecture_is_not_derived(tiny_path, tmp_path):
     cfg["num_hidden_layers"] = cfg["num_hidden_layers"] + 1
     (other / "config.json").write_text(json.dumps(cfg))
     prov = check_provenance(other, tiny_path)
-    assert prov["not_derived"] is True and prov["same_architecture"] is False
+    assert prov.not_derived is True and prov.same_architecture is False
 
 
 def test_bf16_submission_of_the_base_is_derived(tiny_path, tmp_path):
@@ -98,8 +98,8 @@ def test_bf16_submission_of_the_base_is_derived(tiny_path, tmp_path):
     half = variant(tiny_path, tmp_path / "bf16",
                    lambda n, t: t.to(torch.bfloat16) if t.dtype.is_floating_point else t)
     prov = check_provenance(half, tiny_path)
-    assert prov["not_derived"] is False
-    assert prov["weights"]["median_relative_change"] < 0.01
+    assert prov.not_derived is False
+    assert prov.weights["median_relative_change"] < 0.01
 
 
 def test_service_flags_a_submission_with_another_models_weights(tiny_path, tmp_path, make_run,
@@ -384,9 +384,9 @@ def test_every_shard_is_read(tiny_path, tmp_path):
     out = sharded(tiny_path, tmp_path / "two", change=lambda k, t: (
         t.float().std() * torch.randn(t.shape, generator=gen)) if "layers.1.mlp" in k else t)
     prov = check_provenance(out, tiny_path)
-    assert prov["weights"]["files"] == ["model-00001-of-00002.safetensors",
+    assert prov.weights["files"] == ["model-00001-of-00002.safetensors",
                                         "model-00002-of-00002.safetensors"]
-    assert prov["not_derived"] is True and prov["weights"]["max_tensor"].startswith(
+    assert prov.not_derived is True and prov.weights["max_tensor"].startswith(
         "model.layers.1.mlp")
 
 
@@ -396,7 +396,7 @@ def test_shrink_measures_the_blend_weight(tiny_path, tmp_path):
     for a in (0.02, 0.2):
         sub = variant(tiny_path, tmp_path / f"blend-{a}", lambda n, t, a=a: (
             (1 - a) * t + a * t.std() * torch.randn(t.shape, generator=gen)) if t.dim() > 1 else t)
-        w = check_provenance(sub, tiny_path)["weights"]
+        w = check_provenance(sub, tiny_path).weights
         assert abs(w["shrink"]["layers.000"] - a) < 0.2 * a + 0.005, w["shrink"]
 
 
@@ -407,7 +407,7 @@ def test_nan_weights_are_not_derived(tiny_path, tmp_path):
             t[-1, 0] = float("nan")
         return t
     prov = check_provenance(variant(tiny_path, tmp_path / "nan", poison), tiny_path)
-    assert prov["not_derived"] is True and "NaN" in prov["reasons"][0]
+    assert prov.not_derived is True and "NaN" in prov.reasons[0]
 
 
 def test_a_check_that_cannot_run_does_not_score_the_submission(tiny_path, make_run,
@@ -441,20 +441,22 @@ def test_a_check_that_cannot_run_does_not_score_the_submission(tiny_path, make_r
 
 def test_one_matrix_past_its_threshold_is_flagged_when_its_group_is_not():
     """A small matrix replaced hides in its group's sum; the per-matrix change gives it away."""
+    from a2c.contracts.provenance import WeightChange
     from a2c.runtime.grader_service.provenance import (
         NOT_DERIVED_MATRIX_CHANGE,
         NOT_DERIVED_REL_CHANGE,
         NOT_DERIVED_SHRINK,
         _verdict,
     )
-    weights = {"relative_change": {"layers.000": NOT_DERIVED_REL_CHANGE / 2},
-               "max_relative_change": NOT_DERIVED_REL_CHANGE / 2, "max_group": "layers.000",
-               "max_tensor_change": 1.4, "max_tensor": "model.layers.0.self_attn.k_proj.weight",
-               "shrink": {"layers.000": 0.0}, "max_shrink": 0.0, "nonfinite": []}
+    weights = WeightChange(relative_change={"layers.000": NOT_DERIVED_REL_CHANGE / 2},
+                           max_relative_change=NOT_DERIVED_REL_CHANGE / 2, max_group="layers.000",
+                           max_tensor_change=1.4,
+                           max_tensor="model.layers.0.self_attn.k_proj.weight",
+                           shrink={"layers.000": 0.0}, max_shrink=0.0, nonfinite=[])
     reasons = _verdict(weights, NOT_DERIVED_REL_CHANGE, NOT_DERIVED_SHRINK)
     assert len(reasons) == 1 and "k_proj" in reasons[0]
     assert str(NOT_DERIVED_MATRIX_CHANGE) in reasons[0]
-    weights["max_tensor_change"] = NOT_DERIVED_MATRIX_CHANGE / 2
+    weights.max_tensor_change = NOT_DERIVED_MATRIX_CHANGE / 2
     assert _verdict(weights, NOT_DERIVED_REL_CHANGE, NOT_DERIVED_SHRINK) == []
 
 
@@ -467,4 +469,4 @@ def test_a_head_left_to_random_initialisation_is_not_derived(tiny_path, tmp_path
     assert cfg["tie_word_embeddings"] is True
     (out / "config.json").write_text(json.dumps({**cfg, "tie_word_embeddings": False}))
     prov = check_provenance(out, tiny_path)
-    assert prov["not_derived"] is True and "random" in prov["reasons"][-1]
+    assert prov.not_derived is True and "random" in prov.reasons[-1]

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from a2c.runtime.graders import code_exec, get_grader
-from a2c.runtime.graders.humaneval import build_program, pass_at_k
+from a2c.runtime.graders.humaneval import HumanEvalProblem, build_program, pass_at_k
 
 CFG = {"kind": "humaneval", "params": {"k": [1], "timeout": 10, "memory_mb": 1024}}
 
@@ -220,6 +220,6 @@ def test_missing_prediction_counts_as_failure(heldout):
 
 def test_program_layout(heldout):
     rec = heldout[0]
-    prog = build_program(rec, "    return 1\n")
+    prog = build_program(HumanEvalProblem.of(rec), "    return 1\n")
     assert prog.startswith(rec["prompt"] + "    return 1\n")
     assert prog.rstrip().endswith(f"check({rec['entry_point']})")

@@ -213,9 +213,9 @@ def test_length_controlled_win_rate_removes_a_length_bias():
     p = _sigmoid(-3.0 * np.tanh(delta / delta.std()))      # no quality difference at all
     y = (rng.random(n) < p).astype(float)
     out = length_controlled_winrate(y, len_model, len_base)
-    assert out["win_rate"] > 70
-    assert 45 < out["lc_win_rate"] < 55
-    assert out["coefficients"]["length"] < -2
+    assert out.win_rate > 70
+    assert 45 < out.lc_win_rate < 55
+    assert out.coefficients["length"] < -2
 
 
 def test_length_controlled_keeps_a_real_quality_difference():
@@ -224,7 +224,7 @@ def test_length_controlled_keeps_a_real_quality_difference():
     lm, lb = rng.normal(1000, 300, n).clip(10), rng.normal(1000, 300, n).clip(10)
     y = (rng.random(n) < _sigmoid(np.full(n, 1.0))).astype(float)   # better, same lengths
     out = length_controlled_winrate(y, lm, lb)
-    assert abs(out["lc_win_rate"] - out["win_rate"]) < 3 and out["lc_win_rate"] > 65
+    assert abs(out.lc_win_rate - out.win_rate) < 3 and out.lc_win_rate > 65
 
 
 def test_length_controlled_with_instruction_difficulty():
@@ -234,5 +234,5 @@ def test_length_controlled_with_instruction_difficulty():
     gamma = rng.normal(0, 1, n)
     y = (rng.random(n) < _sigmoid(0.5 * gamma)).astype(float)
     out = length_controlled_winrate(y, lm, lb, instruction_difficulty=gamma)
-    assert "instruction_difficulty" in out["coefficients"]
-    assert out["coefficients"]["instruction_difficulty"] > 0.2
+    assert "instruction_difficulty" in out.coefficients
+    assert out.coefficients["instruction_difficulty"] > 0.2

@@ -64,8 +64,8 @@ def test_baseline_says_cached_only_when_it_came_from_the_cache(tmp_path, monkeyp
     def fake(run_dir, use_cache=True):
         if not cached:
             time.sleep(0.6)    # an evaluation
-        return {"valid": True, "score": 0.0, "cached": cached, "elapsed_s": 0.6 if not cached
-                else 0.01, "error": None}
+        return baseline_mod.BaselineSummary(valid=True, score=0.0, cached=cached,
+                                            elapsed_s=0.6 if not cached else 0.01)
     monkeypatch.setattr(baseline_mod, "compute_baseline_for_run", fake)
     monkeypatch.setattr(runner_mod, "BASELINE_ANNOUNCE_S", 0.2)
     lines: list[str] = []
