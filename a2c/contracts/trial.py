@@ -63,3 +63,13 @@ class Trial(Record):
     # what Ray is asked for: {"agent": {"CPU": .., "GPU": ..}, "grader": {...}}
     resources: dict[str, dict[str, float]] = field(default_factory=dict)
     wall_clock_s: float | None = None
+
+    @property
+    def agent_resources(self) -> dict[str, float]:
+        """The agent's placement bundle ({"CPU": .., "GPU": ..}, Ray's names); {} when unset."""
+        return dict((self.resources or {}).get("agent") or {})
+
+    @property
+    def grader_resources(self) -> dict[str, float]:
+        """The grader's placement bundle (its evaluation device); {} when unset."""
+        return dict((self.resources or {}).get("grader") or {})
