@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from a2c.contracts.spec import AgentSpec
+
 from .demo import (
     GB,
     disk_check,
@@ -35,7 +37,7 @@ __all__ = ["GB", "MISSING", "OK", "STATUSES", "WARN", "Check", "all_checks", "bu
            "resources_check", "run_checks", "scaffold_checks", "sweep_checks"]
 
 
-def all_checks(agents: Iterable[dict] = (), search_path: str | None = None,
+def all_checks(agents: Iterable[AgentSpec] = (), search_path: str | None = None,
                runs_dir: Path | None = None) -> list[Check]:
     """Every row of `a2c doctor`: the required ones first, then the optional ones."""
     rows = [python_check(), *bubblewrap_checks(), resources_check(), disk_check(runs_dir),

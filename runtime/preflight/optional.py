@@ -13,6 +13,8 @@ import shutil
 import sys
 from collections.abc import Iterable
 
+from a2c.contracts.spec import AgentSpec
+
 from .row import MISSING, OK, WARN, Check, run_probe
 
 
@@ -43,7 +45,7 @@ def node_check() -> Check:
     return Check("node", OK, f"host node {node_v} ({node}), npm {npm_v}: {pinned}")
 
 
-def install_blockers(agent: dict) -> list[str]:
+def install_blockers(agent: AgentSpec | dict) -> list[str]:
     """What `agent`'s install steps need that this machine lacks: npm for npm packages, the
     program an install command runs (OpenHands' uv), and a `--python X.Y` newer than a2c's
     that no such program can fetch."""
@@ -68,28 +70,30 @@ def install_blockers(agent: dict) -> list[str]:
     return out
 
 
-def scaffold_checks(agents: Iterable[dict], search_path: str | None = None) -> list[Check]:
+def scaffold_checks(agents: Iterable[AgentSpec | dict],
+                    search_path: str | None = None) -> list[Check]:
     """One row per CLI scaffold among `agents` (resolved specs): its command found or not; when
     not, `a2c agents install ID`, or why its install cannot run here (docs/agents.md)."""
-    from a2c.runtime.run.scaffold import check_command
+    from a2c.runtime.run.scaffold import check_command, typed
     out = []
-    for agent in agents:
-        if agent.get("type") != "cli":
+    for agent in map(typed, agents):
+        if agent.type != "cli":
             continue
         command = check_command(agent)
         where = shutil.which(command, path=search_path) if command else None
+        name = f"scaffold {agent.id}"
         if where:
-            out.append(Check(f"scaffold {agent['id']}", OK, f"{command} at {where}"))
+            out.append(Check(name, OK, f"{command} at {where}"))
             continue
         blockers = install_blockers(agent)
         if blockers:
-            out.append(Check(f"scaffold {agent['id']}", MISSING, f"{command} is not installed, "
+            out.append(Check(name, MISSING, f"{command} is not installed, "
                              f"and its install cannot run here: {'; '.join(blockers)}",
-                             f"see docs/agents.md ({agent.get('title') or agent['id']}): what "
+                             f"see docs/agents.md ({agent.title or agent.id}): what "
                              "its install needs, and where it can run"))
         else:
-            out.append(Check(f"scaffold {agent['id']}", MISSING, f"{command} is not installed",
-                             f"a2c agents install {agent['id']}"))
+            out.append(Check(name, MISSING, f"{command} is not installed",
+                             f"a2c agents install {agent.id}"))
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from a2c.cli import doctor
 from a2c.cli.main import main
+from a2c.contracts.spec import AgentSpec
 from a2c.runtime import preflight
 from a2c.runtime.preflight import GB, MISSING, OK, WARN, Check, demo, optional
 
@@ -140,9 +141,9 @@ def test_node_row_without_node_on_the_path_is_an_optional_warning(monkeypatch, t
     assert row.ok and row.detail.startswith(f"host node v99.1.0 ({tmp_path}/node), npm 12.0.0")
 
 
-def _openhands() -> dict:
+def _openhands() -> AgentSpec:
     from a2c.cli.agents import load_agents
-    (agent,) = [a for a in load_agents() if a["id"] == "openhands"]
+    (agent,) = [a for a in load_agents() if a.id == "openhands"]
     return agent
 
 

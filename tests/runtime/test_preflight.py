@@ -232,7 +232,7 @@ def test_scaffolds_found_or_not(tmp_path, monkeypatch):
               {"id": "ref", "type": "reference"}]
     commands = {"a": "found-cli", "b": "absent-cli"}
     monkeypatch.setattr("a2c.runtime.run.scaffold.check_command",
-                        lambda agent: commands[agent["id"]])
+                        lambda agent: commands[agent.id])
     rows = preflight.scaffold_checks(agents, search_path=str(tmp_path))
     assert [(r.name, r.status) for r in rows] == [("scaffold a", OK), ("scaffold b", MISSING)]
     assert rows[1].fix == "a2c agents install b"   # no install entry needs anything absent

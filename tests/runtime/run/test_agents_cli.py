@@ -10,6 +10,7 @@ import pytest
 from a2c.cli import build_parser, main
 from a2c.cli.run import Progress, driver_line
 from a2c.contracts.run_summary import DriverUsage, RunSummary
+from a2c.contracts.spec import AgentSpec
 
 
 def test_run_driver_flags_parse_and_refuse_bad_values(capsys):
@@ -97,7 +98,7 @@ def test_agents_install_missing_skips_a_command_install_whose_command_is_found(
     --missing it is skipped when the sandbox finds its command, else the command runs."""
     agent = {"id": "cmd", "type": "cli", "launch": {"command": "cmd-cli -p x"},
              "install": {"commands": [f"touch {tmp_path / 'ran'}"], "check": "cmd-cli"}}
-    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agent)
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: AgentSpec.from_dict(agent))
     prefix = tmp_path / "prefix"
     (prefix / "bin").mkdir(parents=True)
     assert main(["agents", "install", "cmd", "--missing", "--prefix", str(prefix)]) == 0
@@ -115,7 +116,7 @@ def test_agents_install_failure_is_one_line_with_the_commands_last_lines(
         tmp_path, monkeypatch, capsys):
     agent = {"id": "fake", "type": "cli", "launch": {"command": "x"},
              "install": {"commands": ["echo first; echo last words; exit 7"]}}
-    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agent)
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: AgentSpec.from_dict(agent))
     assert main(["agents", "install", "fake", "--prefix", str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "fake  failed     `bash -c 'echo first; echo last words; exit 7'` " \
