@@ -41,19 +41,20 @@ class TrialPlan:
             argv += ["--driver", t.driver]
             if t.driver.startswith("vllm/"):   # one server per node for the trials that can share it
                 argv += ["--share-driver-server", str(self.run_dir.parent / SHARED_SERVERS)]
-        over = t.overrides or {}
-        budget = over.get("budget") or {}
-        if budget.get("wall_clock_s") is not None:
-            argv += ["--budget", f"{budget['wall_clock_s']:g}s"]
-        for key, flag in (("driver_tokens", "--driver-tokens"), ("driver_cost_usd", "--driver-cost"),
-                          ("driver_calls", "--driver-calls")):
-            if budget.get(key) is not None:
-                argv += [flag, f"{budget[key]:g}"]
-        if over.get("base_model"):
-            argv += ["--model", str(over["base_model"])]
-        if over.get("backend"):
-            argv += ["--backend", str(over["backend"])]
-        for name, value in sorted((over.get("agent_params") or {}).items()):
+        over = t.given
+        budget = over.budget
+        if budget.wall_clock_s is not None:
+            argv += ["--budget", f"{budget.wall_clock_s:g}s"]
+        for value, flag in ((budget.driver_tokens, "--driver-tokens"),
+                            (budget.driver_cost_usd, "--driver-cost"),
+                            (budget.driver_calls, "--driver-calls")):
+            if value is not None:
+                argv += [flag, f"{value:g}"]
+        if over.base_model:
+            argv += ["--model", str(over.base_model)]
+        if over.backend:
+            argv += ["--backend", str(over.backend)]
+        for name, value in sorted(over.agent_params.items()):
             text = json.dumps(value) if isinstance(value, bool) else str(value)
             argv += ["--agent-param", f"{name}={text}"]
         if no_bwrap:
