@@ -152,13 +152,7 @@ def cmd_build(args) -> int:
     out = Path(args.out) if args.out else build.default_out_dir()
     artifacts = build.plan(_paths(args))
     if args.check:
-        if args.all:
-            stale = build.stale_files(artifacts, out)
-        else:
-            stale = build.stale_files(artifacts, out)
-            wanted = {a.rel_dir for a in artifacts}
-            stale = [s for s in stale if any(s.split("/", 1)[1].startswith(w + "/")
-                                             for w in wanted)]
+        stale = build.stale_files(artifacts, out, only_theirs=not args.all)
         if stale:
             print("\n".join(stale), file=sys.stderr)
             print(f"{len(stale)} stale file(s) in {out}: run `a2c build --all`", file=sys.stderr)
