@@ -157,7 +157,8 @@ def check_humaneval(report: Report, grader, records: list[dict]) -> None:
 
 
 def check_judge(report: Report, params: dict, records: list[dict]) -> None:
-    field_name = params.get("reference_field") or "answer"
+    from a2c.runtime.graders.judge import JudgeParams
+    field_name = JudgeParams.of(params).reference_field or "answer"
     missing = [r["id"] for r in records if not str(r.get(field_name) or "").strip()]
     if missing:
         report.fail("(1) references:", f"{len(missing)} held-out records have no reference "
