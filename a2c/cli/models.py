@@ -36,7 +36,7 @@ def register(subparsers) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from a2c.runtime.models import list_models
+    from a2c.runtime.model_list import list_models
     rows = list_models()
     if args.json:
         print(json.dumps({"models": [asdict(row) for row in rows]}, indent=2, sort_keys=True))

@@ -115,7 +115,8 @@ def disk_check(runs_dir: Path | None = None, cache: Path | None = None,
 
 def model_checks() -> list[Check]:
     """Each built-in model: prepared, or preparable (SmolLM2, the demo's: its GGUF package)."""
-    from a2c.runtime.models import ModelError, list_models, smollm2_gguf_path
+    from a2c.runtime.model_list import list_models
+    from a2c.runtime.models import ModelError, smollm2_gguf_path
     out = []
     for model in list_models():
         name, required = f"model {model.name}", model.name == DEMO_MODEL

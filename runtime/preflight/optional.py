@@ -12,7 +12,9 @@ import shlex
 import shutil
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from a2c.contracts.records import Record
 from a2c.contracts.spec import AgentSpec
 
 from .row import MISSING, OK, WARN, Check, run_probe
@@ -45,38 +47,46 @@ def node_check() -> Check:
     return Check("node", OK, f"host node {node_v} ({node}), npm {npm_v}: {pinned}")
 
 
-def install_blockers(agent: AgentSpec | dict) -> list[str]:
+@dataclass
+class InstallStep(Record):
+    """One install step as `runtime/run/scaffold.py` lists it: npm, pip or a command."""
+
+    kind: str = ""
+    command: str = ""
+
+
+def install_blockers(agent: dict | AgentSpec) -> list[str]:
     """What `agent`'s install steps need that this machine lacks: npm for npm packages, the
     program an install command runs (OpenHands' uv), and a `--python X.Y` newer than a2c's
     that no such program can fetch."""
     from a2c.runtime.run.scaffold import install_steps
     out = []
-    for step in install_steps(agent):
-        if step["kind"] == "npm" and not shutil.which("npm"):
+    for step in (InstallStep.from_dict(s) for s in install_steps(agent)):
+        if step.kind == "npm" and not shutil.which("npm"):
             out.append("npm is not on the PATH (apt-get install nodejs npm)")
-        if step["kind"] != "command":
+        if step.kind != "command":
             continue
         try:
-            words = shlex.split(step["command"])
+            words = shlex.split(step.command)
         except ValueError:
-            words = step["command"].split()
+            words = step.command.split()
         program = next((w for w in words if not re.fullmatch(r"[A-Za-z_]\w*=.*", w)), None)
         if program and not shutil.which(program):
             out.append(f"its install runs `{program}`, which is not on the PATH")
-            wanted = re.search(r"--python[= ](\d+)\.(\d+)", step["command"])
+            wanted = re.search(r"--python[= ](\d+)\.(\d+)", step.command)
             if wanted and tuple(map(int, wanted.groups())) > sys.version_info[:2]:
                 out.append(f"it needs Python {'.'.join(wanted.groups())} (a2c's is "
                            f"{sys.version_info[0]}.{sys.version_info[1]})")
     return out
 
 
-def scaffold_checks(agents: Iterable[AgentSpec | dict],
-                    search_path: str | None = None) -> list[Check]:
+def scaffold_checks(agents: Iterable[dict | AgentSpec], search_path: str | None = None) -> list[Check]:
     """One row per CLI scaffold among `agents` (resolved specs): its command found or not; when
     not, `a2c agents install ID`, or why its install cannot run here (docs/agents.md)."""
-    from a2c.runtime.run.scaffold import check_command, typed
+    from a2c.runtime.run.scaffold import check_command
     out = []
-    for agent in map(typed, agents):
+    for raw in agents:
+        agent = raw if isinstance(raw, AgentSpec) else AgentSpec.from_dict(raw)
         if agent.type != "cli":
             continue
         command = check_command(agent)

