@@ -285,10 +285,14 @@ def _on_disk(out: Path) -> dict[str, Path]:
     return found
 
 
-def stale_files(artifacts: list[Artifact], out_dir: Path) -> list[str]:
-    """Every difference between what the specs compile to and what is in `out_dir`."""
+def stale_files(artifacts: list[Artifact], out_dir: Path, only_theirs: bool = False) -> list[str]:
+    """Every difference between what the specs compile to and what is in `out_dir`; with
+    `only_theirs` (`a2c build --check SPEC...`), only those inside the artifacts' own folders."""
     expected = expected_tree(artifacts)
     actual = _on_disk(out_dir)
+    if only_theirs:
+        folders = tuple(art.rel_dir + "/" for art in artifacts)
+        actual = {rel: path for rel, path in actual.items() if rel.startswith(folders)}
     problems = []
     for rel in sorted(set(expected) | set(actual)):
         shown = f"{out_dir.name}/{rel}"

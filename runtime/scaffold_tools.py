@@ -29,6 +29,7 @@ the same release (runtime/sandbox/docker_scaffolds.py). The machine's npm is onl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -41,7 +42,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from a2c.contracts.spec import AgentSpec, DriverSpec
 from a2c.errors import RunError
 from a2c.fsutil import file_lock, staged_dir
 from a2c.runtime.tool_commands import (  # noqa: F401 - the install errors' home, re-exported
@@ -278,6 +281,35 @@ class Outcome:
     detail: str
     seconds: float = 0.0
     error: InstallError | None = None
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent as `a2c agents list` shows it (and `--json` writes it): its type, default
+    driver, the command the pre-flight looks for and whether the sandbox finds it, the install
+    steps as printed, its declared params."""
+
+    id: str
+    type: str
+    title: str
+    driver: str | None
+    command: str | None
+    found: bool
+    install: list[str]
+    params: list[str]
+
+    @classmethod
+    def of(cls, agent: AgentSpec) -> AgentRow:
+        from a2c.runtime.run.scaffold import check_command, install_steps
+        command = check_command(agent) if agent.type == "cli" else None
+        return cls(id=agent.id, type=agent.type, title=agent.title,
+                   driver=agent.driver.default if isinstance(agent.driver, DriverSpec) else None,
+                   command=command, found=bool(command and find_command(command)),
+                   install=[step["shell"] for step in install_steps(agent)],
+                   params=sorted(agent.params))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def install_plan(agent, prefix: Path) -> list[str]:

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 from a2c.cli.bundles import load_agents
+from a2c.contracts.agent_params import ParamDeclaration
+from a2c.contracts.spec import AgentSpec
 from a2c.errors import RunError
 
 
@@ -59,7 +61,7 @@ def register(subparsers) -> None:
 
 
 # ----------------------------------------------------------------------------- bundles
-def load_one(ref: str) -> dict:
+def load_one(ref: str) -> AgentSpec:
     """The resolved spec of agent `ref`: its bundle, compiled from its spec when none is built."""
     import tempfile
 
@@ -70,74 +72,64 @@ def load_one(ref: str) -> dict:
         folder = compile_if_needed(ref, "Agent", work)
         from a2c.runtime.run.resolve import resolve_agent_bundle
         bundle = load_bundle(resolve_agent_bundle(folder), kind="Agent", verify=False)
-        return bundle.agent.to_dict()
+        return bundle.agent
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- list
 def handle_list(args: argparse.Namespace) -> int:
-    from a2c.contracts.spec import DriverSpec
-    from a2c.runtime.run.scaffold import check_command, install_steps, typed
-    from a2c.runtime.scaffold_tools import search_path
-    rows = []
-    for agent in map(typed, load_agents()):
-        command = check_command(agent) if agent.type == "cli" else None
-        driver = agent.driver.default if isinstance(agent.driver, DriverSpec) else None
-        rows.append({"id": agent.id, "type": agent.type, "title": agent.title,
-                     "driver": driver, "command": command,
-                     "found": bool(command and shutil.which(command, path=search_path())),
-                     "install": [s["shell"] for s in install_steps(agent)],
-                     "params": sorted(agent.params)})
+    from a2c.runtime.scaffold_tools import AgentRow
+    rows = [AgentRow.of(agent) for agent in load_agents()]
     if args.json:
         import json
-        print(json.dumps({"agents": rows}, indent=2))
+        print(json.dumps({"agents": [row.to_dict() for row in rows]}, indent=2))
         return 0
     from rich.console import Console
 
     from a2c.cli.tables import listing
     cells = []
     for row in rows:
-        found = "" if not row["command"] else (" (found)" if row["found"] else " (not found)")
-        cells.append([row["id"], str(row["type"]), row["driver"] or "—",
-                      (row["command"] or "—") + found, "\n".join(row["install"]) or "—"])
+        found = "" if not row.command else (" (found)" if row.found else " (not found)")
+        cells.append([row.id, str(row.type), row.driver or "—", (row.command or "—") + found,
+                      "\n".join(row.install) or "—"])
     Console(highlight=False).print(listing("agents (generated/agents)", [
         "id", "type", "driver", "command", "install"], cells, ids=("id", "driver")))
     return 0
 
 
 # ----------------------------------------------------------------------------- params
-def _bounds(decl: dict) -> str:
+def _bounds(decl: ParamDeclaration) -> str:
     parts = []
-    if "minimum" in decl:
-        parts.append(f">= {decl['minimum']}")
-    if "maximum" in decl:
-        parts.append(f"<= {decl['maximum']}")
-    if decl.get("enum"):
-        parts.append("one of " + ", ".join(map(str, decl["enum"])))
+    if decl.minimum is not None:
+        parts.append(f">= {decl.minimum}")
+    if decl.maximum is not None:
+        parts.append(f"<= {decl.maximum}")
+    if decl.enum:
+        parts.append("one of " + ", ".join(map(str, decl.enum)))
     return "; ".join(parts) or "—"
 
 
 def handle_params(args: argparse.Namespace) -> int:
     """What `--agent-param` accepts for one agent, from its resolved spec (so from the bundle a
     run would use)."""
-    from a2c.contracts.agent_params import declarations
+    from a2c.contracts.agent_params import declared
     agent = load_one(args.agent)
-    params = declarations(agent)
     if args.json:
         import json
-        print(json.dumps({"agent": agent["id"], "params": params}, indent=2))
+        print(json.dumps({"agent": agent.id, "params": dict(agent.params or {})}, indent=2))
         return 0
+    params = declared(agent.params)
     if not params:
-        print(f"{agent['id']} declares no params")
+        print(f"{agent.id} declares no params")
         return 0
     from rich.console import Console
 
     from a2c.cli.tables import listing
-    cells = [[name, str(decl.get("type")), json_value(decl.get("default")), _bounds(decl),
-              str(decl.get("description") or "")] for name, decl in params.items()]
+    cells = [[name, str(decl.type), json_value(decl.default), _bounds(decl),
+              str(decl.description or "")] for name, decl in params.items()]
     Console(highlight=False).print(listing(
-        f"{agent['id']} params (a2c run --agent-param NAME=VALUE)",
+        f"{agent.id} params (a2c run --agent-param NAME=VALUE)",
         ["name", "type", "default", "bounds", "description"], cells, ids=("name",)))
     return 0
 
@@ -153,15 +145,15 @@ def handle_install(args: argparse.Namespace) -> int:
     """One line per agent: installed, present, failed (the failing command's last lines first,
     then its log) or nothing to install. Exit 1 when any failed, after trying every one."""
     from a2c.runtime import scaffold_tools
-    from a2c.runtime.run.scaffold import check_command, install_steps, typed
+    from a2c.runtime.run.scaffold import check_command, install_steps
     if bool(args.agent) == bool(args.all):
         raise RunError("usage: a2c agents install ID [ID ...] [--dry-run] (or --all)")
     agents = [a for a in load_agents() if install_steps(a)] if args.all \
         else [load_one(ref) for ref in args.agent]
     prefix = Path(args.prefix).resolve() if args.prefix else scaffold_tools.default_prefix()
-    width = max(len(typed(a).id) for a in agents) if agents else 0
+    width = max(len(a.id) for a in agents) if agents else 0
     failed = []
-    for agent in map(typed, agents):
+    for agent in agents:
         if args.dry_run:
             print(f"{agent.id}:")
             for line in scaffold_tools.install_plan(agent, prefix):

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from a2c.contracts.spec import AgentSpec
+
 
 def _generated_agents() -> Path:
     from a2c.paths import project_root
     return project_root() / "generated" / "agents"
 
 
-def load_agents() -> list[dict]:
+def load_agents() -> list[AgentSpec]:
     """Every compiled agent bundle's resolved spec, by id."""
     from a2c.contracts.bundle import load_bundle
     from a2c.runtime.run.resolve import AGENT_MANIFEST
@@ -20,5 +22,5 @@ def load_agents() -> list[dict]:
     agents = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if (folder / AGENT_MANIFEST).is_file():
-            agents.append(load_bundle(folder, kind="Agent", verify=False).agent.to_dict())
+            agents.append(load_bundle(folder, kind="Agent", verify=False).agent)
     return agents

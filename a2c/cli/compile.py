@@ -139,7 +139,7 @@ def cmd_validate(args) -> int:
     if problems:
         raise SpecError(problems)
     for doc in docs:
-        print(f"ok  {doc.kind.lower():5}  {doc.data['id']:<16} {doc.path}")
+        print(f"ok  {doc.kind.lower():5}  {doc.id:<16} {doc.path}")
     for script_id, script in checked:
         print(f"ok  {'driver':5}  {script_id:<16} {script}")
     return 0
@@ -152,13 +152,7 @@ def cmd_build(args) -> int:
     out = Path(args.out) if args.out else build.default_out_dir()
     artifacts = build.plan(_paths(args))
     if args.check:
-        if args.all:
-            stale = build.stale_files(artifacts, out)
-        else:
-            stale = build.stale_files(artifacts, out)
-            wanted = {a.rel_dir for a in artifacts}
-            stale = [s for s in stale if any(s.split("/", 1)[1].startswith(w + "/")
-                                             for w in wanted)]
+        stale = build.stale_files(artifacts, out, only_theirs=not args.all)
         if stale:
             print("\n".join(stale), file=sys.stderr)
             print(f"{len(stale)} stale file(s) in {out}: run `a2c build --all`", file=sys.stderr)
@@ -175,47 +169,24 @@ def cmd_build(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from a2c.compiler.build import human_duration, load_all
-    from a2c.compiler.load import discover
-    from a2c.compiler.resolve import resolve
-    specs = discover(args.specs)
-    rows_t, rows_a = [], []
-    problems = []
-    for path in specs:
-        try:
-            doc = load_all([path])[0]
-        except SpecError as exc:
-            problems.extend(exc.problems)
-            continue
-        r = resolve(doc)
-        if doc.kind == "Task":
-            bm = r["base_model"]
-            model = bm.get("hub") or bm.get("builtin") or bm.get("path")
-            b = r["budget"]
-            rows_t.append({"id": r["id"], "level": r["level"], "grader": r["grader"]["kind"],
-                           "base_model": model, "wall_clock": human_duration(b["wall_clock_s"]),
-                           "gpus": b["gpus"], "max_submissions": b["max_submissions"],
-                           "title": r["title"]})
-        elif doc.kind == "Agent":
-            rows_a.append({"id": r["id"], "type": r["type"], "title": r["title"],
-                           "driver": r["driver"]["default"],
-                           "transcript": r["transcript"]["format"]})
+    from a2c.compiler.listing import list_specs
+    found = list_specs(args.specs)
     if args.json:
-        print(json.dumps({"tasks": rows_t, "agents": rows_a}, indent=2, sort_keys=True))
+        print(json.dumps(found.to_dict(), indent=2, sort_keys=True))
     else:
         from rich.console import Console
 
         from a2c.cli.tables import listing
         console = Console()
         console.print(listing("Tasks", ["id", "level", "grader", "base model", "budget", "title"], [
-            [r["id"], str(r["level"]), r["grader"], str(r["base_model"]),
-             f"{r['wall_clock']}, {r['gpus']} GPU, {r['max_submissions']} subm.", r["title"]]
-            for r in rows_t], ids=("id", "grader")))
+            [t.id, str(t.level), t.grader, str(t.base_model),
+             f"{t.wall_clock}, {t.gpus} GPU, {t.max_submissions} subm.", t.title]
+            for t in found.tasks], ids=("id", "grader")))
         console.print(listing("Agents", ["id", "type", "default driver", "transcript", "title"], [
-            [r["id"], r["type"], str(r["driver"] or "-"), r["transcript"], r["title"]]
-            for r in rows_a], ids=("id",)))
-    if problems:
-        print("\n".join(problems), file=sys.stderr)
+            [a.id, a.type, str(a.driver or "-"), a.transcript, a.title]
+            for a in found.agents], ids=("id",)))
+    if found.problems:
+        print("\n".join(found.problems), file=sys.stderr)
         return 2
     return 0
 

@@ -26,8 +26,11 @@ import argparse
 import json
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-READY, NOT_READY, OPTIONAL_MISSING = 0, 1, 3
+if TYPE_CHECKING:
+    from a2c.runtime.preflight import Verdict
+
 STYLE = {"ok": "green", "warn": "yellow", "missing": "bold red"}
 EXIT_HELP = ("exit status: 0 ready for the demo and nothing optional missing; 3 ready for the "
              "demo, optional parts missing (listed); 1 the demo cannot run here (a required row "
@@ -60,16 +63,6 @@ def checks(runs_dir: str | None = None) -> list:
                                 runs_dir=Path(runs_dir) if runs_dir else None)
 
 
-def verdict(rows: list) -> dict:
-    """`ready_for_demo`, the rows that keep it from being ready, the optional rows not ok, and
-    the exit status they mean."""
-    required = [row.name for row in rows if row.required and row.status == "missing"]
-    optional = [row.name for row in rows if not row.required and not row.ok]
-    code = NOT_READY if required else OPTIONAL_MISSING if optional else READY
-    return {"ready_for_demo": not required, "required_missing": required,
-            "optional_missing": optional, "exit": code, "ok": code == READY}
-
-
 def block(row, width: int | None = None) -> list[str]:
     """One row as lines: `status  need  name: detail`, then `fix: ...` indented. With `width`,
     wrapped at spaces only (a path is never split); without, one line each."""
@@ -88,23 +81,25 @@ def block(row, width: int | None = None) -> list[str]:
     return out
 
 
-def summary(result: dict, rows: list) -> str:
-    optional = (f"optional, not ready: {', '.join(result['optional_missing'])}"
-                if result["optional_missing"] else "")
-    if not result["ready_for_demo"]:
-        return (f"NOT ready for the demo: missing {', '.join(result['required_missing'])}"
-                + (f"; {optional}" if optional else "") + f" (exit {result['exit']})")
+def summary(result: Verdict, rows: list) -> str:
+    optional = (f"optional, not ready: {', '.join(result.optional_missing)}"
+                if result.optional_missing else "")
+    if not result.ready_for_demo:
+        return (f"NOT ready for the demo: missing {', '.join(result.required_missing)}"
+                + (f"; {optional}" if optional else "") + f" (exit {result.exit})")
     if optional:
-        return f"ready for the demo (a2c demo); {optional} (exit {result['exit']})"
+        return f"ready for the demo (a2c demo); {optional} (exit {result.exit})"
     return f"ready for the demo (a2c demo), and every optional row ok: {len(rows)} rows (exit 0)"
 
 
 def handle_doctor(args: argparse.Namespace) -> int:
+    from a2c.runtime.preflight import Verdict
     rows = checks(getattr(args, "runs_dir", None))
-    result = verdict(rows)
+    result = Verdict.of(rows)
     if args.json:
-        print(json.dumps({"checks": [row.as_dict() for row in rows], **result}, indent=2))
-        return result["exit"]
+        print(json.dumps({"checks": [row.as_dict() for row in rows], **result.as_dict()},
+                         indent=2))
+        return result.exit
     from rich.console import Console
     from rich.text import Text
     console = Console(highlight=False, soft_wrap=True)   # soft_wrap: rich never wraps itself
@@ -123,7 +118,7 @@ def handle_doctor(args: argparse.Namespace) -> int:
                 text.stylize(STYLE[row.status], 0, len(row.status))
             console.print(text)
     say(summary(result, rows))
-    return result["exit"]
+    return result.exit
 
 
 def preflight(rows: list, report, fatal: tuple[str, ...] = ()) -> None:

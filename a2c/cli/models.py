@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
 from a2c.runtime.models import BUILTINS
 
@@ -35,17 +36,17 @@ def register(subparsers) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from a2c.runtime.models import list_models
+    from a2c.runtime.model_list import list_models
     rows = list_models()
     if args.json:
-        print(json.dumps({"models": rows}, indent=2, sort_keys=True))
+        print(json.dumps({"models": [asdict(row) for row in rows]}, indent=2, sort_keys=True))
         return 0
-    width = max(len(r["name"]) for r in rows)
+    width = max(len(row.name) for row in rows)
     for row in rows:
-        state = "prepared" if row["prepared"] else "not prepared"
-        print(f"{row['name']:<{width}}  {state:<12}  {row['description']}")
-        if row["prepared"]:
-            print(f"{'':<{width}}  {row['path']}")
+        state = "prepared" if row.prepared else "not prepared"
+        print(f"{row.name:<{width}}  {state:<12}  {row.description}")
+        if row.prepared:
+            print(f"{'':<{width}}  {row.path}")
     return 0
 
 

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from a2c.contracts.run_summary import DriverUsage, RunSummary
 from a2c.errors import RunError
 from a2c.modes import FREE, MODES
 from a2c.runtime.sandbox import BACKENDS
@@ -153,10 +154,10 @@ class Progress:
         with self._lock:
             self.console.print(Text(text, style="bold" if bold else ""), soft_wrap=True)
 
-    def summary(self, result: dict) -> None:
+    def summary(self, result: RunSummary) -> None:
         from rich.markup import escape
         rows = summary_rows(result)
-        title = f"a2c run {result['run_id']}"
+        title = f"a2c run {result.run_id}"
         table = summary_table(title, rows)
         if self.console.is_terminal and fits(self.console, table, title):
             with self._lock:
@@ -169,38 +170,37 @@ class Progress:
                 self.line(f"  {key:<{width}}  {first}")
                 for line in more:
                     self.line(" " * (width + 4) + line)
-        tail = result.get("agent_log_tail")
-        if tail and result.get("status") != "finished":
-            reason = result.get("reason")
-            if reason:   # the last thing the agent said, one line (the tail is in run.json)
-                self.console.print(f"[bold]{escape(result['status'])}[/bold]: {escape(reason)} "
+        tail = result.agent_log_tail
+        if tail and not result.finished:
+            status = escape(result.status)
+            if result.reason:   # the last thing the agent said, one line (the tail is in run.json)
+                self.console.print(f"[bold]{status}[/bold]: {escape(result.reason)} "
                                    "(the log: logs/agent.log)", highlight=False, soft_wrap=True)
                 return
-            self.console.print(f"[bold]{escape(result['status'])}[/bold]: the last lines of "
-                               "logs/agent.log:", soft_wrap=True)
+            self.console.print(f"[bold]{status}[/bold]: the last lines of logs/agent.log:",
+                               soft_wrap=True)
             for line in tail:
                 self.line("  " + line)
 
 
-def summary_rows(result: dict) -> list[tuple[str, str]]:
+def summary_rows(result: RunSummary) -> list[tuple[str, str]]:
     """The summary's (key, value) rows: scores, counts, status, driver use, the record."""
     def fmt(value):
         return "—" if value is None else f"{value:.1f}"
-    baseline, best = result.get("baseline_score"), result.get("best_score")
+    baseline, best = result.baseline_score, result.best_score
     gain = "" if baseline is None or best is None else f"  ({best - baseline:+.1f} points)"
-    rows = [("task", result["task"]), ("agent", result["agent"]), ("mode", result["mode"]),
-            ("isolation", str(result["isolation"])),
+    rows = [("task", result.task), ("agent", result.agent), ("mode", result.mode),
+            ("isolation", str(result.isolation)),
             ("baseline score", fmt(baseline)), ("best score", fmt(best) + gain),
-            ("final score", fmt(result.get("final_score"))),
-            ("submissions", f"{result['submissions']} ({result['valid_submissions']} valid)"),
-            ("status", result["status"]), ("record", result["run_dir"])]
-    if "final_split_score" in result:   # scoring.final: the items it never got feedback on
-        rows.insert(7, ("final split", f"{fmt(result['final_split_score'])} (baseline "
-                        f"{fmt(result.get('final_split_baseline'))}; selection gap "
-                        f"{fmt(result.get('selection_gap'))})"))
-    if "driver_usage" in result:
-        rows.insert(-2, ("driver", driver_line(result.get("driver"),
-                                               result.get("driver_usage"))))
+            ("final score", fmt(result.final_score)),
+            ("submissions", f"{result.submissions} ({result.valid_submissions} valid)"),
+            ("status", result.status), ("record", result.run_dir)]
+    if result.has_final_split:   # scoring.final: the items it never got feedback on
+        rows.insert(7, ("final split", f"{fmt(result.final_split_score)} (baseline "
+                        f"{fmt(result.final_split_baseline)}; selection gap "
+                        f"{fmt(result.selection_gap)})"))
+    if result.driven:
+        rows.insert(-2, ("driver", driver_line(result.driver, result.driver_usage)))
     return [(key, str(value)) for key, value in rows]
 
 
@@ -238,12 +238,12 @@ def a2c_command() -> str:
     return argv0
 
 
-def next_steps(result: dict, program: str = "a2c") -> list[str]:
+def next_steps(run_dir: str, program: str = "a2c") -> list[str]:
     """What to do after the demo, with its run directory: verify the record, write the report,
     run an LLM agent on the same task (offline, through the scripted driver), the leaderboard,
     start a task of one's own."""
-    run_dir = shlex.quote(str(result["run_dir"]))
-    runs_dir = shlex.quote(str(Path(result["run_dir"]).parent))
+    runs_dir = shlex.quote(str(Path(run_dir).parent))
+    run_dir = shlex.quote(str(run_dir))
     return [
         "next steps:",
         "  # check the record: its hash chain and signature",
@@ -262,26 +262,24 @@ def next_steps(result: dict, program: str = "a2c") -> list[str]:
     ]
 
 
-def driver_line(driver: str | None, usage: dict | None) -> str:
+def driver_line(driver: str | None, usage: DriverUsage | None) -> str:
     """`scripted:sft-recipe (scripted driver): 6 call(s), 166,050 tokens (10,000 in, 2,050 out,
     154,000 cache read), $0.0123`: the token total counts every kind, as the report does."""
-    if not usage:
-        return f"{driver or '—'}: no calls"
-    cached = [f"{usage[k]:,} {label}" for k, label in (("cache_read_tokens", "cache read"),
-                                                       ("cache_write_tokens", "cache write"))
-              if usage.get(k)]
     name = driver or "—"
+    if usage is None:
+        return f"{name}: no calls"
+    cached = [f"{count:,} {label}" for count, label in (
+        (usage.cache_read_tokens, "cache read"), (usage.cache_write_tokens, "cache write"))
+        if count]
     if name.startswith("scripted"):
         name += " (scripted driver)"
-    parts = [f"{usage['input_tokens']:,} in", f"{usage['output_tokens']:,} out", *cached]
-    text = (f"{name}: {usage['calls']} call(s), {usage['tokens']:,} tokens "
-            f"({', '.join(parts)}), ${usage['cost_usd']:.4f}")
-    if usage.get("errors"):
-        text += f", {usage['errors']} error(s)"
-    spent = usage.get("exhausted")
-    if spent:
-        limit = spent.get("limit") if isinstance(spent, dict) else spent
-        text += f"; driver budget spent ({limit})"
+    parts = [f"{usage.input_tokens:,} in", f"{usage.output_tokens:,} out", *cached]
+    text = (f"{name}: {usage.calls} call(s), {usage.tokens:,} tokens "
+            f"({', '.join(parts)}), ${usage.cost_usd:.4f}")
+    if usage.errors:
+        text += f", {usage.errors} error(s)"
+    if usage.exhausted:
+        text += f"; driver budget spent ({usage.spent_limit})"
     return text
 
 
@@ -317,11 +315,11 @@ def prepare_from_refs(opts, report):
         shutil.rmtree(build_tmp, ignore_errors=True)
 
 
-def write_trajectory(result: dict, report) -> None:
+def write_trajectory(result: RunSummary, report) -> None:
     """trajectory.json from the gateway's record, after the run (analysis reads the sealed record;
     the runtime cannot import it). Nothing for agents that called no driver."""
     from a2c.analysis.trajectory import maybe_write_trajectory
-    path = maybe_write_trajectory(result["run_dir"])
+    path = maybe_write_trajectory(result.run_dir)
     if path is not None:
         report(f"trajectory: {path}")
 
@@ -333,8 +331,8 @@ def handle_run(args: argparse.Namespace) -> int:
         if args.bundle or args.agent or args.agent_param:
             raise RunError("--resume takes only the run directory (a resumed run keeps its "
                            "agent params)")
-        result = run_mod.resume(Path(args.resume), report=progress, gpus=args.gpus,
-                                grader_gpus=args.grader_gpus)
+        result = RunSummary.from_dict(run_mod.resume(
+            Path(args.resume), report=progress, gpus=args.gpus, grader_gpus=args.grader_gpus))
     else:
         if not args.bundle or not args.agent:
             raise RunError("usage: a2c run BUNDLE_OR_SPEC --agent ID (or a2c run --resume RUN_DIR)")
@@ -355,10 +353,10 @@ def handle_run(args: argparse.Namespace) -> int:
         preflight(run_checks(args.backend, False if args.no_bwrap else None), progress,
                   fatal=("docker engine",))
         ctx = prepare_from_refs(opts, progress)
-        result = run_mod.execute(ctx, report=progress)
+        result = RunSummary.from_dict(run_mod.execute(ctx, report=progress))
     write_trajectory(result, progress)
     progress.summary(result)
-    return 0 if result["status"] == "finished" else 1
+    return 0 if result.finished else 1
 
 
 def handle_demo(args: argparse.Namespace) -> int:
@@ -370,11 +368,11 @@ def handle_demo(args: argparse.Namespace) -> int:
                               runs_dir=args.runs_dir, backend="local",
                               agent_params=dict(DEMO_AGENT_PARAMS.get(args.agent, {})))
     ctx = prepare_from_refs(opts, progress)
-    result = run_mod.execute(ctx, report=progress)
+    result = RunSummary.from_dict(run_mod.execute(ctx, report=progress))
     progress.summary(result)
     elapsed = time.monotonic() - progress.start
     progress(f"demo finished in {elapsed:.0f}s (load average {os.getloadavg()[0]:.1f})")
     progress.line()
-    for line in next_steps(result, a2c_command()):
+    for line in next_steps(result.run_dir, a2c_command()):
         progress.line(line)
-    return 0 if result["status"] == "finished" else 1
+    return 0 if result.finished else 1

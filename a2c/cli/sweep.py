@@ -8,8 +8,6 @@ contracts only, and Ray), verifies records and writes the leaderboard with the a
 from __future__ import annotations
 
 import argparse
-import os
-import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -105,9 +103,10 @@ def _bundles(suite: SuiteSpec, source: Any, bundles_dir: Path | None
 
 def _check_digests(suite: SuiteSpec, tasks: dict[str, Path], agents: dict[str, Path]) -> None:
     from a2c.contracts.bundle import load_bundle
-    for trial in suite.trials:
-        for kind, folder, want in (("Task", tasks[trial["task"]], trial["task_digest"]),
-                                   ("Agent", agents[trial["agent"]], trial["agent_digest"])):
+    from a2c.sweep.plan import suite_trials
+    for trial in suite_trials(suite):
+        for kind, folder, want in (("Task", tasks[trial.task], trial.task_digest),
+                                   ("Agent", agents[trial.agent], trial.agent_digest)):
             have = load_bundle(folder, kind).digest
             if have != want:
                 raise A2CError(f"{folder}: its digest is not the one the suite's trials were "
@@ -136,8 +135,7 @@ def dry_run(plans, nodes, cluster_name: str) -> int:
         t = p.trial
         table.add_row(t.id, t.group, t.task, t.agent, t.driver or "—", t.mode, str(t.seed),
                       format_duration(t.wall_clock_s or 0),
-                      _fmt_res(t.resources.get("agent", {})),
-                      _fmt_res(t.resources.get("grader", {})))
+                      _fmt_res(t.agent_resources), _fmt_res(t.grader_resources))
     console.print(table)
     shape = "; ".join(f"{n.name}: {_fmt_res({k: v for k, v in n.resources.items() if k in ('CPU', 'GPU')})}"
                       for n in nodes[:4]) + (f"; … ({len(nodes)} nodes)" if len(nodes) > 4 else "")
@@ -152,10 +150,9 @@ def dry_run(plans, nodes, cluster_name: str) -> int:
         console.print("every trial fits on some node")
     est = estimate_hours([p for p in plans if p not in bad], nodes)
     if est:
-        console.print(f"plan: {est['trials']} trials, {est['width']} at a time, "
-                      f"{est['trial_hours']:.4g} trial-hours, {est['gpu_hours']:.4g} GPU-hours; "
-                      f"at least {est['waves']} wave(s) ≈ {est['wall_hours']:.3g} h of wall "
-                      "clock")
+        console.print(f"plan: {est.trials} trials, {est.width} at a time, "
+                      f"{est.trial_hours:.4g} trial-hours, {est.gpu_hours:.4g} GPU-hours; "
+                      f"at least {est.waves} wave(s) ≈ {est.wall_hours:.3g} h of wall clock")
     return 1 if bad else 0
 
 
@@ -208,7 +205,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
     runs_dir = Path(args.runs_dir or Path("runs") / suite.id).resolve()
     tasks, agents = _bundles(suite, source, None if args.dry_run
                              else runs_dir / engine.LOG_DIR / "bundles")
-    plans = plan_trials(suite.to_dict(), runs_dir, tasks, agents)
+    plans = plan_trials(suite, runs_dir, tasks, agents)
     if args.dry_run:
         if args.assume_cluster:
             return dry_run(plans, assumed_cluster(args.assume_cluster),
@@ -216,58 +213,23 @@ def handle_sweep(args: argparse.Namespace) -> int:
         if args.address:
             ray = engine.connect(args.address)
             return dry_run(plans, engine.cluster_nodes(ray), args.address)
-        from a2c.sweep.plan import Node
-        gpus = args.num_gpus if args.num_gpus is not None else _local_gpus()
-        return dry_run(plans, [Node("local", {"CPU": float(args.num_cpus or os.cpu_count()),
-                                              "GPU": float(gpus)})], "this machine")
+        from a2c.sweep.plan import local_node
+        return dry_run(plans, [local_node(args.num_cpus, args.num_gpus)], "this machine")
     return _run(args, suite, digest, plans, runs_dir)
 
 
-def _local_gpus() -> int:
-    """GPUs a local Ray would find (CUDA_VISIBLE_DEVICES, else /proc/driver/nvidia)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
-    gpus = Path("/proc/driver/nvidia/gpus")
-    return len(list(gpus.iterdir())) if gpus.is_dir() else 0
-
-
 def _run(args, suite: SuiteSpec, digest: str, plans, runs_dir: Path) -> int:
+    from contextlib import nullcontext
+
+    from a2c.runtime.run.driver_share import SweepHold
     from a2c.sweep import engine
+    from a2c.sweep.plan import SHARED_SERVERS
     from a2c.sweep.progress import SweepProgress
     from a2c.sweep.record import SweepRecord
-    from a2c.timefmt import iso_utc
     runs_dir.mkdir(parents=True, exist_ok=True)
-    record = SweepRecord(runs_dir, suite.to_dict(), digest, plans, args.address)
+    record = SweepRecord(runs_dir, suite, digest, plans, args.address)
     record.save()
     progress = SweepProgress(record)
-    verify = _verifier()
-
-    def on_event(kind: str, plan, data: dict) -> None:
-        if kind == "tick":
-            progress.tick()
-            return
-        if kind == "queued":
-            record.update(plan.id, status="queued")
-            if data.get("why"):
-                progress.line(f"{plan.id}: {data['why']}; resuming it")
-        elif kind == "running":
-            record.update(plan.id, status="running", attempts=data["attempt"] + 1,
-                          log=data["log"], submitted_at=iso_utc(time.time()))
-            verb = "resuming" if data["action"] == "resume" else "starting"
-            progress.line(f"{verb} {plan.id}")
-        elif kind == "ended":
-            record.update(plan.id, **{k: data.get(k) for k in (
-                "status", "reason", "best_score", "baseline_score", "run_status")},
-                skipped=bool(data.get("skipped")),
-                **({"seconds": data["seconds"]} if "seconds" in data else {}))
-            score = data.get("best_score")
-            what = "skipped (done)" if data.get("skipped") else data["status"]
-            tail = f", best {score:.1f}" if isinstance(score, (int, float)) else ""
-            reason = f" — {data['reason']}" if data.get("reason") and \
-                data["status"] == "failed" else ""
-            progress.line(f"{plan.id}: {what}{tail}{reason}")
-
     started: list = []
 
     def connect():
@@ -275,30 +237,20 @@ def _run(args, suite: SuiteSpec, digest: str, plans, runs_dir: Path) -> int:
         return started[0]
     # vllm/ drivers: the trials of this node share one server per model, kept between trials
     # and stopped when the sweep ends (runtime/run/driver_share.py)
-    from contextlib import nullcontext
-
-    from a2c.runtime.run.driver_share import SweepHold
-    from a2c.sweep.plan import SHARED_SERVERS
     served = any((p.trial.driver or "").startswith("vllm/") for p in plans)
     try:
         with SweepHold(runs_dir / SHARED_SERVERS) if served else nullcontext():
-            result = engine.run_sweep(connect, plans, runs_dir, verify, on_event,
+            result = engine.run_sweep(connect, plans, runs_dir, _verifier(), progress,
                                       max_concurrent=args.max_concurrent,
                                       max_resumes=args.max_resumes, no_bwrap=args.no_bwrap)
     finally:
         progress.close()
         if started and not args.address:
             started[0].shutdown()
-    failed = {str(p.run_dir): result.outcomes[p.id]["reason"] or "failed" for p in plans
-              if result.outcomes.get(p.id, {}).get("status") == "failed"}
-    paths = write_leaderboard(runs_dir, failed)
-    record.data["leaderboard"] = paths
-    record.data["ended_at"] = iso_utc(time.time())
-    record.data["ran"] = result.ran
-    record.save()
+    record.finish(write_leaderboard(runs_dir, record.sweep.failed_runs()), result.ran)
     progress.console.print((runs_dir / f"{LEADERBOARD_NAME}.md").read_text(encoding="utf-8"))
     counts = record.counts()
-    progress.console.print(f"sweep {suite.id}: {counts['finished']} finished, "
-                           f"{counts['failed']} failed, {len(result.ran)} run now; "
-                           f"{runs_dir / 'sweep.json'}")
-    return 0 if not counts["failed"] else 1
+    progress.console.print(f"sweep {suite.id}: {counts.finished} finished, "
+                           f"{counts.failed} failed, {len(result.ran)} run now; "
+                           f"{record.path}")
+    return 0 if not counts.failed else 1

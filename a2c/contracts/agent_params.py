@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from a2c.contracts.records import Record
 from a2c.errors import A2CError
 
 ENV_VAR = "A2C_AGENT_PARAMS"        # the runtime → agent interface: the effective values, JSON
@@ -31,6 +33,25 @@ class AgentParamError(A2CError):
     """A param the agent does not declare, or a value its declaration refuses (nothing started)."""
 
     exit_code = 2
+
+
+@dataclass
+class ParamDeclaration(Record):
+    """One declared param, typed (what `a2c agents params` shows): its type, default, bounds
+    and what it does. The checks here read the declaration's mapping as the spec holds it."""
+
+    type: str | None = None
+    default: Any = None
+    description: str | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    enum: list[Any] | None = None
+
+
+def declared(params: Mapping[str, Any] | None) -> dict[str, ParamDeclaration]:
+    """A resolved agent's `params` (name -> declaration), typed; none declared: {}."""
+    return {name: ParamDeclaration.from_dict(decl) for name, decl in (params or {}).items()
+            if isinstance(decl, Mapping)}
 
 
 def declarations(agent: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from a2c.canonical import sha256_json
 from a2c.contracts.records import Record
+from a2c.contracts.spec import SuiteBudgetSpec
 
 ID_HASH_CHARS = 10
 _UNSAFE = re.compile(r"[^a-z0-9_-]+")
@@ -46,6 +47,24 @@ def trial_id(task: str, agent: str, content: dict[str, Any]) -> str:
 
 
 @dataclass
+class TrialOverrides(Record):
+    """A trial's `overrides` read (the dict stays as written: the trial id is its hash): the
+    suite's budget overrides, base model, backend (None: local) and agent params."""
+
+    budget: SuiteBudgetSpec = field(default_factory=SuiteBudgetSpec)
+    base_model: Any = None
+    backend: str | None = None
+    agent_params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialOverrides:
+        read = super().from_dict(data)
+        read.budget = SuiteBudgetSpec.from_dict(data.get("budget") or {})
+        read.agent_params = dict(read.agent_params or {})
+        return read
+
+
+@dataclass
 class Trial(Record):
     """A trial as suite.json lists it (`suite.trials[]`)."""
 
@@ -63,3 +82,18 @@ class Trial(Record):
     # what Ray is asked for: {"agent": {"CPU": .., "GPU": ..}, "grader": {...}}
     resources: dict[str, dict[str, float]] = field(default_factory=dict)
     wall_clock_s: float | None = None
+
+    @property
+    def given(self) -> TrialOverrides:
+        """The overrides, typed."""
+        return TrialOverrides.from_dict(self.overrides or {})
+
+    @property
+    def agent_resources(self) -> dict[str, float]:
+        """The agent's placement bundle ({"CPU": .., "GPU": ..}, Ray's names); {} when unset."""
+        return dict((self.resources or {}).get("agent") or {})
+
+    @property
+    def grader_resources(self) -> dict[str, float]:
+        """The grader's placement bundle (its evaluation device); {} when unset."""
+        return dict((self.resources or {}).get("grader") or {})

@@ -10,6 +10,8 @@ extra `a2c[sweep]`): compiling the suite and reading the records happen in the C
 - `state.py` — a trial's state from its run directory: done (skip), resumable, fresh; the outcome.
 - `engine.py` — the Ray side: a local instance or `--address`, one placement group per trial
   (agent bundle + grader bundle), at most `--max-concurrent` in flight.
-- `progress.py` — the rich live table while it runs.
-- `record.py` — `sweep.json`: every trial, its run directory and status.
+- `progress.py` — the engine's events (`engine.SweepEvents`): each moves its trial along in
+  sweep.json and is said in a line, under the rich live table while it runs.
+- `record.py` — `sweep.json` (a2c.contracts.sweep_file): every trial, its run directory and
+  status.
 """

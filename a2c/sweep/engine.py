@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.sweep_file import FAILED
 from a2c.errors import A2CError
 
 from .plan import Node, TrialPlan
-from .state import DONE, FRESH, RESUME, Verifier, move_aside, outcome, read_state
+from .state import DONE, FRESH, RESUME, TrialOutcome, Verifier, move_aside, outcome, read_state
 
 INSTALL_HINT = "a2c sweep runs on Ray, which is not installed: pip install 'a2c[sweep]'"
 LOG_DIR = ".sweep"
@@ -72,6 +73,7 @@ def connect(address: str | None, num_cpus: float | None = None,
 
 
 def cluster_nodes(ray) -> list[Node]:
+    """The live nodes of the cluster (`ray.nodes()`, Ray's own wire: parsed here)."""
     return [Node(n.get("NodeManagerAddress", "?"), dict(n.get("Resources") or {}))
             for n in ray.nodes() if n.get("Alive")]
 
@@ -93,8 +95,17 @@ def _trial_task(ray):
                                   stdout=log,
                                   stderr=subprocess.STDOUT, env=env, check=False,
                                   cwd=cwd if cwd and os.path.isdir(cwd) else None)
-        return {"returncode": proc.returncode, "started": start, "ended": time.time()}
+        return TaskExit(proc.returncode, start, time.time())
     return run_a2c
+
+
+@dataclass(frozen=True)
+class TaskExit:
+    """What a trial's Ray task returns: `a2c run`'s exit code and when it ran."""
+
+    returncode: int | None = None
+    started: float = 0.0
+    ended: float = 0.0
 
 
 def device_flags(agent_ids: list, grader_ids: list | None) -> list[str]:
@@ -126,11 +137,26 @@ class Flight:
 
 @dataclass
 class SweepResult:
-    outcomes: dict[str, dict] = field(default_factory=dict)   # trial id -> outcome
+    outcomes: dict[str, TrialOutcome] = field(default_factory=dict)   # trial id -> outcome
     ran: list[str] = field(default_factory=list)              # ids a Ray task ran for
 
 
-Event = Callable[[str, TrialPlan, dict], None]   # (kind, plan, data): queued|running|ended
+class SweepEvents:
+    """What the sweep says as it goes (a2c/sweep/progress.py records and prints it); this base
+    says nothing (a caller that only wants the result)."""
+
+    def queued(self, plan: TrialPlan, action: str, why: str | None = None) -> None:
+        """Waiting for Ray: a fresh run or a resume (`why`: what ended the last attempt)."""
+
+    def running(self, plan: TrialPlan, action: str, attempt: int, log: Path) -> None:
+        """Submitted to Ray: `a2c run` (or `run --resume`) of `attempt` (0 first), its output
+        in `log`."""
+
+    def ended(self, plan: TrialPlan, out: TrialOutcome) -> None:
+        """Done: finished, failed, or skipped (an earlier sweep ran it)."""
+
+    def tick(self) -> None:
+        """A poll of Ray went by (a live table refreshes its clock)."""
 
 
 def _log_tail(path: Path, lines: int = 3) -> str:
@@ -149,7 +175,7 @@ class _Sweep:
     ray: Any
     runs_dir: Path
     verify: Verifier
-    on_event: Event
+    events: SweepEvents
     no_bwrap: bool
     command: list[str] | None
     result: SweepResult
@@ -172,9 +198,8 @@ class _Sweep:
             argv = plan.run_argv(no_bwrap=self.no_bwrap)
         else:
             argv = plan.resume_argv()
-        res = plan.trial.resources or {}
-        agent = dict(res.get("agent") or {"CPU": 1.0})
-        grader = dict(res.get("grader") or {})
+        agent = plan.trial.agent_resources or {"CPU": 1.0}
+        grader = plan.trial.grader_resources
         bundles = [agent] + ([grader] if grader else [])
         pg = placement_group(bundles, strategy="STRICT_PACK", name=f"a2c-{plan.id}"[:60])
         holder, devices = None, None
@@ -191,7 +216,7 @@ class _Sweep:
                                                             os.getcwd(), self.command)
         self.flights[ref] = Flight(plan, action, attempt, time.time(), pg, holder)
         self.result.ran.append(plan.id)
-        self.on_event("running", plan, {"action": action, "attempt": attempt, "log": str(log)})
+        self.events.running(plan, action, attempt, log)
 
     def settle(self, ref: Any) -> None:
         """A trial's task returned: its outcome, or a resume queued when the run did not end."""
@@ -200,7 +225,7 @@ class _Sweep:
         flight = self.flights.pop(ref)
         plan = flight.plan
         crash = None
-        info: dict = {}
+        info = TaskExit()
         try:
             info = ray.get(ref)
         except ray.exceptions.RayError as exc:       # node lost, worker killed, ...
@@ -215,24 +240,23 @@ class _Sweep:
         elif state.action == RESUME and self.resumes.get(plan.id, 0) < self.max_resumes:
             self.resumes[plan.id] = self.resumes.get(plan.id, 0) + 1
             self.queue.append((plan, RESUME, flight.attempt + 1))
-            self.on_event("queued", plan, {"action": RESUME, "why": crash or
-                                           f"a2c run exited {info.get('returncode')}"})
+            self.events.queued(plan, RESUME, crash or f"a2c run exited {info.returncode}")
             return
         else:
-            why = crash or (f"a2c run exited {info.get('returncode')} "
+            why = crash or (f"a2c run exited {info.returncode} "
                             f"({'no run record' if state.action == FRESH else 'run not ended'})")
             tail = _log_tail(self.log(plan, flight.attempt))
-            out = {"status": "failed", "reason": why + (f": {tail}" if tail else ""),
-                   "run_status": state.run_status, "best_score": None,
-                   "baseline_score": None}
-        out["seconds"] = round(time.time() - flight.started, 1)
-        out["attempts"] = flight.attempt + 1
+            out = TrialOutcome(FAILED, why + (f": {tail}" if tail else ""),
+                               run_status=None if state.run_status is None
+                               else str(state.run_status))
+        out.seconds = round(time.time() - flight.started, 1)
+        out.attempts = flight.attempt + 1
         self.result.outcomes[plan.id] = out
-        self.on_event("ended", plan, out)
+        self.events.ended(plan, out)
 
 
 def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: Path,
-              verify: Verifier, on_event: Event, max_concurrent: int = 1, max_resumes: int = 1,
+              verify: Verifier, events: SweepEvents, max_concurrent: int = 1, max_resumes: int = 1,
               no_bwrap: bool = False, poll_s: float = 1.0,
               command: list[str] | None = None) -> SweepResult:
     """Run every trial that is not done; return each trial's outcome (done ones included).
@@ -244,23 +268,23 @@ def run_sweep(connect_ray: Callable[[], Any], plans: list[TrialPlan], runs_dir: 
         state = read_state(plan.run_dir)
         if state.action == DONE:
             out = outcome(plan.run_dir, verify)
-            out["skipped"] = True
+            out.skipped = True
             result.outcomes[plan.id] = out
-            on_event("ended", plan, out)
+            events.ended(plan, out)
         else:
             queue.append((plan, state.action, 0))
-            on_event("queued", plan, {"action": state.action})
+            events.queued(plan, state.action)
     if not queue:
         return result
     ray = connect_ray()
-    sweep = _Sweep(ray, runs_dir, verify, on_event, no_bwrap, command, result,
+    sweep = _Sweep(ray, runs_dir, verify, events, no_bwrap, command, result,
                    run_a2c=_trial_task(ray), holder_cls=_grader_device(ray), queue=queue,
                    max_resumes=max_resumes)
     while sweep.queue or sweep.flights:
         while sweep.queue and len(sweep.flights) < max_concurrent:
             sweep.submit(*sweep.queue.pop(0))
         ready, _ = ray.wait(list(sweep.flights), num_returns=1, timeout=poll_s)
-        on_event("tick", None, {})
+        events.tick()
         for ref in ready:
             sweep.settle(ref)
     return result

@@ -7,11 +7,12 @@ trial's content is also where a second `a2c sweep` looks for the first one's rec
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from a2c.contracts.spec import SuiteSpec
 from a2c.contracts.trial import Trial
 from a2c.errors import A2CError
 
@@ -40,19 +41,20 @@ class TrialPlan:
             argv += ["--driver", t.driver]
             if t.driver.startswith("vllm/"):   # one server per node for the trials that can share it
                 argv += ["--share-driver-server", str(self.run_dir.parent / SHARED_SERVERS)]
-        over = t.overrides or {}
-        budget = over.get("budget") or {}
-        if budget.get("wall_clock_s") is not None:
-            argv += ["--budget", f"{budget['wall_clock_s']:g}s"]
-        for key, flag in (("driver_tokens", "--driver-tokens"), ("driver_cost_usd", "--driver-cost"),
-                          ("driver_calls", "--driver-calls")):
-            if budget.get(key) is not None:
-                argv += [flag, f"{budget[key]:g}"]
-        if over.get("base_model"):
-            argv += ["--model", str(over["base_model"])]
-        if over.get("backend"):
-            argv += ["--backend", str(over["backend"])]
-        for name, value in sorted((over.get("agent_params") or {}).items()):
+        over = t.given
+        budget = over.budget
+        if budget.wall_clock_s is not None:
+            argv += ["--budget", f"{budget.wall_clock_s:g}s"]
+        for value, flag in ((budget.driver_tokens, "--driver-tokens"),
+                            (budget.driver_cost_usd, "--driver-cost"),
+                            (budget.driver_calls, "--driver-calls")):
+            if value is not None:
+                argv += [flag, f"{value:g}"]
+        if over.base_model:
+            argv += ["--model", str(over.base_model)]
+        if over.backend:
+            argv += ["--backend", str(over.backend)]
+        for name, value in sorted(over.agent_params.items()):
             text = json.dumps(value) if isinstance(value, bool) else str(value)
             argv += ["--agent-param", f"{name}={text}"]
         if no_bwrap:
@@ -63,15 +65,16 @@ class TrialPlan:
         return ["run", "--resume", str(self.run_dir)]
 
 
-def plan_trials(suite: dict[str, Any], runs_dir: Path, task_bundles: dict[str, Path],
+def suite_trials(suite: SuiteSpec) -> list[Trial]:
+    """The suite bundle's trials (`suite.json`'s `suite.trials`), typed, in suite order."""
+    return [Trial.from_dict(raw) for raw in suite.trials or []]
+
+
+def plan_trials(suite: SuiteSpec, runs_dir: Path, task_bundles: dict[str, Path],
                 agent_bundles: dict[str, Path]) -> list[TrialPlan]:
     """The suite bundle's body (`suite.json`'s `suite`) → one plan per trial, in suite order."""
-    plans = []
-    for raw in suite.get("trials") or []:
-        trial = Trial.from_dict(raw)
-        plans.append(TrialPlan(trial, (runs_dir / trial.id).resolve(),
-                               task_bundles[trial.task], agent_bundles[trial.agent]))
-    return plans
+    return [TrialPlan(trial, (runs_dir / trial.id).resolve(), task_bundles[trial.task],
+                      agent_bundles[trial.agent]) for trial in suite_trials(suite)]
 
 
 # ------------------------------------------------------------------------- cluster shapes
@@ -93,6 +96,21 @@ def assumed_cluster(shape: str) -> list[Node]:
         raise A2CError(f"--assume-cluster {shape!r}: write NODESxCPUSxGPUS, e.g. 4x64x8")
     n, cpus, gpus = int(m[1]), float(m[2]), int(m[3])
     return [Node(f"node-{i}", {"CPU": cpus, "GPU": float(gpus)}) for i in range(n)]
+
+
+def local_node(num_cpus: float | None, num_gpus: int | None) -> Node:
+    """This machine as a local Ray instance would see it: `--num-cpus`/`--num-gpus`, else its
+    CPUs and the GPUs CUDA_VISIBLE_DEVICES names (else /proc/driver/nvidia's)."""
+    gpus = num_gpus if num_gpus is not None else _local_gpus()
+    return Node("local", {"CPU": float(num_cpus or os.cpu_count() or 1), "GPU": float(gpus)})
+
+
+def _local_gpus() -> int:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    gpus = Path("/proc/driver/nvidia/gpus")
+    return len(list(gpus.iterdir())) if gpus.is_dir() else 0
 
 
 def demand(trial: Trial) -> dict[str, float]:
@@ -127,14 +145,27 @@ def concurrency(plans: list[TrialPlan], nodes: list[Node]) -> int:
     return width
 
 
-def estimate_hours(plans: list[TrialPlan], nodes: list[Node]) -> dict[str, float] | None:
-    """Trial-hours, GPU-hours and a lower bound on the wall time (waves of `concurrency` trials
-    of the longest wall clock) — what the plan prints under the trial list."""
+@dataclass(frozen=True)
+class PlanEstimate:
+    """What `--dry-run` prints under the trial list: the trials, how many run side by side
+    (`width`), their trial-hours and GPU-hours, and a lower bound on the wall time (`waves` of
+    `width` trials of the longest wall clock)."""
+
+    trials: int
+    width: int
+    trial_hours: float
+    gpu_hours: float
+    waves: int
+    wall_hours: float
+
+
+def estimate_hours(plans: list[TrialPlan], nodes: list[Node]) -> PlanEstimate | None:
+    """The plan's estimate on `nodes` (None when no trial fits side by side: width 0)."""
     width = concurrency(plans, nodes)
     if not width:
         return None
     hours = [(p.trial.wall_clock_s or 0) / 3600 for p in plans]
     gpu_hours = sum(h * demand(p.trial).get("GPU", 0.0) for h, p in zip(hours, plans))
     waves = -(-len(plans) // width)
-    return {"trials": len(plans), "width": width, "trial_hours": sum(hours),
-            "gpu_hours": gpu_hours, "waves": waves, "wall_hours": waves * max(hours)}
+    return PlanEstimate(trials=len(plans), width=width, trial_hours=sum(hours),
+                        gpu_hours=gpu_hours, waves=waves, wall_hours=waves * max(hours))

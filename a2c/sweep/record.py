@@ -1,59 +1,80 @@
 """`sweep.json` in the runs folder: every trial, its run directory and status, rewritten
-atomically on every change, so `a2c view` (and a maintainer's `jq`) read a sweep while it runs."""
+atomically on every change, so `a2c view` (and a maintainer's `jq`) read a sweep while it runs.
+The file's shape is a2c.contracts.sweep_file (`SweepFile`), which its readers parse too; this
+module keeps one in memory and moves its trials along as the engine reports them."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
+from a2c.contracts.spec import SuiteSpec
+from a2c.contracts.sweep_file import (
+    FINISHED,
+    QUEUED,
+    RUNNING,
+    SWEEP_FILE,
+    SweepCounts,
+    SweepFile,
+    SweepTrial,
+)
 from a2c.fsutil import write_json_atomic
 from a2c.timefmt import iso_utc
 
 from .plan import TrialPlan
-
-SWEEP_FILE = "sweep.json"
-SWEEP_FORMAT = "a2c-sweep/1"
-STATUSES = ("queued", "running", "finished", "failed")
+from .state import TrialOutcome
 
 
 class SweepRecord:
-    def __init__(self, runs_dir: Path, suite: dict[str, Any], digest: str,
+    def __init__(self, runs_dir: Path, suite: SuiteSpec, digest: str,
                  plans: list[TrialPlan], address: str | None):
         self.path = runs_dir / SWEEP_FILE
-        self.data: dict[str, Any] = {
-            "format": SWEEP_FORMAT, "suite": suite["id"], "title": suite.get("title"),
-            "suite_digest": digest, "address": address or "local", "started_at": iso_utc(time.time()),
-            "ended_at": None, "leaderboard": None,
-            "trials": [{"id": p.id, "group": p.trial.group, "task": p.trial.task,
-                        "agent": p.trial.agent, "driver": p.trial.driver, "mode": p.trial.mode,
-                        "seed": p.trial.seed, "run_dir": str(p.run_dir),
-                        "resources": p.trial.resources, "status": "queued", "reason": None,
-                        "skipped": False, "best_score": None, "baseline_score": None,
-                        "attempts": 0} for p in plans]}
-        self.index = {t["id"]: t for t in self.data["trials"]}
+        self.sweep = SweepFile(suite=suite.id, title=suite.title, suite_digest=digest,
+                               address=address or "local", started_at=iso_utc(time.time()),
+                               trials=[SweepTrial.of(p.trial, p.run_dir) for p in plans])
+        self.index = {t.id: t for t in self.sweep.trials}
 
-    def update(self, trial_id: str, **values: Any) -> None:
-        self.index[trial_id].update(values)
+    def queued(self, trial_id: str) -> None:
+        self.index[trial_id].status = QUEUED
         self.save()
 
-    def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(STATUSES, 0)
-        for t in self.data["trials"]:
-            out[t["status"]] = out.get(t["status"], 0) + 1
-        return out
+    def running(self, trial_id: str, attempt: int, log: Path) -> None:
+        """A Ray task submitted for the trial (`attempt` 0 first)."""
+        trial = self.index[trial_id]
+        trial.status, trial.attempts = RUNNING, attempt + 1
+        trial.log, trial.submitted_at = str(log), iso_utc(time.time())
+        self.save()
+
+    def ended(self, trial_id: str, out: TrialOutcome) -> None:
+        trial = self.index[trial_id]
+        trial.status, trial.reason, trial.run_status = out.status, out.reason, out.run_status
+        trial.best_score, trial.baseline_score = out.best_score, out.baseline_score
+        trial.skipped = out.skipped
+        if out.seconds is not None:
+            trial.seconds = out.seconds
+        self.save()
+
+    def finish(self, leaderboard: dict[str, str], ran: list[str]) -> None:
+        """The sweep's end: the leaderboard's files by format, the trials run this time."""
+        self.sweep.leaderboard = leaderboard
+        self.sweep.ended_at = iso_utc(time.time())
+        self.sweep.ran = list(ran)
+        self.save()
+
+    def counts(self) -> SweepCounts:
+        return self.sweep.count()
 
     def best_by_task(self) -> dict[str, float | None]:
         best: dict[str, float | None] = {}
-        for t in self.data["trials"]:
-            score = t.get("best_score") if t["status"] == "finished" else None
-            current = best.get(t["task"])
-            best[t["task"]] = score if current is None or (score is not None and score > current) \
+        for t in self.sweep.trials:
+            score = t.best_score if t.status == FINISHED else None
+            current = best.get(t.task)
+            best[t.task] = score if current is None or (score is not None and score > current) \
                 else current
         return best
 
     def save(self) -> None:
-        self.data["counts"] = self.counts()
-        self.data["updated_at"] = iso_utc(time.time())
+        self.sweep.counts = self.counts()
+        self.sweep.updated_at = iso_utc(time.time())
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path, self.data)
+        write_json_atomic(self.path, self.sweep.to_dict())

@@ -139,6 +139,7 @@ def _shown(path: Path) -> str:
 def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: BaselineSummary,
                 grader_kind: str) -> None:
     """Point (5): run the agent, then its gain, the outputs' format and correctness, and why."""
+    from a2c.contracts.run_summary import RunSummary
     from a2c.intervals import paired_improvement  # the report's interval, the same call
     from a2c.runtime import run as run_mod
 
@@ -151,9 +152,9 @@ def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: B
     name = ctx.run.agent
     report.note(f"running {name} for {opts.budget} in {_shown(ctx.run_dir)} "
                 f"(a line per submission and score)")
-    result = run_mod.execute(ctx, report=lambda message: progress_line(report, started,
-                                                                        message))
-    run_dir = Path(result["run_dir"])
+    result = RunSummary.from_dict(run_mod.execute(
+        ctx, report=lambda message: progress_line(report, started, message)))
+    run_dir = Path(result.run_dir)
     kept = "the check's own folder: no leaderboard of runs/ counts it" if not opts.runs_dir \
         else "--runs-dir"
     where = f"record {_shown(run_dir)} (kept, in {kept}; read it with `a2c report`)"
@@ -161,7 +162,7 @@ def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: B
     elapsed = time.monotonic() - started
     if best is None:
         report.fail("(5) agent:", f"{name} made no valid submission in {opts.budget} "
-                    f"({result.get('status')}); read {_shown(run_dir)}/logs/agent.log; {where}")
+                    f"({result.status}); read {_shown(run_dir)}/logs/agent.log; {where}")
         return
     run_baseline = _run_baseline(run_dir, baseline)
     paired = paired_improvement(best, run_baseline) or {}
@@ -169,7 +170,7 @@ def check_agent(report: Report, opts: AgentCheck, bundle_root: Path, baseline: B
     base = baseline.score
     gain = best["score"] - base
     line = (f"{name} in {opts.budget}: baseline {base:.1f} -> best {best['score']:.1f} "
-            f"(submission {best['submission']} of {result.get('submissions')}), gain "
+            f"(submission {best['submission']} of {result.submissions}), gain "
             f"{gain:+.1f} points (paired 95% CI {lo:+.1f} to {hi:+.1f}, "
             f"{paired.get('method', 'BCa')} bootstrap, seed {paired.get('seed', 0)}, as `a2c "
             f"report` gives it), {elapsed:.0f}s")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from a2c.contracts.graded_item import GradedItem, graded_items
+
 SMALL_GAIN = 10.0        # points on the 0-100 scale: a clear gain under it is "small for the budget"
 FORMAT_LEARNT = 0.5      # the share of outputs in the answer format that counts as "learnt"
 _SYNTAX = ("failed: SyntaxError", "failed: IndentationError", "failed: TabError")
@@ -38,26 +40,26 @@ class Outputs:
         return self.in_format is not None and self.in_format >= FORMAT_LEARNT * self.n
 
 
-def in_format(item: dict, grader_kind: str) -> bool | None:
+def in_format(item: GradedItem, grader_kind: str) -> bool | None:
     """Whether one output follows the task's answer format; None when the grader has none."""
     if grader_kind == "exact_match":
-        return item.get("extraction") == "pattern"
+        return item.extraction == "pattern"
     if grader_kind == "humaneval":
-        error = str(item.get("error") or "")
-        return bool(item.get("output")) and not error.startswith(_SYNTAX) \
+        error = str(item.error or "")
+        return bool(item.output) and not error.startswith(_SYNTAX) \
             and error != "missing prediction"
     return None
 
 
 def count(result: dict | None, grader_kind: str) -> Outputs | None:
     """The counts of a results file's items (None: no per-item results to count)."""
-    items = (result or {}).get("items") or []
+    items = graded_items((result or {}).get("items") or [])
     if not items:
         return None
     marks = [in_format(item, grader_kind) for item in items]
     return Outputs(n=len(items),
                    in_format=None if any(m is None for m in marks) else sum(map(bool, marks)),
-                   correct=sum(1 for item in items if item.get("correct")))
+                   correct=sum(1 for item in items if item.correct))
 
 
 @dataclass(frozen=True)

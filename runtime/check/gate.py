@@ -15,13 +15,15 @@ def check_bundle(report: Report, bundle, work: Path, agent: AgentCheck | None = 
     """Prove the task of `bundle` (a2c.contracts.bundle.Bundle) with its real grader; scratch
     files go to `work` (the caller removes it); with `agent`, point (5) runs it."""
     from a2c.contracts.service_config import GRADER_JSON, read_grader_json
+    from a2c.contracts.spec import GraderSpec
 
     task = bundle.task
     grader_json = bundle.root / GRADER_JSON
     grader_cfg = read_grader_json(grader_json) if grader_json.is_file() else task.grader.to_dict()
+    grader = GraderSpec.from_dict(grader_cfg)
     print(f"a2c check {task.id}: level {task.level}, "
-          f"grader {grader_cfg.get('kind')}, bundle {bundle.root}", flush=True)
-    splits = check_points_1_to_3(report, task, grader_cfg, bundle.root, work)
+          f"grader {grader.kind or None}, bundle {bundle.root}", flush=True)
+    splits = check_points_1_to_3(report, task, grader, bundle.root, work)
     baseline = None
     if report.cannot_check:
         report.skip("(4)(5):", "not run: the task cannot run on this machine (above)")
@@ -30,11 +32,11 @@ def check_bundle(report: Report, bundle, work: Path, agent: AgentCheck | None = 
     elif no_baseline:
         report.skip("(4)(5):", "not run (--no-baseline)")
     else:
-        baseline = check_baseline(report, task, bundle.root, grader_cfg, splits["heldout"], work)
+        baseline = check_baseline(report, task, bundle.root, grader_cfg, splits.heldout, work)
     if agent is None:
         return
     if baseline is None:
         if "(4)(5):" not in report.skipped:
             report.skip("(5) agent:", "not run: it needs the baseline of point (4)")
         return
-    check_agent(report, agent, bundle.root, baseline, str(grader_cfg.get("kind")))
+    check_agent(report, agent, bundle.root, baseline, str(grader.kind or None))

@@ -4,15 +4,27 @@ empty and corrupted answers score 0; the agent and held-out splits are disjoint.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from a2c.contracts.spec import TaskSpec
+from a2c.contracts.graded_item import GradedItem, graded_items
+from a2c.contracts.spec import GraderSpec, RolloutEnvSpec, TaskSpec
 from a2c.errors import A2CError
 from a2c.runtime.check.report import Report
 
 _SPLIT_PROBLEMS = ("share", "duplicate ids", "is empty")   # load_splits' refusals: point (3)
+
+
+@dataclass(frozen=True)
+class Splits:
+    """The task's records as the run would load them: the agent's and the held-out ones."""
+
+    agent: list[dict[str, Any]]
+    heldout: list[dict[str, Any]]
 
 
 # ------------------------------------------------------------------ (3) the splits
@@ -23,13 +35,13 @@ def _content(record: dict) -> str:
 
 
 def check_splits(report: Report, task: TaskSpec,
-                 root: Path) -> tuple[dict | None, Callable[[], None]]:
+                 root: Path) -> tuple[Splits | None, Callable[[], None]]:
     """(splits or None, the point-(3) line to print after (1) and (2), in the points' order)."""
     from a2c.runtime.data import load_splits
     from a2c.runtime.data.generators import DataError
 
     try:
-        splits = load_splits(task, root, None)
+        loaded = load_splits(task, root, None)
     except DataError as exc:
         message = " ".join(str(exc).split())
         if any(word in message for word in _SPLIT_PROBLEMS):
@@ -38,7 +50,8 @@ def check_splits(report: Report, task: TaskSpec,
             report.cannot_check = True
             report.skip("(3) splits:", f"the data cannot be loaded here: {message}")
         return None, lambda: None
-    agent, held = splits["agent"], splits["heldout"]
+    splits = Splits(agent=loaded["agent"], heldout=loaded["heldout"])
+    agent, held = splits.agent, splits.heldout
     seen = {}
     for rec in agent:
         seen.setdefault(_content(rec), rec["id"])
@@ -72,9 +85,9 @@ def _corrupt(gold: str) -> str:
     return swap + gold[1:]
 
 
-def _first_wrong(result, want_correct: bool) -> dict | None:
-    for item in result.items:
-        if bool(item.get("correct")) != want_correct:
+def _first_wrong(result, want_correct: bool) -> GradedItem | None:
+    for item in graded_items(result.items):
+        if bool(item.correct) != want_correct:
             return item
     return None
 
@@ -103,11 +116,10 @@ def check_exact_match(report: Report, grader, params: dict, records: list[dict],
                   f"(e.g. '{targets[str(records[0]['id'])]}')")
     else:
         item = _first_wrong(gold, True)
-        read = "no match" if item.get("extracted_raw") is None else \
-            f"'{item.get('extracted_raw')}'"
+        read = "no match" if item.extracted_raw is None else f"'{item.extracted_raw}'"
         report.fail("(1) gold answers:", f"{gold.score:.1f}, not 100: the pattern does not "
-                    f"match the gold answer written as the target: '{item['output']}' -> {read} "
-                    f"(record '{item['id']}', gold '{item.get('gold')}'); widen "
+                    f"match the gold answer written as the target: '{item.output}' -> {read} "
+                    f"(record '{item.id}', gold '{item.gold}'); widen "
                     f"grader.params.pattern or change answer_format/normalize")
     golds = {str(r["id"]): grader.gold_answer(r) for r in records}
     empty = _grade(grader, {i: "" for i in golds}, records)
@@ -121,9 +133,9 @@ def _zero(report: Report, result, what: str, fix: str) -> None:
     if result.score == 0.0:
         report.ok("(2) " + what + ":", f"{result.score:.1f} on {result.n_items} records")
         return
-    item = _first_wrong(result, False) or {}
-    report.fail("(2) " + what + ":", f"{result.score:.1f}, not 0: '{item.get('output')}' was "
-                f"scored right for record '{item.get('id')}' (gold '{item.get('gold')}')"
+    item = _first_wrong(result, False) or GradedItem()
+    report.fail("(2) " + what + ":", f"{result.score:.1f}, not 0: '{item.output}' was "
+                f"scored right for record '{item.id}' (gold '{item.gold}')"
                 f"{'; ' + fix if fix else ''}")
 
 
@@ -135,7 +147,7 @@ def check_humaneval(report: Report, grader, records: list[dict]) -> None:
     else:
         item = _first_wrong(gold, True)
         report.fail("(1) gold answers:", f"{gold.score:.1f}, not 100: the canonical solution "
-                    f"of '{item['id']}' fails its tests ({item.get('error')}); fix the record or "
+                    f"of '{item.id}' fails its tests ({item.error}); fix the record or "
                     f"raise grader.params.timeout/memory_mb")
     _zero(report, _grade(grader, {str(r["id"]): "" for r in records}, records),
           "empty answers", "")
@@ -145,7 +157,8 @@ def check_humaneval(report: Report, grader, records: list[dict]) -> None:
 
 
 def check_judge(report: Report, params: dict, records: list[dict]) -> None:
-    field_name = params.get("reference_field") or "answer"
+    from a2c.runtime.graders.judge import JudgeParams
+    field_name = JudgeParams.of(params).reference_field or "answer"
     missing = [r["id"] for r in records if not str(r.get(field_name) or "").strip()]
     if missing:
         report.fail("(1) references:", f"{len(missing)} held-out records have no reference "
@@ -173,10 +186,11 @@ def check_rollout(report: Report, grader, records: list[dict]) -> None:
         actions = iter(_walkthrough(rec))
         result = grader.grade_policy(lambda prompts, a=actions: [next(a, "look") for _ in prompts],
                                      [rec], lockstep=False)
-        if result.items and result.items[0].get("correct"):
+        played = (graded_items(result.items) or [GradedItem()])[0]
+        if played.correct:
             won += 1
         else:
-            lost.append((rec["id"], (result.items or [{}])[0].get("error")))
+            lost.append((rec["id"], played.error))
     score = 100.0 * won / len(records) if records else 0.0
     if not lost:
         report.ok("(1) gold answers:", f"the expert walkthroughs win {score:.1f}% of "
@@ -190,33 +204,32 @@ def check_rollout(report: Report, grader, records: list[dict]) -> None:
     _zero(report, empty, "empty answers", "an episode is won without acting; check the game")
 
 
-def check_grader(report: Report, grader_cfg: dict, splits: dict[str, list[dict]]) -> None:
-    from a2c.contracts.spec import GraderSpec
+def check_grader(report: Report, grader_spec: GraderSpec, splits: Splits) -> None:
     from a2c.runtime.graders import get_grader
 
-    grader_spec = GraderSpec.from_dict(grader_cfg)
     kind, params = grader_spec.kind, grader_spec.params or {}
-    heldout = splits["heldout"]
     if kind == "pairwise_judge":
-        check_judge(report, params, heldout)
+        check_judge(report, params, splits.heldout)
         return
-    grader = get_grader(grader_cfg)
+    grader = get_grader(grader_spec.to_dict())
     if kind == "exact_match":
-        check_exact_match(report, grader, params, heldout, splits["agent"])
+        check_exact_match(report, grader, params, splits.heldout, splits.agent)
     elif kind == "humaneval":
-        check_humaneval(report, grader, heldout)
+        check_humaneval(report, grader, splits.heldout)
     elif kind == "rollout":
-        check_rollout(report, grader, heldout)
+        check_rollout(report, grader, splits.heldout)
     else:
         report.skip("(1)(2):", f"grader kind '{kind}' has no gold-answer check")
 
 
-def _rollout_grader_cfg(task: TaskSpec, grader_cfg: dict, bundle_root: Path) -> dict:
-    """The grader config with `env.data_root` set to where this task's record paths resolve."""
+def _rollout_grader(task: TaskSpec, grader: GraderSpec, bundle_root: Path) -> GraderSpec:
+    """The grader with `env.data_root` set to where this task's record paths resolve (unless
+    it names one)."""
     from a2c.runtime.data import data_root
-    cfg = json.loads(json.dumps(grader_cfg))
-    cfg.setdefault("env", {}).setdefault("data_root", str(data_root(task, bundle_root)))
-    return cfg
+    env = grader.env or RolloutEnvSpec()
+    if env.data_root is None:
+        env = dataclasses.replace(env, data_root=str(data_root(task, bundle_root)))
+    return dataclasses.replace(grader, env=env)
 
 
 def _services(task: TaskSpec, log_dir: Path):
@@ -231,21 +244,20 @@ def _services(task: TaskSpec, log_dir: Path):
     return env_services_running(services, log_dir=log_dir)
 
 
-def check_points_1_to_3(report: Report, task: TaskSpec, grader_cfg: dict, bundle_root: Path,
-                        work: Path) -> dict[str, list[dict]] | None:
+def check_points_1_to_3(report: Report, task: TaskSpec, grader: GraderSpec, bundle_root: Path,
+                        work: Path) -> Splits | None:
     """Points (1), (2) and (3), printed in that order; the splits (None: not loadable)."""
     splits, splits_line = check_splits(report, task, bundle_root)
     if splits is not None:
-        if grader_cfg.get("kind") == "rollout":
-            cfg = _rollout_grader_cfg(task, grader_cfg, bundle_root)
+        if grader.kind == "rollout":
             try:
                 with _services(task, work / "services"):
-                    check_grader(report, cfg, splits)
+                    check_grader(report, _rollout_grader(task, grader, bundle_root), splits)
             except A2CError as exc:     # an environment service that cannot start here
                 report.cannot_check = True
                 report.skip("(1)(2):", "the task's environment cannot run here: "
                             f"{str(exc).splitlines()[0]}")
         else:
-            check_grader(report, grader_cfg, splits)
+            check_grader(report, grader, splits)
     splits_line()
     return splits

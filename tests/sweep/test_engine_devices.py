@@ -32,7 +32,7 @@ json.dump({"status": "finished", "best_score": 1.0, "start": start, "end": time.
 
 
 def test_the_grader_device_is_held_apart(tmp_path):
-    from a2c.sweep.engine import connect, run_sweep
+    from a2c.sweep.engine import SweepEvents, connect, run_sweep
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
     runs = tmp_path / "runs"
@@ -40,14 +40,13 @@ def test_the_grader_device_is_held_apart(tmp_path):
                              resources={"agent": {"CPU": 0.5, "GPU": 1.0},
                                         "grader": {"CPU": 0.5, "GPU": 1.0}}),
                        runs / f"t{i}", tmp_path / "task", tmp_path / "agent") for i in range(2)]
-    events = []
     try:
         result = run_sweep(lambda: connect(None, num_cpus=2, num_gpus=2), plans, runs,
-                           verify=lambda _: None, on_event=lambda k, p, d: events.append(k),
+                           verify=lambda _: None, events=SweepEvents(),
                            max_concurrent=2, command=[sys.executable, str(script)])
     finally:
         ray.shutdown()
-    assert {o["status"] for o in result.outcomes.values()} == {"finished"}, result.outcomes
+    assert {o.status for o in result.outcomes.values()} == {"finished"}, result.outcomes
     infos = [json.loads((runs / f"t{i}" / "run.json").read_text()) for i in range(2)]
     for info in infos:
         assert info["agent_gpus"] in ("0", "1") and info["eval_gpus"] in ("0", "1")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from a2c.contracts.trial import Trial
-from a2c.sweep.plan import TrialPlan, assumed_cluster, estimate_hours, fits, unfit
+from a2c.sweep.plan import PlanEstimate, TrialPlan, assumed_cluster, estimate_hours, fits, unfit
 from a2c.sweep.state import DONE, ENDED, FRESH, RESUME, move_aside, outcome, read_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,13 +68,13 @@ def test_a_crashed_agent_is_a_failed_trial_not_a_zero(tmp_path):
                     agent_exit={"returncode": 3, "reason": "exited"},
                     agent_log_tail=["Traceback", "RuntimeError: CUDA out of memory"])
     out = outcome(run, verify=lambda _: None)
-    assert out["status"] == "failed"
-    assert out["reason"] == "agent failed (exit 3, exited): RuntimeError: CUDA out of memory"
+    assert out.status == "failed"
+    assert out.reason == "agent failed (exit 3, exited): RuntimeError: CUDA out of memory"
     fine = _run_json(tmp_path / "f", status="finished", best_score=42.0)
-    assert outcome(fine, verify=lambda _: None)["status"] == "finished"
+    assert outcome(fine, verify=lambda _: None).status == "finished"
     bad = outcome(fine, verify=lambda _: "events.jsonl:3: hash chain broken")
-    assert bad == {**bad, "status": "failed",
-                   "reason": "record does not verify: events.jsonl:3: hash chain broken"}
+    assert (bad.status, bad.reason) == (
+        "failed", "record does not verify: events.jsonl:3: hash chain broken")
 
 
 def test_the_ended_statuses_are_the_runtimes():
@@ -92,8 +92,8 @@ def test_fit_and_plan_on_a_stated_cluster():
     assert unfit([ok, huge], nodes) == [huge]
     est = estimate_hours([ok] * 40, nodes)
     # 2 GPUs per trial (agent + grader): 4 per node, 16 at a time; 40 trials are 3 waves of 12 h.
-    assert est == {"trials": 40, "width": 16, "trial_hours": 480.0, "gpu_hours": 960.0,
-                   "waves": 3, "wall_hours": 36.0}
+    assert est == PlanEstimate(trials=40, width=16, trial_hours=480.0, gpu_hours=960.0,
+                               waves=3, wall_hours=36.0)
     with pytest.raises(Exception, match="NODESxCPUSxGPUS"):
         assumed_cluster("four nodes")
 

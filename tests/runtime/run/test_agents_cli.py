@@ -9,6 +9,8 @@ import pytest
 
 from a2c.cli import build_parser, main
 from a2c.cli.run import Progress, driver_line
+from a2c.contracts.run_summary import DriverUsage, RunSummary
+from a2c.contracts.spec import AgentSpec
 
 
 def test_run_driver_flags_parse_and_refuse_bad_values(capsys):
@@ -32,22 +34,22 @@ def test_summary_prints_the_driver_line_and_the_log_tail(capsys, monkeypatch):
                                "output_tokens": 300, "cost_usd": 0.0081, "errors": 1,
                                "exhausted": None},
               "agent_log_tail": ["Error: something broke", "exit 1"]}
-    Progress().summary(result)
+    Progress().summary(RunSummary.from_dict(result))
     out = capsys.readouterr().out
     assert ("scripted:sft-recipe (scripted driver): 3 call(s), 1,500 tokens (1,200 in, 300 "
             "out), $0.0081") in out
     assert "agent_failed" in out and "Error: something broke" in out and "exit 1" in out
     # one reason line (the last thing the agent said) instead of the raw tail
-    Progress().summary({**result, "reason": "Out of time at step 15."})
+    Progress().summary(RunSummary.from_dict({**result, "reason": "Out of time at step 15."}))
     out = capsys.readouterr().out
     assert "agent_failed: Out of time at step 15." in out and "exit 1" not in out
     assert driver_line("x", None) == "x: no calls"
     cached = {"calls": 2, "tokens": 166050, "input_tokens": 10000, "output_tokens": 2050,
               "cache_read_tokens": 154000, "cost_usd": 0.01}
-    assert "166,050 tokens (10,000 in, 2,050 out, 154,000 cache read)" in driver_line("x", cached)
+    assert "166,050 tokens (10,000 in, 2,050 out, 154,000 cache read)" in driver_line("x", DriverUsage.from_dict(cached))
     spent = {"calls": 1, "tokens": 2, "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.5,
              "exhausted": {"limit": "driver_cost_usd", "budget": 0.4, "used": 0.5}}
-    assert driver_line("x", spent).endswith("; driver budget spent (driver_cost_usd)")
+    assert driver_line("x", DriverUsage.from_dict(spent)).endswith("; driver budget spent (driver_cost_usd)")
 
 
 def test_agents_list_names_every_bundle(capsys):
@@ -96,7 +98,7 @@ def test_agents_install_missing_skips_a_command_install_whose_command_is_found(
     --missing it is skipped when the sandbox finds its command, else the command runs."""
     agent = {"id": "cmd", "type": "cli", "launch": {"command": "cmd-cli -p x"},
              "install": {"commands": [f"touch {tmp_path / 'ran'}"], "check": "cmd-cli"}}
-    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agent)
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: AgentSpec.from_dict(agent))
     prefix = tmp_path / "prefix"
     (prefix / "bin").mkdir(parents=True)
     assert main(["agents", "install", "cmd", "--missing", "--prefix", str(prefix)]) == 0
@@ -114,7 +116,7 @@ def test_agents_install_failure_is_one_line_with_the_commands_last_lines(
         tmp_path, monkeypatch, capsys):
     agent = {"id": "fake", "type": "cli", "launch": {"command": "x"},
              "install": {"commands": ["echo first; echo last words; exit 7"]}}
-    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: agent)
+    monkeypatch.setattr("a2c.cli.agents.load_one", lambda ref: AgentSpec.from_dict(agent))
     assert main(["agents", "install", "fake", "--prefix", str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "fake  failed     `bash -c 'echo first; echo last words; exit 7'` " \

@@ -16,6 +16,7 @@ from rich.console import Console
 from a2c.cli import build_parser
 from a2c.cli import run as run_cli
 from a2c.cli.run import Progress, driver_line, next_steps, summary_rows
+from a2c.contracts.run_summary import DriverUsage, RunSummary
 
 RUN_DIR = "/home/someone/projects/a2c-checkout/runs/arith-claude-code-20261204-211959-743c"
 RESULT = {"run_id": "arith-claude-code-20261204-211959-743c", "task": "arith",
@@ -35,7 +36,7 @@ def _printed(terminal: bool, width: int, result=RESULT) -> str:
     progress = Progress(Console(file=buf, force_terminal=terminal, width=width, highlight=False,
                                 color_system=None))
     progress(LONG)
-    progress.summary(result)
+    progress.summary(RunSummary.from_dict(result))
     return buf.getvalue()
 
 
@@ -48,7 +49,7 @@ def test_off_a_terminal_every_line_is_whole():
     lines = out.splitlines()
     assert lines[0].endswith(LONG)             # the progress line, not wrapped at 80
     assert any(line.split() == ["record", RUN_DIR] for line in lines), out
-    driver = driver_line(RESULT["driver"], RESULT["driver_usage"])
+    driver = driver_line(RESULT["driver"], DriverUsage.from_dict(RESULT["driver_usage"]))
     assert any(line.strip() == f"driver          {driver}" for line in lines), out
     assert "│" not in out and "…" not in out
 
@@ -57,7 +58,7 @@ def test_an_80_column_terminal_wraps_at_spaces_only():
     out = _printed(terminal=True, width=80)
     assert "…" not in out
     known = _words(LONG) | _words(f"a2c run {RESULT['run_id']}")
-    for key, value in summary_rows(RESULT):
+    for key, value in summary_rows(RunSummary.from_dict(RESULT)):
         known |= _words(f"{key} {value}")
     for line in out.splitlines():
         # every word printed is a whole word of what was said (none cut in two)
@@ -66,7 +67,7 @@ def test_an_80_column_terminal_wraps_at_spaces_only():
         assert len(line) <= 80 or line.split()[-1] == RUN_DIR, line
     assert RUN_DIR in out.split()          # the path whole, on one line
     text = " ".join(out.split())
-    assert driver_line(RESULT["driver"], RESULT["driver_usage"]) in text
+    assert driver_line(RESULT["driver"], DriverUsage.from_dict(RESULT["driver_usage"])) in text
     assert LONG in text
 
 
@@ -77,8 +78,9 @@ def test_a_wide_terminal_gets_the_table():
 
 def test_piped_output_of_the_real_console_is_not_wrapped(tmp_path):
     """Progress with its default console, stdout a pipe (`a2c demo | cat`), COLUMNS unset."""
-    code = ("import json, sys; from a2c.cli.run import Progress; p = Progress(); "
-            f"p({LONG!r}); p.summary(json.loads(sys.argv[1]))")
+    code = ("import json, sys; from a2c.cli.run import Progress; "
+            "from a2c.contracts.run_summary import RunSummary; p = Progress(); "
+            f"p({LONG!r}); p.summary(RunSummary.from_dict(json.loads(sys.argv[1])))")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("COLUMNS", "LINES")}
     out = subprocess.run([sys.executable, "-c", code, json.dumps(RESULT)], capture_output=True,
                          text=True, env=env, check=True).stdout
@@ -113,7 +115,7 @@ def test_demo_prints_the_next_steps_with_its_run_dir(monkeypatch, capsys):
 
 
 def test_next_steps_quote_a_path_with_spaces():
-    steps = next_steps({"run_dir": "/tmp/my runs/r1"}, "a2c")
+    steps = next_steps("/tmp/my runs/r1", "a2c")
     assert "  a2c verify '/tmp/my runs/r1'" in steps
     assert "  a2c leaderboard '/tmp/my runs'" in steps
 
