@@ -52,7 +52,8 @@ from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import rows_as_dicts, run_header, submission_rows
 from .templating import duration
-from .trust import group_improvement, leaderboard_values
+from .interval_records import PairedInterval
+from .trust import group_improvement, improvement_paired, leaderboard_values
 from .verify import verify_run
 
 GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation", *CONFIG_KEYS)
@@ -71,6 +72,7 @@ class RunRow:
     values: dict[str, Any]
     run_id: str
     contaminated: bool
+    paired: PairedInterval | None = None    # its best − baseline over items (a group of one)
 
     @property
     def seed(self) -> Any:
@@ -112,10 +114,12 @@ def summarise(run_dir: Path) -> RunRow:
         **driver_usage(record, best, baseline),
         **leaderboard_values(record, subs),   # final, selection_gap, not_derived (trust.py)
     })
+    paired = improvement_paired(record, subs)
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values,
                   run_id=header.run_id,
-                  contaminated=bool(contamination_section(record)["flagged"]))  # kept, marked
+                  contaminated=bool(contamination_section(record)["flagged"]),  # kept, marked
+                  paired=paired)
 
 
 def _beat(best: float | None, baseline: float | None) -> bool:
@@ -228,7 +232,8 @@ def _group(key: tuple, members: list[RunRow], by: tuple[str, ...], hidden: tuple
                   contaminated=[m.run_id for m in members if m.contaminated],
                   stats={column: _stats([v[column] for v in values]) for column in COLUMNS})
     if "seed" in by or not repeated:
-        entry.improvement_interval = group_improvement(values)
+        entry.improvement_interval = group_improvement(
+            [v["improvement"] for v in values], members[0].paired if len(members) == 1 else None)
     elif len(per_seed) >= 2:      # the seed is the unit: one mean per seed, repeats averaged
-        entry.improvement_interval = group_improvement([{"improvement": v} for v in per_seed])
+        entry.improvement_interval = group_improvement(per_seed)
     return entry

@@ -77,6 +77,7 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
     for failure in failures:
         counts[failure["category"]] = counts.get(failure["category"], 0) + 1
     bundle = _bundle_manifest(root)
+    trust = trust_sections(record, best_sub.id if best_sub else None)
     report = {
         "format": REPORT_FORMAT,
         "producer": {"a2c_version": __version__,
@@ -101,7 +102,9 @@ def build_report(run_dir: str | Path, verification: Verification | None = None,
         "failure_counts": dict(sorted(counts.items())),
         "outcomes": best_outcomes(record, rows, header.level, metrics["best_index"]),
         "driver": driver_section(record, subs),
-        **trust_sections(record, best_sub.id if best_sub else None),
+        "improvement": trust.improvement.to_dict(),
+        "final_split": trust.final_split.to_dict() if trust.final_split else None,
+        "provenance": trust.provenance.to_dict(),
         "contamination": contamination_section(record),
     }
     validate_report(report)
