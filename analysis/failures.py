@@ -257,7 +257,7 @@ def _refusals(grader_log: list[str]) -> list[Failure]:
     return out
 
 
-def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[dict[str, Any]]:
+def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[Failure]:
     """The report's failure list: each invalid submission, then the run-level failures."""
     grader_log = _log_lines(record.root, "grader.log")
     failures = [_submission_failure(record, sub, grader_log) for sub in submissions
@@ -268,7 +268,7 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
     failures = _run_status(record, failures)
     failures += _driver(record)
     failures += _refusals(grader_log)
-    return [f.to_dict() for f in failures]
+    return failures
 
 
 def _tail_evidence(record: RunRecord) -> list[Evidence]:

@@ -50,7 +50,7 @@ from .leaderboard_render import (  # re-exported: the readers of the table name 
 )
 from .process_metrics import process_metrics
 from .record import RunRecord
-from .summary import rows_as_dicts, run_header, submission_rows
+from .summary import run_header, submission_rows
 from .templating import duration
 from .interval_records import PairedInterval
 from .trust import group_improvement, improvement_paired, leaderboard_values
@@ -98,7 +98,7 @@ def summarise(run_dir: Path) -> RunRow:
     header = run_header(record)
     baseline = record.baseline_score
     subs = submission_rows(record, baseline)
-    metrics = process_metrics(record, rows_as_dicts(subs), baseline, header.to_dict())
+    metrics = process_metrics(record, subs, baseline, header)
     best = max((s.score for s in subs if s.counted), default=None)
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
@@ -108,9 +108,9 @@ def summarise(run_dir: Path) -> RunRow:
     values.update({
         "run_id": header.run_id, "baseline": baseline, "best": best,
         "improvement": None if best is None or baseline is None else best - baseline,
-        "submissions": metrics["n_submissions"], "valid": metrics["n_valid"],
+        "submissions": metrics.n_submissions, "valid": metrics.n_valid,
         # a best that never beat the baseline was reached by no one: no time to it
-        "time_to_best_s": metrics["time_to_best_s"] if _beat(best, baseline) else None,
+        "time_to_best_s": metrics.time_to_best_s if _beat(best, baseline) else None,
         **driver_usage(record, best, baseline),
         **leaderboard_values(record, subs),   # final, selection_gap, not_derived (trust.py)
     })
@@ -118,7 +118,7 @@ def summarise(run_dir: Path) -> RunRow:
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values,
                   run_id=header.run_id,
-                  contaminated=bool(contamination_section(record)["flagged"]),  # kept, marked
+                  contaminated=contamination_section(record).flagged,  # kept, marked
                   paired=paired)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from .citations import Evidence, tally
 from .claims import RULE_KINDS, ClaimChecker
 from .narrate import CITATION_RULES, AnalysisError, Ask, analysis_prompt, parse_reply
+from .report_doc import Report
 
 REVIEW_FORMAT = "a2c-review/1"
 RULES = {
@@ -65,7 +66,7 @@ def _verdict(checker: ClaimChecker, rule: str, answer: dict[str, Any] | None) ->
     return out
 
 
-def review(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, Any]:
+def review(run_dir: str | Path, report: Report, ask: Ask) -> dict[str, Any]:
     """Ask for the verdicts and check each; the review dict (without usage)."""
     ev = Evidence(run_dir)
     try:
@@ -80,7 +81,7 @@ def review(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, A
     finally:
         ev.close()
     unknown = sorted(set(by_rule) - set(RULES))
-    return {"format": REVIEW_FORMAT, "run_id": report["run"].get("run_id"),
+    return {"format": REVIEW_FORMAT, "run_id": report.run.run_id,
             "verdicts": verdicts, "checked": tally([v["status"] for v in verdicts]).to_dict(),
             "violations": [v["rule"] for v in verdicts if v["verdict"] == "violation"],
             "ignored_rules": unknown, "digest_chars": len(digest)}

@@ -90,4 +90,4 @@ def route(record: SimpleNamespace, mode: str = "rl-only",
              "model_path": model_path, "valid": True, "base_copy": False, "score": 50.0,
              "t_s": 60.0}]
     section, _ = training_and_timeline(record, subs, mode)
-    return section
+    return section.to_dict()      # as report.json holds it

@@ -63,7 +63,7 @@ def route(record, mode: str = "rl-only") -> dict:
              "model_path": "/workspace/output/final", "valid": True, "base_copy": False,
              "score": 50.0, "t_s": 60.0}]
     section, _ = training_and_timeline(record, subs, mode)
-    return section
+    return section.to_dict()      # as report.json holds it
 
 
 def test_sft_run_from_tmp_with_a_decoy_in_the_workspace_violates(tmp_path):
