@@ -40,6 +40,7 @@ from .grouping import (
     varying_config,
     wall_clock,
 )
+from .interval_records import PairedInterval
 from .leaderboard_render import (  # re-exported: the readers of the table name them here
     COLUMNS,
     HEADINGS,
@@ -52,7 +53,6 @@ from .process_metrics import process_metrics
 from .record import RunRecord
 from .summary import run_header, submission_rows
 from .templating import duration
-from .interval_records import PairedInterval
 from .trust import group_improvement, improvement_paired, leaderboard_values
 from .verify import verify_run
 

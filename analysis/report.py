@@ -147,7 +147,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
             + (f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else "")
             + "; refusing to report it (run `a2c verify` for details, or pass --force to report "
               "it anyway, marked as unverified)")
-    report = build_report(root, verification, forced=force)
+    typed = assemble_report(root, verification, forced=force)
+    report = typed.to_dict()
+    validate_report(report)
     out = Path(out_dir) if out_dir else root / "report"
     private_run_dir(root)                   # private by default (a2c.fsutil): 0700, 0600
     private_dir(out)
@@ -157,7 +159,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
     # Insertion order (not sorted keys): the file reads in the order of the schema's sections.
     write_text_atomic(paths.json, json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                       mode=PRIVATE_FILE)
-    write_text_atomic(svg, render_svg(report), mode=PRIVATE_FILE)
+    write_text_atomic(svg, render_svg(typed), mode=PRIVATE_FILE)
     layer = read_layer(root)                # RUN/analysis/: the checked case study and review
     write_text_atomic(paths.md, render_markdown(report, svg.name, layer), mode=PRIVATE_FILE)
     write_text_atomic(paths.html, render_html(report, layer), mode=PRIVATE_FILE)
