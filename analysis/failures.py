@@ -272,7 +272,7 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[F
 
 
 def _tail_evidence(record: RunRecord) -> list[Evidence]:
-    tail = record.run.get("agent_log_tail")
+    tail = record.info.agent_log_tail
     if not isinstance(tail, list):
         return []
     lines = [str(line) for line in tail if str(line).strip()]
@@ -288,14 +288,14 @@ def _run_status(record: RunRecord, failures: list[Failure]) -> list[Failure]:
     """The run statuses that say how the agent ended (a2c.contracts.run_info): `agent_failed`
     (it exited non-zero) and `no_submission` (it never submitted), with the last lines of its
     log that run.json keeps."""
-    status = record.run.get("status")
+    status = record.info.status
     tail = tuple(_tail_evidence(record))
     out = list(failures)
     if status == RunStatus.AGENT_FAILED:
         crashed = _first(out, "agent_crashed")
         if crashed is None:
-            exit_info = record.run.get("agent_exit")
-            code = exit_info.get("returncode") if isinstance(exit_info, dict) else None
+            exit_info = record.info.agent_exit
+            code = exit_info.returncode if exit_info else None
             out.append(Failure("agent_crashed", "run status agent_failed: the agent exited "
                                "with an error" + (f" (return code {code})" if code is not None
                                                   else ""), tail[:MAX_EVIDENCE]))
