@@ -1,11 +1,12 @@
 """Frozen records that nest: a JSON document read into typed parts and written back unchanged.
 
-`Record` (records.py) reads and writes one flat object; a document such as trajectory.json or
-report.json nests objects in objects. A `Part` reads each field into its annotation (a nested
-`Part` or `Record` from its object, a tuple of them from a list) and writes nested parts back as
-the objects they were read from, tuples as lists: the same JSON for the same values. Tolerant
-like every record reader: unknown keys are ignored, missing ones take the field's default, and a
-value that does not fit its annotation is kept as it is (for the schema check to name).
+`Record.from_dict` (records.py) reads one flat object; a document such as trajectory.json or
+report.json nests objects in objects. A `Part` is a frozen `Record` that reads each field into
+its annotation (a nested record from its object, a tuple of them from a list); it is written as
+every record is (`Record.to_dict`: nested records as objects, tuples as lists), so the same
+values give the same JSON. Tolerant like every record reader: unknown keys are ignored, missing
+ones take the field's default, and a value that does not fit its annotation is kept as it is
+(for the schema check to name).
 """
 
 from __future__ import annotations
@@ -17,20 +18,9 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from .records import OMIT_NONE, Record
+from .records import Record
 
 P = TypeVar("P", bound="Part")
-
-
-def plain(value: Any) -> Any:
-    """`value` as JSON holds it: parts and records as objects, tuples as lists."""
-    if isinstance(value, (Part, Record)):
-        return value.to_dict()
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    return value
 
 
 @functools.cache
@@ -46,7 +36,7 @@ def _read(value: Any, hint: Any) -> Any:
     options = [a for a in typing.get_args(hint) if a is not type(None)] \
         if typing.get_origin(hint) in (typing.Union, types.UnionType) else [hint]
     for option in options:
-        if isinstance(option, type) and issubclass(option, (Part, Record)) \
+        if isinstance(option, type) and issubclass(option, Record) \
                 and isinstance(value, dict):
             return option.from_dict(value)
         if typing.get_origin(option) is tuple and isinstance(value, list):
@@ -56,18 +46,9 @@ def _read(value: Any, hint: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Part:
-    """A part of a nested JSON document: written as the JSON object it is read from (a field
-    declared `optional()` is left out when None), nested parts as objects, tuples as lists."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get(OMIT_NONE):
-                continue
-            out[f.name] = plain(value)
-        return out
+class Part(Record):
+    """A frozen record of a nested JSON document: written as every record (`Record.to_dict`:
+    nested parts as objects, tuples as lists), read back with its nested parts parsed."""
 
     @classmethod
     def from_dict(cls: type[P], data: dict[str, Any]) -> P:
