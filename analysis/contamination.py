@@ -38,6 +38,7 @@ from typing import Any
 
 from a2c.contracts.event_payloads import SubmissionPruned
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.trajectory import Step, ToolCall, Trajectory
 
 from .item_index import (  # noqa: F401 - the check's public names, defined with the index
     BY_RANK,
@@ -199,27 +200,28 @@ def submission_texts(paths: RunPaths, stats: ScanStats
 def trajectory_texts(root: Path, stats: ScanStats
                      ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(time, where, text) of each driver answer: message, reasoning and tool-call arguments."""
-    trajectory = None
+    trajectory: Trajectory | None = None
     path = RunPaths(root).trajectory
     try:
-        trajectory = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        trajectory = Trajectory.from_dict(raw) if isinstance(raw, dict) else None
     except (OSError, ValueError):
         try:
-            from .trajectory import build_trajectory
-            trajectory = build_trajectory(root)
+            from .trajectory import trajectory_of
+            trajectory = trajectory_of(root)
         except Exception:  # noqa: BLE001 - a run without a gateway record has no trajectory
             trajectory = None
-    steps = (trajectory or {}).get("steps") or []
+    steps = [s for s in (trajectory.steps if trajectory else ()) if isinstance(s, Step)]
     stats.trajectory = int(bool(steps))
     for step in steps:
-        if not isinstance(step, dict) or step.get("source") != "agent":
+        if step.source != "agent":
             continue
-        parts = [step.get("message") or "", step.get("reasoning_content") or ""]
-        parts += [json.dumps(c.get("arguments"), ensure_ascii=False)
-                  for c in step.get("tool_calls") or [] if isinstance(c, dict)]
+        parts = [step.message or "", step.reasoning_content or ""]
+        parts += [json.dumps(c.arguments, ensure_ascii=False) for c in step.calls
+                  if isinstance(c, ToolCall)]
         stats.trajectory_steps += 1
-        yield (parse_time(step.get("timestamp")), {"kind": "trajectory",
-                                                   "step": step.get("step_id")}, "\n".join(parts))
+        yield (parse_time(step.timestamp), {"kind": "trajectory", "step": step.step_id},
+               "\n".join(parts))
 
 
 @dataclass

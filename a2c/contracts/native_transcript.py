@@ -23,7 +23,7 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExitMeta(Record):
     """A tool output's metadata, where each scaffold states the exit code under its own key."""
 
@@ -47,7 +47,7 @@ def stated_exit_code(data: Any) -> int | None:
     return ExitMeta.from_dict(meta).code
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClaudeToolResult(Record):
     """A Claude Code `tool_result` block."""
 
@@ -56,7 +56,7 @@ class ClaudeToolResult(Record):
     is_error: Any = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolMessage(Record):
     """A chat-style tool message (`role: tool`, mini-swe-agent): `returncode` in its `extra`."""
 
@@ -65,7 +65,7 @@ class ToolMessage(Record):
     exit_code: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolState(Record):
     """A tool part's state (OpenCode `state`; Gemini: the event itself): its output, its
     status and the exit code its metadata states (OpenCode `metadata.exit`)."""
@@ -76,7 +76,7 @@ class ToolState(Record):
     failed: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class CommandExecution(Record):
     """A Codex `command_execution` item: the command line, its exit code and output."""
 
