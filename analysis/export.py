@@ -272,7 +272,8 @@ def _public_report(root: Path, dest: Path, scanner: _Scanner, export: _Export) -
 
 
 def _listed_files(dest: Path) -> dict[str, Any]:
-    return {name: file_digest(dest / name) for name, kind in sorted(present_files(dest).items())
+    return {name: file_digest(dest / name).to_dict()
+            for name, kind in sorted(present_files(dest).items())
             if kind == "file" and name != MANIFEST}
 
 
