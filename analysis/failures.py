@@ -23,6 +23,7 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.submission_errors import SubmissionError as E
 
 from .record import RunRecord, Submission
+from .result_file import ResultFile
 
 # (category, label, pattern) in priority order: the first match wins.
 CATEGORIES: list[tuple[str, str, re.Pattern]] = [
@@ -194,8 +195,8 @@ def _submission_failure(record: RunRecord, sub: Submission, grader_log: list[str
     if sub.error:
         texts.append(sub.error)
         evidence.append(Evidence("events.jsonl", sub.scored_line, _clip(sub.error)))
-    result = record.result(sub.result_file) if sub.result_file else None
-    error = result.get("error") if result else None
+    result = ResultFile.of(record.result(sub.result_file)) if sub.result_file else None
+    error = result.error if result else None
     if error and error != sub.error:
         texts.append(str(error))
         for line in str(error).splitlines()[-3:]:

@@ -37,6 +37,7 @@ from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
 
 from .interval_records import DifferenceInterval, GroupInterval, PairedInterval
 from .record import RunRecord, sid
+from .result_file import ResultFile
 from .rows import SubmissionRow
 
 
@@ -197,7 +198,8 @@ def provenance_rows(record: RunRecord) -> list[ProvenanceRow]:
     for sub in record.submissions:
         if not sub.valid or not sub.result_file:
             continue
-        raw = (record.result(sub.result_file) or {}).get("provenance")
+        result = ResultFile.of(record.result(sub.result_file))
+        raw = result.provenance if result else None
         if not isinstance(raw, dict):
             continue
         prov = Provenance.from_dict(raw)
