@@ -130,7 +130,7 @@ def _shipped_workspace(folder: Path) -> dict[str, str]:
 def _executed(record: RunRecord, repo: SnapshotRepo) -> Executed:
     """What the command log shows the agent ran outside its workspace (executed.py), against
     the files every snapshot kept from outside."""
-    commits = [s["commit"] for s in record.snapshots]
+    commits = [s.commit for s in record.snapshot_taken]
     head = repo.resolve("refs/heads/main")
     if head and head not in commits:
         commits.append(head)
@@ -170,10 +170,10 @@ class _Route:
 def _snapshot_before(record: RunRecord, repo: SnapshotRepo, commit: str, row: SubmissionRow,
                      walk: _Walk) -> None:
     """The first submission is diffed against the last snapshot taken before it."""
-    before = [s for s in record.snapshots if s["commit"] != commit and s["ts"] is not None
-              and row.received_at is not None and iso_utc(s["ts"]) <= row.received_at]
+    before = [s for s in record.snapshot_taken if s.commit != commit and s.ts is not None
+              and row.received_at is not None and iso_utc(s.ts) <= row.received_at]
     if before:
-        walk.commit = before[-1]["commit"]
+        walk.commit = before[-1].commit
         walk.files = repo.files(walk.commit)
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from a2c.analysis.attribution import training_and_timeline
 from a2c.analysis.executed import executed_code
+from a2c.analysis.record import SnapshotTaken
 from a2c.contracts.outside import OUTSIDE_PREFIX, outside_roots
 from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.snapshots import Snapshotter
@@ -53,9 +54,9 @@ def make_run(tmp_path: Path, commands: list[tuple[str, str]] | None, tmp_files: 
     snap = Snapshotter(paths.snapshots, paths.workspace, outside=outside_roots(paths))
     info = snap.snapshot("submission", submission_id=1)
     snap.tag_submission(1, info["commit"])
-    return SimpleNamespace(root=root, commit=info["commit"], snapshots=[
-        {"commit": info["commit"], "reason": "submission", "submission_id": "1", "ts": T0 + 50,
-         "files": info["files"], "bytes": info["bytes"]}])
+    return SimpleNamespace(root=root, commit=info["commit"], snapshot_taken=[
+        SnapshotTaken(commit=info["commit"], reason="submission", submission_id="1", ts=T0 + 50,
+                      files=info["files"], bytes=info["bytes"])])
 
 
 def route(record, mode: str = "rl-only") -> dict:
