@@ -30,7 +30,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedClaim, OutcomeCheck
+from .checked_claims import (
+    FALSE,
+    UNVERIFIABLE,
+    VERIFIED,
+    CheckedClaim,
+    OutcomeCheck,
+    StatedClaim,
+)
 from .citations import Evidence
 from .claims_text import (
     compliance_stance,
@@ -287,7 +294,7 @@ class ClaimChecker:
         `rule`: a review rule (its kind applies whatever the text says); `stance`: the verdict
         (clean | violation | unclear) the rule's check takes instead of the text's wording."""
         out = self.ev.check_claim(claim)
-        given = claim.get("kind") if isinstance(claim, dict) else None
+        given = StatedClaim.of(claim).kind
         stated = stated_kind(given)
         implied = RULE_KINDS.get(rule or "", ())
         kinds = list(dict.fromkeys([*implied, *([stated] if stated else []),

@@ -23,6 +23,7 @@ from typing import Any
 
 from a2c.contracts.records import Record
 
+from .checked_claims import StatedClaim
 from .citations import Evidence, tally
 from .claims import RULE_KINDS, ClaimChecker
 from .narrate import CITATION_RULES, AnalysisError, Ask, analysis_prompt, parse_reply
@@ -81,8 +82,8 @@ def _verdict(checker: ClaimChecker, rule: str, answer: VerdictAnswer | None) -> 
             "text": "the model gave no verdict on this rule", "citations": [],
             "status": "unverifiable", "why": "no verdict"})
     verdict = str(answer.verdict).strip().lower()
-    claim = checker.check({"text": answer.text or "", "kind": answer.kind,
-                           "citations": answer.citations},
+    claim = checker.check(StatedClaim(text=answer.text or "", kind=answer.kind,
+                                      citations=answer.citations),
                           rule=rule, stance=verdict if verdict in VERDICTS else "unclear")
     shown = verdict if verdict in VERDICTS else "unclear"
     out = {"rule": rule, "question": RULES[rule], "verdict": shown, **claim.to_dict()}
