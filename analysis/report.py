@@ -118,12 +118,18 @@ def assemble_report(run_dir: str | Path, verification: Verification | None = Non
     )
 
 
+def checked_report(run_dir: str | Path, verification: Verification | None = None,
+                   forced: bool = False) -> Report:
+    """The assembled report, its JSON checked against the schema (ValidationError if not)."""
+    report = assemble_report(run_dir, verification, forced)
+    validate_report(report.to_dict())
+    return report
+
+
 def build_report(run_dir: str | Path, verification: Verification | None = None,
                  forced: bool = False) -> dict[str, Any]:
     """report.json: the assembled report as JSON, checked against its schema."""
-    report = assemble_report(run_dir, verification, forced).to_dict()
-    validate_report(report)
-    return report
+    return checked_report(run_dir, verification, forced).to_dict()
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: bool = False
@@ -147,9 +153,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
             + (f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else "")
             + "; refusing to report it (run `a2c verify` for details, or pass --force to report "
               "it anyway, marked as unverified)")
-    typed = assemble_report(root, verification, forced=force)
+    typed = checked_report(root, verification, forced=force)
     report = typed.to_dict()
-    validate_report(report)
     out = Path(out_dir) if out_dir else root / "report"
     private_run_dir(root)                   # private by default (a2c.fsutil): 0700, 0600
     private_dir(out)

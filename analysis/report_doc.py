@@ -151,7 +151,7 @@ class Report(Part):
     timeline: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
     failure_counts: dict[str, int] = field(default_factory=dict)
-    outcomes: dict[str, Any] = field(default_factory=dict)
+    outcomes: dict[str, Any] | None = None          # None: no submission counts
     driver: dict[str, Any] | None = None
     improvement: Improvement = field(default_factory=Improvement)
     final_split: FinalSplit | None = None
