@@ -22,6 +22,7 @@ from . import compliance
 from .executed import Executed, executed_code, outside_files
 from .launched import launched_training
 from .record import RunRecord
+from .report_doc import Route
 from .rows import SubmissionRow
 from .snapshots import MAX_TEXT_BYTES, SnapshotRepo, diff_trees
 from .training_methods import FileTraining, analyse_file, is_code
@@ -129,7 +130,7 @@ def _shipped_workspace(folder: Path) -> dict[str, str]:
 def _executed(record: RunRecord, repo: SnapshotRepo) -> Executed:
     """What the command log shows the agent ran outside its workspace (executed.py), against
     the files every snapshot kept from outside."""
-    commits = [s["commit"] for s in record.snapshots]
+    commits = [s.commit for s in record.snapshot_taken]
     head = repo.resolve("refs/heads/main")
     if head and head not in commits:
         commits.append(head)
@@ -169,10 +170,10 @@ class _Route:
 def _snapshot_before(record: RunRecord, repo: SnapshotRepo, commit: str, row: SubmissionRow,
                      walk: _Walk) -> None:
     """The first submission is diffed against the last snapshot taken before it."""
-    before = [s for s in record.snapshots if s["commit"] != commit and s["ts"] is not None
-              and row.received_at is not None and iso_utc(s["ts"]) <= row.received_at]
+    before = [s for s in record.snapshot_taken if s.commit != commit and s.ts is not None
+              and row.received_at is not None and iso_utc(s.ts) <= row.received_at]
     if before:
-        walk.commit = before[-1]["commit"]
+        walk.commit = before[-1].commit
         walk.files = repo.files(walk.commit)
 
 
@@ -277,14 +278,12 @@ def _executed_summary(executed: Executed) -> dict[str, Any]:
 
 
 def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: str | None
-                          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                          ) -> tuple[Route, list[dict[str, Any]]]:
     """(the report's `route`, its `timeline`); fills each row's `snapshot` from the tags."""
     repo = SnapshotRepo(RunPaths(record.root).snapshots)
     if not repo.available:
-        return {"available": False, "per_submission": [], "methods": [], "adapters": [],
-                "hyperparameters": {},
-                "compliance": {**compliance.compliance(mode, []),
-                               "detail": "no snapshots.git: the route cannot be read"}}, []
+        return Route(compliance={**compliance.compliance(mode, []),
+                                 "detail": "no snapshots.git: the route cannot be read"}), []
     per_submission: list[dict[str, Any]] = []
     timeline: list[dict[str, Any]] = []
     try:
@@ -307,9 +306,9 @@ def training_and_timeline(record: RunRecord, subs: list[dict[str, Any]], mode: s
             timeline.append(step)
     finally:
         repo.close()
-    return {"available": True, "per_submission": per_submission,
-            "methods": sorted(walk.methods), "adapters": sorted(walk.adapters),
-            "hyperparameters": _merge_hps(per_submission),
-            "compliance": compliance.overall(mode, walk.verdicts, sorted(walk.methods),
-                                             walk.gaps),
-            "executed": _executed_summary(executed)}, timeline
+    return Route(available=True, per_submission=per_submission,
+                 methods=tuple(sorted(walk.methods)), adapters=tuple(sorted(walk.adapters)),
+                 hyperparameters=_merge_hps(per_submission),
+                 compliance=compliance.overall(mode, walk.verdicts, sorted(walk.methods),
+                                               walk.gaps),
+                 executed=_executed_summary(executed)), timeline

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .interval_records import GroupInterval
+
 
 @dataclass(frozen=True)
 class Stat:
@@ -43,7 +45,7 @@ class Group:
     repeats: str | None
     contaminated: list[str]
     stats: dict[str, Stat] = field(default_factory=dict)
-    improvement_interval: dict[str, Any] | None = None
+    improvement_interval: GroupInterval | None = None
     labels: dict[str, str | None] = field(default_factory=dict)   # the settings as shown
     wall_clock_s: float | None = None
 

@@ -1,4 +1,5 @@
-"""A model's claim once checked against the record, typed: each citation resolved
+"""A model's claim as it stated it (`StatedClaim`, `StatedCitation`: its answer's JSON, read
+once) and once checked against the record, typed: each citation resolved
 (`CheckedCitation`: verified or unverifiable, and who wrote what it quotes), each outcome check
 (`OutcomeCheck`: true, false or unverifiable, with the record's fact) and the claim itself
 (`CheckedClaim`: its status, why, its kind). analysis/citations.py resolves citations,
@@ -11,9 +12,38 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from a2c.contracts.records import Record
+
 VERIFIED = "verified"
 UNVERIFIABLE = "unverifiable"
 FALSE = "false"
+
+
+@dataclass(frozen=True)
+class StatedCitation(Record):
+    """A citation as the model gave it: {kind, ref, quote} (any values: the model's JSON)."""
+
+    kind: Any = None
+    ref: Any = None
+    quote: Any = None
+
+
+@dataclass(frozen=True)
+class StatedClaim(Record):
+    """A claim as the model gave it: its text, its kind (its own label) and its citations."""
+
+    text: Any = None
+    kind: Any = None
+    citations: Any = None
+
+    @classmethod
+    def of(cls, value: Any) -> StatedClaim:
+        """The claim an answer holds: an object, or a bare string (no citations)."""
+        if isinstance(value, StatedClaim):
+            return value
+        if isinstance(value, dict):
+            return cls.from_dict(value)
+        return cls(text=value if isinstance(value, str) else str(value), citations=[])
 
 
 @dataclass

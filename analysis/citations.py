@@ -33,7 +33,15 @@ from typing import Any
 from a2c.contracts.records import Record
 from a2c.contracts.run_paths import RunPaths
 
-from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedCitation, CheckedClaim
+from .checked_claims import (
+    FALSE,
+    UNVERIFIABLE,
+    VERIFIED,
+    CheckedCitation,
+    CheckedClaim,
+    StatedCitation,
+    StatedClaim,
+)
 from .record import RunRecord
 from .snapshots import SnapshotRepo
 
@@ -141,8 +149,8 @@ class Evidence:
         if not isinstance(citation, dict):
             return CheckedCitation(None, None, str(citation),
                                    why="not a {kind, ref, quote} object")
-        out = CheckedCitation(citation.get("kind"), citation.get("ref"),
-                              str(citation.get("quote") or ""))
+        stated = StatedCitation.from_dict(citation)
+        out = CheckedCitation(stated.kind, stated.ref, str(stated.quote or ""))
         text, runtime, why = self._resolve(str(out.kind), out.ref)
         quote = normalise(out.quote)
         if text is not None and not quote:
@@ -162,14 +170,11 @@ class Evidence:
     def check_claim(self, claim: Any) -> CheckedClaim:
         """A claim {text, citations} (the model's answer as parsed) with each citation checked
         and the claim's `status`."""
-        if isinstance(claim, str):
-            claim = {"text": claim, "citations": []}
-        if not isinstance(claim, dict):
-            claim = {"text": str(claim), "citations": []}
-        cites = claim.get("citations")
+        stated = StatedClaim.of(claim)
+        cites = stated.citations
         checked = [self.check(c) for c in (cites if isinstance(cites, list) else [])]
         ok = bool(checked) and all(c.verified for c in checked)
-        out = CheckedClaim(text=str(claim.get("text") or ""), citations=checked,
+        out = CheckedClaim(text=str(stated.text or ""), citations=checked,
                            status=VERIFIED if ok else UNVERIFIABLE)  # nothing else it said
         if not checked:
             out.why = "cites no evidence"

@@ -30,7 +30,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .checked_claims import FALSE, UNVERIFIABLE, VERIFIED, CheckedClaim, OutcomeCheck
+from .checked_claims import (
+    FALSE,
+    UNVERIFIABLE,
+    VERIFIED,
+    CheckedClaim,
+    OutcomeCheck,
+    StatedClaim,
+)
 from .citations import Evidence
 from .claims_text import (
     compliance_stance,
@@ -42,6 +49,7 @@ from .claims_text import (
     reported,
     score_numbers,
 )
+from .report_doc import Contamination, Report
 
 KINDS = ("score", "route", "data_use", "compliance", "contamination", "other")
 OUTCOME = KINDS[:-1]
@@ -108,12 +116,10 @@ class ContaminationFact:
     first_place: str | None      # where the first match was found
 
     @classmethod
-    def of(cls, section: dict[str, Any]) -> ContaminationFact:
-        run = section.get("run") or {}
-        where = [w for m in run.get("matched") or [] for w in m.get("where") or []][:1]
-        return cls(available=bool(section.get("available")),
-                   flagged=bool(section.get("flagged")), n_items=section.get("n_items"),
-                   counted=run.get("counted", run.get("count")),
+    def of(cls, section: Contamination) -> ContaminationFact:
+        where = [w for m in section.run.matched for w in m.where][:1]
+        return cls(available=bool(section.available), flagged=bool(section.flagged),
+                   n_items=section.n_items, counted=section.run.counted_items,
                    first_place=(where[0].get("path") or where[0].get("kind")) if where
                    else None)
 
@@ -121,23 +127,22 @@ class ContaminationFact:
 class Facts:
     """The runtime-owned facts of one run, from its report (built from the verified record)."""
 
-    def __init__(self, report: dict[str, Any]):
-        scores = report.get("scores") or {}
-        self.baseline = _num(scores.get("baseline"))
-        self.best = _num(scores.get("best"))
-        self.final = _num(scores.get("final"))
-        self.improvement = _num(scores.get("improvement"))
-        self.best_id = scores.get("best_submission")
-        subs = sorted(report.get("submissions") or [], key=lambda s: s.get("index") or 0)
-        self.scores = {str(s["id"]): _num(s.get("score")) for s in subs
-                       if s.get("valid") and _num(s.get("score")) is not None}
-        route = report.get("route") or {}
-        self.route_methods = list(route.get("methods") or [])
-        compliance = route.get("compliance") or {}
+    def __init__(self, report: Report):
+        scores = report.scores
+        self.baseline = _num(scores.baseline)
+        self.best = _num(scores.best)
+        self.final = _num(scores.final)
+        self.improvement = _num(scores.improvement)
+        self.best_id = scores.best_submission
+        subs = sorted(report.submissions, key=lambda s: s.index or 0)
+        self.scores = {str(s.id): _num(s.score) for s in subs
+                       if s.valid and _num(s.score) is not None}
+        self.route_methods = list(report.route.methods)
+        compliance = report.route.compliance
         self.compliance = compliance.get("verdict")
         self.compliance_detail = compliance.get("detail", "")
-        self.mode = (report.get("run") or {}).get("mode")
-        self.contamination = ContaminationFact.of(report.get("contamination") or {})
+        self.mode = report.run.mode
+        self.contamination = ContaminationFact.of(report.contamination)
 
     # ------------------------------------------------------------------ score
     def score_fact(self) -> str:
@@ -261,7 +266,7 @@ class Facts:
 class ClaimChecker:
     """Checks claims: citations against the record (Evidence), outcomes against its facts."""
 
-    def __init__(self, ev: Evidence, report: dict[str, Any]):
+    def __init__(self, ev: Evidence, report: Report):
         self.ev = ev
         self.facts = Facts(report)
 
@@ -289,7 +294,7 @@ class ClaimChecker:
         `rule`: a review rule (its kind applies whatever the text says); `stance`: the verdict
         (clean | violation | unclear) the rule's check takes instead of the text's wording."""
         out = self.ev.check_claim(claim)
-        given = claim.get("kind") if isinstance(claim, dict) else None
+        given = StatedClaim.of(claim).kind
         stated = stated_kind(given)
         implied = RULE_KINDS.get(rule or "", ())
         kinds = list(dict.fromkeys([*implied, *([stated] if stated else []),

@@ -38,6 +38,7 @@ from typing import Any
 
 from a2c.contracts.event_payloads import SubmissionPruned
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.trajectory import Step, ToolCall, Trajectory
 
 from .item_index import (  # noqa: F401 - the check's public names, defined with the index
     BY_RANK,
@@ -55,6 +56,7 @@ from .item_index import (  # noqa: F401 - the check's public names, defined with
     tokens,
 )
 from .record import RunRecord, SnapshotTaken, parse_time, sid
+from .report_doc import Contamination, Match, Matches
 from .snapshots import SnapshotRepo
 
 RUN_THRESHOLD = 0.01    # matched share of held-out + final items that flags a run
@@ -198,27 +200,28 @@ def submission_texts(paths: RunPaths, stats: ScanStats
 def trajectory_texts(root: Path, stats: ScanStats
                      ) -> Iterator[tuple[float | None, dict[str, Any], str]]:
     """(time, where, text) of each driver answer: message, reasoning and tool-call arguments."""
-    trajectory = None
+    trajectory: Trajectory | None = None
     path = RunPaths(root).trajectory
     try:
-        trajectory = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        trajectory = Trajectory.from_dict(raw) if isinstance(raw, dict) else None
     except (OSError, ValueError):
         try:
-            from .trajectory import build_trajectory
-            trajectory = build_trajectory(root)
+            from .trajectory import trajectory_of
+            trajectory = trajectory_of(root)
         except Exception:  # noqa: BLE001 - a run without a gateway record has no trajectory
             trajectory = None
-    steps = (trajectory or {}).get("steps") or []
+    steps = [s for s in (trajectory.steps if trajectory else ()) if isinstance(s, Step)]
     stats.trajectory = int(bool(steps))
     for step in steps:
-        if not isinstance(step, dict) or step.get("source") != "agent":
+        if step.source != "agent":
             continue
-        parts = [step.get("message") or "", step.get("reasoning_content") or ""]
-        parts += [json.dumps(c.get("arguments"), ensure_ascii=False)
-                  for c in step.get("tool_calls") or [] if isinstance(c, dict)]
+        parts = [step.message or "", step.reasoning_content or ""]
+        parts += [json.dumps(c.arguments, ensure_ascii=False) for c in step.calls
+                  if isinstance(c, ToolCall)]
         stats.trajectory_steps += 1
-        yield (parse_time(step.get("timestamp")), {"kind": "trajectory",
-                                                   "step": step.get("step_id")}, "\n".join(parts))
+        yield (parse_time(step.timestamp), {"kind": "trajectory", "step": step.step_id},
+               "\n".join(parts))
 
 
 @dataclass
@@ -235,7 +238,7 @@ def _bound(record: RunRecord, sub: Any) -> float | None:
     return times[0] if times else sub.received_at
 
 
-def _summary(hits: list[_Hit], splits: dict[str, str], total: int) -> dict[str, Any]:
+def _summary(hits: list[_Hit], splits: dict[str, str], total: int) -> Matches:
     where: dict[str, list[dict[str, Any]]] = {}
     by: dict[str, str] = {}
     for hit in hits:
@@ -247,12 +250,12 @@ def _summary(hits: list[_Hit], splits: dict[str, str], total: int) -> dict[str, 
                 by[item] = kind
     matched = sorted(where)
     counted = _counted(hits)
-    return {"matched": [{"id": i, "split": splits.get(i), "by": by[i], "where": where[i]}
-                        for i in matched],
-            "count": len(matched), "share": round(len(matched) / total, 4) if total else 0.0,
-            "by": {kind: sum(1 for i in matched if by[i] == kind) for kind in BY_RANK},
-            "counted": len(counted),
-            "counted_share": round(len(counted) / total, 4) if total else 0.0}
+    return Matches(
+        matched=tuple(Match(id=i, split=splits.get(i), by=by[i], where=where[i])
+                      for i in matched),
+        count=len(matched), share=round(len(matched) / total, 4) if total else 0.0,
+        by={kind: sum(1 for i in matched if by[i] == kind) for kind in BY_RANK},
+        counted=len(counted), counted_share=round(len(counted) / total, 4) if total else 0.0)
 
 
 def _counted(hits: list[_Hit]) -> set[str]:
@@ -269,12 +272,12 @@ def _counted(hits: list[_Hit]) -> set[str]:
     return out
 
 
-def is_flagged(summary: dict[str, Any]) -> bool:
+def is_flagged(summary: Matches) -> bool:
     """A `_summary`'s counted items (`_counted`) reach RUN_THRESHOLD of all the items."""
-    return summary["counted"] > 0 and summary["counted_share"] >= RUN_THRESHOLD
+    return summary.counted_items > 0 and (summary.counted_share or 0.0) >= RUN_THRESHOLD
 
 
-def contamination_section(record: RunRecord) -> dict[str, Any]:
+def contamination_section(record: RunRecord) -> Contamination:
     """report.json's `contamination` section (schema: analysis/schemas/report.schema.json)."""
     started = time.perf_counter()
     paths = RunPaths(record.root)
@@ -310,42 +313,43 @@ def contamination_section(record: RunRecord) -> dict[str, Any]:
         mine = [h for h in hits if h.submission == sub.id]
         mine += [h for h in hits if h.submission is None
                  and (bound is None or h.when is None or h.when <= bound)]
-        submissions.append({"id": sub.id, **_summary(mine, splits, total),
+        submissions.append({"id": sub.id, **_summary(mine, splits, total).to_dict(),
                             "files_pruned": sub.id in pruned})
     run = _summary(hits, splits, total)
     # The run, not only its submissions: a file's time on disk is its last write, which the agent
     # controls, so what it left anywhere counts against the run.
     flagged = is_flagged(run)
-    return {
-        "method": {"n": N, "item_share": ITEM_SHARE, "run_threshold": RUN_THRESHOLD,
-                   "signature_min_items": SIGNATURE_MIN_ITEMS,
-                   "normalisation": "escapes undone, NFKC, casefold, punctuation to spaces, "
-                                    "numbers canonical (1,234 -> 1234, 7.0 -> 7, three -> 3), "
-                                    "whitespace collapsed",
-                   "decoders": ["reversed", "base64", "hex", "url", "html"],
-                   "signatures": {"numbers": f"operands and answer, {NUM_MIN}-{NUM_MAX} numbers "
-                                             f"of {NUM_WEIGHT}+ significant digits, as one run",
-                                  "words": f"{WORD_SHARE:.0%} of the prompt's distinctive words "
-                                           "and all its numbers, within twice its length"},
-                   "excluded": "n-grams and signatures that occur in the agent split (RUN/data)"},
-        "item_counts": {split: len(rows) for split, rows in items.items()} | {
+    return Contamination(
+        method={"n": N, "item_share": ITEM_SHARE, "run_threshold": RUN_THRESHOLD,
+               "signature_min_items": SIGNATURE_MIN_ITEMS,
+               "normalisation": "escapes undone, NFKC, casefold, punctuation to spaces, "
+                                "numbers canonical (1,234 -> 1234, 7.0 -> 7, three -> 3), "
+                                "whitespace collapsed",
+               "decoders": ["reversed", "base64", "hex", "url", "html"],
+               "signatures": {"numbers": f"operands and answer, {NUM_MIN}-{NUM_MAX} numbers "
+                                         f"of {NUM_WEIGHT}+ significant digits, as one run",
+                              "words": f"{WORD_SHARE:.0%} of the prompt's distinctive words "
+                                       "and all its numbers, within twice its length"},
+               "excluded": "n-grams and signatures that occur in the agent split (RUN/data)"},
+        item_counts={split: len(rows) for split, rows in items.items()} | {
             "indistinct": len(index.indistinct)},
-        "signatures": index.signature_count,
-        "n_items": total,
-        "sources": {"snapshots": len(record.snapshot_taken), "blobs_scanned": stats.scanned,
-                    "blobs_skipped": stats.skipped,
-                    "trajectory": bool(stats.trajectory),
-                    "trajectory_steps": stats.trajectory_steps,
-                    "submission_files": stats.submission_files,
-                    "disk_files": stats.disk_files, "disk_skipped": stats.disk_skipped,
-                    "submissions_pruned": pruned},
-        "available": total > 0,
-        "flagged": bool(flagged),
-        "run": run,
-        "submissions": submissions,
-        "elapsed_s": round(time.perf_counter() - started, 3),
-    }
+        signatures=index.signature_count,
+        n_items=total,
+        sources={"snapshots": len(record.snapshot_taken), "blobs_scanned": stats.scanned,
+                 "blobs_skipped": stats.skipped,
+                 "trajectory": bool(stats.trajectory),
+                 "trajectory_steps": stats.trajectory_steps,
+                 "submission_files": stats.submission_files,
+                 "disk_files": stats.disk_files, "disk_skipped": stats.disk_skipped,
+                 "submissions_pruned": pruned},
+        available=total > 0,
+        flagged=bool(flagged),
+        run=run,
+        submissions=submissions,
+        elapsed_s=round(time.perf_counter() - started, 3),
+    )
 
 
 def check_run(run_dir: str | Path) -> dict[str, Any]:
-    return contamination_section(RunRecord.load(run_dir))
+    """A run's contamination section as report.json holds it."""
+    return contamination_section(RunRecord.load(run_dir)).to_dict()

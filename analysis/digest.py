@@ -8,12 +8,12 @@ its own share, so a long command log cannot push out the code.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from a2c.contracts.run_paths import RunPaths
 
 from .attribution import _shipped_workspace
 from .citations import Evidence, event_text, submission_text
+from .report_doc import Report
 from .snapshots import diff_trees
 
 SKIP_EVENTS = {"driver_call"}        # one per model call: the steps part says what they did
@@ -38,15 +38,16 @@ def _capped(lines: list[str], budget: int) -> list[str]:
     return out
 
 
-def _header(report: dict[str, Any]) -> list[str]:
-    run, scores, m = report["run"], report["scores"], report["metrics"]
-    keep = {k: run.get(k) for k in ("run_id", "task", "level", "mode", "agent", "driver",
-                                    "base_model", "status")}
+def _header(report: Report) -> list[str]:
+    run = report.run
+    keep = {"run_id": run.run_id, "task": run.task, "level": run.level, "mode": run.mode,
+            "agent": run.agent, "driver": run.driver, "base_model": run.base_model,
+            "status": run.status}
     return [json.dumps(keep, ensure_ascii=False),
-            f"scores: {json.dumps(scores, ensure_ascii=False)}",
-            f"submissions: {m.get('n_submissions')}, training route: "
-            f"{_clip(json.dumps(report.get('route'), ensure_ascii=False), 600)}",
-            f"failure counts: {json.dumps(report.get('failure_counts'))}"]
+            f"scores: {json.dumps(report.scores.to_dict(), ensure_ascii=False)}",
+            f"submissions: {report.metrics.n_submissions}, training route: "
+            f"{_clip(json.dumps(report.route.to_dict(), ensure_ascii=False), 600)}",
+            f"failure counts: {json.dumps(report.failure_counts)}"]
 
 
 def _inside(files: dict[str, str]) -> dict[str, str]:
@@ -83,16 +84,16 @@ def _code(ev: Evidence) -> list[str]:
     return out
 
 
-def _steps(report: dict[str, Any]) -> list[str]:
+def _steps(report: Report) -> list[str]:
     out = []
-    for s in (report.get("driver") or {}).get("steps") or []:
+    for s in (report.driver or {}).get("steps") or []:
         calls = "; ".join(_clip(c.get("text", ""), 120) for c in s.get("tool_calls") or [])
         out.append(f"step {s.get('step_id')}: {_clip(s.get('message') or '', 160)}"
                    + (f" | calls: {calls}" if calls else ""))
     return out
 
 
-def build_digest(ev: Evidence, report: dict[str, Any], max_chars: int = MAX_CHARS) -> str:
+def build_digest(ev: Evidence, report: Report, max_chars: int = MAX_CHARS) -> str:
     """The digest text (see the module doc)."""
     events = [f"E{i} {_clip(event_text(e))}" for i, e in enumerate(ev.record.events)
               if e.get("type") not in SKIP_EVENTS]

@@ -250,6 +250,7 @@ class _Export:
 def _public_report(root: Path, dest: Path, scanner: _Scanner, export: _Export) -> None:
     from .plot import render_svg
     from .report import build_report
+    from .report_doc import Report
     from .report_pages import render_html, render_markdown
     try:
         report = build_report(root)
@@ -262,7 +263,7 @@ def _public_report(root: Path, dest: Path, scanner: _Scanner, export: _Export) -
                         json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
                        ("report/report.md", render_markdown(report, "score_over_time.svg")),
                        ("report/report.html", render_html(report)),
-                       ("report/score_over_time.svg", render_svg(report))):
+                       ("report/score_over_time.svg", render_svg(Report.from_dict(report)))):
         data = scanner.clean(text.encode())
         if problems := scanner.problems(data):
             export.withhold(name, "; ".join(problems))
@@ -271,7 +272,8 @@ def _public_report(root: Path, dest: Path, scanner: _Scanner, export: _Export) -
 
 
 def _listed_files(dest: Path) -> dict[str, Any]:
-    return {name: file_digest(dest / name) for name, kind in sorted(present_files(dest).items())
+    return {name: file_digest(dest / name).to_dict()
+            for name, kind in sorted(present_files(dest).items())
             if kind == "file" and name != MANIFEST}
 
 

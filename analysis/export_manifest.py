@@ -29,6 +29,22 @@ class SnapshotBundle:
     left_out: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class FileDigest(Record):
+    """A file's digest as the manifest gives it (`files`): its SHA-256 and size in bytes."""
+
+    sha256: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class FileClaim(Record):
+    """Why a file is withheld or rewritten, and the digest the record's seal gives it."""
+
+    reason: str | None = None
+    sealed: Any = None
+
+
 @dataclass
 class ExportManifest(Record):
     format: str | None = None                   # EXPORT_FORMAT when written by this a2c

@@ -27,7 +27,7 @@ from a2c.contracts.event_payloads import RecordSealed
 from a2c.contracts.record_key import PublicKey
 from a2c.errors import A2CError
 
-from .export_manifest import EXPORT_FORMAT, ExportManifest
+from .export_manifest import EXPORT_FORMAT, ExportManifest, FileClaim, FileDigest
 from .export_snapshots import SNAPSHOT_BUNDLE, snapshot_problems
 from .record import RunRecord
 
@@ -41,13 +41,13 @@ def sealed_files(record: RunRecord) -> dict[str, Any]:
     return (seals[-1].data.files or {}) if seals else {}
 
 
-def file_digest(path: Path) -> dict[str, Any]:
+def file_digest(path: Path) -> FileDigest:
     digest, size = hashlib.sha256(), 0
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
             size += len(chunk)
-    return {"sha256": digest.hexdigest(), "size": size}
+    return FileDigest(sha256=digest.hexdigest(), size=size)
 
 
 def manifest_digest(manifest: dict[str, Any]) -> str:
@@ -83,9 +83,9 @@ def _is_withheld(name: str, withheld: dict[str, Any]) -> bool:
     return name in withheld or any(w.endswith("/") and name.startswith(w) for w in withheld)
 
 
-def _signer(manifest: dict[str, Any], keys: list) -> str | None:
-    """The id of the public key among `keys` whose signature export.json carries, if any."""
-    sig = manifest.get("sig")
+def _signer(manifest: dict[str, Any], sig: Any, keys: list) -> str | None:
+    """The id of the public key among `keys` whose signature (`sig`) export.json carries, if
+    any."""
     if not isinstance(sig, str):
         return None
     digest = manifest_digest(manifest)
@@ -111,12 +111,12 @@ def _file_problems(root: Path, claims: ExportManifest, record: RunRecord
             out.append((name, "not in the export's manifest (added after the export)"))
         else:
             have = file_digest(root / name)
-            want = files[name] if isinstance(files[name], dict) else {}
-            if have != {"sha256": want.get("sha256"), "size": want.get("size")}:
-                out.append((name, f"altered: its content hashes to {have['sha256'][:16]}... "
-                                  f"({have['size']} bytes), the export's manifest gives "
-                                  f"{str(want.get('sha256'))[:16]}... ({want.get('size')} "
-                                  "bytes)"))
+            want = FileDigest.from_dict(files[name]) if isinstance(files[name], dict) \
+                else FileDigest()
+            if have != want:
+                out.append((name, f"altered: its content hashes to {str(have.sha256)[:16]}... "
+                                  f"({have.size} bytes), the export's manifest gives "
+                                  f"{str(want.sha256)[:16]}... ({want.size} bytes)"))
     out += [(name, "missing, but the export's manifest lists it")
             for name in sorted(files) if name not in present]
     out += [(MANIFEST, f"{name}: rewritten, but the manifest gives no digest for what the export "
@@ -124,8 +124,8 @@ def _file_problems(root: Path, claims: ExportManifest, record: RunRecord
     sealed = sealed_files(record)
     for what, entries in (("withheld", claims.withheld), ("rewritten", claims.rewritten)):
         for name, entry in entries.items():
-            if isinstance(entry, dict) and entry.get("sealed") is not None and \
-                    entry["sealed"] != sealed.get(name):
+            claim = FileClaim.from_dict(entry) if isinstance(entry, dict) else FileClaim()
+            if claim.sealed is not None and claim.sealed != sealed.get(name):
                 out.append((MANIFEST, f"{name}: the digest export.json gives the {what} file is "
                                       "not the record's seal"))
     if claims.record_head != record.head:
@@ -139,7 +139,7 @@ def _trust(manifest: dict[str, Any], keys: list, allow_unauthenticated: bool
            ) -> tuple[bool, str | None, str]:
     """(claims trusted, signing key id, the check's line)."""
     claims = ExportManifest.from_dict(manifest)
-    signer = _signer(manifest, keys) if claims.format == EXPORT_FORMAT else None
+    signer = _signer(manifest, claims.sig, keys) if claims.format == EXPORT_FORMAT else None
     if signer is not None:
         return True, signer, f"export.json signed by public key {signer} (Ed25519)"
     why = (f"export.json is in the unsigned format {claims.format}"
@@ -164,7 +164,8 @@ def _explain(result, claims: ExportManifest, record: RunRecord) -> list:
         if entry is not None and problem.file != "events.jsonl":
             accepted[str(problem)] = f"withheld by the export ({entry})"
         elif problem.file in rewritten and (problem.file, problem.message) in seal_found:
-            why = (rewritten[problem.file] or {}).get("reason")
+            entry = rewritten[problem.file]
+            why = FileClaim.from_dict(entry).reason if isinstance(entry, dict) else None
             accepted[str(problem)] = (f"rewritten by the export ({why}; checked against its "
                                       "signed manifest)")
         else:

@@ -23,6 +23,7 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.submission_errors import SubmissionError as E
 
 from .record import RunRecord, Submission
+from .result_file import ResultFile
 
 # (category, label, pattern) in priority order: the first match wins.
 CATEGORIES: list[tuple[str, str, re.Pattern]] = [
@@ -194,8 +195,8 @@ def _submission_failure(record: RunRecord, sub: Submission, grader_log: list[str
     if sub.error:
         texts.append(sub.error)
         evidence.append(Evidence("events.jsonl", sub.scored_line, _clip(sub.error)))
-    result = record.result(sub.result_file) if sub.result_file else None
-    error = result.get("error") if result else None
+    result = ResultFile.of(record.result(sub.result_file)) if sub.result_file else None
+    error = result.error if result else None
     if error and error != sub.error:
         texts.append(str(error))
         for line in str(error).splitlines()[-3:]:
@@ -257,7 +258,7 @@ def _refusals(grader_log: list[str]) -> list[Failure]:
     return out
 
 
-def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[dict[str, Any]]:
+def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[Failure]:
     """The report's failure list: each invalid submission, then the run-level failures."""
     grader_log = _log_lines(record.root, "grader.log")
     failures = [_submission_failure(record, sub, grader_log) for sub in submissions
@@ -268,11 +269,11 @@ def analyse_failures(record: RunRecord, submissions: list[Submission]) -> list[d
     failures = _run_status(record, failures)
     failures += _driver(record)
     failures += _refusals(grader_log)
-    return [f.to_dict() for f in failures]
+    return failures
 
 
 def _tail_evidence(record: RunRecord) -> list[Evidence]:
-    tail = record.run.get("agent_log_tail")
+    tail = record.info.agent_log_tail
     if not isinstance(tail, list):
         return []
     lines = [str(line) for line in tail if str(line).strip()]
@@ -288,14 +289,14 @@ def _run_status(record: RunRecord, failures: list[Failure]) -> list[Failure]:
     """The run statuses that say how the agent ended (a2c.contracts.run_info): `agent_failed`
     (it exited non-zero) and `no_submission` (it never submitted), with the last lines of its
     log that run.json keeps."""
-    status = record.run.get("status")
+    status = record.info.status
     tail = tuple(_tail_evidence(record))
     out = list(failures)
     if status == RunStatus.AGENT_FAILED:
         crashed = _first(out, "agent_crashed")
         if crashed is None:
-            exit_info = record.run.get("agent_exit")
-            code = exit_info.get("returncode") if isinstance(exit_info, dict) else None
+            exit_info = record.info.agent_exit
+            code = exit_info.returncode if exit_info else None
             out.append(Failure("agent_crashed", "run status agent_failed: the agent exited "
                                "with an error" + (f" (return code {code})" if code is not None
                                                   else ""), tail[:MAX_EVIDENCE]))

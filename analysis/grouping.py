@@ -26,6 +26,7 @@ from a2c.contracts.run_info import RunInfo, RunStatus, read_run_mapping
 from a2c.timefmt import parse_time
 
 from .board import Group
+from .record import run_info_of
 from .summary import RunHeader
 from .templating import duration
 
@@ -204,18 +205,17 @@ def run_state(run_dir: Path, now: float | None = None) -> tuple[str | None, str 
     """("live", status) for a run in progress, ("stale", why) for one marked running whose
     deadline has long passed (the runtime stopped without ending it), (None, None) otherwise."""
     try:
-        info = read_run_mapping(run_dir)
+        info = run_info_of(read_run_mapping(run_dir))
     except (OSError, ValueError):
         return None, None
-    if info.get("status") not in LIVE_STATUSES:
+    if info.status not in LIVE_STATUSES:
         return None, None
-    deadline = parse_time(info.get("deadline"))
-    budget = info.get("budget") if isinstance(info.get("budget"), dict) else {}
-    grace = float(budget.get("eval_timeout_s") or 0) + STALE_GRACE_S
+    deadline = parse_time(info.deadline)
+    grace = float(info.budget.eval_timeout_s or 0) + STALE_GRACE_S
     now = time.time() if now is None else now
     if deadline is not None and now > deadline + grace:
         late = duration(now - deadline)
-        return "stale", (f"run.json still says {info['status']} {late} after its deadline: the "
+        return "stale", (f"run.json still says {info.status} {late} after its deadline: the "
                          f"runtime stopped without ending the run (`a2c run --resume "
                          f"{run_dir}` finishes it)")
-    return "live", str(info["status"])
+    return "live", str(info.status)

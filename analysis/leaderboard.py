@@ -40,6 +40,7 @@ from .grouping import (
     varying_config,
     wall_clock,
 )
+from .interval_records import PairedInterval
 from .leaderboard_render import (  # re-exported: the readers of the table name them here
     COLUMNS,
     HEADINGS,
@@ -50,9 +51,9 @@ from .leaderboard_render import (  # re-exported: the readers of the table name 
 )
 from .process_metrics import process_metrics
 from .record import RunRecord
-from .summary import rows_as_dicts, run_header, submission_rows
+from .summary import run_header, submission_rows
 from .templating import duration
-from .trust import group_improvement, leaderboard_values
+from .trust import group_improvement, improvement_paired, leaderboard_values
 from .verify import verify_run
 
 GROUP_KEYS = ("agent", "driver", "task", "mode", "level", "seed", "isolation", *CONFIG_KEYS)
@@ -71,6 +72,7 @@ class RunRow:
     values: dict[str, Any]
     run_id: str
     contaminated: bool
+    paired: PairedInterval | None = None    # its best − baseline over items (a group of one)
 
     @property
     def seed(self) -> Any:
@@ -96,7 +98,7 @@ def summarise(run_dir: Path) -> RunRow:
     header = run_header(record)
     baseline = record.baseline_score
     subs = submission_rows(record, baseline)
-    metrics = process_metrics(record, rows_as_dicts(subs), baseline, header.to_dict())
+    metrics = process_metrics(record, subs, baseline, header)
     best = max((s.score for s in subs if s.counted), default=None)
     if best is None:  # no valid model of its own: the run ends where it started
         best = baseline
@@ -106,16 +108,18 @@ def summarise(run_dir: Path) -> RunRow:
     values.update({
         "run_id": header.run_id, "baseline": baseline, "best": best,
         "improvement": None if best is None or baseline is None else best - baseline,
-        "submissions": metrics["n_submissions"], "valid": metrics["n_valid"],
+        "submissions": metrics.n_submissions, "valid": metrics.n_valid,
         # a best that never beat the baseline was reached by no one: no time to it
-        "time_to_best_s": metrics["time_to_best_s"] if _beat(best, baseline) else None,
+        "time_to_best_s": metrics.time_to_best_s if _beat(best, baseline) else None,
         **driver_usage(record, best, baseline),
         **leaderboard_values(record, subs),   # final, selection_gap, not_derived (trust.py)
     })
+    paired = improvement_paired(record, subs)
     return RunRow(str(run_dir), verification.ok,
                   None if verification.ok else str(verification.first), values,
                   run_id=header.run_id,
-                  contaminated=bool(contamination_section(record)["flagged"]))  # kept, marked
+                  contaminated=contamination_section(record).flagged,  # kept, marked
+                  paired=paired)
 
 
 def _beat(best: float | None, baseline: float | None) -> bool:
@@ -228,7 +232,8 @@ def _group(key: tuple, members: list[RunRow], by: tuple[str, ...], hidden: tuple
                   contaminated=[m.run_id for m in members if m.contaminated],
                   stats={column: _stats([v[column] for v in values]) for column in COLUMNS})
     if "seed" in by or not repeated:
-        entry.improvement_interval = group_improvement(values)
+        entry.improvement_interval = group_improvement(
+            [v["improvement"] for v in values], members[0].paired if len(members) == 1 else None)
     elif len(per_seed) >= 2:      # the seed is the unit: one mean per seed, repeats averaged
-        entry.improvement_interval = group_improvement([{"improvement": v} for v in per_seed])
+        entry.improvement_interval = group_improvement(per_seed)
     return entry

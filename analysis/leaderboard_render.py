@@ -80,13 +80,13 @@ def rows_for_display(board: Leaderboard) -> list[dict[str, str]]:
 def interval_cells(group: Group) -> dict[str, str]:
     """The improvement's marker (`*`: its interval excludes 0) and the interval's cell: across
     seeds the interval of the mean improvement, for one run the paired interval over items."""
-    iv = group.improvement_interval or {}
+    iv = group.improvement_interval
     cell = "—"
     if not iv and str(group.repeats or "").startswith("repeats of seed"):
         cell = f"— ({group.repeats}: no interval across seeds)"
-    if iv.get("ci95"):
-        cell = f"[{iv['ci95'][0]:+.2f}, {iv['ci95'][1]:+.2f}] ({iv['over']}, {iv['method']})"
-    marker = iv.get("marker") or ""
+    if iv and iv.ci95:
+        cell = f"[{iv.ci95[0]:+.2f}, {iv.ci95[1]:+.2f}] ({iv.over}, {iv.method})"
+    marker = iv.marker if iv else ""
     return {"improvement_ci": cell,
             "improvement": group_cell(group, "improvement") + (f" {marker}" if marker else "")}
 
@@ -120,7 +120,7 @@ def compact_cells(board: Leaderboard) -> list[dict[str, dict[str, str | None]]]:
                 one = _formatter(column)
                 sub = f"± {one(stat.std)} · {one(stat.min)}–{one(stat.max)}"
             row[column] = {"main": mean, "sub": sub}
-        marker = (g.improvement_interval or {}).get("marker")
+        marker = g.improvement_interval.marker if g.improvement_interval else ""
         if marker:
             row["improvement"]["main"] += f" {marker}"
         for column, at in (("improvement_ci", " ("), ("runs", " (")):
@@ -165,13 +165,13 @@ CSV_INTERVAL = ("improvement_ci95_low", "improvement_ci95_high", "improvement_ci
 
 def _interval_csv(group: Group) -> list[str]:
     """The interval the table shows, as CSV cells (blank where it has none)."""
-    iv = group.improvement_interval or {}
-    if not iv.get("ci95"):
+    iv = group.improvement_interval
+    if not iv or not iv.ci95:
         return [""] * len(CSV_INTERVAL)
-    low, high = iv["ci95"]
-    return [f"{low:.6g}", f"{high:.6g}", str(iv.get("over") or ""), str(iv.get("method") or ""),
-            "" if iv.get("n") is None else str(iv["n"]),
-            "" if iv.get("outside_noise") is None else str(bool(iv["outside_noise"])).lower()]
+    low, high = iv.ci95
+    return [f"{low:.6g}", f"{high:.6g}", iv.over or "", iv.method or "",
+            "" if iv.n is None else str(iv.n),
+            "" if iv.outside_noise is None else str(bool(iv.outside_noise)).lower()]
 
 
 def _csv(board: Leaderboard) -> str:

@@ -35,6 +35,7 @@ from .citations import Evidence, tally
 from .claims import ClaimChecker
 from .digest import build_digest
 from .formats import WrittenFiles
+from .report_doc import Report
 from .templating import environment
 
 NARRATIVE_FORMAT = "a2c-narrative/1"
@@ -133,12 +134,12 @@ def fence_agent_text(digest: str, tag: str | None = None) -> str:
     return "\n".join(out)
 
 
-def analysis_prompt(ev: Evidence, report: dict[str, Any]) -> str:
+def analysis_prompt(ev: Evidence, report: Report) -> str:
     """What the model reads: the record's digest, the agent's text fenced."""
     return fence_agent_text(build_digest(ev, report))
 
 
-def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, Any]:
+def narrate(run_dir: str | Path, report: Report, ask: Ask) -> dict[str, Any]:
     """Ask for the case study and check every claim; the narrative dict (without usage)."""
     ev = Evidence(run_dir)
     try:
@@ -152,7 +153,7 @@ def narrate(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, 
     if not any(checked.values()):
         raise AnalysisError(f"the case study has none of {', '.join(SECTIONS)}")
     statuses = [c.status for key in SECTIONS for c in checked[key]]
-    return {"format": NARRATIVE_FORMAT, "run_id": report["run"].get("run_id"),
+    return {"format": NARRATIVE_FORMAT, "run_id": report.run.run_id,
             "sections": {key: [c.to_dict() for c in claims] for key, claims in checked.items()},
             "checked": tally(statuses).to_dict(), "digest_chars": len(digest)}
 

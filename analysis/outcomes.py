@@ -10,6 +10,7 @@ from typing import Any
 from a2c.contracts.records import Record
 
 from .record import RunRecord
+from .result_file import ResultFile
 from .rows import SubmissionRow
 from .values import clip, finite, rounded
 
@@ -70,8 +71,9 @@ class GradedItem(Record):
         return None if score is None else score > 0
 
 
-def _items(result: dict[str, Any]) -> list[GradedItem]:
-    return [GradedItem.from_dict(i) for i in result.get("items") or [] if isinstance(i, dict)]
+def _items(result: ResultFile | None) -> list[GradedItem]:
+    items = result.items if result and isinstance(result.items, list) else []
+    return [GradedItem.from_dict(i) for i in items if isinstance(i, dict)]
 
 
 def _example(item: GradedItem, baseline: dict[str, bool | None]) -> dict[str, Any]:
@@ -98,13 +100,14 @@ def best_outcomes(record: RunRecord, subs: list[SubmissionRow], level: Any,
     if best_index is None:
         return None
     best = next(s for s in subs if s.index == best_index)
-    result = record.result(best.result_file) if best.result_file else None
+    result = ResultFile.of(record.result(best.result_file)) if best.result_file else None
     if result is None:
         return {"submission_id": best.id, "available": False, "n_items": 0, "n_correct": 0,
                 "accuracy": None, "metrics": {}, "grader": None, "fixed": None, "broken": None,
                 "examples": []}
     items = _items(result)
-    base_items = {i.key: i.right for i in _items(record.result("results/baseline.json") or {})}
+    baseline = ResultFile.of(record.result("results/baseline.json"))
+    base_items = {i.key: i.right for i in _items(baseline)}
     fixed = broken = None
     if base_items:
         fixed = broken = 0
@@ -118,10 +121,11 @@ def best_outcomes(record: RunRecord, subs: list[SubmissionRow], level: Any,
     right = [i for i in items if i.right]
     wrong = [i for i in items if i.right is False]
     examples = [_example(item, base_items) for item in right[:MAX_EXAMPLES] + wrong[:MAX_EXAMPLES]]
-    metrics = {k: v for k, v in (result.get("metrics") or {}).items()
+    given = result.metrics if isinstance(result.metrics, dict) else {}
+    metrics = {k: v for k, v in given.items()
                if isinstance(v, (int, float, str, bool)) or v is None}
     return {"submission_id": best.id, "available": True, "n_items": len(items),
             "n_correct": n_correct, "accuracy": rounded(n_correct / len(items)) if items else None,
-            "metrics": metrics, "grader": result.get("grader"), "fixed": fixed,
+            "metrics": metrics, "grader": result.grader, "fixed": fixed,
             "broken": broken, "examples": examples,
             "unit": "episode" if str(level) == "3" else "item"}

@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .rows import SubmissionRow, rows_of
+from .report_doc import Report
+from .rows import SubmissionRow
 from .templating import duration, environment
 
 W, H = 860, 340
@@ -59,11 +60,11 @@ class _Frame:
         return round(M.top + self.height * (1 - (v - self.y_lo) / (self.y_hi - self.y_lo)), 2)
 
 
-def _time_span(report: dict[str, Any], rows: list[SubmissionRow]) -> tuple[float, float | None]:
+def _time_span(report: Report, rows: list[SubmissionRow]) -> tuple[float, float | None]:
     """(the time axis' end, the deadline when it falls near enough to show)."""
-    run = report["run"]
-    span = run["agent_time_s"] or run["duration_s"] or 0.0
-    budget = (run["budget"] or {}).get("wall_clock_s")
+    run = report.run
+    span = run.agent_time_s or run.duration_s or 0.0
+    budget = (run.budget or {}).get("wall_clock_s")
     x_max = max([span, *(r.t_s for r in rows if r.t_s is not None), 1.0])
     deadline_t = float(budget) if isinstance(budget, (int, float)) else None
     if deadline_t is not None and deadline_t <= x_max * 1.25:
@@ -131,10 +132,10 @@ def _ticks(start: float, stop: float, step: float) -> list[float]:
     return out
 
 
-def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
+def plot_geometry(report: Report) -> dict[str, Any]:
     """Pixel geometry of the score-over-time plot (consumed by templates/plot.svg.j2)."""
-    rows = rows_of(report["submissions"])
-    baseline = report["scores"]["baseline"]
+    rows = list(report.submissions)
+    baseline = report.scores.baseline
     x_max, deadline_t = _time_span(report, rows)
     y_lo, y_hi, y_step = _score_range(rows, baseline)
     unit, scale = ("s", 1.0) if x_max < 180 else ("min", 60.0) if x_max < 3 * 3600 else \
@@ -158,7 +159,7 @@ def plot_geometry(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_svg(report: dict[str, Any], standalone: bool = True) -> str:
+def render_svg(report: Report, standalone: bool = True) -> str:
     """The plot as an SVG document (`standalone`) or as an element to inline in HTML."""
     return environment().get_template("plot.svg.j2").render(plot=plot_geometry(report),
                                                              standalone=standalone)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from typing import Any
 
 from .record import RunRecord
-from .rows import SubmissionRow, rows_of
+from .report_doc import ProcessMetrics
+from .rows import SubmissionRow
+from .summary import RunHeader
 from .values import finite, rounded
 
 
@@ -28,10 +29,9 @@ def _rank_correlation(scores: list[float]) -> float | None:
     return None
 
 
-def process_metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: float | None,
-                    header: dict[str, Any]) -> dict[str, Any]:
-    """`subs` are the report's submission rows, `header` its run header."""
-    rows = rows_of(subs)
+def process_metrics(record: RunRecord, rows: list[SubmissionRow], baseline: float | None,
+                    header: RunHeader) -> ProcessMetrics:
+    """`rows` are the report's submission rows, `header` its run header."""
     n = len(rows)
     counted = [s for s in rows if s.counted]
     first_valid = counted[0] if counted else None
@@ -43,38 +43,37 @@ def process_metrics(record: RunRecord, subs: list[dict[str, Any]], baseline: flo
     monotonicity = (sum(1 for a, b in pairs if b >= a) / len(pairs)) if pairs else None
     budget = record.budget or {}
     wall = finite(budget.get("wall_clock_s"))
-    duration = header.get("agent_time_s")
+    duration = header.agent_time_s
     if duration is None:
-        duration = header.get("duration_s")
+        duration = header.duration_s
     max_subs = budget.get("max_submissions")
     last_t = max((s.t_s for s in rows if s.t_s is not None), default=None)
     gap = None
     if last_t is not None and duration is not None:
         gap = round(max(0.0, duration - last_t), 3)
     valid = sum(1 for s in rows if s.valid)
-    return {
-        "n_submissions": n, "n_valid": valid, "n_invalid": n - valid,
-        "valid_submission_rate": rounded(valid / n) if n else None,
-        "first_valid_index": first_valid.index if first_valid else None,
-        "first_valid_delay_s": first_valid.t_s if first_valid else None,
-        "first_improvement_index": first_improvement.index if first_improvement else None,
-        "time_to_first_improvement_s": first_improvement.t_s if first_improvement else None,
-        "best_index": best.index if best else None,
-        "time_to_best_s": best.t_s if best else None,
-        "n_improvements": sum(1 for s in rows if s.improved),
-        "monotonicity": rounded(monotonicity),
-        "rank_correlation": rounded(_rank_correlation(scores)),
-        "base_model_copies": sum(1 for s in rows if s.base_copy),
-        "duplicates": sum(1 for s in rows if s.duplicate_of and not s.base_copy),
-        "run_duration_s": header.get("duration_s"),
-        "agent_time_s": duration,
-        "budget_used_share": rounded(duration / wall) if duration is not None and wall
-        else None,
-        "submissions_used_share": rounded(n / max_subs)
+    return ProcessMetrics(
+        n_submissions=n, n_valid=valid, n_invalid=n - valid,
+        valid_submission_rate=rounded(valid / n) if n else None,
+        first_valid_index=first_valid.index if first_valid else None,
+        first_valid_delay_s=first_valid.t_s if first_valid else None,
+        first_improvement_index=first_improvement.index if first_improvement else None,
+        time_to_first_improvement_s=first_improvement.t_s if first_improvement else None,
+        best_index=best.index if best else None,
+        time_to_best_s=best.t_s if best else None,
+        n_improvements=sum(1 for s in rows if s.improved),
+        monotonicity=rounded(monotonicity),
+        rank_correlation=rounded(_rank_correlation(scores)),
+        base_model_copies=sum(1 for s in rows if s.base_copy),
+        duplicates=sum(1 for s in rows if s.duplicate_of and not s.base_copy),
+        run_duration_s=header.duration_s,
+        agent_time_s=duration,
+        budget_used_share=rounded(duration / wall) if duration is not None and wall else None,
+        submissions_used_share=rounded(n / max_subs)
         if isinstance(max_subs, int) and max_subs else None,
-        "gap_last_submission_to_end_s": gap,
-        "n_snapshots": len({s["commit"] for s in record.snapshots}),
-    }
+        gap_last_submission_to_end_s=gap,
+        n_snapshots=len({s.commit for s in record.snapshot_taken}),
+    )
 
 
 def _ranks(values: list[float]) -> list[float]:

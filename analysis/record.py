@@ -15,7 +15,7 @@ a line as written.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -300,11 +300,6 @@ class RunRecord:
                               else sid(s.data.submission_id),
                               ts=s.ts, files=s.data.files, bytes=s.data.bytes)
                 for s in self.payloads(Snapshot) if s.data.commit]
-
-    @cached_property
-    def snapshots(self) -> list[dict[str, Any]]:
-        """`snapshot_taken` as dicts: {commit, reason, submission_id, ts, files, bytes}."""
-        return [asdict(s) for s in self.snapshot_taken]
 
     # ------------------------------------------------------------------ submissions
     @cached_property

@@ -13,6 +13,7 @@ improvement, the final split and the submissions' provenance (``trust``) — int
 from __future__ import annotations
 
 import json
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,10 @@ from typing import Any
 import jsonschema
 
 from a2c import __version__
-from a2c.contracts.bundle import read_manifest
+from a2c.contracts.bundle import BundleManifest, read_manifest
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.spec import TaskSpec
+from a2c.errors import BundleError
 from a2c.fsutil import PRIVATE_FILE, private_dir, private_run_dir, write_text_atomic
 
 from .attribution import training_and_timeline
@@ -32,12 +35,13 @@ from .formats import WrittenFiles
 from .outcomes import best_outcomes
 from .process_metrics import process_metrics
 from .record import RunRecord
-from .summary import rows_as_dicts, run_header, submission_rows
+from .report_doc import Producer, Report, Scores
+from .rows import rows_of
+from .summary import RunHeader, rows_as_dicts, run_header, submission_rows
 from .trust import trust_sections
 from .values import finite, rounded
 from .verify import Verification, VerificationError, verify_run
 
-REPORT_FORMAT = "a2c-report/1"
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
 
 
@@ -51,61 +55,81 @@ def validate_report(report: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator(report_schema()).validate(report)
 
 
-def _bundle_manifest(root: Path) -> dict[str, Any]:
+def _bundle_manifest(root: Path) -> BundleManifest | None:
+    """The run's copy of its bundle's manifest (None when it is missing or unreadable)."""
     try:
-        return read_manifest(RunPaths(root).bundle, "Task")
-    except (OSError, ValueError):
-        return {}
+        return BundleManifest.from_dict(read_manifest(RunPaths(root).bundle, "Task"))
+    except (OSError, ValueError, TypeError, BundleError):
+        return None
 
 
-def build_report(run_dir: str | Path, verification: Verification | None = None,
-                 forced: bool = False) -> dict[str, Any]:
+def _scoring_policy(bundle: BundleManifest | None) -> str | None:
+    body = bundle.body if bundle else None
+    return body.scoring.policy if isinstance(body, TaskSpec) else None
+
+
+def _producer(header: RunHeader, bundle: BundleManifest | None) -> Producer:
+    return Producer(a2c_version=__version__, run_a2c_version=header.versions.get("a2c"),
+                    compiler_version=bundle.compiler_version if bundle else None,
+                    spec_hash=header.spec_hash or (bundle.spec_hash if bundle else None),
+                    bundle_digest=header.bundle_digest)
+
+
+def assemble_report(run_dir: str | Path, verification: Verification | None = None,
+                    forced: bool = False) -> Report:
+    """The run's report, typed (the sections are named in the module doc)."""
     root = Path(run_dir)
     record = RunRecord.load(root)
     verification = verification or verify_run(root, record)
     header = run_header(record)
     baseline = record.baseline_score
     rows = submission_rows(record, baseline)
-    subs = rows_as_dicts(rows)          # the report's JSON, which the other sections read
-    metrics = process_metrics(record, subs, baseline, header.to_dict())
-    best_sub = next((s for s in rows if s.index == metrics["best_index"]), None)
+    metrics = process_metrics(record, rows, baseline, header)
+    best_sub = next((s for s in rows if s.index == metrics.best_index), None)
     best_score = best_sub.score if best_sub else None
     last_valid = [s for s in rows if s.valid and s.score is not None]
+    subs = rows_as_dicts(rows)          # the JSON the route fills each row's snapshot in
     route, timeline = training_and_timeline(record, subs, header.mode)
     failures = analyse_failures(record, record.submissions)
-    counts: dict[str, int] = {}
-    for failure in failures:
-        counts[failure["category"]] = counts.get(failure["category"], 0) + 1
     bundle = _bundle_manifest(root)
-    report = {
-        "format": REPORT_FORMAT,
-        "producer": {"a2c_version": __version__,
-                     "run_a2c_version": header.versions.get("a2c"),
-                     "compiler_version": bundle.get("compiler_version"),
-                     "spec_hash": header.spec_hash or bundle.get("spec_hash"),
-                     "bundle_digest": header.bundle_digest},
-        "verification": {**verification.to_dict(), "forced": bool(forced and not verification.ok)},
-        "run": header.to_dict(),
-        "scores": {"baseline": baseline, "best": best_score,
-                   "best_submission": best_sub.id if best_sub else None,
-                   "final": finite(record.info.final_score),
-                   "last_valid": last_valid[-1].score if last_valid else None,
-                   "improvement": rounded(best_score - baseline) if best_score is not None
-                   and baseline is not None else None,
-                   "scoring_policy": ((bundle.get("task") or {}).get("scoring") or {}).get("policy")},
-        "submissions": subs,
-        "metrics": metrics,
-        "route": route,
-        "timeline": timeline,
-        "failures": failures,
-        "failure_counts": dict(sorted(counts.items())),
-        "outcomes": best_outcomes(record, rows, header.level, metrics["best_index"]),
-        "driver": driver_section(record, subs),
-        **trust_sections(record, best_sub.id if best_sub else None),
-        "contamination": contamination_section(record),
-    }
-    validate_report(report)
+    trust = trust_sections(record, best_sub.id if best_sub else None)
+    return Report(
+        producer=_producer(header, bundle),
+        verification={**verification.to_dict(), "forced": bool(forced and not verification.ok)},
+        run=header,
+        scores=Scores(baseline=baseline, best=best_score,
+                      best_submission=best_sub.id if best_sub else None,
+                      final=finite(record.info.final_score),
+                      last_valid=last_valid[-1].score if last_valid else None,
+                      improvement=rounded(best_score - baseline) if best_score is not None
+                      and baseline is not None else None,
+                      scoring_policy=_scoring_policy(bundle)),
+        submissions=tuple(rows_of(subs)),
+        metrics=metrics,
+        route=route,
+        timeline=timeline,
+        failures=[f.to_dict() for f in failures],
+        failure_counts=dict(sorted(Counter(f.category for f in failures).items())),
+        outcomes=best_outcomes(record, rows, header.level, metrics.best_index),
+        driver=driver_section(record, subs),
+        improvement=trust.improvement, final_split=trust.final_split,
+        provenance=trust.provenance,
+        contamination=contamination_section(record),
+    )
+
+
+def checked_report(run_dir: str | Path, verification: Verification | None = None,
+                   forced: bool = False) -> Report:
+    """The assembled report, its JSON checked against the schema (ValidationError if not)."""
+    report = assemble_report(run_dir, verification, forced)
+    validate_report(report.to_dict())
     return report
+
+
+def build_report(run_dir: str | Path, verification: Verification | None = None,
+                 forced: bool = False) -> dict[str, Any]:
+    """report.json: the assembled report as JSON, checked against its schema."""
+    return checked_report(run_dir, verification, forced).to_dict()
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: bool = False
@@ -129,7 +153,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
             + (f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else "")
             + "; refusing to report it (run `a2c verify` for details, or pass --force to report "
               "it anyway, marked as unverified)")
-    report = build_report(root, verification, forced=force)
+    typed = checked_report(root, verification, forced=force)
+    report = typed.to_dict()
     out = Path(out_dir) if out_dir else root / "report"
     private_run_dir(root)                   # private by default (a2c.fsutil): 0700, 0600
     private_dir(out)
@@ -139,7 +164,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None, force: 
     # Insertion order (not sorted keys): the file reads in the order of the schema's sections.
     write_text_atomic(paths.json, json.dumps(report, indent=2, ensure_ascii=False) + "\n",
                       mode=PRIVATE_FILE)
-    write_text_atomic(svg, render_svg(report), mode=PRIVATE_FILE)
+    write_text_atomic(svg, render_svg(typed), mode=PRIVATE_FILE)
     layer = read_layer(root)                # RUN/analysis/: the checked case study and review
     write_text_atomic(paths.md, render_markdown(report, svg.name, layer), mode=PRIVATE_FILE)
     write_text_atomic(paths.html, render_html(report, layer), mode=PRIVATE_FILE)

@@ -8,6 +8,7 @@ from typing import Any
 
 from .narrate import TITLES
 from .plot import render_svg
+from .report_doc import Report
 from .templating import environment
 
 
@@ -20,7 +21,8 @@ def render_markdown(report: dict[str, Any], svg_name: str | None = "score_over_t
 
 def render_html(report: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
     return environment().get_template("report.html.j2").render(
-        r=report, plot_svg=render_svg(report, standalone=False), analysis_layer=_layer(analysis),
+        r=report, plot_svg=render_svg(Report.from_dict(report), standalone=False),
+        analysis_layer=_layer(analysis),
         titles=TITLES)
 
 

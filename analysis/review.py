@@ -17,12 +17,17 @@ Written to RUN/analysis/review.json (+ .md, .html) and shown in the report.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.records import Record
+
+from .checked_claims import StatedClaim
 from .citations import Evidence, tally
 from .claims import RULE_KINDS, ClaimChecker
 from .narrate import CITATION_RULES, AnalysisError, Ask, analysis_prompt, parse_reply
+from .report_doc import Report
 
 REVIEW_FORMAT = "a2c-review/1"
 RULES = {
@@ -48,39 +53,68 @@ A clean verdict cites what shows the agent did the work legitimately (its comman
 {CITATION_RULES}"""
 
 
-def _verdict(checker: ClaimChecker, rule: str, answer: dict[str, Any] | None) -> dict[str, Any]:
+@dataclass
+class VerdictAnswer(Record):
+    """One verdict of the model's answer, as it gave it (any value: the model's JSON)."""
+
+    rule: Any = None
+    verdict: Any = ""
+    text: Any = None
+    kind: Any = None
+    citations: Any = None
+
+
+@dataclass(frozen=True)
+class RuleVerdict:
+    """A rule's verdict once checked: `entry` is review.json's entry for it (the rule, its
+    question, the verdict and the checked claim, in that key order)."""
+
+    rule: str
+    verdict: str
+    status: str
+    entry: dict[str, Any]
+
+
+def _verdict(checker: ClaimChecker, rule: str, answer: VerdictAnswer | None) -> RuleVerdict:
     if answer is None:
-        return {"rule": rule, "question": RULES[rule], "verdict": "unclear",
-                "text": "the model gave no verdict on this rule", "citations": [],
-                "status": "unverifiable", "why": "no verdict"}
-    verdict = str(answer.get("verdict", "")).strip().lower()
-    claim = checker.check({"text": answer.get("text") or "", "kind": answer.get("kind"),
-                           "citations": answer.get("citations")},
+        return RuleVerdict(rule, "unclear", "unverifiable", {
+            "rule": rule, "question": RULES[rule], "verdict": "unclear",
+            "text": "the model gave no verdict on this rule", "citations": [],
+            "status": "unverifiable", "why": "no verdict"})
+    verdict = str(answer.verdict).strip().lower()
+    claim = checker.check(StatedClaim(text=answer.text or "", kind=answer.kind,
+                                      citations=answer.citations),
                           rule=rule, stance=verdict if verdict in VERDICTS else "unclear")
-    out = {"rule": rule, "question": RULES[rule],
-           "verdict": verdict if verdict in VERDICTS else "unclear", **claim.to_dict()}
+    shown = verdict if verdict in VERDICTS else "unclear"
+    out = {"rule": rule, "question": RULES[rule], "verdict": shown, **claim.to_dict()}
+    status = claim.status
     if verdict not in VERDICTS:
         out["why"] = f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
-        out["status"] = "unverifiable"
-    return out
+        out["status"] = status = "unverifiable"
+    return RuleVerdict(rule, shown, status, out)
 
 
-def review(run_dir: str | Path, report: dict[str, Any], ask: Ask) -> dict[str, Any]:
+def _answers(answer: dict[str, Any]) -> list[VerdictAnswer]:
+    """The verdicts of the model's reply (the parse boundary of its JSON)."""
+    given = answer.get("verdicts")
+    if not isinstance(given, list):
+        raise AnalysisError("the review has no list of verdicts")
+    return [VerdictAnswer.from_dict(v) for v in given if isinstance(v, dict)]
+
+
+def review(run_dir: str | Path, report: Report, ask: Ask) -> dict[str, Any]:
     """Ask for the verdicts and check each; the review dict (without usage)."""
     ev = Evidence(run_dir)
     try:
         digest = analysis_prompt(ev, report)
-        answer = parse_reply(ask(SYSTEM, digest), "review")
-        given = answer.get("verdicts")
-        if not isinstance(given, list):
-            raise AnalysisError("the review has no list of verdicts")
-        by_rule = {str(v.get("rule")): v for v in given if isinstance(v, dict)}
+        by_rule = {str(v.rule): v for v in _answers(parse_reply(ask(SYSTEM, digest), "review"))}
         checker = ClaimChecker(ev, report)
         verdicts = [_verdict(checker, rule, by_rule.get(rule)) for rule in RULES]
     finally:
         ev.close()
     unknown = sorted(set(by_rule) - set(RULES))
-    return {"format": REVIEW_FORMAT, "run_id": report["run"].get("run_id"),
-            "verdicts": verdicts, "checked": tally([v["status"] for v in verdicts]).to_dict(),
-            "violations": [v["rule"] for v in verdicts if v["verdict"] == "violation"],
+    return {"format": REVIEW_FORMAT, "run_id": report.run.run_id,
+            "verdicts": [v.entry for v in verdicts],
+            "checked": tally([v.status for v in verdicts]).to_dict(),
+            "violations": [v.rule for v in verdicts if v.verdict == "violation"],
             "ignored_rules": unknown, "digest_chars": len(digest)}

@@ -9,6 +9,7 @@ from typing import Any
 
 from a2c.contracts.event_payloads import AgentExited, AgentStarted, RunResumed, RunStarted
 from a2c.contracts.records import Record
+from a2c.contracts.spec import BaseModelSpec
 from a2c.modes import FREE
 from a2c.timefmt import iso_utc
 
@@ -118,18 +119,28 @@ def agent_stretches(record: RunRecord) -> Stretches:
     return Stretches(out, round(active, 3) if ran else None)
 
 
+@dataclass(frozen=True)
+class PreparedModel(Record):
+    """run.json's `base_model`: the spec it was prepared from, where it is, its fingerprint."""
+
+    spec: Any = None
+    path: Any = None
+    fingerprint: Any = None
+
+
 def base_model_name(value: Any) -> Any:
     """`builtin:tiny`, `hub:Qwen/Qwen3-8B-Base@main`, `path:/models/x` from a spec or a
     run.json base_model object ({spec, path, fingerprint}); strings pass through."""
     if isinstance(value, dict):
-        spec = value.get("spec") if isinstance(value.get("spec"), dict) else value
-        if "builtin" in spec:
-            return f"builtin:{spec['builtin']}"
-        if "hub" in spec:
-            rev = spec.get("revision")
-            return f"hub:{spec['hub']}" + (f"@{rev}" if rev else "")
-        if "path" in spec:
-            return f"path:{spec['path']}"
+        prepared = PreparedModel.from_dict(value)
+        spec = BaseModelSpec.from_dict(prepared.spec if isinstance(prepared.spec, dict)
+                                       else value)
+        if spec.builtin is not None:
+            return f"builtin:{spec.builtin}"
+        if spec.hub is not None:
+            return f"hub:{spec.hub}" + (f"@{spec.revision}" if spec.revision else "")
+        if spec.path is not None:
+            return f"path:{spec.path}"
         return json.dumps(value, sort_keys=True)
     return value
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.native_transcript import ToolObject, stated_exit_code
 from a2c.contracts.records import read_jsonl_tolerant
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.trajectory import ResultExtra
@@ -32,7 +33,6 @@ EXIT_PATTERNS = (re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
                  re.compile(r"Process exited with code (-?\d+)"),
                  re.compile(r"(?:^|\n)Exit code:?\s*(-?\d+)"),
                  re.compile(r"\bexit(?:_code| code| status)[\"':= ]+(-?\d+)", re.IGNORECASE))
-EXIT_KEYS = ("exit_code", "exitCode", "exit", "returncode")
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,11 @@ def exit_code_of(content: str) -> int | None:
     text = content.strip()
     if text.startswith("{"):
         try:
-            data = json.loads(text)
+            code = stated_exit_code(json.loads(text))
         except ValueError:
-            data = None
-        if isinstance(data, dict):
-            meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else data
-            for key in EXIT_KEYS:
-                if isinstance(meta.get(key), int):
-                    return meta[key]
+            code = None
+        if code is not None:
+            return code
     for pattern in EXIT_PATTERNS:
         found = pattern.search(content[:4000])
         if found:
@@ -114,32 +111,27 @@ def _walk(value: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
             yield from _walk(v, depth + 1)
 
 
-def _code(value: Any) -> int | None:
-    return value if isinstance(value, int) else None
-
-
 def _read_object(d: dict[str, Any], by_id: dict[str, NativeResult],
                  by_command: dict[str, NativeResult]) -> None:
-    """The tool results one JSON object of a transcript holds (the parse boundary: the keys are
-    the scaffolds' own)."""
-    if isinstance(d.get("tool_use_id"), str) and "content" in d:
-        by_id[d["tool_use_id"]] = NativeResult(text_of(d["content"]), bool(d.get("is_error")))
-    ident = d.get("callID") or d.get("call_id") or d.get("tool_call_id") or d.get("tool_id")
-    state = d.get("state") if isinstance(d.get("state"), dict) else d
-    if isinstance(ident, str) and d.get("role") == "tool" and "content" in d:
-        extra = d.get("extra") if isinstance(d.get("extra"), dict) else {}
-        by_id[ident] = NativeResult(text_of(d["content"]), exit_code=_code(extra.get("returncode")))
-    elif isinstance(ident, str) and ("output" in state or "result" in state):
-        meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
-        code = _code(meta.get("exit", meta.get("exit_code", state.get("exit_code"))))
-        known = by_id.get(ident) or NativeResult()
-        by_id[ident] = dataclasses.replace(
-            known, content=text_of(state.get("output", state.get("result"))),
-            exit_code=code if code is not None else known.exit_code,
-            is_error=True if state.get("status") in ("error", "failed") else known.is_error)
-    if isinstance(d.get("command"), str) and isinstance(d.get("exit_code"), int):
-        by_command[d["command"].strip()] = NativeResult(
-            text_of(d.get("aggregated_output") or d.get("output")), exit_code=d["exit_code"])
+    """The tool results one JSON object of a transcript holds (its shapes typed by
+    a2c.contracts.native_transcript)."""
+    shapes = ToolObject.of(d)
+    if shapes.claude:
+        by_id[shapes.claude.tool_use_id] = NativeResult(text_of(shapes.claude.content),
+                                                        bool(shapes.claude.is_error))
+    if shapes.message:
+        by_id[shapes.message.ident] = NativeResult(text_of(shapes.message.content),
+                                                   exit_code=shapes.message.exit_code)
+    elif shapes.state:
+        state = shapes.state
+        known = by_id.get(state.ident) or NativeResult()
+        by_id[state.ident] = dataclasses.replace(
+            known, content=text_of(state.output),
+            exit_code=state.exit_code if state.exit_code is not None else known.exit_code,
+            is_error=True if state.failed else known.is_error)
+    if shapes.command:
+        by_command[shapes.command.command.strip()] = NativeResult(
+            text_of(shapes.command.output), exit_code=shapes.command.exit_code)
 
 
 def native_results(path: Path) -> tuple[dict[str, NativeResult], dict[str, NativeResult]]:

@@ -15,7 +15,7 @@ the provenance of each submission, from the record's results files.
 
 Every interval states its seed (`INTERVAL_SEED`) and method, so a reader can recompute it.
 Aggregation over seeds calls `improvement_interval(values, seed)` (re-exported from
-a2c.intervals) or `group_improvement(members)`.
+a2c.intervals) or `group_improvement(improvements, paired)`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2c.contracts.event_payloads import FinalScored
+from a2c.contracts.parts import Part
 from a2c.contracts.records import Record
 from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
     INTERVAL_SEED,
@@ -34,25 +35,65 @@ from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
     paired_interval,
 )
 
+from .interval_records import DifferenceInterval, GroupInterval, PairedInterval
 from .record import RunRecord, sid
+from .result_file import ResultFile
 from .rows import SubmissionRow
 
 
-def statement(interval: dict[str, Any] | None) -> str:
+def statement(interval: PairedInterval | None) -> str:
     """The report's one plain sentence about an improvement's interval."""
-    if not interval or interval.get("ci95") is None:
+    if not interval or interval.ci95 is None:
         return "no paired interval: the results have no per-item scores to pair"
-    lo, hi = interval["ci95"]
-    diff = interval["difference"]
-    where = (f"{diff:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}] over "
-             f"{interval['n_items']} paired items")
-    if interval["outside_noise"]:
+    lo, hi = interval.ci95
+    where = (f"{interval.difference:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}] over "
+             f"{interval.n_items} paired items")
+    if interval.outside_noise:
         side = "an improvement" if lo > 0 else "a loss"
         return f"{where}: {side} outside the noise (the interval excludes 0)"
     return f"{where}: within the noise (the interval includes 0)"
 
 
-def final_split(record: RunRecord) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class FinalSplit(Part):
+    """The report's `final_split`: the counted submission's and the baseline's scores on the
+    final items and on feedback, the selection gap with its interval, and the paired interval
+    on the final items (each statement one sentence about an interval)."""
+
+    submission: str | None = None
+    score: float | None = None
+    baseline: float | None = None
+    n_items: int | None = None
+    feedback_score: float | None = None
+    feedback_baseline: float | None = None
+    feedback_improvement: float | None = None
+    final_improvement: float | None = None
+    selection_gap: float | None = None
+    selection_gap_interval: DifferenceInterval | None = None
+    selection_gap_statement: str | None = None
+    paired_interval: PairedInterval | None = None
+    statement: str | None = None
+
+
+@dataclass(frozen=True)
+class Improvement(Part):
+    """The report's `improvement`: the best submission's paired interval against the baseline."""
+
+    submission: str | None = None
+    paired_interval: PairedInterval | None = None
+    statement: str | None = None
+
+
+@dataclass(frozen=True)
+class ProvenanceSection(Part):
+    """The report's `provenance`: a row per valid submission with a provenance check, and the
+    ids of those not derived from the base model."""
+
+    rows: tuple[ProvenanceRow, ...] = ()
+    not_derived: tuple[str, ...] = ()
+
+
+def final_split(record: RunRecord) -> FinalSplit | None:
     """The final split's scores (from the final_scored events and their results files) with the
     selection gap and the paired interval on the final items; None without a final split."""
     events = {str(e.data.subject): e.data for e in record.payloads(FinalScored)}
@@ -69,21 +110,20 @@ def final_split(record: RunRecord) -> dict[str, Any] | None:
     paired = gap_interval = None
     if sub.result and base.result:
         final_sub, final_base_result = record.result(sub.result), record.result(base.result)
-        paired = paired_improvement(final_sub, final_base_result)
+        paired = PairedInterval.of(paired_improvement(final_sub, final_base_result))
         gap_interval = selection_gap_interval(
             record.result(f"results/{sub.submission_id}.json"),
             record.result("results/baseline.json"), final_sub, final_base_result)
-    return {"submission": sid(sub.submission_id) if sub.submission_id is not None else None,
-            "score": final, "baseline": final_base, "n_items": sub.n_items or base.n_items,
-            "feedback_score": feedback, "feedback_baseline": feedback_base,
-            "feedback_improvement": None if None in (feedback, feedback_base)
-            else round(feedback - feedback_base, 6),
-            "final_improvement": None if None in (final, final_base)
-            else round(final - final_base, 6),
-            "selection_gap": gap, "selection_gap_interval": gap_interval,
-            "selection_gap_statement": gap_statement(gap_interval),
-            "paired_interval": paired,
-            "statement": statement(paired) if paired else None}
+    return FinalSplit(
+        submission=sid(sub.submission_id) if sub.submission_id is not None else None,
+        score=final, baseline=final_base, n_items=sub.n_items or base.n_items,
+        feedback_score=feedback, feedback_baseline=feedback_base,
+        feedback_improvement=None if None in (feedback, feedback_base)
+        else round(feedback - feedback_base, 6),
+        final_improvement=None if None in (final, final_base) else round(final - final_base, 6),
+        selection_gap=gap, selection_gap_interval=gap_interval,
+        selection_gap_statement=gap_statement(gap_interval), paired_interval=paired,
+        statement=statement(paired) if paired else None)
 
 
 def _differences(sub: dict[str, Any] | None, base: dict[str, Any] | None) -> list[float]:
@@ -92,22 +132,22 @@ def _differences(sub: dict[str, Any] | None, base: dict[str, Any] | None) -> lis
 
 
 def selection_gap_interval(feedback_sub, feedback_base, final_sub, final_base,
-                           seed: int = INTERVAL_SEED) -> dict[str, Any] | None:
+                           seed: int = INTERVAL_SEED) -> DifferenceInterval | None:
     """The interval of the selection gap: the per-item gains on the feedback items and on the
     final items are two independent samples (a2c.intervals.difference_interval). A gap inside it
     is what two halves of the held-out set differ by anyway; outside it, selection shows."""
     fb, fin = _differences(feedback_sub, feedback_base), _differences(final_sub, final_base)
     if len(fb) < 2 or len(fin) < 2:
         return None
-    return difference_interval(fb, fin, seed=seed)
+    return DifferenceInterval.of(difference_interval(fb, fin, seed=seed))
 
 
-def gap_statement(interval: dict[str, Any] | None) -> str | None:
-    if not interval or interval.get("ci95") is None:
+def gap_statement(interval: DifferenceInterval | None) -> str | None:
+    if not interval or interval.ci95 is None:
         return None
-    lo, hi = interval["ci95"]
-    where = f"{interval['difference']:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}]"
-    if interval["outside_noise"]:
+    lo, hi = interval.ci95
+    where = f"{interval.difference:+.1f} points, 95% interval [{lo:+.1f}, {hi:+.1f}]"
+    if interval.outside_noise:
         return f"{where}: outside what two halves of the items differ by (selection shows)"
     return f"{where}: within what two halves of the items differ by"
 
@@ -158,7 +198,8 @@ def provenance_rows(record: RunRecord) -> list[ProvenanceRow]:
     for sub in record.submissions:
         if not sub.valid or not sub.result_file:
             continue
-        raw = (record.result(sub.result_file) or {}).get("provenance")
+        result = ResultFile.of(record.result(sub.result_file))
+        raw = result.provenance if result else None
         if not isinstance(raw, dict):
             continue
         prov = Provenance.from_dict(raw)
@@ -172,30 +213,38 @@ def provenance_rows(record: RunRecord) -> list[ProvenanceRow]:
     return rows
 
 
-def provenance(record: RunRecord) -> dict[str, Any]:
-    """{rows: one per valid submission with a provenance check, not_derived: ids flagged}."""
+def provenance(record: RunRecord) -> ProvenanceSection:
     rows = provenance_rows(record)
-    return {"rows": [r.to_dict() for r in rows],
-            "not_derived": [r.id for r in rows if r.not_derived]}
+    return ProvenanceSection(rows=tuple(rows), not_derived=tuple(r.id for r in rows
+                                                                if r.not_derived))
 
 
-def trust_sections(record: RunRecord, best_id: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TrustSections:
     """The report's `improvement`, `final_split` and `provenance` sections."""
+
+    improvement: Improvement
+    final_split: FinalSplit | None
+    provenance: ProvenanceSection
+
+
+def trust_sections(record: RunRecord, best_id: str | None) -> TrustSections:
     best, paired = _paired(record, best_id)
-    return {"improvement": {"submission": best_id, "paired_interval": paired,
-                            "statement": statement(paired) if best else None},
-            "final_split": final_split(record), "provenance": provenance(record)}
+    return TrustSections(Improvement(submission=best_id, paired_interval=paired,
+                                     statement=statement(paired) if best else None),
+                         final_split(record), provenance(record))
 
 
 def _paired(record: RunRecord, best_id: str | None
-            ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+            ) -> tuple[dict[str, Any] | None, PairedInterval | None]:
     """(the best submission's results, its paired interval against the baseline's)."""
     best = None
     if best_id is not None:
         row = next((s for s in record.submissions if s.id == best_id), None)
         if row is not None and row.result_file:
             best = record.result(row.result_file)
-    paired = paired_improvement(best, record.result("results/baseline.json")) if best else None
+    paired = PairedInterval.of(paired_improvement(best, record.result("results/baseline.json"))) \
+        if best else None
     return best, paired
 
 
@@ -205,30 +254,28 @@ LEADERBOARD_COLUMNS = ("final", "selection_gap", "not_derived")
 
 def leaderboard_values(record: RunRecord, subs: list[SubmissionRow]) -> dict[str, Any]:
     """One run's leaderboard values: `final` (the final split's score, None without one),
-    `selection_gap`, `not_derived` (how many of its submissions are not derived from the base),
-    and `improvement_paired` (the paired interval of its best − baseline, for a group of one)."""
+    `selection_gap` and `not_derived` (how many of its submissions are not derived from the
+    base)."""
+    final = final_split(record) or FinalSplit()
+    return {"final": final.score, "selection_gap": final.selection_gap,
+            "not_derived": sum(1 for r in provenance_rows(record) if r.not_derived)}
+
+
+def improvement_paired(record: RunRecord, subs: list[SubmissionRow]) -> PairedInterval | None:
+    """The paired interval of a run's best − baseline (a leaderboard group of one shows it)."""
     valid = [s for s in subs if s.counted]
     best = max(valid, key=lambda s: (s.score, -s.index), default=None)
-    final = final_split(record) or {}
-    return {"final": final.get("score"), "selection_gap": final.get("selection_gap"),
-            "not_derived": sum(1 for r in provenance_rows(record) if r.not_derived),
-            "improvement_paired": _paired(record, best.id if best else None)[1]}
+    return _paired(record, best.id if best else None)[1]
 
 
-def group_improvement(members: list[dict[str, Any]], seed: int = INTERVAL_SEED
-                      ) -> dict[str, Any] | None:
+def group_improvement(improvements: list[float | None], paired: PairedInterval | None = None,
+                      seed: int = INTERVAL_SEED) -> GroupInterval | None:
     """A leaderboard group's improvement interval: across its runs (seeds), the interval of the
     mean improvement (a2c.intervals.improvement_interval); a group of one run has its paired
-    interval over items instead. `marker` is "*" when the interval excludes 0."""
-    values = [m.get("improvement") for m in members if m.get("improvement") is not None]
+    interval over items (`paired`) instead."""
+    values = [v for v in improvements if v is not None]
     if len(values) >= 2:
-        out = {"over": "seeds", **improvement_interval(values, seed=seed)}
-    elif len(members) == 1 and members[0].get("improvement_paired"):
-        paired = members[0]["improvement_paired"]
-        out = {"over": "items", "mean": paired["difference"], "ci95": paired["ci95"],
-               "method": paired["method"], "seed": paired["seed"], "n": paired["n_items"],
-               "outside_noise": paired["outside_noise"]}
-    else:
-        return None
-    out["marker"] = "*" if out.get("outside_noise") else ""
-    return out
+        return GroupInterval.from_dict(improvement_interval(values, seed=seed))
+    if len(improvements) == 1 and paired:
+        return GroupInterval.of_paired(paired)
+    return None

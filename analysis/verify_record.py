@@ -8,11 +8,13 @@ hashes the `driver_call` events give them, and every sealed file against the rec
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2c.canonical import canonical_json, sha256_bytes
 from a2c.contracts.event_payloads import DriverCall, RunFinished, RunStarted
+from a2c.contracts.records import Record
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.seal import check_seals
 
@@ -73,11 +75,20 @@ def split_fingerprint(path: Path) -> tuple[str, int]:
     return sha256_bytes(b"".join(canonical_json(r) + b"\n" for r in lines)), len(lines)
 
 
+@dataclass(frozen=True)
+class AgentSplitPrint(Record):
+    """What run_started (else run.json) records of the agent split in its `data`."""
+
+    agent_fingerprint: Any = None
+    agent_records: Any = None
+
+
 def data_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
     """The agent split (data/train.jsonl) against the fingerprint run_started recorded."""
     started = record.first_payload(RunStarted)
     data = (started.data.data if started else None) or record.info.data or {}
-    want = data.get("agent_fingerprint") if isinstance(data, dict) else None
+    split = AgentSplitPrint.from_dict(data) if isinstance(data, dict) else AgentSplitPrint()
+    want = split.agent_fingerprint
     if not want:
         return []
     path = RunPaths(record.root).train
@@ -90,9 +101,9 @@ def data_problems(record: RunRecord) -> list[tuple[str, int | None, str]]:
     if have != want:
         return [("data/train.jsonl", None, f"fingerprint {have[:16]}... differs from the "
                                            f"recorded agent_fingerprint {want[:16]}...")]
-    if data.get("agent_records") is not None and count != data["agent_records"]:
+    if split.agent_records is not None and count != split.agent_records:
         return [("data/train.jsonl", None, f"{count} records, the record says "
-                                           f"{data['agent_records']}")]
+                                           f"{split.agent_records}")]
     return []
 
 

@@ -21,6 +21,7 @@ from a2c.contracts.run_info import UNSET
 from a2c.contracts.run_paths import RunPaths
 
 from .record import RunRecord, sid
+from .result_file import ResultFile
 
 Found = list[tuple[str, int | None, str]]
 
@@ -89,30 +90,31 @@ def results_problems(record: RunRecord) -> tuple[Found, int]:
             found.append((relative, None, f"missing (journal line {row.line}, submission "
                                           f"{key})"))
             continue
-        result = record.result(relative)
-        if result is None:
+        raw = record.result(relative)
+        if raw is None:
             found.append((relative, None, "not a readable JSON object"))
             continue
         checked += 1
-        score, valid = result.get("score"), result.get("valid")
-        if "score" in result and not same_number(score, entry.score) \
+        result = ResultFile.from_dict(raw)
+        score, valid = result.score, result.valid
+        if "score" in raw and not same_number(score, entry.score) \
                 and entry.score is not None:
             found.append((relative, None, f"score {score!r} != journal score {entry.score!r} "
                                           f"(submission {key})"))
-        if "valid" in result and bool(valid) != bool(entry.valid):
+        if "valid" in raw and bool(valid) != bool(entry.valid):
             found.append((relative, None, f"valid={valid!r} != journal valid={entry.valid!r}"))
     baseline = record.first_payload(BaselineScored)
     if baseline is not None:
         relative = "results/baseline.json"
-        result = record.result(relative)
+        result = ResultFile.of(record.result(relative))
         if result is None:
             found.append((relative, None, "missing or unreadable, but the events record a "
                                           "baseline score"))
         else:
             checked += 1
             score = baseline.data.score
-            if score is not None and not same_number(result.get("score"), score):
-                found.append((relative, None, f"score {result.get('score')!r} != "
+            if score is not None and not same_number(result.score, score):
+                found.append((relative, None, f"score {result.score!r} != "
                                               f"baseline_scored event {score!r}"))
     return found, checked
 
@@ -134,10 +136,10 @@ def _final_file_problem(record: RunRecord, event: FinalScored, line: int | None
                         ) -> tuple[str, int | None, str] | None:
     where = f"final_scored ({event.subject}, events.jsonl line {line})"
     relative = event.result or ""
-    result = record.result(relative) if relative else None
+    result = ResultFile.of(record.result(relative)) if relative else None
     if result is None:
         return (relative or "results/", None, f"missing or unreadable, but {where} names it")
-    score, valid, items = result.get("score"), result.get("valid"), result.get("items")
+    score, valid, items = result.score, result.valid, result.items
     if not same_number(score, event.score) or bool(valid) != bool(event.valid):
         return (relative, None, f"score {score!r} (valid={valid!r}) != {where} "
                                 f"{event.score!r}")

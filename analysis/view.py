@@ -25,12 +25,13 @@ from typing import Any
 
 from a2c.contracts.run_info import RunInfo, RunStatus, read_run_mapping
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.sweep_file import SWEEP_FILE, SweepFile
 
+from .board import Leaderboard
 from .leaderboard import COLUMNS, HEADINGS, build_leaderboard, find_runs, rows_for_display
 from .record import run_info_of
 from .templating import environment
 
-SWEEP_FILE = "sweep.json"      # a2c/sweep/record.py SWEEP_FILE
 PAGE = "index.html"
 REFRESH_S = 5
 # run statuses still moving ("queued": a sweep trial whose run has not started)
@@ -154,7 +155,19 @@ def read_report_page(runs_dir: Path, run_id: str) -> bytes | None:
         os.close(page)
 
 
-def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
+@dataclass
+class ViewData:
+    """What the page shows (view.html.j2 renders its fields)."""
+
+    runs_dir: str
+    sweep: SweepFile | None
+    rows: list[ViewRow]
+    counts: dict[str, int]
+    board: Leaderboard | None
+    live: bool
+
+
+def collect(runs_dir: Path, link: Linker | None = None) -> ViewData:
     """What the page shows: the sweep (if any), one row per trial or run, the leaderboard.
     `link` gives a run's report link (default: the relative path of its report.html)."""
     runs_dir = Path(runs_dir)
@@ -165,23 +178,23 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
         rid = run_id_of(runs_dir, run_dir)
         return link(run_dir, rid) if rid else None
 
-    sweep = _read_json(runs_dir / SWEEP_FILE)
+    raw = _read_json(runs_dir / SWEEP_FILE)
+    sweep = SweepFile.from_dict(raw) if raw is not None else None
+    trials = sweep.trials if sweep else ()
     rows: list[ViewRow] = []
     seen: set[str] = set()
-    for t in (sweep or {}).get("trials") or []:     # sweep.json as a2c/sweep/record.py writes it
-        run_dir = Path(t["run_dir"])
+    for t in trials:
+        run_dir = Path(t.run_dir)
         info = _read_run(run_dir)
         seen.add(str(run_dir.resolve()))
         rows.append(ViewRow(
-            id=t["id"], task=t["task"], agent=t["agent"], driver=t.get("driver"),
-            mode=t["mode"], seed=t["seed"], status=t["status"],
-            run_status=info.status if info else None, reason=t.get("reason"),
+            id=t.id, task=t.task, agent=t.agent, driver=t.driver, mode=t.mode, seed=t.seed,
+            status=t.status, run_status=info.status if info else None, reason=t.reason,
             baseline=info.baseline_score if info else None,
             best=info.best_score if info else None,
             submissions=info.submissions if info else None,
             run_id=info.run_id if info else None, report=report(run_dir)))
-    failed = {t["run_dir"]: t.get("reason") or "failed"
-              for t in (sweep or {}).get("trials") or [] if t["status"] == "failed"}
+    failed = {t.run_dir: t.reason or "failed" for t in trials if t.status == "failed"}
     found = find_runs(runs_dir) if runs_dir.is_dir() else []
     for run_dir in found:
         if str(run_dir.resolve()) in seen:
@@ -195,9 +208,9 @@ def collect(runs_dir: Path, link: Linker | None = None) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[str(row.status)] = counts.get(str(row.status), 0) + 1
-    live = any(r.status in LIVE for r in rows) or bool(sweep and not sweep.get("ended_at"))
-    return {"runs_dir": str(runs_dir), "sweep": sweep, "rows": rows, "counts": counts,
-            "board": board, "live": live}
+    live = any(r.status in LIVE for r in rows) or bool(sweep and not sweep.ended_at)
+    return ViewData(runs_dir=str(runs_dir), sweep=sweep, rows=rows, counts=counts,
+                    board=board, live=live)
 
 
 def _run_row(run_dir: Path, info: RunInfo | None, report: str | None) -> ViewRow:
@@ -218,10 +231,12 @@ def render_view(runs_dir: Path, refresh_s: int | None = REFRESH_S, link: Linker 
     """The page; served, `link` makes each report's link and `leaderboard_href` links the
     leaderboard page."""
     data = collect(runs_dir, link)
-    board = data["board"]
+    board = data.board
     columns = [*(board.by if board else []), "runs", *COLUMNS]
     return environment().get_template("view.html.j2").render(
-        **data, refresh_s=refresh_s if data["live"] else None, leaderboard_href=leaderboard_href,
+        runs_dir=data.runs_dir, sweep=data.sweep, rows=data.rows, counts=data.counts,
+        board=board, live=data.live, refresh_s=refresh_s if data.live else None,
+        leaderboard_href=leaderboard_href,
         lb_rows=rows_for_display(board) if board else [], lb_columns=columns,
         headings={**HEADINGS, **{k: k for k in (board.by if board else [])}})
 

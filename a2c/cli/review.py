@@ -29,11 +29,11 @@ def add_driver_flags(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def run_analysis(run_dir: Path, args: argparse.Namespace, what: str,
-                 analyse: Callable[[Path, dict, Callable], dict]) -> tuple[dict[str, Any], dict]:
-    """Build the report dict, run `analyse(run_dir, report, ask)` through a fresh gateway and
+                 analyse: Callable[[Path, Any, Callable], dict]) -> tuple[dict[str, Any], dict]:
+    """Build the report, run `analyse(run_dir, report, ask)` through a fresh gateway and
     write RUN/analysis/<what>.{json,md,html}; returns (the doc, the paths)."""
     from a2c.analysis.narrate import analysis_dir, write_outputs
-    from a2c.analysis.report import build_report
+    from a2c.analysis.report import checked_report
     from a2c.analysis.verify import VerificationError, verify_run
     from a2c.runtime.driver_gateway.session import analysis_gateway
 
@@ -42,7 +42,7 @@ def run_analysis(run_dir: Path, args: argparse.Namespace, what: str,
         raise VerificationError(f"{run_dir}: the run record failed verification: "
                                 f"{verification.first}; refusing to analyse it (run `a2c "
                                 "verify` for details)")
-    report = build_report(run_dir, verification)
+    report = checked_report(run_dir, verification)
     budget = {"driver_tokens": args.driver_tokens, "driver_cost_usd": args.driver_cost}
     made, folder = _call_folder(analysis_dir(run_dir), what)
     try:

@@ -1,8 +1,10 @@
 """The base of every typed record: a dataclass that writes the same JSON the files hold.
 
 `Record.to_dict()` writes every field, except those declared with `optional()` whose value is
-None (the key is left out, as the writers always did); `from_dict()` reads tolerantly: unknown
-keys are ignored and missing ones take the field's default, so an older record still reads.
+None (the key is left out, as the writers always did), a nested record as its object and a tuple
+as a list; `from_dict()` reads tolerantly: unknown keys are ignored and missing ones take the
+field's default, so an older record still reads. `Record` is no dataclass itself, so a subclass
+may be a frozen one (a2c.contracts.parts.Part, which also reads nested records back).
 """
 
 from __future__ import annotations
@@ -22,22 +24,34 @@ def optional(default: Any = None) -> Any:
     return dataclasses.field(default=default, metadata={OMIT_NONE: True})
 
 
-@dataclass
+def plain(value: Any) -> Any:
+    """`value` as JSON holds it: records as objects, tuples as lists (lists and objects copied)."""
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
 class Record:
+    """The base of the record dataclasses (each subclass is one, frozen or not)."""
+
     SCHEMA_VERSION: ClassVar[int] = 1
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in fields(self):
+        for f in fields(self):  # type: ignore[arg-type] - every subclass is a dataclass
             value = getattr(self, f.name)
             if value is None and f.metadata.get(OMIT_NONE):
                 continue
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+            out[f.name] = plain(value)
         return out
 
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
-        known = {f.name for f in fields(cls) if f.init}
+        known = {f.name for f in fields(cls) if f.init}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in data.items() if k in known})
 
 

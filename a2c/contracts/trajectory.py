@@ -14,89 +14,28 @@ fields): as in ATIF, `prompt_tokens` is the whole prompt — the call's uncached
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import types
-import typing
-from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any
 
-from .records import OMIT_NONE, optional
+from .parts import Part
+from .records import optional
 
 TRAJECTORY_FORMAT = "a2c-trajectory/1"
 ATIF_VERSION = "ATIF-v1.4"
 SOURCES = ("system", "user", "agent")
 TOOL_KINDS = ("shell", "edit", "read", "search", "web", "plan", "submit", "other")
 
-P = TypeVar("P", bound="_Part")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, _Part):
-        return value.to_dict()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _read(value: Any, hint: Any) -> Any:
-    """`value` as JSON holds it, read into the annotation `hint` (nested parts parsed; what
-    does not fit is kept as it is, for the schema check to name)."""
-    if value is None:
-        return None
-    options = [a for a in typing.get_args(hint) if a is not type(None)] \
-        if typing.get_origin(hint) in (typing.Union, types.UnionType) else [hint]
-    for option in options:
-        if isinstance(option, type) and issubclass(option, _Part) and isinstance(value, dict):
-            return option.from_dict(value)
-        if typing.get_origin(option) is tuple and isinstance(value, list):
-            inner = typing.get_args(option)[0]
-            return tuple(_read(v, inner) for v in value)
-    return value
-
-
-@dataclass(frozen=True)
-class _Part:
-    """A part of trajectory.json: written as the JSON object it is read from (a field declared
-    `optional()` is left out when None), nested parts as objects, tuples as lists."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get(OMIT_NONE):
-                continue
-            out[f.name] = _plain(value)
-        return out
-
-    @classmethod
-    def from_dict(cls: type[P], data: dict[str, Any]) -> P:
-        """Tolerant, as every record reader: unknown keys ignored, missing ones defaulted."""
-        hints = _hints(cls)
-        return cls(**{f.name: _read(data[f.name], hints[f.name]) for f in fields(cls)
-                      if f.init and f.name in data})
-
-    def replace(self: P, **changes: Any) -> P:
-        return dataclasses.replace(self, **changes)
-
 
 # ----------------------------------------------------------------------------- the extras
 # What ATIF has no field for, one class per part; written in `extra` (the schema keeps `extra`
 # an open object, so a reader of ATIF or of an older a2c takes it as it is).
 @dataclass(frozen=True)
-class AgentExtra(_Part):
+class AgentExtra(Part):
     driver: str | None = None
 
 
 @dataclass(frozen=True)
-class CallExtra(_Part):
+class CallExtra(Part):
     """`kind` the tool's kind (TOOL_KINDS), `command` a shell tool's command line, `submits`
     whether it runs ./submit, `parsed_from` "message" for a ```bash block in the text."""
 
@@ -107,7 +46,7 @@ class CallExtra(_Part):
 
 
 @dataclass(frozen=True)
-class ResultExtra(_Part):
+class ResultExtra(Part):
     """`source` "transcript" when the scaffold's own transcript gave a longer output."""
 
     is_error: bool | None = optional()
@@ -116,13 +55,13 @@ class ResultExtra(_Part):
 
 
 @dataclass(frozen=True)
-class MetricsExtra(_Part):
+class MetricsExtra(Part):
     input_tokens: int = 0
     cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)
-class StepExtra(_Part):
+class StepExtra(Part):
     """`thread` the conversation thread, `from_request` an agent turn seen only in a later
     request, `event` the event a system step stands for."""
 
@@ -139,7 +78,7 @@ class StepExtra(_Part):
 
 
 @dataclass(frozen=True)
-class BudgetExhaustion(_Part):
+class BudgetExhaustion(Part):
     """A `driver_budget_exhausted` event, as the totals list it."""
 
     limit: str | None = None
@@ -150,14 +89,14 @@ class BudgetExhaustion(_Part):
 
 
 @dataclass(frozen=True)
-class ThreadSummary(_Part):
+class ThreadSummary(Part):
     thread: int = 0
     calls: int = 0
     first_message: str = ""
 
 
 @dataclass(frozen=True)
-class FinalExtra(_Part):
+class FinalExtra(Part):
     calls: int = 0
     refused: int = 0
     recorded: int = 0
@@ -173,7 +112,7 @@ class FinalExtra(_Part):
 
 
 @dataclass(frozen=True)
-class TrajectoryExtra(_Part):
+class TrajectoryExtra(Part):
     run_id: str | None = None
     task: str | None = None
     driver: str | None = None
@@ -185,7 +124,7 @@ class TrajectoryExtra(_Part):
 
 # ----------------------------------------------------------------------------- the ATIF parts
 @dataclass(frozen=True)
-class AgentInfo(_Part):
+class AgentInfo(Part):
     """The scaffold (agent id and version) and the model that answered most calls."""
 
     name: str = ""
@@ -195,7 +134,7 @@ class AgentInfo(_Part):
 
 
 @dataclass(frozen=True)
-class ToolCall(_Part):
+class ToolCall(Part):
     """One tool invocation of an agent step. `extra.kind` is the tool's kind (TOOL_KINDS),
     `extra.command` the shell command for a shell tool."""
 
@@ -206,7 +145,7 @@ class ToolCall(_Part):
 
 
 @dataclass(frozen=True)
-class ObservationResult(_Part):
+class ObservationResult(Part):
     """The result of one tool call (`source_call_id` names it), or environment feedback with no
     call (`source_call_id` null). `extra`: is_error, exit_code, truncated, source."""
 
@@ -216,12 +155,12 @@ class ObservationResult(_Part):
 
 
 @dataclass(frozen=True)
-class Observation(_Part):
+class Observation(Part):
     results: tuple[ObservationResult, ...] = ()
 
 
 @dataclass(frozen=True)
-class Metrics(_Part):
+class Metrics(Part):
     """One driver call's usage, as the gateway metered it. `extra`: input_tokens (uncached),
     cache_write_tokens."""
 
@@ -233,7 +172,7 @@ class Metrics(_Part):
 
 
 @dataclass(frozen=True)
-class Step(_Part):
+class Step(Part):
     """A system prompt, a user message, or an agent turn (one driver call's answer: message,
     tool calls, and the observations the scaffold sent back with the next call). `extra`:
     call_seq (the driver_call's seq), thread, status, error, latency_ms, wire."""
@@ -263,7 +202,7 @@ class Step(_Part):
 
 
 @dataclass(frozen=True)
-class FinalMetrics(_Part):
+class FinalMetrics(Part):
     """Totals over every driver call (the sum of the driver_call events). `extra`: calls,
     errors, input_tokens (uncached), cache_write_tokens, tokens (all four kinds, as the
     gateway's totals count them), models, budget_exhausted, tool_calls_by_kind and _by_name,
@@ -278,7 +217,7 @@ class FinalMetrics(_Part):
 
 
 @dataclass(frozen=True)
-class Trajectory(_Part):
+class Trajectory(Part):
     """trajectory.json. `extra`: run_id, task, driver, wires, sources (what it was built from),
     warnings (what could not be read), a2c_version (of the builder)."""
 

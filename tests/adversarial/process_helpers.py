@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from a2c.analysis.record import SnapshotTaken
 from a2c.contracts.outside import outside_roots
 from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.process_record import record_agent
@@ -78,8 +79,9 @@ def run_agent(tmp_path: Path, script: str, files: dict[str, str | bytes] | None 
         isolation=backend.isolation, received=received, started=started,
         log=paths.agent_log.read_text(errors="replace") if paths.agent_log.is_file() else "",
         events=[{"type": "process_record", "data": summary}],
-        snapshots=[{"commit": info["commit"], "reason": "submission", "submission_id": "1",
-                    "ts": received, "files": info["files"], "bytes": info["bytes"]}])
+        snapshot_taken=[SnapshotTaken(commit=info["commit"], reason="submission",
+                                      submission_id="1", ts=received, files=info["files"],
+                                      bytes=info["bytes"])])
 
 
 def route(record: SimpleNamespace, mode: str = "rl-only",
@@ -90,4 +92,4 @@ def route(record: SimpleNamespace, mode: str = "rl-only",
              "model_path": model_path, "valid": True, "base_copy": False, "score": 50.0,
              "t_s": 60.0}]
     section, _ = training_and_timeline(record, subs, mode)
-    return section
+    return section.to_dict()      # as report.json holds it

@@ -16,6 +16,7 @@ import pytest
 
 from a2c.analysis.attribution import training_and_timeline
 from a2c.analysis.executed import executed_code
+from a2c.analysis.record import SnapshotTaken
 from a2c.contracts.outside import OUTSIDE_PREFIX, outside_roots
 from a2c.contracts.run_paths import RunPaths
 from a2c.runtime.snapshots import Snapshotter
@@ -53,9 +54,9 @@ def make_run(tmp_path: Path, commands: list[tuple[str, str]] | None, tmp_files: 
     snap = Snapshotter(paths.snapshots, paths.workspace, outside=outside_roots(paths))
     info = snap.snapshot("submission", submission_id=1)
     snap.tag_submission(1, info["commit"])
-    return SimpleNamespace(root=root, commit=info["commit"], snapshots=[
-        {"commit": info["commit"], "reason": "submission", "submission_id": "1", "ts": T0 + 50,
-         "files": info["files"], "bytes": info["bytes"]}])
+    return SimpleNamespace(root=root, commit=info["commit"], snapshot_taken=[
+        SnapshotTaken(commit=info["commit"], reason="submission", submission_id="1", ts=T0 + 50,
+                      files=info["files"], bytes=info["bytes"])])
 
 
 def route(record, mode: str = "rl-only") -> dict:
@@ -63,7 +64,7 @@ def route(record, mode: str = "rl-only") -> dict:
              "model_path": "/workspace/output/final", "valid": True, "base_copy": False,
              "score": 50.0, "t_s": 60.0}]
     section, _ = training_and_timeline(record, subs, mode)
-    return section
+    return section.to_dict()      # as report.json holds it
 
 
 def test_sft_run_from_tmp_with_a_decoy_in_the_workspace_violates(tmp_path):

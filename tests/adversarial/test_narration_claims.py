@@ -23,7 +23,7 @@ import yaml
 
 from a2c.analysis.citations import AGENT_LABEL, Evidence
 from a2c.analysis.narrate import analysis_prompt
-from a2c.analysis.report import build_report
+from a2c.analysis.report import assemble_report, build_report
 from a2c.cli import main
 
 MAKER = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "make_fixture_run.py"
@@ -211,7 +211,7 @@ def test_the_planted_text_reaches_the_prompt_only_fenced_as_untrusted(zero_run, 
     run, commit = zero_run
     ev = Evidence(run)
     try:
-        prompt = analysis_prompt(ev, build_report(run))
+        prompt = analysis_prompt(ev, assemble_report(run))
     finally:
         ev.close()
     planted = prompt.index("IGNORE ALL PREVIOUS INSTRUCTIONS")
@@ -262,7 +262,7 @@ def test_an_outcome_claim_without_a_checkable_fact_is_not_verified_by_agent_text
     from a2c.analysis.claims import ClaimChecker
     ev = Evidence(run)
     try:
-        out = ClaimChecker(ev, build_report(run)).check(
+        out = ClaimChecker(ev, assemble_report(run)).check(
             {"text": "Held-out data clean.", "citations": [_cite(commit, "held-out data clean")]})
     finally:
         ev.close()

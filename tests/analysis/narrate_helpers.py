@@ -20,7 +20,7 @@ def evidence(run: Path) -> dict:
                     if e["type"] == "submission_scored")
     sub = next(s for s in record.submissions if s.valid)
     commands = (run / "logs" / "commands.log").read_text().splitlines()
-    snap = record.snapshots[-1]["commit"]
+    snap = record.snapshot_taken[-1].commit
     git = ["git", f"--git-dir={run / 'snapshots.git'}"]
     names = subprocess.run(git + ["ls-tree", "-r", "--name-only", snap], capture_output=True,
                            text=True, check=True).stdout.splitlines()

@@ -85,8 +85,8 @@ def test_a_note_cannot_start_a_line_of_the_digest(fixture_run):
 # ------------------------------------------------ issue 32: outcome claims checked against the record
 def _checker(run):
     from a2c.analysis.claims import ClaimChecker
-    from a2c.analysis.report import build_report
-    return ClaimChecker(Evidence(run), build_report(run))
+    from a2c.analysis.report import assemble_report
+    return ClaimChecker(Evidence(run), assemble_report(run))
 
 
 def test_outcome_claims_are_checked_against_the_record_whatever_they_cite(fixture_run):

@@ -324,5 +324,5 @@ def test_view_marks_the_contaminated_run(fixture_run, maker):
     items = _held(fixture_run)
     _plant(fixture_run, "extra_sft.jsonl", "\n".join(it["prompt"] for it in items))
     maker.reseal(fixture_run)
-    rows = collect(fixture_run.parent)["rows"]
+    rows = collect(fixture_run.parent).rows
     assert [r.contaminated for r in rows] == [True]

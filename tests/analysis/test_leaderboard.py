@@ -105,7 +105,7 @@ def test_runs_with_other_budgets_are_never_pooled(maker, monkeypatch, tmp_path):
     assert [g.runs for g in board.groups] == [1, 1]
     assert board.varying == ["budget"]
     assert sorted(g.labels["budget"] for g in board.groups) == ["10.0 min", "20.0 min"]
-    assert all(g.improvement_interval["over"] == "items" for g in board.groups)
+    assert all(g.improvement_interval.over == "items" for g in board.groups)
     md = render_leaderboard(board, "md")
     assert "| agent | driver | task | mode | budget | runs |" in md
     assert "| 10.0 min | 1 |" in md and "| 20.0 min | 1 |" in md
@@ -194,12 +194,12 @@ def test_csv_has_the_interval_the_table_shows(runs_dir):
     for g in board.groups:
         iv, row = g.improvement_interval, rows[g.key["agent"]]
         low, high = float(row["improvement_ci95_low"]), float(row["improvement_ci95_high"])
-        assert (low, high) == pytest.approx(tuple(iv["ci95"]), abs=1e-3)
-        assert row["improvement_ci_over"] == iv["over"]
-        assert row["improvement_ci_method"] == iv["method"]
-        assert row["improvement_ci_n"] == str(iv["n"])
-        assert row["improvement_ci_excludes_0"] == str(iv["outside_noise"]).lower()
-        assert f"[{low:+.2f}, {high:+.2f}] ({iv['over']}, {iv['method']})" in md
+        assert (low, high) == pytest.approx(tuple(iv.ci95), abs=1e-3)
+        assert row["improvement_ci_over"] == iv.over
+        assert row["improvement_ci_method"] == iv.method
+        assert row["improvement_ci_n"] == str(iv.n)
+        assert row["improvement_ci_excludes_0"] == str(iv.outside_noise).lower()
+        assert f"[{low:+.2f}, {high:+.2f}] ({iv.over}, {iv.method})" in md
     assert rows["ref-sft"]["improvement_ci_over"] == "seeds"
     assert rows["ref-grpo"]["improvement_ci_over"] == "items"
 
@@ -233,7 +233,7 @@ def test_repeated_seeds_are_averaged_before_the_interval(maker, tmp_path):
     maker.make_run(tmp_path / "s2", seed=2)
     (group,) = build_leaderboard(tmp_path).groups
     iv = group.improvement_interval
-    assert iv["over"] == "seeds" and iv["n"] == 3          # three seeds, not four runs
+    assert iv.over == "seeds" and iv.n == 3          # three seeds, not four runs
     assert group.repeats == "3 seeds; seed 0 ×2 averaged per seed"
 
 

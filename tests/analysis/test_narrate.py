@@ -80,11 +80,11 @@ def test_run_with_driver_steps(maker, tmp_path, capsys):
 
     from a2c.analysis.citations import Evidence
     from a2c.analysis.digest import build_digest
-    from a2c.analysis.report import build_report
+    from a2c.analysis.report import assemble_report
 
     run = dr.add_to_run(maker.make_run(tmp_path / "run"), maker, "claude-code", stream=True)
     ev = Evidence(run)
-    digest = build_digest(ev, build_report(run))
+    digest = build_digest(ev, assemble_report(run))
     ev.close()
     assert "## AGENT STEPS\nstep 1" in digest and "driver_call" not in digest
     script = write_script(tmp_path, "narr-driven", narrative(evidence(run), false=True))

@@ -10,6 +10,8 @@ import jsonschema
 import pytest
 
 from a2c.analysis.report import build_report, report_schema, validate_report, write_report
+from a2c.analysis.report_doc import Report
+from a2c.analysis.rows import SubmissionRow
 from a2c.cli import main
 
 
@@ -31,6 +33,18 @@ def test_files_written_and_json_validates(written):
     on_disk = json.loads(paths.json.read_text())
     validate_report(on_disk)
     assert on_disk == json.loads(json.dumps(report))
+
+
+def test_report_json_reads_back_as_the_typed_report_unchanged(written):
+    """report.json parsed into the typed Report (analysis/report_doc.py) writes the same JSON,
+    key order and all, and its sections read as records."""
+    _, paths = written
+    text = paths.json.read_text()
+    typed = Report.from_dict(json.loads(text))
+    assert json.dumps(typed.to_dict(), indent=2, ensure_ascii=False) + "\n" == text
+    assert typed.scores.best == 52.0 and typed.metrics.n_submissions == 6
+    assert all(isinstance(s, SubmissionRow) for s in typed.submissions)
+    assert typed.route.available and isinstance(typed.route.methods, tuple)
 
 
 def test_header(written):

@@ -76,15 +76,15 @@ def test_leaderboard_over_three_seeds_shows_the_interval_of_the_mean_improvement
     board = build_leaderboard(tmp_path)
     groups = {g.key["agent"]: g for g in board.groups}
     iv = groups["ref-sft"].improvement_interval
-    assert iv["over"] == "seeds" and iv["n"] == 3 and iv["method"] == "t"
-    assert iv["mean"] == pytest.approx(groups["ref-sft"].stats["improvement"].mean)
-    assert iv["ci95"][0] < iv["mean"] < iv["ci95"][1]
+    assert iv.over == "seeds" and iv.n == 3 and iv.method == "t"
+    assert iv.mean == pytest.approx(groups["ref-sft"].stats["improvement"].mean)
+    assert iv.ci95[0] < iv.mean < iv.ci95[1]
     single = groups["ref-grpo"].improvement_interval
-    assert single["over"] == "items"       # one run: its paired interval over items
+    assert single.over == "items"       # one run: its paired interval over items
     md = render_leaderboard(board, "md")
     assert "| improvement | improvement 95% CI | final split | selection gap | not derived |" in md
-    assert f"[{iv['ci95'][0]:+.2f}, {iv['ci95'][1]:+.2f}] (seeds, t)" in md
-    if iv["outside_noise"]:
+    assert f"[{iv.ci95[0]:+.2f}, {iv.ci95[1]:+.2f}] (seeds, t)" in md
+    if iv.outside_noise:
         assert f"{groups['ref-sft'].stats['improvement'].mean:.2f} ± " in md and " *" in md
 
 

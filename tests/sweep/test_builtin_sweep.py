@@ -99,7 +99,7 @@ def test_builtin_suite_killed_and_resumed(tmp_path):
     # While a sweep is unfinished, a2c view says so and the page reloads itself.
     from a2c.analysis.view import collect, render_view
     live = collect(runs)
-    assert live["live"] and live["counts"].get("running") == 1
+    assert live.live and live.counts.get("running") == 1
     assert 'http-equiv="refresh"' in render_view(runs)
 
     t0 = time.monotonic()

@@ -41,7 +41,7 @@ def test_a_running_sweep_reloads_and_shows_reasons(tmp_path):
     runs = tmp_path / "runs"
     _sweep(runs, {"a": "queued", "b": "running", "c": "failed"}, ended=False)
     data = collect(runs)
-    assert data["live"] and data["counts"] == {"queued": 1, "running": 1, "failed": 1}
+    assert data.live and data.counts == {"queued": 1, "running": 1, "failed": 1}
     html = render_view(runs)
     assert 'http-equiv="refresh" content="5"' in html
     assert "agent failed (exit 3, exited): boom" in html

@@ -105,10 +105,10 @@ def test_best_of_many_noisy_submissions_shows_a_positive_selection_gap(make_run,
     from a2c.analysis.record import RunRecord
     from a2c.analysis.trust import final_split as report_final_split
     section = report_final_split(RunRecord.load(run))
-    assert section["selection_gap"] == pytest.approx(out["selection_gap"])
-    lo, hi = section["selection_gap_interval"]["ci95"]
-    assert lo < section["selection_gap"] < hi
-    print(f"selection gap interval [{lo:+.1f}, {hi:+.1f}]: {section['selection_gap_statement']}")
+    assert section.selection_gap == pytest.approx(out["selection_gap"])
+    lo, hi = section.selection_gap_interval.ci95
+    assert lo < section.selection_gap < hi
+    print(f"selection gap interval [{lo:+.1f}, {hi:+.1f}]: {section.selection_gap_statement}")
     # once: a second call (a resumed run) evaluates nothing again
     before = len(read_events(paths.events))
     assert score_final_split(run, "best") == out

@@ -145,7 +145,7 @@ def test_service_flags_a_submission_with_another_models_weights(tiny_path, tmp_p
     assert events == flags
     result = json.loads((run / "results" / "2.json").read_text())
     assert result["provenance"]["not_derived"] is True and result["provenance"]["reasons"]
-    assert provenance(RunRecord.load(run))["not_derived"] == ["2"]
+    assert provenance(RunRecord.load(run)).not_derived == ("2",)
 
 
 # ------------------------------------------------------------------ what the evaluator loads
