@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 R = TypeVar("R", bound="Record")
+F = TypeVar("F", bound="FrozenRecord")
 OMIT_NONE = "a2c_omit_none"
 
 
@@ -85,3 +86,35 @@ def read_jsonl_tolerant(path: Path) -> tuple[list[dict], list[tuple[int, str]]]:
             obj["_line"] = lineno
             rows.append(obj)
     return rows, problems
+
+
+@dataclass(frozen=True)
+class FrozenRecord:
+    """A record that does not change once made (a plan, what a server was): `Record`'s JSON,
+    frozen, with its nested records (`NESTED`: field name -> record type) read and written as
+    their own JSON objects."""
+
+    NESTED: ClassVar[dict[str, type]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get(OMIT_NONE):
+                continue
+            if isinstance(value, FrozenRecord):
+                value = value.to_dict()
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_dict(cls: type[F], data: dict[str, Any]) -> F:
+        known = {f.name for f in fields(cls) if f.init}
+        given = {k: v for k, v in data.items() if k in known}
+        for name, kind in cls.NESTED.items():
+            if isinstance(given.get(name), dict):
+                given[name] = kind.from_dict(given[name])
+        for f in fields(cls):
+            if isinstance(given.get(f.name), list) and "tuple" in str(f.type):
+                given[f.name] = tuple(given[f.name])
+        return cls(**given)

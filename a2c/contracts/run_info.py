@@ -21,7 +21,8 @@ from typing import Any
 from a2c.fsutil import write_json_atomic
 
 from .budget import Budget
-from .records import OMIT_NONE, Record, optional
+from .driver_server import DriverServerRecord
+from .records import OMIT_NONE, FrozenRecord, Record, optional
 from .spec import ScoringSpec
 
 RUN_JSON = "run.json"              # relative to the run directory
@@ -168,7 +169,7 @@ class RunInfo:
     # a driver a2c serves itself (`--driver vllm/MODEL`), once its server is up: the weights'
     # digest, the server's version and flags, the served context, the sampling in force
     # (runtime/run/driver.py, DriverGateway.server_record)
-    driver_server: dict[str, Any] | None = optional()
+    driver_server: DriverServerRecord | None = optional()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -191,7 +192,7 @@ class RunInfo:
             value = getattr(self, f.name)
             if isinstance(value, RunStatus):
                 value = value.value
-            elif isinstance(value, (Budget, RunSettings, AgentExit)):
+            elif isinstance(value, (Budget, RunSettings, AgentExit, FrozenRecord)):
                 value = value.to_dict()
             if value is not UNSET and not (value is None and f.metadata.get(OMIT_NONE)):
                 out[f.name] = value
@@ -207,6 +208,8 @@ class RunInfo:
         known["options"] = RunSettings.from_dict(known.get("options") or {})
         if isinstance(known.get("agent_exit"), dict):
             known["agent_exit"] = AgentExit.from_dict(known["agent_exit"])
+        if isinstance(known.get("driver_server"), dict):
+            known["driver_server"] = DriverServerRecord.from_dict(known["driver_server"])
         return cls(**known, extra=extra)
 
     @classmethod

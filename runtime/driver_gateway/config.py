@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from a2c.contracts.budget import Budget
+from a2c.contracts.driver_server import ServerPlan, VllmSettings
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
@@ -93,10 +94,10 @@ def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
     return _read_drivers_file(path).get("providers") or {}
 
 
-def vllm_settings(path: Path | None = None) -> dict[str, Any]:
+def vllm_settings(path: Path | None = None) -> VllmSettings:
     """The drivers file's `vllm` section: how a2c starts the server of a `vllm/...` driver
     (executable, startup_timeout_s, args, per-model overrides; drivers.schema.json)."""
-    return _read_drivers_file(path).get("vllm") or {}
+    return VllmSettings.from_dict(_read_drivers_file(path).get("vllm") or {})
 
 
 def _read_drivers_file(path: Path | None = None) -> dict[str, Any]:
@@ -208,7 +209,7 @@ def _budget(budget: dict | None) -> dict[str, Any]:
     return Budget.from_dict(budget or {}).driver_limits()
 
 
-def _resolve_vllm(driver: str, wires: list[str], server: dict | None) -> dict[str, Any]:
+def _resolve_vllm(driver: str, wires: list[str], server: ServerPlan | None) -> dict[str, Any]:
     """`vllm/MODEL`: the server a2c starts (its plan, from runtime/run/driver_server.py)."""
     if not server:
         raise RunError(f"--driver {driver}: a2c starts this server itself when it runs; use "
@@ -218,16 +219,16 @@ def _resolve_vllm(driver: str, wires: list[str], server: dict | None) -> dict[st
     if wires and not spoken:
         raise RunError(f"--driver {driver}: the agent speaks {', '.join(wires)}; vLLM serves "
                        f"{', '.join(VLLM_WIRES)}; pick an agent that speaks one of them")
-    return {"provider": VLLM_PROVIDER, "model": server["served_model_name"],
+    return {"provider": VLLM_PROVIDER, "model": server.served_model_name,
             "wires": list(VLLM_WIRES), "agent_wire": spoken[0] if spoken else None,
             "allow_models": [], "upstream": {"base_url": None, "key_env": None, "auth": None,
                                              "context": "ask", "timeout_s": DEFAULT_TIMEOUT_S,
                                              "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S},
-            "scripted": None, "server": server}
+            "scripted": None, "server": server.to_dict()}
 
 
 def resolve_driver(driver: str, agent: dict | None,
-                   server: dict | None = None) -> dict[str, Any]:
+                   server: ServerPlan | None = None) -> dict[str, Any]:
     """The upstream part of gateway.json for a driver string (raises RunError). `server`: the
     plan of the vLLM server a2c starts for a `vllm/...` driver."""
     drv = _agent_driver(agent)
@@ -288,7 +289,7 @@ def resolve_driver(driver: str, agent: dict | None,
 
 
 def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
-                    budget: dict | None, server: dict | None = None) -> dict[str, Any]:
+                    budget: dict | None, server: ServerPlan | None = None) -> dict[str, Any]:
     """Resolve the driver, write driver/gateway.json and driver/gateway.key (both 0600, in a
     0700 folder), and return the config. An existing key is kept (a resume keeps the agent's
     key valid). `server`: a `vllm/...` driver's server plan (its URL is set when it starts:
