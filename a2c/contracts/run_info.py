@@ -97,6 +97,22 @@ class AgentExit:
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
+@dataclass(frozen=True)
+class GpuPlacement(FrozenRecord):
+    """The devices a run holds (run.json `gpus`, host indices): the agent's, the grader's, and
+    a served driver's (`--driver vllm/MODEL`; absent for any other driver). runtime/run/devices.py
+    assigns them; a sweep's resume replaces them with its new placement."""
+
+    agent: tuple[str, ...] = ()
+    grader: tuple[str, ...] = ()
+    driver: tuple[str, ...] | None = optional()
+
+    @property
+    def any(self) -> bool:
+        """Whether the run holds any device."""
+        return bool(self.agent or self.grader or self.driver)
+
+
 @dataclass
 class RunSettings(Record):
     """How the runtime runs this run (run.json `options`): the operator's choices and the pace
@@ -163,9 +179,8 @@ class RunInfo:
     final_split_score: Any = UNSET    # float | None
     final_split_baseline: Any = UNSET  # float | None
     selection_gap: Any = UNSET        # float | None
-    # the devices the run holds, when it holds any: {agent: [ids], grader: [ids]}
-    # (runtime/run/devices.py; a sweep's resume replaces them with the new placement)
-    gpus: dict[str, Any] | None = optional()
+    # the devices the run holds, once they are assigned
+    gpus: GpuPlacement | None = optional()
     # a driver a2c serves itself (`--driver vllm/MODEL`), once its server is up: the weights'
     # digest, the server's version and flags, the served context, the sampling in force
     # (runtime/run/driver.py, DriverGateway.server_record)
@@ -208,6 +223,8 @@ class RunInfo:
         known["options"] = RunSettings.from_dict(known.get("options") or {})
         if isinstance(known.get("agent_exit"), dict):
             known["agent_exit"] = AgentExit.from_dict(known["agent_exit"])
+        if isinstance(known.get("gpus"), dict):
+            known["gpus"] = GpuPlacement.from_dict(known["gpus"])
         if isinstance(known.get("driver_server"), dict):
             known["driver_server"] = DriverServerRecord.from_dict(known["driver_server"])
         return cls(**known, extra=extra)

@@ -161,7 +161,7 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
         agent_tmp=paths.agent_tmp,
-        gpu_ids=tuple(str(g) for g in (run.gpus or {}).get("agent") or ()),
+        gpu_ids=tuple(str(g) for g in run.gpus.agent) if run.gpus else (),
         **spec_limits(run.budget))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)

@@ -15,7 +15,7 @@ from typing import Any
 from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.budget import Budget
 from a2c.contracts.bundle import Bundle, read_manifest
-from a2c.contracts.run_info import RunInfo, RunSettings
+from a2c.contracts.run_info import GpuPlacement, RunInfo, RunSettings
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.contracts.spec import AgentSpec, DriverSpec, GraderSpec, TaskSpec
@@ -247,9 +247,9 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
                      run_dir, report, params, gpus)
         ctx.run.gpus = gpus
         ctx.save()
-        report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
-               f"grader {','.join(gpus['grader']) or 'none (CPU)'}"
-               + (f", driver {','.join(gpus['driver']) or 'none (CPU)'}" if served else ""))
+        report(f"GPUs: agent {','.join(gpus.agent) or 'none'}, "
+               f"grader {','.join(gpus.grader) or 'none (CPU)'}"
+               + (f", driver {','.join(gpus.driver or ()) or 'none (CPU)'}" if served else ""))
         return ctx
     except BaseException:
         devices.release(run_dir)
@@ -295,7 +295,7 @@ def _driver_name(opts: RunOptions, agent: AgentSpec) -> str | None:
 
 def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
            bundle_src: Path, agent_src: Path, budget: Budget, run_id: str, run_dir: Path,
-           report: Reporter, params: dict[str, Any], gpus: dict | None = None) -> RunContext:
+           report: Reporter, params: dict[str, Any], gpus: GpuPlacement | None = None) -> RunContext:
     wall = budget.wall_clock_s
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
@@ -341,7 +341,7 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
         config = configure(paths, driver_name, agent, budget.driver_limits(),
-                           gpus=(gpus or {}).get("driver"), seed=opts.seed,
+                           gpus=gpus.driver if gpus else None, seed=opts.seed,
                            share=opts.share_driver_server)
         refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
                              key_env_names(config, dict(os.environ)))

@@ -126,7 +126,7 @@ def _run_info_schema() -> dict[str, Any]:
     """run.json: keys a later step adds may be absent; unknown keys are kept (`extra`)."""
     from a2c.contracts import budget, driver_server, run_info
     run = _without(record_schema(run_info.RunInfo), "extra")
-    nested = (budget.Budget, run_info.RunSettings, run_info.AgentExit,
+    nested = (budget.Budget, run_info.RunSettings, run_info.AgentExit, run_info.GpuPlacement,
               driver_server.DriverServerRecord, driver_server.Weights, driver_server.ContextFit,
               driver_server.ShareRecord, driver_server.Sampling)
     return _document("run_info", "a2c run record (run.json)",

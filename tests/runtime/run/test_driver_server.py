@@ -21,6 +21,7 @@ import pytest
 import yaml
 from driver_helpers import fake_model, gone_within, process_gone
 
+from a2c.contracts.run_info import GpuPlacement
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.driver_gateway import read_totals
@@ -544,11 +545,11 @@ def test_driver_gpus_are_kept_apart(tmp_path):
     found = _found(4)
     got, lease = devices.assign(None, None, 1, found, gpu_mod.GpuLease(locks),
                                 served_driver=True)
-    assert got == {"agent": ["0"], "grader": ["1"], "driver": ["2"]}
+    assert got == GpuPlacement(agent=("0",), grader=("1",), driver=("2",))
     lease.release()
     got, lease = devices.assign(None, None, 1, found, gpu_mod.GpuLease(locks),
                                 driver_gpus="0,1", served_driver=True)
-    assert got == {"agent": ["2"], "grader": ["3"], "driver": ["0", "1"]}
+    assert got == GpuPlacement(agent=("2",), grader=("3",), driver=("0", "1"))
     lease.release()
     with pytest.raises(RunError, match="--driver-gpus 1 and --gpus 1 share a device"):
         devices.assign("1", None, 0, found, gpu_mod.GpuLease(locks), driver_gpus="1",
@@ -562,7 +563,7 @@ def test_driver_gpus_are_kept_apart(tmp_path):
         devices.assign("0,1", "2,3", 0, found, gpu_mod.GpuLease(locks), served_driver=True)
     # no GPU on the machine: the CPU build, no device
     got, lease = devices.assign(None, None, 0, [], gpu_mod.GpuLease(locks), served_driver=True)
-    assert got == {"agent": [], "grader": [], "driver": []}
+    assert got == GpuPlacement(agent=(), grader=(), driver=())
     lease.release()
 
 
@@ -590,7 +591,7 @@ def test_a_run_starts_records_and_stops_its_driver_server(tmp_path, drivers):
         bundle="arith", agent=str(_cli_agent(tmp_path)), model="tiny", budget="30s",
         runs_dir=tmp_path / "runs", driver=f"vllm/{folder}", seed=9, driver_gpus="none"),
         report=lines.append)
-    assert ctx.run.gpus["driver"] == []
+    assert ctx.run.gpus.driver == ()
     summary = run_mod.execute(ctx, report=lines.append)
     assert summary["status"] in ("no_submission", "finished"), summary
     run = json.loads(ctx.paths.run_json.read_text())
