@@ -141,9 +141,9 @@ def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
     if opts.backend == "docker":
         # the agent layer installs npm/pip packages (docker_scaffolds.py), not install commands
         from a2c.runtime.sandbox.docker_scaffolds import unsupported
-        if unsupported(agent):
+        if unsupported(agent_spec):
             raise RunError(f"agent {agent_spec.id}: the docker backend does not run install "
-                           f"commands ({'; '.join(unsupported(agent))}) in its image; run it "
+                           f"commands ({'; '.join(unsupported(agent_spec))}) in its image; run it "
                            "with --backend local")
     if opts.mode not in (task.modes or MODES):
         raise RunError(f"task {task.id} does not offer mode {opts.mode!r} "
