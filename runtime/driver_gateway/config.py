@@ -305,7 +305,7 @@ def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
     price = price_for(resolved["model"])
     models = pinned_models(resolved["model"], resolved["allow_models"])
     config = {"version": CONFIG_VERSION, "driver": driver, **resolved, "models": models,
-              "budget": _budget(budget), "price": price,
+              "budget": _budget(budget), "price": price.to_dict() if price else None,
               "socket": str(paths.driver_socket)}
     write_json_atomic(paths.driver_config, config, mode=0o600)
     return config

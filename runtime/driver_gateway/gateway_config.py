@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from a2c.contracts.driver_server import ServerPlan
 from a2c.contracts.records import FrozenRecord
 
 from .config import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_TIMEOUT_S, read_config
+from .prices import Price
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ class GatewayConfig(FrozenRecord):
     and price entry (the ledger's), the socket."""
 
     NESTED: ClassVar[dict[str, type]] = {"upstream": UpstreamConfig, "scripted": ScriptedDriver,
-                                         "budget": DriverLimits, "server": ServerPlan}
+                                         "budget": DriverLimits, "server": ServerPlan,
+                                         "price": Price}
 
     driver: str = ""
     provider: str | None = None
@@ -85,7 +87,7 @@ class GatewayConfig(FrozenRecord):
     server: ServerPlan | None = None
     socket: str | None = None
     budget: DriverLimits = field(default_factory=DriverLimits)
-    price: dict[str, Any] | None = None                    # the model's price entry
+    price: Price | None = None                    # the model's price entry
 
     @classmethod
     def read(cls, run_dir: str | Path) -> GatewayConfig:

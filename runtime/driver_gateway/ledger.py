@@ -148,9 +148,10 @@ class Ledger:
     def _unit_prices(self) -> tuple[float, float]:
         """USD per token: the dearest input rate (a cache write may cost more than input) and
         the output rate; (0, 0) for an unpriced model."""
-        p = self.price or {}
-        ins = [float(p[k]) for k in ("input", "cache_write", "cache_read") if k in p]
-        return (max(ins, default=0.0) / 1e6, float(p.get("output", 0)) / 1e6)
+        if self.price is None:
+            return 0.0, 0.0
+        return (max(self.price.input_rates(), default=0.0) / 1e6,
+                float(self.price.output) / 1e6)
 
     def stop(self) -> None:
         """The gateway is stopping: admission refuses from now on (a call waiting in it

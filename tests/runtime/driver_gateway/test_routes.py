@@ -176,7 +176,7 @@ def test_admission_waits_for_calls_in_flight(tmp_path):
 
 def test_cost_reservation_uses_the_dearest_input_rate(tmp_path):
     p = price_for(M)
-    led = _ledger(tmp_path, driver_cost_usd=(1000 * p["cache_write"] + 50 * p["output"]) / 1e6)
+    led = _ledger(tmp_path, driver_cost_usd=(1000 * p.cache_write + 50 * p.output) / 1e6)
     assert led.admit(1000, 4000).output_cap == 50
     led.close()
 
