@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ import yaml
 
 from a2c.contracts.budget import Budget
 from a2c.contracts.driver_server import ServerPlan, VllmSettings
+from a2c.contracts.records import FrozenRecord
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.spec import AgentSpec, DriverSpec
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.paths import SPECS_DIR, config_dir, project_root
@@ -88,7 +91,7 @@ def _dotted(path) -> str:
     return out or "(top)"
 
 
-def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
+def load_drivers_file(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """The drivers file's providers ({} when there is no file); SpecError-style RunError
     lines `FILE:LINE:COL: field: what` for a file that does not validate."""
     return _read_drivers_file(path).get("providers") or {}
@@ -132,7 +135,22 @@ def _env_name(provider: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", provider).upper()
 
 
-def providers() -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class Provider(FrozenRecord):
+    """One upstream a `provider/model` driver names (drivers.schema.json `provider`), merged
+    from the built-ins, the drivers file and the A2C_DRIVER_<PROVIDER>_* variables."""
+
+    base_url: str = ""
+    key_env: str | None = None
+    wires: tuple[str, ...] = tuple(WIRES)
+    allow_models: tuple[str, ...] = ()
+    auth: str | None = None
+    context: int | str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+
+def providers() -> dict[str, Provider]:
     """Every provider this host knows: built-ins, the drivers file, A2C_DRIVER_* variables."""
     out = {name: dict(p) for name, p in BUILTIN_PROVIDERS.items()}
     for name, p in load_drivers_file().items():
@@ -160,15 +178,15 @@ def providers() -> dict[str, dict[str, Any]]:
         raise RunError(f"driver provider name {VLLM_PROVIDER!r} is reserved for the server a2c "
                        f"starts itself (--driver vllm/MODEL); rename it (e.g. local) in "
                        f"{drivers_file()} or in the A2C_DRIVER_VLLM_* variables")
-    for name, p in out.items():
-        if not p.get("base_url"):
+    typed = {name: Provider.from_dict(p) for name, p in out.items()}
+    for name, p in typed.items():
+        if not p.base_url:
             raise RunError(f"driver provider {name!r} has no base URL; set "
                            f"A2C_DRIVER_{_env_name(name)}_BASE_URL or base_url in {drivers_file()}")
-        if not re.match(r"^https?://[^/\s]+", p["base_url"]):
-            raise RunError(f"driver provider {name!r}: base URL {p['base_url']!r} is not an "
+        if not re.match(r"^https?://[^/\s]+", p.base_url):
+            raise RunError(f"driver provider {name!r}: base URL {p.base_url!r} is not an "
                            "http:// or https:// URL")
-        p.setdefault("wires", list(WIRES))
-    return out
+    return typed
 
 
 # ----------------------------------------------------------------------------- scripted driver
@@ -186,16 +204,16 @@ def find_script(name: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- prepare
-def _agent_driver(agent: dict | None) -> dict:
-    drv = (agent or {}).get("driver") or {}
-    return drv if isinstance(drv, dict) else {}
+def _agent_driver(agent: dict | None) -> DriverSpec:
+    drv = AgentSpec.from_dict(agent or {}).driver
+    return drv if isinstance(drv, DriverSpec) else DriverSpec()
 
 
 def agent_wires(agent: dict | None) -> list[str]:
     """The wires the agent speaks, in order of preference (its spec's `driver.wire`: one wire or
     a list; the resolved agent carries both `wire` and `wires`)."""
     drv = _agent_driver(agent)
-    wires = drv.get("wires") or drv.get("wire")
+    wires = drv.wires or drv.wire
     return [] if not wires else [wires] if isinstance(wires, str) else list(wires)
 
 
@@ -242,7 +260,7 @@ def resolve_driver(driver: str, agent: dict | None,
         if not name:
             raise RunError("--driver scripted: needs a script name, e.g. scripted:sft-recipe")
         script = find_script(name)
-        model = _strip_provider(drv.get("default"))
+        model = _strip_provider(drv.default)
         if not model:
             raise RunError(f"--driver {driver}: the agent names no default driver model to "
                            "impersonate; set driver.default in the agent spec")
@@ -268,23 +286,22 @@ def resolve_driver(driver: str, agent: dict | None,
                        f"{', '.join(sorted(known))}); add it to {drivers_file()} or set "
                        f"A2C_DRIVER_{_env_name(provider)}_BASE_URL")
     p = known[provider]
-    spoken = [w for w in wires if w in p["wires"]]
+    spoken = [w for w in wires if w in p.wires]
     if wires and not spoken:
         raise RunError(f"--driver {driver}: the agent speaks {', '.join(wires)}, provider "
-                       f"{provider!r} serves {', '.join(p['wires'])}; pick a provider that serves "
+                       f"{provider!r} serves {', '.join(p.wires)}; pick a provider that serves "
                        f"{wires[0]} or set A2C_DRIVER_{_env_name(provider)}_WIRES")
-    key_env = p.get("key_env")
+    key_env = p.key_env
     if key_env and not os.environ.get(key_env):
         raise RunError(f"--driver {driver}: ${key_env} is not set; export the provider key as "
                        f"{key_env} (it stays on the host: the agent gets a per-run gateway key)")
-    return {"provider": provider, "model": model, "wires": list(p["wires"]),
+    return {"provider": provider, "model": model, "wires": list(p.wires),
             "agent_wire": spoken[0] if spoken else None,
-            "allow_models": list(p.get("allow_models", [])),
-            "upstream": {"base_url": p["base_url"].rstrip("/"), "key_env": key_env,
-                         "auth": p.get("auth"), "context": p.get("context"),
-                         "timeout_s": float(p.get("timeout_s", DEFAULT_TIMEOUT_S)),
-                         "connect_timeout_s": float(p.get("connect_timeout_s",
-                                                          DEFAULT_CONNECT_TIMEOUT_S))},
+            "allow_models": list(p.allow_models),
+            "upstream": {"base_url": p.base_url.rstrip("/"), "key_env": key_env,
+                         "auth": p.auth, "context": p.context,
+                         "timeout_s": float(p.timeout_s),
+                         "connect_timeout_s": float(p.connect_timeout_s)},
             "scripted": None}
 
 
