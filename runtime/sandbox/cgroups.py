@@ -31,8 +31,9 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from a2c.runtime.sandbox.cgroup_limits import Limits
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CFS_PERIOD_US = 100_000
@@ -43,38 +44,6 @@ UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 
 
 class CgroupError(OSError):
     """A cgroup could not be made or set; its message says why in words."""
-
-
-@dataclass
-class Limit:
-    asked: str | float | int
-    enforced: bool = False
-    why: str | None = None
-
-    def record(self) -> dict:
-        out: dict = {"asked": self.asked, "enforced": self.enforced}
-        if self.why:
-            out["why"] = self.why
-        return out
-
-
-@dataclass
-class Limits:
-    """The limits a run asked for (None: not asked), each saying whether it is enforced."""
-
-    memory: Limit | None = None
-    cpus: Limit | None = None
-    pids: Limit | None = None
-
-    @classmethod
-    def asked(cls, memory: str | None, cpus: float | None, pids: int | None) -> Limits:
-        return cls(memory=Limit(memory) if memory else None, cpus=Limit(cpus) if cpus else None,
-                   pids=Limit(pids) if pids else None)
-
-    def items(self) -> list[tuple[str, Limit]]:
-        """(name, limit) of those asked, in run.json's order: memory, cpus, pids."""
-        return [(name, limit) for name, limit in (("memory", self.memory), ("cpus", self.cpus),
-                                                  ("pids", self.pids)) if limit is not None]
 
 
 def parse_size(text: str | int) -> int:

@@ -17,7 +17,8 @@ import pytest
 
 from a2c.contracts.events import verify_events
 from a2c.runtime import run as run_mod
-from a2c.runtime.sandbox.cgroups import CGROUP_ROOT, AgentCgroup, Limits, detect
+from a2c.runtime.sandbox.cgroup_limits import Limits
+from a2c.runtime.sandbox.cgroups import CGROUP_ROOT, AgentCgroup, detect
 from a2c.runtime.sandbox.proctree import collect
 
 pytestmark = [pytest.mark.slow,
