@@ -204,12 +204,13 @@ def find_script(name: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- prepare
-def _agent_driver(agent: dict | None) -> DriverSpec:
-    drv = AgentSpec.from_dict(agent or {}).driver
+def _agent_driver(agent: dict | AgentSpec | None) -> DriverSpec:
+    spec = agent if isinstance(agent, AgentSpec) else AgentSpec.from_dict(agent or {})
+    drv = spec.driver
     return drv if isinstance(drv, DriverSpec) else DriverSpec()
 
 
-def agent_wires(agent: dict | None) -> list[str]:
+def agent_wires(agent: dict | AgentSpec | None) -> list[str]:
     """The wires the agent speaks, in order of preference (its spec's `driver.wire`: one wire or
     a list; the resolved agent carries both `wire` and `wires`)."""
     drv = _agent_driver(agent)
@@ -245,7 +246,7 @@ def _resolve_vllm(driver: str, wires: list[str], server: ServerPlan | None) -> d
             "scripted": None, "server": server.to_dict()}
 
 
-def resolve_driver(driver: str, agent: dict | None,
+def resolve_driver(driver: str, agent: dict | AgentSpec | None,
                    server: ServerPlan | None = None) -> dict[str, Any]:
     """The upstream part of gateway.json for a driver string (raises RunError). `server`: the
     plan of the vLLM server a2c starts for a `vllm/...` driver."""
@@ -305,7 +306,7 @@ def resolve_driver(driver: str, agent: dict | None,
             "scripted": None}
 
 
-def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
+def prepare_gateway(paths: RunPaths, driver: str, agent: dict | AgentSpec | None,
                     budget: dict | None, server: ServerPlan | None = None) -> dict[str, Any]:
     """Resolve the driver, write driver/gateway.json and driver/gateway.key (both 0600, in a
     0700 folder), and return the config. An existing key is kept (a resume keeps the agent's

@@ -15,9 +15,9 @@ from a2c.contracts.budget import Budget
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
-from a2c.contracts.spec import GraderSpec
+from a2c.contracts.spec import AgentSpec, GraderSpec, TranscriptSpec
 from a2c.runtime.redact import redact_bytes
-from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
+from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, typed, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
 from a2c.scrub import expand_path
 from a2c.timefmt import iso_utc
@@ -68,24 +68,25 @@ def update_run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> N
     write_file(paths.workspace, paths.run_meta.name, data)
 
 
-def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -> str | None:
+def copy_transcript(agent: dict | AgentSpec, paths: RunPaths,
+                    secrets: dict | None = None) -> str | None:
     """logs/transcript.<ext>: the agent's stdout, or the file/folder it declared (workspace path),
     copied without following a symlink, regular files only, within a size budget, redacted."""
-    spec = agent.get("transcript") or {}
-    if not isinstance(spec, dict):
-        spec = {"path": str(spec)}
-    ext = spec.get("ext") or spec.get("format") or "txt"
+    spec = typed(agent).transcript
+    if not isinstance(spec, TranscriptSpec):    # an old agent's transcript: a path
+        spec = TranscriptSpec(path=str(spec) if spec else None)
+    ext = spec.ext or spec.format or "txt"
     target = paths.transcript(ext)
     def scrub(data: bytes) -> bytes:
         return redact_bytes(data, secrets) if secrets else data
 
     try:
-        if spec.get("source", "stdout") == "stdout" and not spec.get("path"):
+        if spec.source == "stdout" and not spec.path:
             if target == paths.agent_log:
                 return str(target.relative_to(paths.root))
             copy_out(paths.agent_log.parent, paths.agent_log.name, target, transform=scrub)
             return str(target.relative_to(paths.root))
-        rel = str(spec.get("path") or "")
+        rel = str(spec.path or "")
         for prefix in ("/workspace/", "$A2C_WORKSPACE/", "${A2C_WORKSPACE}/"):
             if rel.startswith(prefix):
                 rel = rel[len(prefix):]
@@ -98,7 +99,7 @@ def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -
     return str(target.relative_to(paths.root)) if report["files"] else None
 
 
-def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
+def driver_env(agent: dict | AgentSpec, run: RunInfo, paths: RunPaths) -> dict[str, str]:
     """A scaffold's driver variables: the driver string, its model part, the wire the run chose
     from those the scaffold speaks (OpenCode picks its provider by it), the per-run gateway key
     (A2C_DRIVER_SOCKET is the backend's: where the socket is bound). A reference agent keeps
@@ -114,7 +115,7 @@ def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
     return env
 
 
-def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
+def sandbox_spec(agent: dict | AgentSpec, run: RunInfo, paths: RunPaths, confined: bool,
                  env_proxies: dict):
     """The agent's SandboxSpec: command, mounts, environment (token, deadline, environment
     service proxies; for a scaffold its driver gateway's socket, key and model, and its home)."""

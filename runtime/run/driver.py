@@ -20,7 +20,7 @@ from a2c.contracts.driver_server import (
     ShareRecord,
 )
 from a2c.contracts.run_paths import RunPaths
-from a2c.contracts.spec import DriverSpec
+from a2c.contracts.spec import AgentSpec, DriverSpec
 from a2c.errors import A2CError, RunError
 from a2c.runtime.driver_gateway.gateway_config import GatewayConfig
 from a2c.runtime.run.scaffold import typed
@@ -32,7 +32,7 @@ def is_served(driver: str | None) -> bool:
     return bool(driver) and str(driver).startswith("vllm/")
 
 
-def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
+def configure(paths: RunPaths, driver: str, agent: dict | AgentSpec, budget: dict,
               gpus: list[str] | None = None, seed: int = 0,
               share: str | Path | None = None) -> GatewayConfig:
     """driver/gateway.json and driver/gateway.key for this run (the gateway resolves the

@@ -27,7 +27,7 @@ from a2c.runtime.run.context import Reporter, RunContext, RunOptions, versions
 from a2c.runtime.run.driver import configure, is_served
 from a2c.runtime.run.limits_note import limits_section
 from a2c.runtime.run.resolve import (
-    load_agent,
+    load_agent_spec,
     model_cfg,
     resolve_agent_bundle,
     resolve_task_bundle,
@@ -136,8 +136,7 @@ def check_options(opts: RunOptions) -> None:
         get_backend("local", use_bwrap=opts.use_bwrap)
 
 
-def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
-                          agent_spec: AgentSpec) -> None:
+def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec) -> None:
     if opts.backend == "docker":
         # the agent layer installs npm/pip packages (docker_scaffolds.py), not install commands
         from a2c.runtime.sandbox.docker_scaffolds import unsupported
@@ -155,7 +154,7 @@ def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
         raise RunError(f"agent {agent_spec.id} needs a driver model: pass --driver MODEL")
     overrides = {"--driver-tokens": opts.driver_tokens, "--driver-cost": opts.driver_cost,
                  "--driver-calls": opts.driver_calls}
-    if not uses_gateway(agent):
+    if not uses_gateway(agent_spec):
         given = [flag for flag, value in overrides.items() if value is not None]
         if given:
             raise RunError(f"{', '.join(given)}: agent {agent_spec.id} has no driver model (a "
@@ -168,8 +167,8 @@ def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
         if value is not None and not value > 0:
             raise RunError(f"{flag} {value}: a driver budget must be positive")
     key_envs = key_env_names(None, dict(os.environ))
-    refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []), key_envs)
-    refuse_provider_keys(agent, list(opts.agent_env or {}), key_envs)
+    refuse_provider_keys(agent_spec, list(launch_of(agent_spec).pass_env or []), key_envs)
+    refuse_provider_keys(agent_spec, list(opts.agent_env or {}), key_envs)
 
 
 def _run_dir(opts: RunOptions, task: TaskSpec, agent: AgentSpec) -> tuple[str, Path]:
@@ -223,10 +222,10 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     bundle_src = resolve_task_bundle(opts.bundle)
     agent_src = resolve_agent_bundle(opts.agent)
     task = Bundle.load(bundle_src).task
-    agent = load_agent(agent_src)
-    agent_spec = AgentSpec.from_dict(agent)
-    _check_task_and_agent(opts, task, agent, agent_spec)
-    params = effective_params(agent, opts.agent_params)   # a refused param: nothing written
+    agent_spec = load_agent_spec(agent_src)
+    _check_task_and_agent(opts, task, agent_spec)
+    # a refused param: nothing written
+    params = effective_params(agent_spec.to_dict(), opts.agent_params)
     # the run's limits, decided once: the task's, `--budget` and the `--driver-*` overrides
     # (refused above for an agent without a gateway)
     budget = Budget.for_run(task.budget, opts.budget, driver_tokens=opts.driver_tokens,
@@ -243,7 +242,7 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
                                  driver_gpus=opts.driver_gpus, served_driver=served)
     devices.register(run_dir, lease)
     try:
-        ctx = _build(opts, task, agent, agent_spec, bundle_src, agent_src, budget, run_id,
+        ctx = _build(opts, task, agent_spec, bundle_src, agent_src, budget, run_id,
                      run_dir, report, params, gpus)
         ctx.run.gpus = gpus
         ctx.save()
@@ -293,9 +292,9 @@ def _driver_name(opts: RunOptions, agent: AgentSpec) -> str | None:
     return opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)
 
 
-def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
-           bundle_src: Path, agent_src: Path, budget: Budget, run_id: str, run_dir: Path,
-           report: Reporter, params: dict[str, Any], gpus: GpuPlacement | None = None) -> RunContext:
+def _build(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec, bundle_src: Path,
+           agent_src: Path, budget: Budget, run_id: str, run_dir: Path, report: Reporter,
+           params: dict[str, Any], gpus: GpuPlacement | None = None) -> RunContext:
     wall = budget.wall_clock_s
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
@@ -340,10 +339,10 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
     if uses_gateway(agent_spec):
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
-        config = configure(paths, driver_name, agent, budget.driver_limits(),
+        config = configure(paths, driver_name, agent_spec, budget.driver_limits(),
                            gpus=gpus.driver if gpus else None, seed=opts.seed,
                            share=opts.share_driver_server)
-        refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
+        refuse_provider_keys(agent_spec, list(launch_of(agent_spec).pass_env or []),
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(
