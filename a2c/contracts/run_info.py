@@ -98,6 +98,33 @@ class AgentExit:
 
 
 @dataclass(frozen=True)
+class BaseModelRecord(FrozenRecord):
+    """The model the run started from (run.json `base_model`): the task's `base_model` as the
+    run resolved it (or `--model`'s), where it is (relative to the home folder when it is in
+    it) and the digest of its weights. Each key is written once the run knows it (a record
+    made before that is `{}`)."""
+
+    spec: dict[str, Any] | None = optional()
+    path: str | None = optional()
+    fingerprint: str | None = optional()
+
+
+@dataclass(frozen=True)
+class DataRecord(FrozenRecord):
+    """The splits the run holds (run.json `data`): each one's fingerprint and record count; with
+    a final split (scoring.final) the held-out split is its feedback part and the final part is
+    counted apart. Each key is written once the run knows it (a record made before that is
+    `{}`)."""
+
+    agent_fingerprint: str | None = optional()
+    agent_records: int | None = optional()
+    heldout_fingerprint: str | None = optional()
+    heldout_records: int | None = optional()
+    final_fingerprint: str | None = optional()
+    final_records: int | None = optional()
+
+
+@dataclass(frozen=True)
 class GpuPlacement(FrozenRecord):
     """The devices a run holds (run.json `gpus`, host indices): the agent's, the grader's, and
     a served driver's (`--driver vllm/MODEL`; absent for any other driver). runtime/run/devices.py
@@ -140,8 +167,8 @@ class RunInfo:
     mode: str = "free"
     seed: int = 0
     backend: str = "local"
-    base_model: dict[str, Any] = field(default_factory=dict)   # {spec, path, fingerprint}
-    data: dict[str, Any] = field(default_factory=dict)          # fingerprints and record counts
+    base_model: BaseModelRecord = field(default_factory=BaseModelRecord)
+    data: DataRecord = field(default_factory=DataRecord)
     bundle_digest: str | None = None
     spec_hash: str | None = None
     isolation: str | None = None                                # bubblewrap | docker | none
@@ -223,6 +250,10 @@ class RunInfo:
         known["options"] = RunSettings.from_dict(known.get("options") or {})
         if isinstance(known.get("agent_exit"), dict):
             known["agent_exit"] = AgentExit.from_dict(known["agent_exit"])
+        if isinstance(known.get("base_model"), dict):
+            known["base_model"] = BaseModelRecord.from_dict(known["base_model"])
+        if isinstance(known.get("data"), dict):
+            known["data"] = DataRecord.from_dict(known["data"])
         if isinstance(known.get("gpus"), dict):
             known["gpus"] = GpuPlacement.from_dict(known["gpus"])
         if isinstance(known.get("driver_server"), dict):

@@ -51,13 +51,13 @@ def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str
                  "deadline_iso": iso_utc(run.deadline), "budget": run.budget.to_dict(),
                  "remaining_s": None if remaining is None else round(remaining, 1),
                  "updated_at": iso_utc(time.time()),
-                 "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
+                 "base_model": run.base_model.spec if run.base_model.spec is not None
+                 else meta.get("base_model")})
     task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
     meta["task"] = {**task, **(run.task_format or {})}
-    data = run.data or {}
-    if data.get("final_records"):   # a final split: how many items each part has (not which)
-        meta["heldout"] = {"feedback_items": data.get("heldout_records"),
-                           "final_items": data["final_records"]}
+    if run.data.final_records:   # a final split: how many items each part has (not which)
+        meta["heldout"] = {"feedback_items": run.data.heldout_records,
+                           "final_items": run.data.final_records}
     return meta
 
 
@@ -155,7 +155,7 @@ def sandbox_spec(agent: dict | AgentSpec, run: RunInfo, paths: RunPaths, confine
     spec = SandboxSpec(
         command=["bash", launch_sh],
         workspace=paths.workspace, data_dir=paths.data,
-        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc.socket_path),
+        model_dir=expand_path(run.base_model.path), socket_path=Path(svc.socket_path),
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
         env_service_sockets=paths.env_service_sockets if env_proxies else None,

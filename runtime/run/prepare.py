@@ -15,7 +15,13 @@ from typing import Any
 from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.budget import Budget
 from a2c.contracts.bundle import Bundle, read_manifest
-from a2c.contracts.run_info import GpuPlacement, RunInfo, RunSettings
+from a2c.contracts.run_info import (
+    BaseModelRecord,
+    DataRecord,
+    GpuPlacement,
+    RunInfo,
+    RunSettings,
+)
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.contracts.spec import AgentSpec, DriverSpec, GraderSpec, TaskSpec
@@ -189,31 +195,30 @@ def _prepare_workspace(paths: RunPaths, mode: str, budget: Budget) -> None:
     paths.output.mkdir(exist_ok=True)
 
 
-def _prepare_data(paths: RunPaths, task: TaskSpec, report: Reporter) -> dict[str, Any]:
+def _prepare_data(paths: RunPaths, task: TaskSpec, report: Reporter) -> DataRecord:
     """Agent split read-only under data/, held-out split only under grader/ (with a final split:
     the feedback part in heldout.jsonl, the final part in final.jsonl)."""
     from a2c.runtime import data as data_mod
     cache = None
     splits = data_mod.load_splits(task, paths.bundle, cache)
-    feedback, final = data_mod.split_final(splits["heldout"], task.scoring.final)
-    splits["heldout"] = feedback
-    data_mod.write_jsonl(paths.train, splits["agent"])
+    agent, heldout = splits["agent"], splits["heldout"]
+    feedback, final = data_mod.split_final(heldout, task.scoring.final)
+    data_mod.write_jsonl(paths.train, agent)
     data_mod.write_jsonl(paths.heldout, feedback)
     if final:
         data_mod.write_jsonl(paths.final_heldout, final)
     try:
         root = data_mod.data_root(task, paths.bundle, cache)
-        data_mod.copy_referenced_files(splits["agent"], root, paths.data)
-        data_mod.copy_referenced_files(splits["heldout"] + final, root, paths.grader)
+        data_mod.copy_referenced_files(agent, root, paths.data)
+        data_mod.copy_referenced_files(feedback + final, root, paths.grader)
     except Exception as exc:  # noqa: BLE001 - referenced files are optional
         report(f"note: referenced data files not copied: {exc}")
     make_read_only(paths.data)
-    return {"agent_fingerprint": data_mod.fingerprint(splits["agent"]),
-            "agent_records": len(splits["agent"]),
-            "heldout_fingerprint": data_mod.fingerprint(splits["heldout"]),
-            "heldout_records": len(splits["heldout"]),
-            **({"final_fingerprint": data_mod.fingerprint(final), "final_records": len(final)}
-               if final else {})}
+    return DataRecord(agent_fingerprint=data_mod.fingerprint(agent), agent_records=len(agent),
+                      heldout_fingerprint=data_mod.fingerprint(feedback),
+                      heldout_records=len(feedback),
+                      final_fingerprint=data_mod.fingerprint(final) if final else None,
+                      final_records=len(final) if final else None)
 
 
 def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
@@ -350,7 +355,8 @@ def _build(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec, bundle_src: 
         agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
-        base_model={"spec": model, "path": record_path(model_path), "fingerprint": model_fp},
+        base_model=BaseModelRecord(spec=model, path=record_path(model_path),
+                                   fingerprint=model_fp),
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
         isolation=None, budget=budget, scoring=task.scoring.to_dict(),
         versions=versions(), sandbox_id=secrets.token_hex(8),

@@ -127,6 +127,7 @@ def _run_info_schema() -> dict[str, Any]:
     from a2c.contracts import budget, driver_server, run_info
     run = _without(record_schema(run_info.RunInfo), "extra")
     nested = (budget.Budget, run_info.RunSettings, run_info.AgentExit, run_info.GpuPlacement,
+              run_info.BaseModelRecord, run_info.DataRecord,
               driver_server.DriverServerRecord, driver_server.Weights, driver_server.ContextFit,
               driver_server.ShareRecord, driver_server.Sampling)
     return _document("run_info", "a2c run record (run.json)",
