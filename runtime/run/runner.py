@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 
+from a2c.contracts.event_payloads import BaselineScored
 from a2c.contracts.run_info import AgentExit, RunStatus
 from a2c.contracts.service_config import update_service_config
 from a2c.durations import format_duration
@@ -146,20 +147,21 @@ class Runner:
         timer.start()
         try:
             with grader_devices(self.run):   # on the grader's GPUs, never the agent's
-                summary = compute_baseline_for_run(self.run_dir)
+                # what the baseline_scored event records of it, typed
+                summary = BaselineScored.from_dict(compute_baseline_for_run(self.run_dir))
         finally:
             with lock:
                 done.set()
             timer.cancel()
-        self.run.baseline_score = summary.get("score")
-        if not summary.get("valid"):
-            self.report(f"baseline evaluation FAILED (not scored as 0): {summary.get('error')}")
-        elif summary.get("cached"):
-            self.report(f"baseline score {summary['score']:.1f} (cached: scored by an earlier "
+        self.run.baseline_score = summary.score
+        if not summary.valid:
+            self.report(f"baseline evaluation FAILED (not scored as 0): {summary.error}")
+        elif summary.cached:
+            self.report(f"baseline score {summary.score:.1f} (cached: scored by an earlier "
                         "run of this task, base model and grader)")
         else:
-            self.report(f"baseline score {summary['score']:.1f} (scored in "
-                        f"{float(summary.get('elapsed_s') or 0):.0f}s)")
+            self.report(f"baseline score {summary.score:.1f} (scored in "
+                        f"{float(summary.elapsed_s or 0):.0f}s)")
         self.ctx.save()
 
     def launch_agent(self, backend):
