@@ -3,12 +3,17 @@
 `Record.to_dict()` writes every field, except those declared with `optional()` whose value is
 None (the key is left out, as the writers always did); `from_dict()` reads tolerantly: unknown
 keys are ignored and missing ones take the field's default, so an older record still reads.
+`FrozenRecord` is the same JSON for a record that does not change once made (a plan, what a
+server was), with its nested records and tuples read back as such.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import types
+import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -16,6 +21,7 @@ from typing import Any, ClassVar, TypeVar
 R = TypeVar("R", bound="Record")
 F = TypeVar("F", bound="FrozenRecord")
 OMIT_NONE = "a2c_omit_none"
+UNIONS = (typing.Union, types.UnionType)
 
 
 def optional(default: Any = None) -> Any:
@@ -114,7 +120,21 @@ class FrozenRecord:
         for name, kind in cls.NESTED.items():
             if isinstance(given.get(name), dict):
                 given[name] = kind.from_dict(given[name])
-        for f in fields(cls):
-            if isinstance(given.get(f.name), list) and "tuple" in str(f.type):
-                given[f.name] = tuple(given[f.name])
+        for name in _tuple_fields(cls):
+            if isinstance(given.get(name), list):
+                given[name] = tuple(given[name])
         return cls(**given)
+
+
+@functools.cache
+def _tuple_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a record declared as tuples (JSON holds them as arrays)."""
+    hints = typing.get_type_hints(cls)
+    return tuple(f.name for f in fields(cls) if f.init and _is_tuple(hints[f.name]))
+
+
+def _is_tuple(tp: Any) -> bool:
+    """A tuple type, alone or in a union (`tuple[str, ...] | None`)."""
+    if typing.get_origin(tp) is tuple:
+        return True
+    return typing.get_origin(tp) in UNIONS and any(_is_tuple(arg) for arg in typing.get_args(tp))
