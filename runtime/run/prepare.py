@@ -14,7 +14,7 @@ from typing import Any
 
 from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.budget import Budget
-from a2c.contracts.bundle import Bundle, read_manifest
+from a2c.contracts.bundle import Bundle, load_bundle
 from a2c.contracts.run_info import (
     BaseModelRecord,
     DataRecord,
@@ -352,7 +352,7 @@ def _build(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec, bundle_src: 
         report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(
         run_id=run_id, task=task.id, level=task.level, title=task.title, agent=agent_spec.id,
-        agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
+        agent_digest=load_bundle(paths.agent, kind="Agent", verify=False).digest,
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
         base_model=BaseModelRecord(spec=model, path=record_path(model_path),
