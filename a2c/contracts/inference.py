@@ -12,13 +12,16 @@ not the spec default of 512. Graders always pass a complete `inference` block, s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from .records import FrozenRecord
 
 
 @dataclass(frozen=True)
-class InferenceDefaults:
-    """Each key of an `inference` block with the value it takes when the spec leaves it out."""
+class InferenceBlock(FrozenRecord):
+    """A grader's `inference` block, typed: each key with the value it takes when the spec
+    leaves it out."""
 
     backend: str = "auto"
     max_new_tokens: int = 512
@@ -32,12 +35,11 @@ class InferenceDefaults:
     prompt_template: str = "{prompt}"
 
 
-INFERENCE_DEFAULTS = InferenceDefaults()
+INFERENCE_DEFAULTS = InferenceBlock()
 # the same, as the block the compiler writes into a resolved spec
-DEFAULT_INFERENCE: dict[str, Any] = {**asdict(INFERENCE_DEFAULTS),
-                                     "stop": list(INFERENCE_DEFAULTS.stop)}
+DEFAULT_INFERENCE: dict[str, Any] = INFERENCE_DEFAULTS.to_dict()
 
 # max_new_tokens of settings given no value at all (see the module doc).
 BARE_MAX_NEW_TOKENS = 256
 
-__all__ = ["BARE_MAX_NEW_TOKENS", "DEFAULT_INFERENCE", "INFERENCE_DEFAULTS", "InferenceDefaults"]
+__all__ = ["BARE_MAX_NEW_TOKENS", "DEFAULT_INFERENCE", "INFERENCE_DEFAULTS", "InferenceBlock"]

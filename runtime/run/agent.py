@@ -12,6 +12,7 @@ from typing import Any
 from a2c.contracts.agent_params import ENV_VAR as PARAMS_ENV
 from a2c.contracts.agent_params import to_env as params_to_env
 from a2c.contracts.budget import Budget
+from a2c.contracts.inference import InferenceBlock
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
@@ -31,10 +32,9 @@ CONFINED = ("bubblewrap", "docker")
 def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
     spec = GraderSpec.from_dict(grader)
-    inference, params = spec.inference or {}, spec.params or {}
-    return {"grader": spec.kind, "prompt_template": inference.get("prompt_template"),
-            "chat_template": inference.get("chat_template", "auto"),
-            "max_new_tokens": inference.get("max_new_tokens"),
+    inference, params = InferenceBlock.from_dict(spec.inference or {}), spec.params or {}
+    return {"grader": spec.kind, "prompt_template": inference.prompt_template,
+            "chat_template": inference.chat_template, "max_new_tokens": inference.max_new_tokens,
             "answer_pattern": params.get("pattern")}
 
 
