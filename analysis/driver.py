@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from a2c.contracts.driver_server import ContextFit, DriverServerRecord, Weights
 from a2c.contracts.events import DriverCall, RunStarted, payload_of
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.trajectory import (
@@ -114,18 +115,18 @@ class ServedDriver:
 
     @classmethod
     def of(cls, server: dict[str, Any]) -> ServedDriver:
-        weights = server.get("weights") or {}
-        context = server.get("context") or {}
-        shared = server.get("shared") or {}
-        given = {f.name: server.get(f.name) for f in fields(cls)}
-        stretched = bool(context.get("stretched"))
-        return cls(**{**given, "argv": given["argv"] or [], "gpus": given["gpus"] or [],
-                      "sampling": given["sampling"] or {},
-                      "weights_fingerprint": weights.get("fingerprint"),
-                      "weights_note": weights.get("note"),
-                      "stretched_from": context.get("trained") if stretched else None,
-                      "stretched_for": context.get("needed_by") if stretched else None,
-                      "shared_started_by": shared.get("started_by")})
+        record = DriverServerRecord.from_dict(server)
+        weights, context = record.weights or Weights(), record.context or ContextFit()
+        return cls(model=record.model, served_model_name=record.served_model_name,
+                   weights_fingerprint=weights.fingerprint, weights_note=weights.note,
+                   version=record.version, argv=list(record.argv or ()),
+                   max_model_len=record.max_model_len,
+                   tool_call_parser=record.tool_call_parser,
+                   chat_template=record.chat_template, gpus=list(record.gpus or ()),
+                   sampling=server.get("sampling") or {},
+                   stretched_from=context.trained if context.stretched else None,
+                   stretched_for=context.needed_by if context.stretched else None,
+                   shared_started_by=record.shared.started_by if record.shared else None)
 
 
 def served_driver(record: RunRecord) -> dict[str, Any] | None:

@@ -66,9 +66,7 @@ def driver_weights(info: RunInfo) -> str | None:
     (run.json driver_server): runs driven by other weights are not pooled, and within a group
     the seed (which also seeds the server's sampling) tells repeats from seeds. None for a
     driver a2c did not serve (a hosted model's weights are the provider's)."""
-    server = info.driver_server
-    weights = server.get("weights") if isinstance(server, dict) else None
-    digest = weights.get("fingerprint") if isinstance(weights, dict) else None
+    digest = info.driver_server.fingerprint if info.driver_server else None
     return f"sha256:{digest[:12]}" if isinstance(digest, str) and digest else None
 
 

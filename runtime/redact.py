@@ -29,6 +29,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from a2c.contracts.spec import AgentSpec, LaunchSpec
 from a2c.scrub import encoded_forms
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -39,11 +40,12 @@ CHUNK = 1 << 20
 TREE_MAX_FILE = 256 << 20   # `redact_tree` leaves larger files (checkpoints) alone
 
 
-def passed_secrets(agent: dict, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def passed_secrets(agent: AgentSpec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """{name: value} of the agent's pass_env variables that the rule calls secrets."""
     environ = os.environ if environ is None else environ
     out: dict[str, str] = {}
-    for key in ((agent.get("launch") or {}).get("pass_env") or []):
+    launch = agent.launch if isinstance(agent.launch, LaunchSpec) else LaunchSpec()
+    for key in launch.pass_env or []:
         key = str(key)
         value = environ.get(key)
         if not value or key.startswith("A2C_"):

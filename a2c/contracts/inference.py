@@ -12,15 +12,34 @@ not the spec default of 512. Graders always pass a complete `inference` block, s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_INFERENCE: dict[str, Any] = {
-    "backend": "auto", "max_new_tokens": 512, "temperature": 0.0, "top_p": 1.0, "stop": [],
-    "batch_size": 32, "chat_template": "auto", "n_samples": 1, "seed": 0,
-    "prompt_template": "{prompt}",
-}
+from .parts import Part
+
+
+@dataclass(frozen=True)
+class InferenceBlock(Part):
+    """A grader's `inference` block, typed: each key with the value it takes when the spec
+    leaves it out."""
+
+    backend: str = "auto"
+    max_new_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    batch_size: int = 32
+    chat_template: Any = "auto"     # "auto" | True | False
+    n_samples: int = 1
+    seed: int = 0
+    prompt_template: str = "{prompt}"
+
+
+INFERENCE_DEFAULTS = InferenceBlock()
+# the same, as the block the compiler writes into a resolved spec
+DEFAULT_INFERENCE: dict[str, Any] = INFERENCE_DEFAULTS.to_dict()
 
 # max_new_tokens of settings given no value at all (see the module doc).
 BARE_MAX_NEW_TOKENS = 256
 
-__all__ = ["BARE_MAX_NEW_TOKENS", "DEFAULT_INFERENCE"]
+__all__ = ["BARE_MAX_NEW_TOKENS", "DEFAULT_INFERENCE", "INFERENCE_DEFAULTS", "InferenceBlock"]

@@ -4,7 +4,8 @@
 None (the key is left out, as the writers always did), a nested record as its object and a tuple
 as a list; `from_dict()` reads tolerantly: unknown keys are ignored and missing ones take the
 field's default, so an older record still reads. `Record` is no dataclass itself, so a subclass
-may be a frozen one (a2c.contracts.parts.Part, which also reads nested records back).
+may be a frozen one (a2c.contracts.parts.Part, which also reads nested records back: the
+plans, the records of what a server or a model was, the report's and the trajectory's parts).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from typing import Any
 from a2c.fsutil import write_json_atomic
 
 from .budget import Budget
+from .driver_server import DriverServerRecord
+from .parts import Part
 from .records import OMIT_NONE, Record, optional
 from .spec import ScoringSpec
 
@@ -96,6 +98,49 @@ class AgentExit:
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
+@dataclass(frozen=True)
+class BaseModelRecord(Part):
+    """The model the run started from (run.json `base_model`): the task's `base_model` as the
+    run resolved it (or `--model`'s), where it is (relative to the home folder when it is in
+    it) and the digest of its weights. Each key is written once the run knows it (a record
+    made before that is `{}`)."""
+
+    spec: dict[str, Any] | None = optional()
+    path: str | None = optional()
+    fingerprint: str | None = optional()
+
+
+@dataclass(frozen=True)
+class DataRecord(Part):
+    """The splits the run holds (run.json `data`): each one's fingerprint and record count; with
+    a final split (scoring.final) the held-out split is its feedback part and the final part is
+    counted apart. Each key is written once the run knows it (a record made before that is
+    `{}`)."""
+
+    agent_fingerprint: str | None = optional()
+    agent_records: int | None = optional()
+    heldout_fingerprint: str | None = optional()
+    heldout_records: int | None = optional()
+    final_fingerprint: str | None = optional()
+    final_records: int | None = optional()
+
+
+@dataclass(frozen=True)
+class GpuPlacement(Part):
+    """The devices a run holds (run.json `gpus`, host indices): the agent's, the grader's, and
+    a served driver's (`--driver vllm/MODEL`; absent for any other driver). runtime/run/devices.py
+    assigns them; a sweep's resume replaces them with its new placement."""
+
+    agent: tuple[str, ...] = ()
+    grader: tuple[str, ...] = ()
+    driver: tuple[str, ...] | None = optional()
+
+    @property
+    def any(self) -> bool:
+        """Whether the run holds any device."""
+        return bool(self.agent or self.grader or self.driver)
+
+
 @dataclass
 class RunSettings(Record):
     """How the runtime runs this run (run.json `options`): the operator's choices and the pace
@@ -123,8 +168,8 @@ class RunInfo:
     mode: str = "free"
     seed: int = 0
     backend: str = "local"
-    base_model: dict[str, Any] = field(default_factory=dict)   # {spec, path, fingerprint}
-    data: dict[str, Any] = field(default_factory=dict)          # fingerprints and record counts
+    base_model: BaseModelRecord = field(default_factory=BaseModelRecord)
+    data: DataRecord = field(default_factory=DataRecord)
     bundle_digest: str | None = None
     spec_hash: str | None = None
     isolation: str | None = None                                # bubblewrap | docker | none
@@ -162,13 +207,12 @@ class RunInfo:
     final_split_score: Any = UNSET    # float | None
     final_split_baseline: Any = UNSET  # float | None
     selection_gap: Any = UNSET        # float | None
-    # the devices the run holds, when it holds any: {agent: [ids], grader: [ids]}
-    # (runtime/run/devices.py; a sweep's resume replaces them with the new placement)
-    gpus: dict[str, Any] | None = optional()
+    # the devices the run holds, once they are assigned
+    gpus: GpuPlacement | None = optional()
     # a driver a2c serves itself (`--driver vllm/MODEL`), once its server is up: the weights'
     # digest, the server's version and flags, the served context, the sampling in force
     # (runtime/run/driver.py, DriverGateway.server_record)
-    driver_server: dict[str, Any] | None = optional()
+    driver_server: DriverServerRecord | None = optional()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -191,7 +235,7 @@ class RunInfo:
             value = getattr(self, f.name)
             if isinstance(value, RunStatus):
                 value = value.value
-            elif isinstance(value, (Budget, RunSettings, AgentExit)):
+            elif isinstance(value, (Budget, RunSettings, AgentExit, Part)):
                 value = value.to_dict()
             if value is not UNSET and not (value is None and f.metadata.get(OMIT_NONE)):
                 out[f.name] = value
@@ -207,6 +251,14 @@ class RunInfo:
         known["options"] = RunSettings.from_dict(known.get("options") or {})
         if isinstance(known.get("agent_exit"), dict):
             known["agent_exit"] = AgentExit.from_dict(known["agent_exit"])
+        if isinstance(known.get("base_model"), dict):
+            known["base_model"] = BaseModelRecord.from_dict(known["base_model"])
+        if isinstance(known.get("data"), dict):
+            known["data"] = DataRecord.from_dict(known["data"])
+        if isinstance(known.get("gpus"), dict):
+            known["gpus"] = GpuPlacement.from_dict(known["gpus"])
+        if isinstance(known.get("driver_server"), dict):
+            known["driver_server"] = DriverServerRecord.from_dict(known["driver_server"])
         return cls(**known, extra=extra)
 
     @classmethod

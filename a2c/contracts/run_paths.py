@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.canonical import sha256_bytes
-from a2c.fsutil import private_dir
 from a2c.contracts.run_info import RUN_JSON
 from a2c.contracts.service_config import GRADER_JSON, SERVICE_JSON
+from a2c.fsutil import private_dir
 
 # The folders prepare creates before anything is copied in (bundle/ and agent/ are copies).
 CREATED_DIRS = ("workspace", "grader", "logs", "results", "data")

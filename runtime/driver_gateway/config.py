@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,10 @@ from typing import Any
 import yaml
 
 from a2c.contracts.budget import Budget
+from a2c.contracts.driver_server import ServerPlan, VllmSettings
+from a2c.contracts.parts import Part
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.spec import AgentSpec, DriverSpec
 from a2c.errors import RunError
 from a2c.fsutil import write_bytes_atomic, write_json_atomic
 from a2c.paths import SPECS_DIR, config_dir, project_root
@@ -87,16 +91,16 @@ def _dotted(path) -> str:
     return out or "(top)"
 
 
-def load_drivers_file(path: Path | None = None) -> dict[str, Any]:
+def load_drivers_file(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """The drivers file's providers ({} when there is no file); SpecError-style RunError
     lines `FILE:LINE:COL: field: what` for a file that does not validate."""
     return _read_drivers_file(path).get("providers") or {}
 
 
-def vllm_settings(path: Path | None = None) -> dict[str, Any]:
+def vllm_settings(path: Path | None = None) -> VllmSettings:
     """The drivers file's `vllm` section: how a2c starts the server of a `vllm/...` driver
     (executable, startup_timeout_s, args, per-model overrides; drivers.schema.json)."""
-    return _read_drivers_file(path).get("vllm") or {}
+    return VllmSettings.from_dict(_read_drivers_file(path).get("vllm") or {})
 
 
 def _read_drivers_file(path: Path | None = None) -> dict[str, Any]:
@@ -131,7 +135,22 @@ def _env_name(provider: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", provider).upper()
 
 
-def providers() -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class Provider(Part):
+    """One upstream a `provider/model` driver names (drivers.schema.json `provider`), merged
+    from the built-ins, the drivers file and the A2C_DRIVER_<PROVIDER>_* variables."""
+
+    base_url: str = ""
+    key_env: str | None = None
+    wires: tuple[str, ...] = tuple(WIRES)
+    allow_models: tuple[str, ...] = ()
+    auth: str | None = None
+    context: int | str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+
+def providers() -> dict[str, Provider]:
     """Every provider this host knows: built-ins, the drivers file, A2C_DRIVER_* variables."""
     out = {name: dict(p) for name, p in BUILTIN_PROVIDERS.items()}
     for name, p in load_drivers_file().items():
@@ -159,15 +178,15 @@ def providers() -> dict[str, dict[str, Any]]:
         raise RunError(f"driver provider name {VLLM_PROVIDER!r} is reserved for the server a2c "
                        f"starts itself (--driver vllm/MODEL); rename it (e.g. local) in "
                        f"{drivers_file()} or in the A2C_DRIVER_VLLM_* variables")
-    for name, p in out.items():
-        if not p.get("base_url"):
+    typed = {name: Provider.from_dict(p) for name, p in out.items()}
+    for name, p in typed.items():
+        if not p.base_url:
             raise RunError(f"driver provider {name!r} has no base URL; set "
                            f"A2C_DRIVER_{_env_name(name)}_BASE_URL or base_url in {drivers_file()}")
-        if not re.match(r"^https?://[^/\s]+", p["base_url"]):
-            raise RunError(f"driver provider {name!r}: base URL {p['base_url']!r} is not an "
+        if not re.match(r"^https?://[^/\s]+", p.base_url):
+            raise RunError(f"driver provider {name!r}: base URL {p.base_url!r} is not an "
                            "http:// or https:// URL")
-        p.setdefault("wires", list(WIRES))
-    return out
+    return typed
 
 
 # ----------------------------------------------------------------------------- scripted driver
@@ -185,16 +204,17 @@ def find_script(name: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- prepare
-def _agent_driver(agent: dict | None) -> dict:
-    drv = (agent or {}).get("driver") or {}
-    return drv if isinstance(drv, dict) else {}
+def _agent_driver(agent: dict | AgentSpec | None) -> DriverSpec:
+    spec = agent if isinstance(agent, AgentSpec) else AgentSpec.from_dict(agent or {})
+    drv = spec.driver
+    return drv if isinstance(drv, DriverSpec) else DriverSpec()
 
 
-def agent_wires(agent: dict | None) -> list[str]:
+def agent_wires(agent: dict | AgentSpec | None) -> list[str]:
     """The wires the agent speaks, in order of preference (its spec's `driver.wire`: one wire or
     a list; the resolved agent carries both `wire` and `wires`)."""
     drv = _agent_driver(agent)
-    wires = drv.get("wires") or drv.get("wire")
+    wires = drv.wires or drv.wire
     return [] if not wires else [wires] if isinstance(wires, str) else list(wires)
 
 
@@ -208,7 +228,7 @@ def _budget(budget: dict | None) -> dict[str, Any]:
     return Budget.from_dict(budget or {}).driver_limits()
 
 
-def _resolve_vllm(driver: str, wires: list[str], server: dict | None) -> dict[str, Any]:
+def _resolve_vllm(driver: str, wires: list[str], server: ServerPlan | None) -> dict[str, Any]:
     """`vllm/MODEL`: the server a2c starts (its plan, from runtime/run/driver_server.py)."""
     if not server:
         raise RunError(f"--driver {driver}: a2c starts this server itself when it runs; use "
@@ -218,16 +238,16 @@ def _resolve_vllm(driver: str, wires: list[str], server: dict | None) -> dict[st
     if wires and not spoken:
         raise RunError(f"--driver {driver}: the agent speaks {', '.join(wires)}; vLLM serves "
                        f"{', '.join(VLLM_WIRES)}; pick an agent that speaks one of them")
-    return {"provider": VLLM_PROVIDER, "model": server["served_model_name"],
+    return {"provider": VLLM_PROVIDER, "model": server.served_model_name,
             "wires": list(VLLM_WIRES), "agent_wire": spoken[0] if spoken else None,
             "allow_models": [], "upstream": {"base_url": None, "key_env": None, "auth": None,
                                              "context": "ask", "timeout_s": DEFAULT_TIMEOUT_S,
                                              "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S},
-            "scripted": None, "server": server}
+            "scripted": None, "server": server.to_dict()}
 
 
-def resolve_driver(driver: str, agent: dict | None,
-                   server: dict | None = None) -> dict[str, Any]:
+def resolve_driver(driver: str, agent: dict | AgentSpec | None,
+                   server: ServerPlan | None = None) -> dict[str, Any]:
     """The upstream part of gateway.json for a driver string (raises RunError). `server`: the
     plan of the vLLM server a2c starts for a `vllm/...` driver."""
     drv = _agent_driver(agent)
@@ -241,7 +261,7 @@ def resolve_driver(driver: str, agent: dict | None,
         if not name:
             raise RunError("--driver scripted: needs a script name, e.g. scripted:sft-recipe")
         script = find_script(name)
-        model = _strip_provider(drv.get("default"))
+        model = _strip_provider(drv.default)
         if not model:
             raise RunError(f"--driver {driver}: the agent names no default driver model to "
                            "impersonate; set driver.default in the agent spec")
@@ -267,28 +287,27 @@ def resolve_driver(driver: str, agent: dict | None,
                        f"{', '.join(sorted(known))}); add it to {drivers_file()} or set "
                        f"A2C_DRIVER_{_env_name(provider)}_BASE_URL")
     p = known[provider]
-    spoken = [w for w in wires if w in p["wires"]]
+    spoken = [w for w in wires if w in p.wires]
     if wires and not spoken:
         raise RunError(f"--driver {driver}: the agent speaks {', '.join(wires)}, provider "
-                       f"{provider!r} serves {', '.join(p['wires'])}; pick a provider that serves "
+                       f"{provider!r} serves {', '.join(p.wires)}; pick a provider that serves "
                        f"{wires[0]} or set A2C_DRIVER_{_env_name(provider)}_WIRES")
-    key_env = p.get("key_env")
+    key_env = p.key_env
     if key_env and not os.environ.get(key_env):
         raise RunError(f"--driver {driver}: ${key_env} is not set; export the provider key as "
                        f"{key_env} (it stays on the host: the agent gets a per-run gateway key)")
-    return {"provider": provider, "model": model, "wires": list(p["wires"]),
+    return {"provider": provider, "model": model, "wires": list(p.wires),
             "agent_wire": spoken[0] if spoken else None,
-            "allow_models": list(p.get("allow_models", [])),
-            "upstream": {"base_url": p["base_url"].rstrip("/"), "key_env": key_env,
-                         "auth": p.get("auth"), "context": p.get("context"),
-                         "timeout_s": float(p.get("timeout_s", DEFAULT_TIMEOUT_S)),
-                         "connect_timeout_s": float(p.get("connect_timeout_s",
-                                                          DEFAULT_CONNECT_TIMEOUT_S))},
+            "allow_models": list(p.allow_models),
+            "upstream": {"base_url": p.base_url.rstrip("/"), "key_env": key_env,
+                         "auth": p.auth, "context": p.context,
+                         "timeout_s": float(p.timeout_s),
+                         "connect_timeout_s": float(p.connect_timeout_s)},
             "scripted": None}
 
 
-def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
-                    budget: dict | None, server: dict | None = None) -> dict[str, Any]:
+def prepare_gateway(paths: RunPaths, driver: str, agent: dict | AgentSpec | None,
+                    budget: dict | None, server: ServerPlan | None = None) -> dict[str, Any]:
     """Resolve the driver, write driver/gateway.json and driver/gateway.key (both 0600, in a
     0700 folder), and return the config. An existing key is kept (a resume keeps the agent's
     key valid). `server`: a `vllm/...` driver's server plan (its URL is set when it starts:
@@ -304,7 +323,7 @@ def prepare_gateway(paths: RunPaths, driver: str, agent: dict | None,
     price = price_for(resolved["model"])
     models = pinned_models(resolved["model"], resolved["allow_models"])
     config = {"version": CONFIG_VERSION, "driver": driver, **resolved, "models": models,
-              "budget": _budget(budget), "price": price,
+              "budget": _budget(budget), "price": price.to_dict() if price else None,
               "socket": str(paths.driver_socket)}
     write_json_atomic(paths.driver_config, config, mode=0o600)
     return config

@@ -35,7 +35,6 @@ from .prices import cost_usd
 
 COUNTERS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
             "tokens", "cost_usd", "errors", "refused", "unpriced_calls", "usage_missing_calls")
-LIMIT_KEY = {"tokens": "driver_tokens", "cost_usd": "driver_cost_usd", "calls": "driver_calls"}
 
 
 def sha256(data: bytes) -> str:
@@ -44,7 +43,7 @@ def sha256(data: bytes) -> str:
 
 def empty_totals(config: GatewayConfig | None) -> dict[str, Any]:
     out: dict[str, Any] = {k: 0 for k in COUNTERS}
-    out.update(cost_usd=0.0, by_model={}, budget=config.budget if config else {},
+    out.update(cost_usd=0.0, by_model={}, budget=config.budget.to_dict() if config else {},
                exhausted=None, driver=config.driver if config else None,
                model=config.model if config else None, seq=0, updated=None)
     return out
@@ -72,7 +71,7 @@ class Ledger:
             saved = json.loads(self.paths.driver_totals.read_text(encoding="utf-8"))
             if saved.get("driver") == config.driver:
                 self.totals.update({k: saved[k] for k in self.totals if k in saved})
-                self.totals["budget"] = self.budget
+                self.totals["budget"] = self.budget.to_dict()
         except (FileNotFoundError, ValueError):
             pass
         self.paths.driver_blobs.mkdir(parents=True, exist_ok=True)
@@ -113,7 +112,7 @@ class Ledger:
                 limit, settled_room = found
                 left = deadline - time.monotonic()
                 if not settled_room or self._inflight == 0 or left <= 0:
-                    return limit, self.budget[LIMIT_KEY[limit]], self.totals[limit]
+                    return limit, self.budget.of(limit), self.totals[limit]
                 self._cond.wait(left)
 
     def could_fit(self, input_tokens: int, candidates: int = 1) -> bool:
@@ -127,18 +126,17 @@ class Ledger:
         """Under the lock: a Reservation, or (the limit in the way, whether it would leave
         room once the calls in flight settle)."""
         t, b = self.totals, self.budget
-        if b.get("driver_calls") is not None and t["calls"] + self._inflight >= \
-                b["driver_calls"]:
+        if b.driver_calls is not None and t["calls"] + self._inflight >= b.driver_calls:
             return "calls", False
         wanted = out = output_cap * candidates
-        if b.get("driver_tokens") is not None:
-            settled = b["driver_tokens"] - t["tokens"] - input_tokens
+        if b.driver_tokens is not None:
+            settled = b.driver_tokens - t["tokens"] - input_tokens
             out = min(out, settled - self._reserved_tokens)
             if out < candidates:
                 return "tokens", settled >= candidates
         in_price, out_price = self._unit_prices()
-        if b.get("driver_cost_usd") is not None and out_price:
-            settled = b["driver_cost_usd"] - t["cost_usd"] - input_tokens * in_price
+        if b.driver_cost_usd is not None and out_price:
+            settled = b.driver_cost_usd - t["cost_usd"] - input_tokens * in_price
             # (+1e-6: a whole token's worth of dollars must not round down to one less)
             out = min(out, int((settled - self._reserved_cost) / out_price + 1e-6))
             if out < candidates:
@@ -150,9 +148,10 @@ class Ledger:
     def _unit_prices(self) -> tuple[float, float]:
         """USD per token: the dearest input rate (a cache write may cost more than input) and
         the output rate; (0, 0) for an unpriced model."""
-        p = self.price or {}
-        ins = [float(p[k]) for k in ("input", "cache_write", "cache_read") if k in p]
-        return (max(ins, default=0.0) / 1e6, float(p.get("output", 0)) / 1e6)
+        if self.price is None:
+            return 0.0, 0.0
+        return (max(self.price.input_rates(), default=0.0) / 1e6,
+                float(self.price.output) / 1e6)
 
     def stop(self) -> None:
         """The gateway is stopping: admission refuses from now on (a call waiting in it

@@ -42,8 +42,8 @@ class GatewayState:
         self.ledger = Ledger(run_dir, config)
         self.flights = Flights()
         # a token or cost budget needs every forwarded call to carry an output cap
-        self.bounded = any(config.budget.get(k) is not None for k in ("driver_tokens",
-                                                                        "driver_cost_usd"))
+        self.bounded = config.budget.driver_tokens is not None or \
+            config.budget.driver_cost_usd is not None
         # the served model's context (context.py): stated in the drivers file, or asked once
         # of the server (`context: ask`; a vllm/ driver's always); None: no clamp
         stated = up.context

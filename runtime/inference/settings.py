@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from a2c.contracts.inference import BARE_MAX_NEW_TOKENS, DEFAULT_INFERENCE
+from a2c.contracts.inference import BARE_MAX_NEW_TOKENS, INFERENCE_DEFAULTS
 from a2c.errors import A2CError
 
 Prompt = str | list
-_D = DEFAULT_INFERENCE
+_D = INFERENCE_DEFAULTS
 
 
 class InferenceError(A2CError):
@@ -23,13 +23,13 @@ class InferenceError(A2CError):
 @dataclass(frozen=True)
 class GenerationSettings:
     max_new_tokens: int = BARE_MAX_NEW_TOKENS   # a grader passes the spec's value (512 default)
-    temperature: float = _D["temperature"]
-    top_p: float = _D["top_p"]
-    stop: tuple[str, ...] = tuple(_D["stop"])
-    batch_size: int = _D["batch_size"]
-    chat_template: Any = _D["chat_template"]   # "auto" | True | False
-    seed: int = _D["seed"]
-    n_samples: int = _D["n_samples"]
+    temperature: float = _D.temperature
+    top_p: float = _D.top_p
+    stop: tuple[str, ...] = _D.stop
+    batch_size: int = _D.batch_size
+    chat_template: Any = _D.chat_template   # "auto" | True | False
+    seed: int = _D.seed
+    n_samples: int = _D.n_samples
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     # The grader's answer rule (answer_stop.AnswerStop): a sequence whose answer it finds decided
     # stops generating. Set by a grader in code (never from a spec); backends without it ignore it.

@@ -12,12 +12,13 @@ from typing import Any
 from a2c.contracts.agent_params import ENV_VAR as PARAMS_ENV
 from a2c.contracts.agent_params import to_env as params_to_env
 from a2c.contracts.budget import Budget
+from a2c.contracts.inference import InferenceBlock
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
-from a2c.contracts.spec import GraderSpec
+from a2c.contracts.spec import AgentSpec, GraderSpec, TranscriptSpec
 from a2c.runtime.redact import redact_bytes
-from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, uses_gateway
+from a2c.runtime.run.scaffold import PROVIDER_KEY, driver_model, launch_of, typed, uses_gateway
 from a2c.runtime.run.workspace_io import copy_out, write_file
 from a2c.scrub import expand_path
 from a2c.timefmt import iso_utc
@@ -31,10 +32,9 @@ CONFINED = ("bubblewrap", "docker")
 def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
     spec = GraderSpec.from_dict(grader)
-    inference, params = spec.inference or {}, spec.params or {}
-    return {"grader": spec.kind, "prompt_template": inference.get("prompt_template"),
-            "chat_template": inference.get("chat_template", "auto"),
-            "max_new_tokens": inference.get("max_new_tokens"),
+    inference, params = InferenceBlock.from_dict(spec.inference or {}), spec.params or {}
+    return {"grader": spec.kind, "prompt_template": inference.prompt_template,
+            "chat_template": inference.chat_template, "max_new_tokens": inference.max_new_tokens,
             "answer_pattern": params.get("pattern")}
 
 
@@ -51,13 +51,13 @@ def run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> dict[str
                  "deadline_iso": iso_utc(run.deadline), "budget": run.budget.to_dict(),
                  "remaining_s": None if remaining is None else round(remaining, 1),
                  "updated_at": iso_utc(time.time()),
-                 "base_model": (run.base_model or {}).get("spec", meta.get("base_model"))})
+                 "base_model": run.base_model.spec if run.base_model.spec is not None
+                 else meta.get("base_model")})
     task = meta.get("task") if isinstance(meta.get("task"), dict) else {}
     meta["task"] = {**task, **(run.task_format or {})}
-    data = run.data or {}
-    if data.get("final_records"):   # a final split: how many items each part has (not which)
-        meta["heldout"] = {"feedback_items": data.get("heldout_records"),
-                           "final_items": data["final_records"]}
+    if run.data.final_records:   # a final split: how many items each part has (not which)
+        meta["heldout"] = {"feedback_items": run.data.heldout_records,
+                           "final_items": run.data.final_records}
     return meta
 
 
@@ -68,24 +68,25 @@ def update_run_meta(paths: RunPaths, run: RunInfo, remaining: float | None) -> N
     write_file(paths.workspace, paths.run_meta.name, data)
 
 
-def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -> str | None:
+def copy_transcript(agent: dict | AgentSpec, paths: RunPaths,
+                    secrets: dict | None = None) -> str | None:
     """logs/transcript.<ext>: the agent's stdout, or the file/folder it declared (workspace path),
     copied without following a symlink, regular files only, within a size budget, redacted."""
-    spec = agent.get("transcript") or {}
-    if not isinstance(spec, dict):
-        spec = {"path": str(spec)}
-    ext = spec.get("ext") or spec.get("format") or "txt"
+    spec = typed(agent).transcript
+    if not isinstance(spec, TranscriptSpec):    # an old agent's transcript: a path
+        spec = TranscriptSpec(path=str(spec) if spec else None)
+    ext = spec.ext or spec.format or "txt"
     target = paths.transcript(ext)
     def scrub(data: bytes) -> bytes:
         return redact_bytes(data, secrets) if secrets else data
 
     try:
-        if spec.get("source", "stdout") == "stdout" and not spec.get("path"):
+        if spec.source == "stdout" and not spec.path:
             if target == paths.agent_log:
                 return str(target.relative_to(paths.root))
             copy_out(paths.agent_log.parent, paths.agent_log.name, target, transform=scrub)
             return str(target.relative_to(paths.root))
-        rel = str(spec.get("path") or "")
+        rel = str(spec.path or "")
         for prefix in ("/workspace/", "$A2C_WORKSPACE/", "${A2C_WORKSPACE}/"):
             if rel.startswith(prefix):
                 rel = rel[len(prefix):]
@@ -98,7 +99,7 @@ def copy_transcript(agent: dict, paths: RunPaths, secrets: dict | None = None) -
     return str(target.relative_to(paths.root)) if report["files"] else None
 
 
-def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
+def driver_env(agent: dict | AgentSpec, run: RunInfo, paths: RunPaths) -> dict[str, str]:
     """A scaffold's driver variables: the driver string, its model part, the wire the run chose
     from those the scaffold speaks (OpenCode picks its provider by it), the per-run gateway key
     (A2C_DRIVER_SOCKET is the backend's: where the socket is bound). A reference agent keeps
@@ -114,7 +115,7 @@ def driver_env(agent: dict, run: RunInfo, paths: RunPaths) -> dict[str, str]:
     return env
 
 
-def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
+def sandbox_spec(agent: dict | AgentSpec, run: RunInfo, paths: RunPaths, confined: bool,
                  env_proxies: dict):
     """The agent's SandboxSpec: command, mounts, environment (token, deadline, environment
     service proxies; for a scaffold its driver gateway's socket, key and model, and its home)."""
@@ -154,14 +155,14 @@ def sandbox_spec(agent: dict, run: RunInfo, paths: RunPaths, confined: bool,
     spec = SandboxSpec(
         command=["bash", launch_sh],
         workspace=paths.workspace, data_dir=paths.data,
-        model_dir=expand_path(run.base_model["path"]), socket_path=Path(svc.socket_path),
+        model_dir=expand_path(run.base_model.path), socket_path=Path(svc.socket_path),
         log_path=paths.agent_log, command_log=paths.commands_log, env=env,
         marker=run.sandbox_id, extra_ro=extra, bundle_root=paths.bundle,
         env_service_sockets=paths.env_service_sockets if env_proxies else None,
         driver_socket=paths.driver_socket if gateway else None,
         agent_home=paths.agent_home if gateway else None,
         agent_tmp=paths.agent_tmp,
-        gpu_ids=tuple(str(g) for g in (run.gpus or {}).get("agent") or ()),
+        gpu_ids=tuple(str(g) for g in run.gpus.agent) if run.gpus else (),
         **spec_limits(run.budget))
     if not confined:
         env["A2C_PROMPT_FILE"] = str(paths.prompt_rendered)

@@ -23,6 +23,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from a2c.contracts.run_info import GpuPlacement
 from a2c.errors import RunError
 from a2c.runtime.run.scaffold import PreflightError
 from a2c.runtime.sandbox import gpus as gpu_mod
@@ -47,9 +48,9 @@ def _ids(text: str | None, flag: str, found: list[gpu_mod.Gpu]) -> tuple[str, ..
 def assign(gpus: str | None, grader_gpus: str | None, budget_gpus: int,
            found: list[gpu_mod.Gpu] | None = None,
            lease: gpu_mod.GpuLease | None = None, *, driver_gpus: str | None = None,
-           served_driver: bool = False) -> tuple[dict, gpu_mod.GpuLease]:
-    """({"agent": [...], "grader": [...]} and "driver" for a served driver, the lease holding
-    them), or a one-line error."""
+           served_driver: bool = False) -> tuple[GpuPlacement, gpu_mod.GpuLease]:
+    """(the devices of the agent, the grader and a served driver, the lease holding them), or a
+    one-line error."""
     found = gpu_mod.list_gpus() if found is None else found
     if driver_gpus is not None and not served_driver:
         raise RunError(f"--driver-gpus {driver_gpus}: only a driver a2c serves itself "
@@ -96,10 +97,8 @@ def assign(gpus: str | None, grader_gpus: str | None, budget_gpus: int,
     except BaseException:
         lease.release()
         raise
-    out = {"agent": list(agent), "grader": list(grader)}
-    if served_driver:
-        out["driver"] = list(driver or ())
-    return out, lease
+    return GpuPlacement(agent=tuple(agent), grader=tuple(grader),
+                        driver=tuple(driver or ()) if served_driver else None), lease
 
 
 def register(run_dir: Path, lease: gpu_mod.GpuLease) -> None:
@@ -117,14 +116,13 @@ def held(run_dir: Path, run):
     """The run's recorded GPUs locked while the body runs: the lease prepare took in this
     process, or (a resumed run) the same ids taken again."""
     key = str(Path(run_dir).resolve())
-    record = run.gpus or {}
-    if key not in _LEASES and (record.get("agent") or record.get("grader")
-                               or record.get("driver")):
+    record = run.gpus or GpuPlacement()
+    if key not in _LEASES and record.any:
         lease = gpu_mod.GpuLease()
         try:
-            lease.take(tuple(record.get("grader") or ()), "--grader-gpus")
-            lease.take(tuple(record.get("agent") or ()), "--gpus")
-            lease.take(tuple(record.get("driver") or ()), "--driver-gpus")
+            lease.take(record.grader, "--grader-gpus")
+            lease.take(record.agent, "--gpus")
+            lease.take(record.driver or (), "--driver-gpus")
         except BaseException:
             lease.release()
             raise
@@ -138,10 +136,9 @@ def held(run_dir: Path, run):
 def grader_visible(run) -> str | None:
     """CUDA_VISIBLE_DEVICES for the grader's evaluations: its devices ("" for none), or None for a
     run recorded before GPUs were assigned (the environment's, as before)."""
-    record = run.gpus
-    if not isinstance(record, dict):
+    if run.gpus is None:
         return None
-    return gpu_mod.visible_devices(tuple(record.get("grader") or ()))
+    return gpu_mod.visible_devices(run.gpus.grader)
 
 
 def grader_env(run) -> dict[str, str] | None:

@@ -8,11 +8,22 @@ agents of type `cli` get one (scaffold.uses_gateway).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.driver_server import (
+    DriverServerRecord,
+    ServerInfo,
+    ServerPlan,
+    SharedServerState,
+    ShareRecord,
+)
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.spec import AgentSpec, DriverSpec
 from a2c.errors import A2CError, RunError
+from a2c.runtime.driver_gateway.gateway_config import GatewayConfig
+from a2c.runtime.run.scaffold import typed
 from a2c.unixhttp import remove_stale
 
 
@@ -21,9 +32,9 @@ def is_served(driver: str | None) -> bool:
     return bool(driver) and str(driver).startswith("vllm/")
 
 
-def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
+def configure(paths: RunPaths, driver: str, agent: dict | AgentSpec, budget: dict,
               gpus: list[str] | None = None, seed: int = 0,
-              share: str | Path | None = None) -> dict:
+              share: str | Path | None = None) -> GatewayConfig:
     """driver/gateway.json and driver/gateway.key for this run (the gateway resolves the
     upstream; a provider it does not know, an unset key variable or a wire the upstream does
     not serve is one clear error). A `vllm/MODEL` driver's server is planned here (on `gpus`,
@@ -34,16 +45,18 @@ def configure(paths: RunPaths, driver: str, agent: dict, budget: dict,
     server = None
     if is_served(driver):
         from a2c.runtime.run.driver_plan import plan
-        need = ((agent or {}).get("driver") or {}).get("context_min")
+        spec = typed(agent or {})
+        need = spec.driver.context_min if isinstance(spec.driver, DriverSpec) else None
         server = plan(driver.split("/", 1)[1], list(gpus or []), seed,
-                      context_min=need, scaffold=str((agent or {}).get("id") or "the scaffold"))
+                      context_min=need, scaffold=spec.id or "the scaffold")
         if share:
-            server["share"] = str(Path(share).expanduser().resolve())
+            server = replace(server, share=str(Path(share).expanduser().resolve()))
     elif share:
         raise RunError(f"--share-driver-server is for a vllm/ driver a2c starts; {driver} is "
                        "served by its provider")
     try:
-        return prepare_gateway(paths, driver, agent, budget, server=server) or {}
+        return GatewayConfig.from_dict(prepare_gateway(paths, driver, agent, budget,
+                                                       server=server))
     except A2CError:
         raise
     except (ValueError, KeyError, OSError) as exc:
@@ -59,8 +72,7 @@ def read_key(paths: RunPaths) -> str:
 
 def read_wire(paths: RunPaths) -> str:
     """The wire the run chose for the scaffold (gateway.json's agent_wire; "" if none)."""
-    from a2c.runtime.driver_gateway.config import read_config
-    return read_config(paths.root).get("agent_wire") or ""
+    return GatewayConfig.read(paths.root).agent_wire or ""
 
 
 def served_context(paths: RunPaths) -> int | None:
@@ -70,40 +82,28 @@ def served_context(paths: RunPaths) -> int | None:
     (A2C_DRIVER_CONTEXT) so that its own compaction keeps the conversation inside the model:
     Claude Code and Codex assume a large window for a model they do not know, and a vLLM server
     refuses every call once the conversation passes the context."""
-    from a2c.runtime.driver_gateway.config import read_config
     try:
-        config = read_config(paths.root)
+        config = GatewayConfig.read(paths.root)
     except (A2CError, OSError, ValueError):
         return None
-    upstream = config.get("upstream") or {}
-    stated = upstream.get("context")
-    if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0:
-        return stated
-    if stated != "ask" and not config.get("server"):
+    upstream = config.upstream
+    if upstream.stated_context is not None:
+        return upstream.stated_context
+    if upstream.context != "ask" and not config.server:
         return None
-    if not upstream.get("base_url"):
+    if not upstream.base_url:
         return None
     from a2c.runtime.driver_gateway.context import served_context as ask
     from a2c.runtime.driver_gateway.upstream import Upstream
-    return ask(Upstream(upstream["base_url"], 5.0, 5.0), str(config.get("model") or ""))
+    return ask(Upstream(upstream.base_url, 5.0, 5.0), config.model)
 
 
 def usage_summary(totals: dict | None) -> dict[str, Any] | None:
-    """The summary's driver line: calls, tokens, cost, errors, exhausted. `tokens` counts all
-    four kinds (input, output, cache read, cache write), as the gateway, the report and the
-    leaderboard do: one total everywhere, its cached part shown beside it."""
+    """The summary's driver line (`DriverUse.summary`) of the gateway's totals."""
     if not isinstance(totals, dict):
         return None
-    kinds = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    tokens = sum(int(totals.get(k) or 0) for k in kinds)
-    return {"calls": int(totals.get("calls") or 0), "tokens": tokens,
-            "input_tokens": int(totals.get("input_tokens") or 0),
-            "output_tokens": int(totals.get("output_tokens") or 0),
-            "cache_read_tokens": int(totals.get("cache_read_tokens") or 0),
-            "cache_write_tokens": int(totals.get("cache_write_tokens") or 0),
-            "cost_usd": float(totals.get("cost_usd") or 0.0),
-            "errors": int(totals.get("errors") or 0),
-            "exhausted": totals.get("exhausted")}
+    from a2c.runtime.run.progress import DriverUse
+    return DriverUse.of(totals).summary()
 
 
 class DriverGateway:
@@ -116,21 +116,20 @@ class DriverGateway:
         self.paths = RunPaths(self.run_dir)
         self.process = None
         self.server = None
-        self.server_info: dict[str, Any] | None = None
+        self.server_info: ServerInfo | None = None
         self.shared = None        # driver_share.SharedServer when the server is shared
-        self.share_state: dict[str, Any] | None = None
+        self.share_state: SharedServerState | None = None
 
-    def server_plan(self) -> dict | None:
-        from a2c.runtime.driver_gateway.config import read_config
+    def server_plan(self) -> ServerPlan | None:
         try:
-            return read_config(self.run_dir).get("server")
+            return GatewayConfig.read(self.run_dir).server
         except (A2CError, OSError, ValueError):
             return None
 
     def start(self) -> None:
         from a2c.runtime.driver_gateway import DriverGatewayProcess
         server_plan = self.server_plan()
-        if server_plan and server_plan.get("share") and self.shared is None:
+        if server_plan and server_plan.share and self.shared is None:
             self._attach_shared(server_plan)
         elif server_plan and self.server is None:
             from a2c.runtime.driver_gateway.config import set_upstream_url
@@ -151,13 +150,13 @@ class DriverGateway:
             self.stop()
             raise
 
-    def _attach_shared(self, server_plan: dict[str, Any]) -> None:
+    def _attach_shared(self, server_plan: ServerPlan) -> None:
         """Attach to the node's shared server for this plan, starting it when none runs."""
         from a2c.runtime.driver_gateway.config import set_upstream_url
         from a2c.runtime.run.driver_server import VllmServer
         from a2c.runtime.run.driver_share import SharedServer
-        plan = {k: v for k, v in server_plan.items() if k != "share"}
-        shared = SharedServer(server_plan["share"], plan, self.run_dir.name)
+        plan = replace(server_plan, share=None)
+        shared = SharedServer(server_plan.share, plan, self.run_dir.name)
 
         def start(log: Path):
             server = VllmServer(self.run_dir, plan, log=log)
@@ -168,8 +167,8 @@ class DriverGateway:
                 raise
         self.share_state = shared.acquire(start)
         self.shared = shared
-        self.server_info = self.share_state["info"]
-        set_upstream_url(self.run_dir, self.share_state["url"])
+        self.server_info = self.share_state.info
+        set_upstream_url(self.run_dir, self.share_state.url)
 
     def alive(self) -> bool:
         return self.process is not None and bool(self.process.alive())
@@ -193,33 +192,22 @@ class DriverGateway:
                 finally:
                     self.shared = None
 
-    def server_record(self) -> dict[str, Any] | None:
+    def server_record(self) -> DriverServerRecord | None:
         """run.json's `driver_server` for a served driver: what ran (the weights' digest, the
         server's version and flags, the served context) and the sampling in force (the
         server's defaults, the seed)."""
         plan = self.server_plan()
         if not plan:
             return None
-        info = self.server_info or {}
-        return {"kind": plan.get("kind"), "model": plan.get("ref"),
-                "served_model_name": plan.get("served_model_name"),
-                "family": plan.get("family"), "tool_call_parser": plan.get("tool_call_parser"),
-                "chat_template": plan.get("chat_template"), "weights": plan.get("weights"),
-                "version": info.get("version"), "argv": info.get("argv"),
-                "max_model_len": info.get("max_model_len"), "context": plan.get("context"),
-                "gpus": plan.get("gpus"), "shared": self._share_record(),
-                "sampling": {"seed": plan.get("seed"),
-                             "defaults": plan.get("sampling_defaults") or {},
-                             "note": "a request's own fields win over the defaults; each "
-                                     "forwarded body is in driver/blobs"}}
+        return DriverServerRecord.of(plan, self.server_info, self._share_record())
 
-    def _share_record(self) -> dict[str, Any] | None:
+    def _share_record(self) -> ShareRecord | None:
         """Whether the server was this run's own or shared (its key, the run that started it)."""
         state = self.share_state
         if not state:
             return None
-        return {"key": state.get("key"), "started_by": state.get("started_by"),
-                "started_by_this_run": bool(state.get("started_it"))}
+        return ShareRecord(key=state.key, started_by=state.started_by,
+                           started_by_this_run=bool(state.started_it))
 
     def probe(self) -> tuple[bool, str]:
         from a2c.runtime.driver_gateway import probe

@@ -38,11 +38,10 @@ class DriverLink:
             return
         self.run.driver_server = record
         self.run.write(self.paths.run_json)
-        weights = str((record.get("weights") or {}).get("fingerprint"))[:12]
-        self.report(f"driver server: vLLM {record.get('version') or '?'} serving "
-                    f"{record.get('served_model_name')} (context "
-                    f"{record.get('max_model_len') or '?'} tokens, tool parser "
-                    f"{record.get('tool_call_parser')}, weights {weights})")
+        self.report(f"driver server: vLLM {record.version or '?'} serving "
+                    f"{record.served_model_name} (context {record.max_model_len or '?'} "
+                    f"tokens, tool parser {record.tool_call_parser}, weights "
+                    f"{str(record.fingerprint)[:12]})")
 
     def restart_safely(self) -> None:
         """After it died mid-run: the run goes on (the agent sees errors) if it cannot."""

@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.driver_server import ContextFit, ServerPlan, VllmSettings, Weights
 from a2c.errors import RunError
 from a2c.paths import project_root
 from a2c.runtime.run.vllm_families import family_of
@@ -93,14 +95,14 @@ def _model_source(ref: str) -> tuple[Path | None, str, str]:
     return None, ref, ref
 
 
-def _weights(folder: Path | None) -> dict[str, Any]:
+def _weights(folder: Path | None) -> Weights:
     """The driver's weights by digest, as run.json names the base model's; a hub id that vLLM
     will fetch has none a2c can establish before it runs."""
     if folder is None:
-        return {"fingerprint": None, "note": "a hub id: the weights vLLM downloads are not "
-                                             "hashed by a2c; serve a local folder to name them"}
+        return Weights(note="a hub id: the weights vLLM downloads are not hashed by a2c; serve "
+                            "a local folder to name them")
     from a2c.runtime import models
-    return {"fingerprint": models.model_fingerprint(folder)}
+    return Weights(fingerprint=models.model_fingerprint(folder))
 
 
 def _sampling(folder: Path | None) -> dict[str, Any]:
@@ -145,7 +147,7 @@ def _flag_value(args: list[str], flag: str) -> str | None:
 
 
 def fit_context(trained: int | None, args: list[str], need: int | None,
-                scaffold: str) -> tuple[list[str], dict[str, Any]]:
+                scaffold: str) -> tuple[list[str], ContextFit]:
     """(the flags that serve the scaffold's context, what the record says of the context).
 
     A scaffold declares the context its calls need (the agent spec's `driver.context_min`:
@@ -155,26 +157,25 @@ def fit_context(trained: int | None, args: list[str], need: int | None,
     (`--hf-overrides max_position_embeddings`): the run happens, and the record says the model
     answered past what it was trained on. A `--max-model-len` the operator gave wins."""
     given = _flag_value(args, "--max-model-len")
-    note: dict[str, Any] = {"trained": trained, "needed": need, "needed_by": scaffold if need
-                            else None, "stretched": False}
+    note = ContextFit(trained=trained, needed=need, needed_by=scaffold if need else None)
     if given is not None:
-        note["set_by"] = "drivers file"
+        why = None
         if need is not None and given.isdigit() and int(given) < need:
             # measured: Claude Code told 16,384 answers "Prompt is too long" before any call
-            note["why"] = (f"{scaffold} needs a {need}-token context; the drivers file serves "
-                           f"{given}: the scaffold may refuse its own prompt")
-        return [], note
+            why = (f"{scaffold} needs a {need}-token context; the drivers file serves "
+                   f"{given}: the scaffold may refuse its own prompt")
+        return [], replace(note, set_by="drivers file", why=why)
     if need is None or trained is None or trained >= need:
         return [], note
-    note.update(stretched=True, set_by="a2c",
-                why=f"{scaffold} needs a {need}-token context; the model was trained on "
-                    f"{trained}: its answers past {trained} tokens are out of distribution")
+    note = replace(note, stretched=True, set_by="a2c",
+                   why=f"{scaffold} needs a {need}-token context; the model was trained on "
+                       f"{trained}: its answers past {trained} tokens are out of distribution")
     return ["--max-model-len", str(need),
             "--hf-overrides", json.dumps({"max_position_embeddings": need})], note
 
 
-def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None,
-         context_min: int | None = None, scaffold: str = "") -> dict[str, Any]:
+def plan(ref: str, gpus: list[str], seed: int, settings: VllmSettings | None = None,
+         context_min: int | None = None, scaffold: str = "") -> ServerPlan:
     """What the run's vLLM server will be (gateway.json `server`; RunError when it cannot be).
     `context_min`: the context the run's scaffold needs (its spec's `driver.context_min`)."""
     if not ref:
@@ -183,16 +184,15 @@ def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None,
     if settings is None:
         from a2c.runtime.driver_gateway.config import vllm_settings
         settings = vllm_settings()
-    executable = find_executable(settings.get("executable"))
+    executable = find_executable(settings.executable)
     folder, source, served = _model_source(ref)
-    overrides = settings.get("models") or {}
-    override = overrides.get(ref) or overrides.get(served) or {}
+    override = settings.model(ref, served)
     family = family_of(folder, ref)
-    parser = override.get("tool_call_parser") or family.tool_call_parser
-    template = override.get("chat_template") or family.chat_template
+    parser = override.tool_call_parser or family.tool_call_parser
+    template = override.chat_template or family.chat_template
     if template and not Path(template).expanduser().is_file():
         raise RunError(f"vllm.models.{ref}.chat_template {template!r}: no such file")
-    args = [*(settings.get("args") or []), *(override.get("args") or [])]
+    args = [*settings.args, *override.args]
     own = [a for a in args if a.split("=", 1)[0] in OWN_FLAGS]
     if own:
         raise RunError(f"vllm args {', '.join(own)}: a2c sets {', '.join(OWN_FLAGS)} itself "
@@ -204,11 +204,11 @@ def plan(ref: str, gpus: list[str], seed: int, settings: dict | None = None,
         flags += ["--tensor-parallel-size", str(len(gpus))]
     context_flags, context = fit_context(trained_context(folder), args, context_min, scaffold)
     flags += context_flags
-    return {"kind": "vllm", "ref": ref, "model": source, "folder": str(folder) if folder else None,
-            "served_model_name": served, "family": family.name, "tool_call_parser": parser,
-            "chat_template": template, "executable": executable,
-            "launch": launch_prefix(executable, source), "gpus": list(gpus),
-            "seed": int(seed), "args": flags + args, "weights": _weights(folder),
-            "sampling_defaults": _sampling(folder), "context": context,
-            "startup_timeout_s": float(settings.get("startup_timeout_s")
-                                       or DEFAULT_STARTUP_TIMEOUT_S)}
+    return ServerPlan(ref=ref, model=source, folder=str(folder) if folder else None,
+                      served_model_name=served, family=family.name, tool_call_parser=parser,
+                      chat_template=template, executable=executable,
+                      launch=tuple(launch_prefix(executable, source)), gpus=tuple(gpus),
+                      seed=int(seed), args=tuple(flags + args), weights=_weights(folder),
+                      sampling_defaults=_sampling(folder), context=context,
+                      startup_timeout_s=float(settings.startup_timeout_s
+                                              or DEFAULT_STARTUP_TIMEOUT_S))

@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from a2c.contracts.driver_server import ServerInfo, ServerPlan
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.fsutil import read_tail
@@ -89,19 +90,18 @@ def _get_json(url: str, timeout: float = 5.0) -> Any:
 class VllmServer:
     """One run's vLLM server (a plan from `plan`), started and stopped as a host process."""
 
-    def __init__(self, run_dir: Path, server_plan: dict[str, Any], log: Path | None = None):
+    def __init__(self, run_dir: Path, server_plan: ServerPlan, log: Path | None = None):
         self.run_dir = Path(run_dir)
         self.plan = server_plan
         self.log = Path(log) if log is not None else log_path(self.run_dir)
         self.process: HostProcess | None = None
         self.base_url: str | None = None
-        self.info: dict[str, Any] = {}
+        self.info = ServerInfo()
 
     def argv(self, port: int) -> list[str]:
         p = self.plan
-        return [*p["launch"], "--host", "127.0.0.1", "--port", str(port),
-                "--served-model-name", p["served_model_name"], "--seed", str(p["seed"]),
-                *p["args"]]
+        return [*p.launch, "--host", "127.0.0.1", "--port", str(port),
+                "--served-model-name", p.served_model_name, "--seed", str(p.seed), *p.args]
 
     def env(self) -> dict[str, str]:
         """The server's environment: the driver's GPUs only; on a CPU (no driver GPUs) a KV
@@ -111,12 +111,12 @@ class VllmServer:
         models."""
         from a2c.runtime.sandbox import gpus as gpu_mod
         env = {**os.environ,
-               "CUDA_VISIBLE_DEVICES": gpu_mod.visible_devices(tuple(self.plan["gpus"]))}
-        if not self.plan["gpus"]:
+               "CUDA_VISIBLE_DEVICES": gpu_mod.visible_devices(tuple(self.plan.gpus))}
+        if not self.plan.gpus:
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
         return env
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> ServerInfo:
         """Start the server and wait until it serves the model; what the record says of it
         (version, flags, context length, URL). RunError on each way it does not come up."""
         port = free_port()
@@ -129,10 +129,10 @@ class VllmServer:
             self.process = HostProcess.spawn(argv, what="driver's vLLM server", log=self.log,
                                              env=self.env())
         except OSError as exc:
-            raise RunError(f"--driver vllm/{self.plan['ref']}: cannot run {argv[0]} ({exc}); "
+            raise RunError(f"--driver vllm/{self.plan.ref}: cannot run {argv[0]} ({exc}); "
                            "install vLLM or set vllm.executable in the drivers file") from None
         base = f"http://127.0.0.1:{port}"
-        timeout = float(self.plan.get("startup_timeout_s") or DEFAULT_STARTUP_TIMEOUT_S)
+        timeout = float(self.plan.startup_timeout_s or DEFAULT_STARTUP_TIMEOUT_S)
         deadline = time.monotonic() + timeout
         models = None
         while models is None:
@@ -145,13 +145,13 @@ class VllmServer:
                 how = f"exited with status {rc}" if rc is not None else \
                     "reported that its engine failed to start"
                 raise RunError(f"the driver's vLLM server {how} before it served "
-                               f"{self.plan['served_model_name']} (log {self.keep_log()}"
+                               f"{self.plan.served_model_name} (log {self.keep_log()}"
                                + (f": {last}" if last else "") + "); fix what it says, or the "
                                "vllm args in the drivers file")
             if time.monotonic() >= deadline:
                 self.stop()
                 raise RunError(f"the driver's vLLM server did not serve "
-                               f"{self.plan['served_model_name']} within {timeout:g} s (log "
+                               f"{self.plan.served_model_name} within {timeout:g} s (log "
                                f"{self.keep_log()}); raise vllm.startup_timeout_s in the "
                                "drivers file or give the server more memory or GPUs")
             if self._health_ok(base):
@@ -160,8 +160,8 @@ class VllmServer:
                 time.sleep(0.5)
         version = (_get_json(base + "/version") or {}).get("version")
         self.base_url = base
-        self.info = {"url": base, "pid": self.process.pid, "version": version,
-                     "argv": argv[1:], "max_model_len": models.get("max_model_len")}
+        self.info = ServerInfo(url=base, pid=self.process.pid, version=version,
+                               argv=tuple(argv[1:]), max_model_len=models.get("max_model_len"))
         return self.info
 
     def _logged_since(self, offset: int, limit: int = 65536) -> str:
@@ -198,7 +198,7 @@ class VllmServer:
     def _served(self, base: str) -> dict | None:
         data = _get_json(base + "/v1/models")
         for card in (data or {}).get("data") or []:
-            if isinstance(card, dict) and card.get("id") == self.plan["served_model_name"]:
+            if isinstance(card, dict) and card.get("id") == self.plan.served_model_name:
                 return card
         return None
 

@@ -33,23 +33,20 @@ import os
 import signal
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from a2c.canonical import canonical_json
+from a2c.contracts.driver_server import ServerPlan, SharedServerState
 from a2c.errors import A2CError, RunError
 from a2c.fsutil import private_dir
 
 STOP_GRACE_S = 15.0
-# what makes two runs' servers the same server (a2c's own choices and the operator's flags)
-KEY_FIELDS = ("executable", "launch", "model", "served_model_name", "args", "gpus", "seed",
-              "weights", "chat_template")
 
 
-def server_key(plan: dict[str, Any]) -> str:
-    """The share's key: a digest of what the server is (KEY_FIELDS of its plan)."""
-    ident = {k: plan.get(k) for k in KEY_FIELDS}
-    return hashlib.sha256(canonical_json(ident)).hexdigest()[:16]
+def server_key(plan: ServerPlan) -> str:
+    """The share's key: a digest of what the server is (`ServerPlan.identity`)."""
+    return hashlib.sha256(canonical_json(plan.identity())).hexdigest()[:16]
 
 
 def _start_time(pid: int) -> str | None:
@@ -170,7 +167,7 @@ class SharedServer:
     """This run's use of a shared server: `acquire()` attaches (or starts), `release()` leaves
     (and stops it when no other run holds a lease)."""
 
-    def __init__(self, share_dir: str | Path, plan: dict[str, Any], run_id: str):
+    def __init__(self, share_dir: str | Path, plan: ServerPlan, run_id: str):
         self.key = server_key(plan)
         self.dir = host_dir(share_dir) / self.key
         self.plan = plan
@@ -189,24 +186,24 @@ class SharedServer:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
 
-    def _read_state(self) -> dict[str, Any] | None:
+    def _read_state(self) -> SharedServerState | None:
         try:
             state = json.loads(self.state_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        return state if isinstance(state, dict) else None
+        return SharedServerState.from_dict(state) if isinstance(state, dict) else None
 
-    def _live_state(self) -> dict[str, Any] | None:
+    def _live_state(self) -> SharedServerState | None:
         """server.json when its server still runs and serves the model; None otherwise (a
         leftover group of a dead one is stopped first)."""
         from a2c.runtime.run.driver_server import _get_json
         state = self._read_state()
         if state is None:
             return None
-        pid, started = int(state.get("pid") or 0), state.get("started")
+        pid, started = int(state.pid or 0), state.started
         if pid and _start_time(pid) == started:
-            cards = (_get_json(f"{state.get('url')}/v1/models") or {}).get("data") or []
-            if any(isinstance(c, dict) and c.get("id") == self.plan["served_model_name"]
+            cards = (_get_json(f"{state.url}/v1/models") or {}).get("data") or []
+            if any(isinstance(c, dict) and c.get("id") == self.plan.served_model_name
                    for c in cards):
                 return state
         if pid:
@@ -241,7 +238,7 @@ class SharedServer:
             lease.unlink(missing_ok=True)       # its run died without leaving
         return alive
 
-    def acquire(self, start) -> dict[str, Any]:
+    def acquire(self, start) -> SharedServerState:
         """Attach to the live server, or start one with `start(log_path) -> (server, info)`;
         returns server.json (`url`, `info`, `started_by`, whether this run `started_it`)."""
         lock = self._locked()
@@ -249,20 +246,21 @@ class SharedServer:
             self._take_lease()
             state = self._live_state()
             if state is not None:
-                return {**state, "started_it": False}
+                return replace(state, started_it=False)
             try:
                 server, info = start(self.dir / "server.log")
             except BaseException:
                 self._drop_lease()
                 raise
-            state = {"pid": server.process.pid, "started": _start_time(server.process.pid),
-                     "url": info.get("url"), "info": info, "started_by": self.run_id,
-                     "key": self.key, "plan": self.plan}
+            state = SharedServerState(pid=server.process.pid,
+                                      started=_start_time(server.process.pid), url=info.url,
+                                      info=info, started_by=self.run_id, key=self.key,
+                                      plan=self.plan)
             tmp = self.state_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
+            tmp.write_text(json.dumps(state.to_dict(), indent=1), encoding="utf-8")
             os.chmod(tmp, 0o600)
             os.replace(tmp, self.state_file)
-            return {**state, "started_it": True}
+            return replace(state, started_it=True)
         finally:
             os.close(lock)
 
@@ -276,7 +274,7 @@ class SharedServer:
         state = self._read_state()
         if state is None:
             return False
-        stop_group(int(state.get("pid") or 0), state.get("started"))
+        stop_group(int(state.pid or 0), state.started)
         self.state_file.unlink(missing_ok=True)
         return True
 

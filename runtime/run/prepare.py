@@ -14,8 +14,14 @@ from typing import Any
 
 from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.budget import Budget
-from a2c.contracts.bundle import Bundle, read_manifest
-from a2c.contracts.run_info import RunInfo, RunSettings
+from a2c.contracts.bundle import Bundle, load_bundle
+from a2c.contracts.run_info import (
+    BaseModelRecord,
+    DataRecord,
+    GpuPlacement,
+    RunInfo,
+    RunSettings,
+)
 from a2c.contracts.run_paths import CREATED_DIRS, RunPaths
 from a2c.contracts.service_config import read_grader_json, write_service_config
 from a2c.contracts.spec import AgentSpec, DriverSpec, GraderSpec, TaskSpec
@@ -27,7 +33,7 @@ from a2c.runtime.run.context import Reporter, RunContext, RunOptions, versions
 from a2c.runtime.run.driver import configure, is_served
 from a2c.runtime.run.limits_note import limits_section
 from a2c.runtime.run.resolve import (
-    load_agent,
+    load_agent_spec,
     model_cfg,
     resolve_agent_bundle,
     resolve_task_bundle,
@@ -136,14 +142,13 @@ def check_options(opts: RunOptions) -> None:
         get_backend("local", use_bwrap=opts.use_bwrap)
 
 
-def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
-                          agent_spec: AgentSpec) -> None:
+def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec) -> None:
     if opts.backend == "docker":
         # the agent layer installs npm/pip packages (docker_scaffolds.py), not install commands
         from a2c.runtime.sandbox.docker_scaffolds import unsupported
-        if unsupported(agent):
+        if unsupported(agent_spec):
             raise RunError(f"agent {agent_spec.id}: the docker backend does not run install "
-                           f"commands ({'; '.join(unsupported(agent))}) in its image; run it "
+                           f"commands ({'; '.join(unsupported(agent_spec))}) in its image; run it "
                            "with --backend local")
     if opts.mode not in (task.modes or MODES):
         raise RunError(f"task {task.id} does not offer mode {opts.mode!r} "
@@ -155,7 +160,7 @@ def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
         raise RunError(f"agent {agent_spec.id} needs a driver model: pass --driver MODEL")
     overrides = {"--driver-tokens": opts.driver_tokens, "--driver-cost": opts.driver_cost,
                  "--driver-calls": opts.driver_calls}
-    if not uses_gateway(agent):
+    if not uses_gateway(agent_spec):
         given = [flag for flag, value in overrides.items() if value is not None]
         if given:
             raise RunError(f"{', '.join(given)}: agent {agent_spec.id} has no driver model (a "
@@ -168,8 +173,8 @@ def _check_task_and_agent(opts: RunOptions, task: TaskSpec, agent: dict,
         if value is not None and not value > 0:
             raise RunError(f"{flag} {value}: a driver budget must be positive")
     key_envs = key_env_names(None, dict(os.environ))
-    refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []), key_envs)
-    refuse_provider_keys(agent, list(opts.agent_env or {}), key_envs)
+    refuse_provider_keys(agent_spec, list(launch_of(agent_spec).pass_env or []), key_envs)
+    refuse_provider_keys(agent_spec, list(opts.agent_env or {}), key_envs)
 
 
 def _run_dir(opts: RunOptions, task: TaskSpec, agent: AgentSpec) -> tuple[str, Path]:
@@ -190,31 +195,30 @@ def _prepare_workspace(paths: RunPaths, mode: str, budget: Budget) -> None:
     paths.output.mkdir(exist_ok=True)
 
 
-def _prepare_data(paths: RunPaths, task: TaskSpec, report: Reporter) -> dict[str, Any]:
+def _prepare_data(paths: RunPaths, task: TaskSpec, report: Reporter) -> DataRecord:
     """Agent split read-only under data/, held-out split only under grader/ (with a final split:
     the feedback part in heldout.jsonl, the final part in final.jsonl)."""
     from a2c.runtime import data as data_mod
     cache = None
     splits = data_mod.load_splits(task, paths.bundle, cache)
-    feedback, final = data_mod.split_final(splits["heldout"], task.scoring.final)
-    splits["heldout"] = feedback
-    data_mod.write_jsonl(paths.train, splits["agent"])
+    agent, heldout = splits["agent"], splits["heldout"]
+    feedback, final = data_mod.split_final(heldout, task.scoring.final)
+    data_mod.write_jsonl(paths.train, agent)
     data_mod.write_jsonl(paths.heldout, feedback)
     if final:
         data_mod.write_jsonl(paths.final_heldout, final)
     try:
         root = data_mod.data_root(task, paths.bundle, cache)
-        data_mod.copy_referenced_files(splits["agent"], root, paths.data)
-        data_mod.copy_referenced_files(splits["heldout"] + final, root, paths.grader)
+        data_mod.copy_referenced_files(agent, root, paths.data)
+        data_mod.copy_referenced_files(feedback + final, root, paths.grader)
     except Exception as exc:  # noqa: BLE001 - referenced files are optional
         report(f"note: referenced data files not copied: {exc}")
     make_read_only(paths.data)
-    return {"agent_fingerprint": data_mod.fingerprint(splits["agent"]),
-            "agent_records": len(splits["agent"]),
-            "heldout_fingerprint": data_mod.fingerprint(splits["heldout"]),
-            "heldout_records": len(splits["heldout"]),
-            **({"final_fingerprint": data_mod.fingerprint(final), "final_records": len(final)}
-               if final else {})}
+    return DataRecord(agent_fingerprint=data_mod.fingerprint(agent), agent_records=len(agent),
+                      heldout_fingerprint=data_mod.fingerprint(feedback),
+                      heldout_records=len(feedback),
+                      final_fingerprint=data_mod.fingerprint(final) if final else None,
+                      final_records=len(final) if final else None)
 
 
 def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
@@ -223,10 +227,10 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
     bundle_src = resolve_task_bundle(opts.bundle)
     agent_src = resolve_agent_bundle(opts.agent)
     task = Bundle.load(bundle_src).task
-    agent = load_agent(agent_src)
-    agent_spec = AgentSpec.from_dict(agent)
-    _check_task_and_agent(opts, task, agent, agent_spec)
-    params = effective_params(agent, opts.agent_params)   # a refused param: nothing written
+    agent_spec = load_agent_spec(agent_src)
+    _check_task_and_agent(opts, task, agent_spec)
+    # a refused param: nothing written
+    params = effective_params(agent_spec.to_dict(), opts.agent_params)
     # the run's limits, decided once: the task's, `--budget` and the `--driver-*` overrides
     # (refused above for an agent without a gateway)
     budget = Budget.for_run(task.budget, opts.budget, driver_tokens=opts.driver_tokens,
@@ -243,13 +247,13 @@ def prepare(opts: RunOptions, report: Reporter = lambda _: None) -> RunContext:
                                  driver_gpus=opts.driver_gpus, served_driver=served)
     devices.register(run_dir, lease)
     try:
-        ctx = _build(opts, task, agent, agent_spec, bundle_src, agent_src, budget, run_id,
+        ctx = _build(opts, task, agent_spec, bundle_src, agent_src, budget, run_id,
                      run_dir, report, params, gpus)
         ctx.run.gpus = gpus
         ctx.save()
-        report(f"GPUs: agent {','.join(gpus['agent']) or 'none'}, "
-               f"grader {','.join(gpus['grader']) or 'none (CPU)'}"
-               + (f", driver {','.join(gpus['driver']) or 'none (CPU)'}" if served else ""))
+        report(f"GPUs: agent {','.join(gpus.agent) or 'none'}, "
+               f"grader {','.join(gpus.grader) or 'none (CPU)'}"
+               + (f", driver {','.join(gpus.driver or ()) or 'none (CPU)'}" if served else ""))
         return ctx
     except BaseException:
         devices.release(run_dir)
@@ -293,9 +297,9 @@ def _driver_name(opts: RunOptions, agent: AgentSpec) -> str | None:
     return opts.driver or (driver.default if isinstance(driver, DriverSpec) else driver)
 
 
-def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
-           bundle_src: Path, agent_src: Path, budget: Budget, run_id: str, run_dir: Path,
-           report: Reporter, params: dict[str, Any], gpus: dict | None = None) -> RunContext:
+def _build(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec, bundle_src: Path,
+           agent_src: Path, budget: Budget, run_id: str, run_dir: Path, report: Reporter,
+           params: dict[str, Any], gpus: GpuPlacement | None = None) -> RunContext:
     wall = budget.wall_clock_s
     paths = RunPaths(run_dir)
     for sub in CREATED_DIRS:
@@ -340,18 +344,19 @@ def _build(opts: RunOptions, task: TaskSpec, agent: dict, agent_spec: AgentSpec,
     if uses_gateway(agent_spec):
         paths.agent_home.mkdir(mode=0o700)   # the scaffold's HOME (owned by the agent at start)
         os.chmod(paths.agent_home, 0o700)
-        config = configure(paths, driver_name, agent, budget.driver_limits(),
-                           gpus=(gpus or {}).get("driver"), seed=opts.seed,
+        config = configure(paths, driver_name, agent_spec, budget.driver_limits(),
+                           gpus=gpus.driver if gpus else None, seed=opts.seed,
                            share=opts.share_driver_server)
-        refuse_provider_keys(agent, list(launch_of(agent_spec).pass_env or []),
+        refuse_provider_keys(agent_spec, list(launch_of(agent_spec).pass_env or []),
                              key_env_names(config, dict(os.environ)))
         report(f"driver {driver_name}: through the run's gateway")
     info = RunInfo(
         run_id=run_id, task=task.id, level=task.level, title=task.title, agent=agent_spec.id,
-        agent_digest=read_manifest(paths.agent, "Agent").get("digest"),
+        agent_digest=load_bundle(paths.agent, kind="Agent", verify=False).digest,
         driver=driver_name,
         mode=opts.mode, seed=opts.seed, backend=opts.backend,
-        base_model={"spec": model, "path": record_path(model_path), "fingerprint": model_fp},
+        base_model=BaseModelRecord(spec=model, path=record_path(model_path),
+                                   fingerprint=model_fp),
         data=data_info, bundle_digest=bundle.digest, spec_hash=bundle.spec_hash,
         isolation=None, budget=budget, scoring=task.scoring.to_dict(),
         versions=versions(), sandbox_id=secrets.token_hex(8),

@@ -23,6 +23,10 @@ class DriverUse:
     seq: int = 0                    # calls begun, answered or not: 0 until the first
     calls: int = 0
     tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_usd: float = 0.0
     errors: int = 0
     exhausted: dict[str, Any] | None = None   # the limit spent, once one is
@@ -32,13 +36,27 @@ class DriverUse:
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> DriverUse:
         data = data or {}
-        kinds = {"seq": int, "calls": int, "tokens": int, "cost_usd": float, "errors": int}
+        kinds = {"seq": int, "calls": int, "tokens": int, "cost_usd": float, "errors": int,
+                 "input_tokens": int, "output_tokens": int, "cache_read_tokens": int,
+                 "cache_write_tokens": int}
         values: dict[str, Any] = {}
         for f in fields(cls):
             value = data.get(f.name)
             if value is not None:
                 values[f.name] = kinds[f.name](value) if f.name in kinds else value
         return cls(**values)
+
+    def summary(self) -> dict[str, Any]:
+        """The summary's driver line: calls, tokens, cost, errors, exhausted. `tokens` counts
+        all four kinds (input, output, cache read, cache write), as the gateway, the report and
+        the leaderboard do: one total everywhere, its cached part shown beside it."""
+        tokens = (self.input_tokens + self.output_tokens + self.cache_read_tokens
+                  + self.cache_write_tokens)
+        return {"calls": self.calls, "tokens": tokens, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens,
+                "cache_write_tokens": self.cache_write_tokens, "cost_usd": self.cost_usd,
+                "errors": self.errors, "exhausted": self.exhausted}
 
 
 def heartbeat_line(elapsed_s: float, wall_clock_s: float, scores: RunScores,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from a2c.contracts.events import read_events, verify_events
 from a2c.contracts.record_key import load_signing_key
-from a2c.contracts.run_info import ENDED, RunInfo, RunStatus
+from a2c.contracts.run_info import ENDED, GpuPlacement, RunInfo, RunStatus
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.run.context import Reporter, RunContext
@@ -39,11 +39,10 @@ def resume(run_dir: str | Path, report: Reporter = print, gpus: str | None = Non
     kill_stale(run_dir, run)
     if gpus is not None or grader_gpus is not None:   # a sweep's new placement: Ray's ids now
         from a2c.runtime.run import devices
-        record = run.gpus or {}      # None until the run holds devices
+        record = run.gpus or GpuPlacement()      # None until the run holds devices
         assigned, lease = devices.assign(
-            gpus if gpus is not None else ",".join(record.get("agent") or []) or "none",
-            grader_gpus if grader_gpus is not None else
-            ",".join(record.get("grader") or []) or "none", 0)
+            gpus if gpus is not None else ",".join(record.agent) or "none",
+            grader_gpus if grader_gpus is not None else ",".join(record.grader) or "none", 0)
         devices.register(run_dir, lease)
         run.gpus = assigned
     ctx = RunContext(run_dir, run)

@@ -34,7 +34,7 @@ from a2c.runtime.run.driver_link import DriverLink
 from a2c.runtime.run.grader import GraderProcess
 from a2c.runtime.run.prepare import grader_cfg, remove_run_dir
 from a2c.runtime.run.progress import SubmissionNews
-from a2c.runtime.run.resolve import load_agent
+from a2c.runtime.run.resolve import load_agent_spec
 from a2c.runtime.run.run_snapshots import RunSnapshots
 from a2c.runtime.run.scaffold import PreflightError, uses_gateway
 from a2c.runtime.run.scaffold_preflight import preflight
@@ -68,7 +68,7 @@ class Runner:
         self.snapshots = RunSnapshots(self.paths, ctx.events, report)
         self.news = SubmissionNews(self.run_dir, report)
         self.scores = RunScores()
-        self.agent = load_agent(self.paths.agent, verify=False)  # the run's own copy
+        self.agent = load_agent_spec(self.paths.agent, verify=False)  # the run's own copy
         self.secrets = passed_secrets(self.agent)   # pass_env values redacted from the record
         # a scaffold's driver gateway (runtime/driver_gateway): its own process, like the grader
         self.driver = DriverLink(self.paths, self.run, report) \

@@ -14,6 +14,7 @@ from typing import Any
 
 from a2c.contracts.spec import AgentSpec, DriverSpec, InstallSpec, LaunchSpec
 from a2c.errors import RunError
+from a2c.runtime.driver_gateway.gateway_config import GatewayConfig
 
 # Provider key variables a scaffold's pass_env may never carry into the sandbox (the gateway
 # holds the key on the host). The drivers' own `key_env` names are added per run.
@@ -63,15 +64,12 @@ def driver_model(driver: str | None, agent: dict | AgentSpec) -> str:
     return strip_provider(driver)
 
 
-def key_env_names(config: dict | None, environ: dict[str, str]) -> set[str]:
+def key_env_names(config: GatewayConfig | None, environ: dict[str, str]) -> set[str]:
     """Every variable name a driver's provider key is read from (built-ins, the run's upstream,
     A2C_DRIVER_<PROVIDER>_KEY_ENV overrides)."""
     names = set(BUILTIN_KEY_ENVS)
-    upstream = (config or {}).get("upstream") if isinstance((config or {}).get("upstream"),
-                                                           dict) else {}
-    for source in (config or {}, upstream or {}):
-        if isinstance(source.get("key_env"), str) and source["key_env"]:
-            names.add(source["key_env"])
+    if config is not None and config.upstream.key_env:
+        names.add(config.upstream.key_env)
     for key, value in environ.items():
         if key.startswith("A2C_DRIVER_") and key.endswith("_KEY_ENV") and value:
             names.add(value)

@@ -8,6 +8,7 @@ import dataclasses
 
 from a2c.contracts.run_info import RunInfo
 from a2c.contracts.run_paths import RunPaths
+from a2c.contracts.spec import AgentSpec
 from a2c.runtime.run.agent import CONFINED, sandbox_spec
 from a2c.runtime.run.context import Reporter
 from a2c.runtime.run.driver_link import DriverLink
@@ -16,9 +17,9 @@ from a2c.runtime.run.scaffold import PreflightError, check_command, check_script
 PREFLIGHT_TIMEOUT_S = 120.0
 
 
-def preflight(agent: dict, run: RunInfo, paths: RunPaths, driver: DriverLink, backend,
+def preflight(agent: AgentSpec, run: RunInfo, paths: RunPaths, driver: DriverLink, backend,
               report: Reporter) -> None:
-    agent_id = agent.get("id")
+    agent_id = agent.id
     command = check_command(agent)
     if command:
         report(f"pre-flight: looking for `{command}` inside the sandbox")
@@ -45,7 +46,7 @@ def preflight(agent: dict, run: RunInfo, paths: RunPaths, driver: DriverLink, ba
            else "pre-flight: the driver gateway answers")
 
 
-def command_exists(agent: dict, run: RunInfo, paths: RunPaths, backend,
+def command_exists(agent: AgentSpec, run: RunInfo, paths: RunPaths, backend,
                    command: str) -> tuple[bool, str]:
     """`command -v COMMAND` in the agent's own sandbox (same binds, user and environment;
     no command hook, a log of its own, removed after)."""

@@ -31,8 +31,9 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from a2c.runtime.sandbox.cgroup_limits import Limits
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CFS_PERIOD_US = 100_000
@@ -43,19 +44,6 @@ UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 
 
 class CgroupError(OSError):
     """A cgroup could not be made or set; its message says why in words."""
-
-
-@dataclass
-class Limit:
-    asked: str | float | int
-    enforced: bool = False
-    why: str | None = None
-
-    def record(self) -> dict:
-        out: dict = {"asked": self.asked, "enforced": self.enforced}
-        if self.why:
-            out["why"] = self.why
-        return out
 
 
 def parse_size(text: str | int) -> int:
@@ -113,11 +101,11 @@ class AgentCgroup:
     """The run's cgroup (one folder in v2, one per controller in v1) and what it enforces."""
 
     def __init__(self, marker: str, version: str | None, dirs: dict[str, Path],
-                 limits: dict[str, Limit]):
+                 limits: Limits):
         self.marker = marker
         self.version = version
         self.dirs = dirs                   # controller ("" in v2) -> the run's folder
-        self.limits = limits               # "memory" | "cpus" | "pids" -> Limit
+        self.limits = limits
         # what `enter` writes, prepared here: a preexec_fn runs in the forked child, where the
         # less Python does the better (no imports, no allocation-heavy work, no locks)
         self._procs = [os.fsencode(d / "cgroup.procs") for d in dict.fromkeys(dirs.values())]
@@ -130,12 +118,11 @@ class AgentCgroup:
                self_cgroup: str | None = None) -> AgentCgroup:
         """The run's cgroup with the limits asked; those the host cannot enforce are recorded
         as such (`record`), never raised: the run goes on and says so."""
-        asked = {"memory": mem_limit, "cpus": cpus, "pids": pids}
-        limits = {k: Limit(v) for k, v in asked.items() if v}
+        limits = Limits.asked(mem_limit, cpus, pids)
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", marker or f"pid{os.getpid()}")
         version, words = detect(root)
-        if not limits:
-            return cls(marker, version, {}, {})
+        if not limits.items():
+            return cls(marker, version, {}, limits)
         if version is None:
             return cls._unenforced(marker, version, limits, words)
         try:
@@ -153,14 +140,14 @@ class AgentCgroup:
         return group
 
     @classmethod
-    def _unenforced(cls, marker, version, limits: dict[str, Limit], why: str) -> AgentCgroup:
-        for limit in limits.values():
+    def _unenforced(cls, marker, version, limits: Limits, why: str) -> AgentCgroup:
+        for _, limit in limits.items():
             if not limit.why:
                 limit.enforced, limit.why = False, why
         return cls(marker, version, {}, limits)
 
     @staticmethod
-    def _make_v1(root: Path, name: str, limits: dict[str, Limit],
+    def _make_v1(root: Path, name: str, limits: Limits,
                  own: dict[str, str]) -> dict[str, Path]:
         dirs: dict[str, Path] = {}
         for controller in V1_CONTROLLERS:
@@ -180,16 +167,16 @@ class AgentCgroup:
         for key, limit in limits.items():
             if NEEDS[key] not in dirs:
                 limit.why = f"no {NEEDS[key]} controller mounted under {root}"
-        if not any(NEEDS[key] in dirs for key in limits):
+        if not any(NEEDS[key] in dirs for key, _ in limits.items()):
             for made in dirs.values():
                 _rmdir(made)
             raise CgroupError(f"none of the controllers asked for is mounted under {root}")
         return dirs
 
     @staticmethod
-    def _make_v2(root: Path, name: str, limits: dict[str, Limit]) -> dict[str, Path]:
+    def _make_v2(root: Path, name: str, limits: Limits) -> dict[str, Path]:
         available = set((root / "cgroup.controllers").read_text().split())
-        wanted = sorted({NEEDS[key] for key in limits} & available)
+        wanted = sorted({NEEDS[key] for key, _ in limits.items()} & available)
         for key, limit in limits.items():
             if NEEDS[key] not in available:
                 limit.why = f"the {NEEDS[key]} controller is not available in {root}"
@@ -207,7 +194,8 @@ class AgentCgroup:
     def _apply(self, mem_limit: str | None, cpus: float | None, pids: int | None) -> None:
         v2 = self.version == "v2"
         folder = self.dirs.get("")
-        if mem_limit and self.limits["memory"].why is None:
+        memory, cpu, pid = self.limits.memory, self.limits.cpus, self.limits.pids
+        if memory and memory.why is None:
             size = parse_size(mem_limit)
             if v2:
                 _write(folder / "memory.max", size)
@@ -215,22 +203,23 @@ class AgentCgroup:
                         (folder / "memory.swap.max").exists():
                     _write(folder / "memory.swap.max", 0)
             else:
-                memory = self.dirs["memory"]
-                _write(memory / "memory.limit_in_bytes", size)   # before memsw (memsw >= it)
-                if (memory.parent / "memory.memsw.limit_in_bytes").exists():
-                    _write(memory / "memory.memsw.limit_in_bytes", size)
-            self.limits["memory"].enforced = True
-        if cpus and self.limits["cpus"].why is None:
+                mem_dir = self.dirs["memory"]
+                _write(mem_dir / "memory.limit_in_bytes", size)   # before memsw (memsw >= it)
+                if (mem_dir.parent / "memory.memsw.limit_in_bytes").exists():
+                    _write(mem_dir / "memory.memsw.limit_in_bytes", size)
+            memory.enforced = True
+        if cpu and cpu.why is None:
             quota = max(1000, int(round(float(cpus) * CFS_PERIOD_US)))
             if v2:
                 _write(folder / "cpu.max", f"{quota} {CFS_PERIOD_US}")
             else:
-                _write(self.dirs["cpu"] / "cpu.cfs_period_us", CFS_PERIOD_US)
-                _write(self.dirs["cpu"] / "cpu.cfs_quota_us", quota)
-            self.limits["cpus"].enforced = True
-        if pids and self.limits["pids"].why is None:
+                cpu_dir = self.dirs["cpu"]
+                _write(cpu_dir / "cpu.cfs_period_us", CFS_PERIOD_US)
+                _write(cpu_dir / "cpu.cfs_quota_us", quota)
+            cpu.enforced = True
+        if pid and pid.why is None:
             _write((folder if v2 else self.dirs["pids"]) / "pids.max", int(pids))
-            self.limits["pids"].enforced = True
+            pid.enforced = True
 
     # ------------------------------------------------------------------ what it says
     def record(self) -> dict:
@@ -299,7 +288,7 @@ class AgentCgroup:
         """Why the agent ended (causes.py), from what the kernel counted since it started;
         None when its exit code says it all."""
         from a2c.runtime.sandbox import causes
-        memory, pids = self.limits.get("memory"), self.limits.get("pids")
+        memory, pids = self.limits.memory, self.limits.pids
         kills, exact = self._oom() if memory and memory.enforced else (0, True)
         refusals = self.pid_refusals() if pids and pids.enforced else 0
         return causes.name(returncode, oom_kills=max(0, kills - self._base[0]),

@@ -12,6 +12,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from a2c.contracts.spec import AgentSpec
 from a2c.runtime.sandbox.docker_images import (
     AGENT_DIR,
     Built,
@@ -31,12 +32,13 @@ def agent_context(agent_root: Path, task_image: str, tools: str | None = None) -
     list, not the run's rendered prompt) at /opt/a2c/agent, read-only, labelled by digest; a
     scaffold's packages copied from its tools image (docker_scaffolds.py)."""
     found = manifest(agent_root, "Agent")
-    files = sorted(found.get("files") or {})
+    files = sorted(found.files) if found else []
     lines = [f"FROM {task_image}", "USER root", *layer_lines(tools)]
     if files:
         lines.append(f"COPY agent/ {AGENT_DIR}/")
-    lines += [f"LABEL a2c.agent={json.dumps(str(found.get('id')))} "
-              f"a2c.agent_digest={json.dumps(str(found.get('digest')))}", "USER agent"]
+    ident, digest = (found.id, found.digest) if found else (None, None)
+    lines += [f"LABEL a2c.agent={json.dumps(str(ident))} "
+              f"a2c.agent_digest={json.dumps(str(digest))}", "USER agent"]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         def add(name: str, data: bytes, mode: int = 0o644) -> None:
@@ -66,8 +68,9 @@ def _ensure_run_image(client, bundle_root: Path, agent_root: Path | None,
     tag = agent_tag(bundle_root, agent_root)
     if tag is None:
         return Built(task.tag, task.built, time.monotonic() - start, task.how, task.steps)
-    tools, tools_s = ensure_tools(client, manifest(agent_root, "Agent").get("agent") or {},
-                                  report)
+    agent = manifest(agent_root, "Agent")
+    tools, tools_s = ensure_tools(client, agent.body if agent and isinstance(
+        agent.body, AgentSpec) else AgentSpec(), report)
     if has_image(client, tag) and layer_has_tools(client, tag, tools):
         return Built(tag, task.built, time.monotonic() - start,
                      "present" if not task.built else task.how, task.steps)

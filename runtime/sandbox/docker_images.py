@@ -48,8 +48,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from a2c.contracts.bundle import MANIFESTS
-from a2c.errors import RunError
+from a2c.contracts.bundle import MANIFESTS, BundleManifest
+from a2c.contracts.spec import SoftwareSpec, TaskSpec
+from a2c.errors import BundleError, RunError
 from a2c.runtime.sandbox.docker_engine import engine_error
 from a2c.settings import get as setting
 from a2c.settings import get_path
@@ -131,41 +132,49 @@ def _name(text: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", str(text or "bundle").lower()).strip("-._") or "bundle"
 
 
-def manifest(root: Path | None, kind: str = "Task") -> dict:
+def manifest(root: Path | None, kind: str = "Task") -> BundleManifest | None:
+    """The bundle's manifest, typed; None without a readable one (a per-run image then)."""
     if root is None:
-        return {}
+        return None
     try:
         found = json.loads((Path(root) / MANIFESTS[kind]).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
+        return BundleManifest.from_dict(found) if isinstance(found, dict) else None
+    except (OSError, ValueError, BundleError):
+        return None
 
 
-def _digest(found: dict) -> str | None:
-    digest = found.get("digest")
-    return digest if isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) else None
+def _digest(found: BundleManifest | None) -> str | None:
+    digest = found.digest if found else None
+    return digest if digest and re.fullmatch(r"[0-9a-f]{64}", digest) else None
 
 
 def task_tag(bundle_root: Path | None) -> str | None:
     """`a2c-<task>:<bundle digest>`, or None without a manifest."""
     found = manifest(bundle_root)
     digest = _digest(found)
-    return f"a2c-{_name(found.get('id'))}:{digest}" if digest else None
+    return f"a2c-{_name(found.id)}:{digest}" if found and digest else None
 
 
 def agent_tag(bundle_root: Path | None, agent_root: Path | None) -> str | None:
     """`a2c-<task>-<agent>:<task digest 12>-<agent digest 12>`, or None without both manifests."""
     task, agent = manifest(bundle_root), manifest(agent_root, "Agent")
     td, ad = _digest(task), _digest(agent)
-    if not (td and ad):
+    if not (task and agent and td and ad):
         return None
-    return f"a2c-{_name(task.get('id'))}-{_name(agent.get('id'))}:{td[:12]}-{ad[:12]}"
+    return f"a2c-{_name(task.id)}-{_name(agent.id)}:{td[:12]}-{ad[:12]}"
+
+
+def _software(bundle_root: Path) -> SoftwareSpec:
+    """The task's `environment:` (its image and packages) from the bundle's manifest."""
+    found = manifest(bundle_root)
+    task = found.body if found else None
+    return task.environment if isinstance(task, TaskSpec) and \
+        isinstance(task.environment, SoftwareSpec) else SoftwareSpec()
 
 
 def pinned_base(bundle_root: Path) -> str:
     """The bundle's pinned base reference (its manifest's environment.base_image)."""
-    env = (manifest(bundle_root).get("task") or {}).get("environment") or {}
-    ref = env.get("base_image")
+    ref = _software(bundle_root).base_image
     if not ref:
         raise RunError(f"docker backend: {bundle_root} names no base image "
                        "(task.environment.base_image)")
@@ -173,8 +182,7 @@ def pinned_base(bundle_root: Path) -> str:
 
 
 def requirements(bundle_root: Path) -> list[str]:
-    env = (manifest(bundle_root).get("task") or {}).get("environment") or {}
-    return sorted(str(p) for p in env.get("packages") or [])
+    return sorted(str(p) for p in _software(bundle_root).packages or [])
 
 
 def has_image(client, tag: str) -> bool:
@@ -355,8 +363,9 @@ def _ensure_task_image(client, bundle_root: Path, report: Report, tag: str | Non
     report(f"building {tag} from {bundle_root}/Dockerfile on {base.tag}")
     mark = time.monotonic()
     buildargs = {} if base.tag == pinned_base(bundle_root) else {BASE_ARG: base.tag}
+    task = manifest(bundle_root)
     _build(client, tag, "the task image", path=str(bundle_root), buildargs=buildargs,
-           labels={"a2c.task": str(manifest(bundle_root).get("id")), "a2c.base": base.tag})
+           labels={"a2c.task": str(task.id if task else None), "a2c.base": base.tag})
     steps = {**base.steps, "base_s": round(base.seconds, 1),
              "bundle_s": round(time.monotonic() - mark, 1)}
     return Built(tag, True, time.monotonic() - start, "built", steps)

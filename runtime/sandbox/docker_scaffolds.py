@@ -30,8 +30,10 @@ import shlex
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from a2c.contracts.spec import AgentSpec, InstallSpec
 from a2c.errors import RunError
 from a2c.runtime.sandbox.docker_engine import engine_error
 from a2c.runtime.scaffold_tools import (
@@ -49,28 +51,48 @@ TOOLS_RECIPE = 2                # bump when what a tools image holds changes
 TOOLS_LABEL = "a2c.tools"       # on an agent layer: the tools image it copied
 
 
-def installs(agent: dict) -> dict[str, list[str]]:
+@dataclass(frozen=True)
+class Installs:
+    """The agent spec's pinned npm and pip packages (sorted: the tools image's key), and its
+    install commands (in order; the docker backend refuses them)."""
+
+    npm: tuple[str, ...] = ()
+    pip: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, agent: AgentSpec) -> Installs:
+        install = agent.install if isinstance(agent.install, InstallSpec) else InstallSpec()
+        commands = [c.get("run") if isinstance(c, dict) else c for c in install.commands or []]
+        return cls(npm=tuple(sorted(str(p) for p in install.npm or [])),
+                   pip=tuple(sorted(str(p) for p in install.pip or [])),
+                   commands=tuple(str(c) for c in commands if c))
+
+    def label(self) -> str:
+        """What the tools image's label says it holds (with the node release)."""
+        return json.dumps({"npm": list(self.npm), "pip": list(self.pip),
+                           "commands": list(self.commands), "node": NODE_VERSION},
+                          sort_keys=True)
+
+
+def installs(agent: AgentSpec) -> Installs:
     """The agent spec's pinned npm and pip packages, and its install commands."""
-    install = agent.get("install") if isinstance(agent.get("install"), dict) else {}
-    commands = [c.get("run") if isinstance(c, dict) else c for c in install.get("commands") or []]
-    return {"npm": sorted(str(p) for p in install.get("npm") or []),
-            "pip": sorted(str(p) for p in install.get("pip") or []),
-            "commands": [str(c) for c in commands if c]}
+    return Installs.of(agent)
 
 
-def unsupported(agent: dict) -> list[str]:
+def unsupported(agent: AgentSpec) -> list[str]:
     """Install lines the docker backend cannot put into an image (empty: it can run the agent)."""
-    return installs(agent)["commands"]
+    return list(installs(agent).commands)
 
 
-def tools_tag(agent: dict, rootfs: str) -> str | None:
+def tools_tag(agent: AgentSpec, rootfs: str) -> str | None:
     """`a2c-tools:<key>` for the agent's packages, or None when it installs none."""
     found = installs(agent)
-    if not (found["npm"] or found["pip"]):
+    if not (found.npm or found.pip):
         return None
     from a2c.runtime.sandbox.docker_images import _key
-    key = _key(TOOLS_RECIPE, rootfs, node_package() if found["npm"] else None,
-               found["npm"], found["pip"])
+    key = _key(TOOLS_RECIPE, rootfs, node_package() if found.npm else None,
+               list(found.npm), list(found.pip))
     return f"{TOOLS_REPOSITORY}:{key}"
 
 
@@ -123,7 +145,7 @@ def pip_script(agent_id: str, packages: list[str]) -> str:
             f"{venv}/bin/python -c {shlex.quote(LINK_SCRIPTS)} {venv} {names}")
 
 
-def ensure_tools(client, agent: dict, report=print) -> tuple[str | None, float]:
+def ensure_tools(client, agent: AgentSpec, report=print) -> tuple[str | None, float]:
     """The agent's tools image, built once (under the image build lock); (tag, seconds)."""
     from a2c.runtime.sandbox.docker_images import build_lock, has_image, make_rootfs, rootfs_tag
     start = time.monotonic()
@@ -132,7 +154,7 @@ def ensure_tools(client, agent: dict, report=print) -> tuple[str | None, float]:
         return tag, time.monotonic() - start
     bad = unsupported(agent)
     if bad:
-        raise RunError(f"agent {agent.get('id')}: the docker backend does not run install "
+        raise RunError(f"agent {agent.id}: the docker backend does not run install "
                        f"commands ({'; '.join(bad)}); use --backend local")
     with build_lock():
         if has_image(client, tag):
@@ -144,19 +166,19 @@ def ensure_tools(client, agent: dict, report=print) -> tuple[str | None, float]:
     return tag, seconds
 
 
-def _build_tools(client, agent: dict, tag: str, rootfs: str, report) -> None:
+def _build_tools(client, agent: AgentSpec, tag: str, rootfs: str, report) -> None:
     from a2c.runtime.sandbox.docker_images import _split, image_cache, wheelhouse
     found = installs(agent)
     work = image_cache() / f"tools-{tag.rpartition(':')[2]}"
     shutil.rmtree(work, ignore_errors=True)
     (work / "bin").mkdir(parents=True)
     try:
-        if found["npm"]:
-            npm_tree(found["npm"], work, report)
-        wheels = wheelhouse(found["pip"], report)
+        if found.npm:
+            npm_tree(list(found.npm), work, report)
+        wheels = wheelhouse(list(found.pip), report)
         steps = [f"mkdir -p {TOOLS_DIR}", f"cp -a /src/. {TOOLS_DIR}/"]
-        if found["pip"]:
-            steps.append(pip_script(str(agent.get("id")), found["pip"]))
+        if found.pip:
+            steps.append(pip_script(str(agent.id), list(found.pip)))
         steps.append(f"chmod -R a+rX,go-w {TOOLS_DIR}")
         _commit(client, rootfs, " && ".join(steps), tag,
                 {str(work): {"bind": "/src", "mode": "ro"},
@@ -165,7 +187,7 @@ def _build_tools(client, agent: dict, tag: str, rootfs: str, report) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _commit(client, rootfs: str, script: str, tag: str, volumes: dict, agent: dict,
+def _commit(client, rootfs: str, script: str, tag: str, volumes: dict, agent: AgentSpec,
             split) -> None:
     container = None
     try:
@@ -174,10 +196,10 @@ def _commit(client, rootfs: str, script: str, tag: str, volumes: dict, agent: di
         rc = int(container.wait().get("StatusCode", -1))
         if rc != 0:
             tail = container.logs(tail=5).decode("utf-8", "replace").strip().splitlines()
-            raise RunError(f"docker backend: installing {agent.get('id')}'s packages failed "
+            raise RunError(f"docker backend: installing {agent.id}'s packages failed "
                            f"(exit {rc}): {tail[-1][:300] if tail else 'no output'}")
         repository, version = split(tag)
-        label = json.dumps(installs(agent) | {"node": NODE_VERSION}, sort_keys=True)
+        label = installs(agent).label()
         container.commit(repository=repository, tag=version,
                          changes=[f"LABEL {TOOLS_LABEL}={json.dumps(label)}"])
     except RunError:

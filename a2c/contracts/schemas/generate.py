@@ -53,13 +53,11 @@ def _document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
 def generate_all() -> dict[str, dict[str, Any]]:
     """{file name: schema} for every record."""
     from a2c.contracts import (
-        budget,
         bundle,
         events,
         grade_result,
         journal,
         process_record,
-        run_info,
         service_config,
         spec,
         trajectory,
@@ -113,13 +111,7 @@ def generate_all() -> dict[str, dict[str, Any]]:
     out["grade_result"] = _document("grade_result", "a2c grade result (results/<n>.json)",
                                     result)
 
-    # run.json: keys a later step adds may be absent; unknown keys are kept (`extra`).
-    run = _without(record_schema(run_info.RunInfo), "extra")
-    out["run_info"] = _document("run_info", "a2c run record (run.json)",
-                                {**run, "additionalProperties": True,
-                                 "$defs": {"Budget": record_schema(budget.Budget),
-                                           "RunSettings": record_schema(run_info.RunSettings),
-                                           "AgentExit": record_schema(run_info.AgentExit)}})
+    out["run_info"] = _run_info_schema()
     # grader/service.json: run_dir is where the file is, raw the file itself.
     service = _without(record_schema(service_config.ServiceConfig), "run_dir", "raw")
     out["service_config"] = _document("service_config",
@@ -128,6 +120,19 @@ def generate_all() -> dict[str, dict[str, Any]]:
     out["trajectory"] = _document("trajectory", "a2c trajectory (trajectory.json, ATIF-compatible)",
                                   trajectory.schema_body())
     return out
+
+
+def _run_info_schema() -> dict[str, Any]:
+    """run.json: keys a later step adds may be absent; unknown keys are kept (`extra`)."""
+    from a2c.contracts import budget, driver_server, run_info
+    run = _without(record_schema(run_info.RunInfo), "extra")
+    nested = (budget.Budget, run_info.RunSettings, run_info.AgentExit, run_info.GpuPlacement,
+              run_info.BaseModelRecord, run_info.DataRecord,
+              driver_server.DriverServerRecord, driver_server.Weights, driver_server.ContextFit,
+              driver_server.ShareRecord, driver_server.Sampling)
+    return _document("run_info", "a2c run record (run.json)",
+                     {**run, "additionalProperties": True,
+                      "$defs": {cls.__name__: record_schema(cls) for cls in nested}})
 
 
 def _without(schema: dict[str, Any], *keys: str) -> dict[str, Any]:

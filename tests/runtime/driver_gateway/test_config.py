@@ -112,10 +112,10 @@ def test_drivers_file(env, tmp_path):
              "    wires: [openai-chat, anthropic]\n    allow_models: [Qwen/Qwen3-8B]\n"
              "  anthropic:\n    base_url: https://proxy.example/anthropic\n")
     p = providers()
-    assert p["gpubox"]["wires"] == ["openai-chat", "anthropic"] and "key_env" not in p["gpubox"]
+    assert p["gpubox"].wires == ("openai-chat", "anthropic") and p["gpubox"].key_env is None
     # a built-in's fields are overridden one by one
-    assert p["anthropic"]["base_url"] == "https://proxy.example/anthropic"
-    assert p["anthropic"]["key_env"] == BUILTIN_PROVIDERS["anthropic"]["key_env"]
+    assert p["anthropic"].base_url == "https://proxy.example/anthropic"
+    assert p["anthropic"].key_env == BUILTIN_PROVIDERS["anthropic"]["key_env"]
     config = prepare_gateway(RunPaths(tmp_path / "run"), "gpubox/Qwen/Qwen3-8B",
                              {"driver": {"wire": "openai-chat"}}, {})
     assert config["model"] == "Qwen/Qwen3-8B" and config["upstream"]["key_env"] is None

@@ -88,7 +88,7 @@ def _budget(limit, wire):
     if limit == "tokens":
         return {"driver_tokens": est + 4}, 1
     p = price_for(MODEL)
-    return {"driver_cost_usd": (est * p["cache_write"] + 4 * p["output"]) / 1e6}, 1
+    return {"driver_cost_usd": (est * p.cache_write + 4 * p.output) / 1e6}, 1
 
 
 @pytest.mark.parametrize("limit", ["calls", "tokens", "cost_usd"])

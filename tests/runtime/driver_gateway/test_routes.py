@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from a2c.runtime.driver_gateway import admission
-from a2c.runtime.driver_gateway.gateway_config import GatewayConfig
+from a2c.runtime.driver_gateway.gateway_config import DriverLimits, GatewayConfig
 from a2c.runtime.driver_gateway.ledger import Ledger
 from a2c.runtime.driver_gateway.prices import pinned_models, price_for
 from a2c.runtime.driver_gateway.routes import Refused, Target, check_target, forward_headers
@@ -148,8 +148,7 @@ def test_forward_body_lowers_the_cap_and_forces_chat_usage():
 def _ledger(tmp_path, **budget):
     return Ledger(tmp_path, GatewayConfig(
         driver="x", model=M, price=price_for(M),
-        budget={"driver_tokens": None, "driver_cost_usd": None, "driver_calls": None,
-                **budget}))
+        budget=DriverLimits(**budget)))
 
 
 def test_reservations_share_the_budget(tmp_path):
@@ -177,7 +176,7 @@ def test_admission_waits_for_calls_in_flight(tmp_path):
 
 def test_cost_reservation_uses_the_dearest_input_rate(tmp_path):
     p = price_for(M)
-    led = _ledger(tmp_path, driver_cost_usd=(1000 * p["cache_write"] + 50 * p["output"]) / 1e6)
+    led = _ledger(tmp_path, driver_cost_usd=(1000 * p.cache_write + 50 * p.output) / 1e6)
     assert led.admit(1000, 4000).output_cap == 50
     led.close()
 

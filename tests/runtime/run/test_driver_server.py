@@ -21,6 +21,7 @@ import pytest
 import yaml
 from driver_helpers import fake_model, gone_within, process_gone
 
+from a2c.contracts.run_info import GpuPlacement
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.driver_gateway import read_totals
@@ -62,22 +63,22 @@ def test_the_tool_parser_follows_the_model_family(tmp_path, config, name, parser
 def test_plan_names_weights_sampling_and_flags(tmp_path, drivers):
     folder = _model(tmp_path)
     p = dp.plan(str(folder), ["3"], seed=7)
-    assert p["served_model_name"] == "My-Model" and p["family"] == "qwen2"
-    assert p["args"][:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert p.served_model_name == "My-Model" and p.family == "qwen2"
+    assert p.args[:3] == ("--enable-auto-tool-choice", "--tool-call-parser", "hermes")
     from a2c.runtime.models import model_fingerprint
-    assert p["weights"]["fingerprint"] == model_fingerprint(folder)
-    assert p["sampling_defaults"] == {"temperature": 0.7, "top_p": 0.8}
-    assert p["seed"] == 7 and p["gpus"] == ["3"]
+    assert p.weights.fingerprint == model_fingerprint(folder)
+    assert p.sampling_defaults == {"temperature": 0.7, "top_p": 0.8}
+    assert p.seed == 7 and p.gpus == ("3",)
     # the drivers file overrides the parser and adds flags, per model
     template = tmp_path / "t.jinja"
     template.write_text("{{ messages }}")
     drivers(args=["--dtype", "float32"], models={"My-Model": {
         "tool_call_parser": "pythonic", "chat_template": str(template), "args": ["--x"]}})
     p = dp.plan(str(folder), ["0", "1"], seed=0)
-    assert p["tool_call_parser"] == "pythonic"
-    assert p["args"] == ["--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
-                         "--chat-template", str(template), "--tensor-parallel-size", "2",
-                         "--dtype", "float32", "--x"]
+    assert p.tool_call_parser == "pythonic"
+    assert p.args == ("--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
+                      "--chat-template", str(template), "--tensor-parallel-size", "2",
+                      "--dtype", "float32", "--x")
 
 
 def test_a_scaffold_needing_more_context_than_the_model_was_trained_on_gets_it(tmp_path,
@@ -87,21 +88,21 @@ def test_a_scaffold_needing_more_context_than_the_model_was_trained_on_gets_it(t
     enough, or an operator's own --max-model-len, is left as it is."""
     folder = _model(tmp_path, "llama", max_position_embeddings=8192)
     p = dp.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
-    i = p["args"].index("--max-model-len")
-    assert p["args"][i + 1] == "32768"
-    j = p["args"].index("--hf-overrides")
-    assert json.loads(p["args"][j + 1]) == {"max_position_embeddings": 32768}
-    assert p["context"]["stretched"] and p["context"]["trained"] == 8192
-    assert p["context"]["needed_by"] == "claude-code" and "8192" in p["context"]["why"]
+    i = p.args.index("--max-model-len")
+    assert p.args[i + 1] == "32768"
+    j = p.args.index("--hf-overrides")
+    assert json.loads(p.args[j + 1]) == {"max_position_embeddings": 32768}
+    assert p.context.stretched and p.context.trained == 8192
+    assert p.context.needed_by == "claude-code" and "8192" in p.context.why
     enough = dp.plan(str(folder), [], seed=0, context_min=4096, scaffold="codex")
-    assert "--max-model-len" not in enough["args"] and not enough["context"]["stretched"]
-    assert dp.plan(str(folder), [], seed=0)["context"]["needed"] is None
+    assert "--max-model-len" not in enough.args and not enough.context.stretched
+    assert dp.plan(str(folder), [], seed=0).context.needed is None
     drivers(args=["--max-model-len=16384"])
     own = dp.plan(str(folder), [], seed=0, context_min=32768, scaffold="claude-code")
-    assert own["args"].count("--max-model-len=16384") == 1 and "--hf-overrides" not in own["args"]
-    assert own["context"]["set_by"] == "drivers file" and not own["context"]["stretched"]
+    assert own.args.count("--max-model-len=16384") == 1 and "--hf-overrides" not in own.args
+    assert own.context.set_by == "drivers file" and not own.context.stretched
     # kept, and said: Claude Code told less than it needs refuses its own first prompt
-    assert "needs a 32768-token context; the drivers file serves 16384" in own["context"]["why"]
+    assert "needs a 32768-token context; the drivers file serves 16384" in own.context.why
     # a multimodal config says it in text_config; a config that says nothing is not guessed
     (folder / "config.json").write_text(json.dumps(
         {"model_type": "x", "text_config": {"max_position_embeddings": 4096}}))
@@ -121,9 +122,9 @@ def test_the_agent_spec_context_need_reaches_the_served_context(tmp_path, driver
     gw = DriverGateway(run_dir)
     try:
         gw.start()
-        assert gw.server_info["max_model_len"] == 6000
+        assert gw.server_info.max_model_len == 6000
         record = gw.server_record()
-        assert record["context"]["stretched"] and record["context"]["needed_by"] == "needy"
+        assert record.context.stretched and record.context.needed_by == "needy"
     finally:
         gw.stop()
 
@@ -179,8 +180,8 @@ def test_a_python_vllm_script_is_started_as_the_api_server_module(tmp_path):
 
 def test_hub_id_has_no_digest_a2c_can_establish(drivers):
     p = dp.plan("Qwen/Qwen3-8B", [], seed=0)
-    assert p["model"] == "Qwen/Qwen3-8B" and p["folder"] is None
-    assert p["weights"]["fingerprint"] is None and "not hashed" in p["weights"]["note"]
+    assert p.model == "Qwen/Qwen3-8B" and p.folder is None
+    assert p.weights.fingerprint is None and "not hashed" in p.weights.note
 
 
 # ----------------------------------------------------------------------------- bad inputs
@@ -291,7 +292,7 @@ def test_a_resumed_start_is_not_failed_by_the_last_start_s_lines(tmp_path, drive
     ds.log_path(run_dir).write_text("a2c: starting old\nERROR x EngineCore failed to start.\n")
     server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), [], seed=0))
     try:
-        assert server.start()["max_model_len"] == 2048
+        assert server.start().max_model_len == 2048
     finally:
         server.stop()
 
@@ -315,8 +316,8 @@ def test_server_runs_on_loopback_with_the_driver_gpus_and_stops_whole(tmp_path, 
     server = ds.VllmServer(run_dir, dp.plan(str(_model(tmp_path)), ["2"], seed=5))
     info = server.start()
     try:
-        assert info["url"].startswith("http://127.0.0.1:")
-        assert info["version"] == "0.0.0-fake" and info["max_model_len"] == 2048
+        assert info.url.startswith("http://127.0.0.1:")
+        assert info.version == "0.0.0-fake" and info.max_model_len == 2048
         log = ds.log_path(run_dir).read_text()
         argv = json.loads(re.search(r"FAKE_ARGV (.*)", log).group(1))
         assert argv[argv.index("--host") + 1] == "127.0.0.1"
@@ -363,8 +364,8 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
     (run_dir / "logs").mkdir(parents=True)
     paths = RunPaths(run_dir)
     config = configure(paths, f"vllm/{folder}", AGENT, {"driver_tokens": 100000}, ["1"], 3)
-    assert config["provider"] == "vllm" and config["model"] == "My-Model"
-    assert config["upstream"]["base_url"] is None and config["server"]["seed"] == 3
+    assert config.provider == "vllm" and config.model == "My-Model"
+    assert config.upstream.base_url is None and config.server.seed == 3
     gw = DriverGateway(run_dir)
     gw.start()
     try:
@@ -405,9 +406,9 @@ def test_a_vllm_driver_run_serves_through_the_gateway_with_the_cap_clamped(
     assert "cap_lowered" not in second                         # 50 fits: forwarded as asked
     assert first["input_tokens"] > 0 and first["output_tokens"] == 7   # the server's counts
     assert read_totals(run_dir)["calls"] == 2
-    assert record["weights"]["fingerprint"] and record["version"] == "0.0.0-fake"
-    assert record["max_model_len"] == 2048 and record["sampling"]["seed"] == 3
-    assert record["sampling"]["defaults"] == {"temperature": 0.7, "top_p": 0.8}
+    assert record.weights.fingerprint and record.version == "0.0.0-fake"
+    assert record.max_model_len == 2048 and record.sampling.seed == 3
+    assert record.sampling.defaults == {"temperature": 0.7, "top_p": 0.8}
     log = ds.log_path(run_dir).read_text()
     assert "FAKE_CALL max_tokens=50" in log
     # the server counted the first call's input only: the second's bound and cap fit the context
@@ -544,11 +545,11 @@ def test_driver_gpus_are_kept_apart(tmp_path):
     found = _found(4)
     got, lease = devices.assign(None, None, 1, found, gpu_mod.GpuLease(locks),
                                 served_driver=True)
-    assert got == {"agent": ["0"], "grader": ["1"], "driver": ["2"]}
+    assert got == GpuPlacement(agent=("0",), grader=("1",), driver=("2",))
     lease.release()
     got, lease = devices.assign(None, None, 1, found, gpu_mod.GpuLease(locks),
                                 driver_gpus="0,1", served_driver=True)
-    assert got == {"agent": ["2"], "grader": ["3"], "driver": ["0", "1"]}
+    assert got == GpuPlacement(agent=("2",), grader=("3",), driver=("0", "1"))
     lease.release()
     with pytest.raises(RunError, match="--driver-gpus 1 and --gpus 1 share a device"):
         devices.assign("1", None, 0, found, gpu_mod.GpuLease(locks), driver_gpus="1",
@@ -562,7 +563,7 @@ def test_driver_gpus_are_kept_apart(tmp_path):
         devices.assign("0,1", "2,3", 0, found, gpu_mod.GpuLease(locks), served_driver=True)
     # no GPU on the machine: the CPU build, no device
     got, lease = devices.assign(None, None, 0, [], gpu_mod.GpuLease(locks), served_driver=True)
-    assert got == {"agent": [], "grader": [], "driver": []}
+    assert got == GpuPlacement(agent=(), grader=(), driver=())
     lease.release()
 
 
@@ -590,7 +591,7 @@ def test_a_run_starts_records_and_stops_its_driver_server(tmp_path, drivers):
         bundle="arith", agent=str(_cli_agent(tmp_path)), model="tiny", budget="30s",
         runs_dir=tmp_path / "runs", driver=f"vllm/{folder}", seed=9, driver_gpus="none"),
         report=lines.append)
-    assert ctx.run.gpus["driver"] == []
+    assert ctx.run.gpus.driver == ()
     summary = run_mod.execute(ctx, report=lines.append)
     assert summary["status"] in ("no_submission", "finished"), summary
     run = json.loads(ctx.paths.run_json.read_text())

@@ -23,6 +23,7 @@ from driver_helpers import fake_model as _model
 from driver_helpers import gone_within, process_gone
 from test_driver_server import AGENT
 
+from a2c.contracts.driver_server import ShareRecord
 from a2c.contracts.run_paths import RunPaths
 from a2c.errors import RunError
 from a2c.runtime.run import driver_plan as dp
@@ -49,8 +50,8 @@ def test_the_second_run_attaches_and_the_last_to_leave_stops_it(tmp_path, driver
     second = driver_share.SharedServer(share, plan, "run-b")
     a = first.acquire(_starter(plan))
     b = second.acquire(_starter(plan))
-    assert a["started_it"] and not b["started_it"]
-    assert a["url"] == b["url"] and b["started_by"] == "run-a"
+    assert a.started_it and not b.started_it
+    assert a.url == b.url and b.started_by == "run-a"
     log = first.dir / "server.log"
     assert len(_children(log)) == 1                       # one server for both
     assert not first.release()                           # run-b still uses it
@@ -67,7 +68,8 @@ def test_a_run_that_dies_without_leaving_does_not_keep_the_server(tmp_path, driv
     # another process takes a lease (starting the server) and is killed without leaving
     code = (f"import json, sys, time; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             "from a2c.runtime.run import driver_server as ds, driver_share\n"
-            f"plan = json.loads({json.dumps(json.dumps(plan))})\n"
+            "from a2c.contracts.driver_server import ServerPlan\n"
+            f"plan = ServerPlan.from_dict(json.loads({json.dumps(json.dumps(plan.to_dict()))}))\n"
             "def start(log):\n"
             "    s = ds.VllmServer(log.parent, plan, log=log)\n"
             "    return s, s.start()\n"
@@ -79,7 +81,7 @@ def test_a_run_that_dies_without_leaving_does_not_keep_the_server(tmp_path, driv
     try:
         assert proc.stdout.readline().strip() == "ATTACHED"
         mine = driver_share.SharedServer(share, plan, "run-alive")
-        assert not mine.acquire(_starter(plan))["started_it"]
+        assert not mine.acquire(_starter(plan)).started_it
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         child = _children(mine.dir / "server.log")[0]
@@ -97,10 +99,10 @@ def test_a_sweep_hold_keeps_the_server_between_trials_and_stops_it_at_the_end(tm
     share = tmp_path / "share"
     with driver_share.SweepHold(share):
         one = driver_share.SharedServer(share, plan, "trial-1")
-        assert one.acquire(_starter(plan))["started_it"]
+        assert one.acquire(_starter(plan)).started_it
         assert not one.release()                 # held: no one uses it now, it stays
         two = driver_share.SharedServer(share, plan, "trial-2")
-        assert not two.acquire(_starter(plan))["started_it"]   # the next trial reuses it
+        assert not two.acquire(_starter(plan)).started_it   # the next trial reuses it
         assert not two.release()
         child = _children(one.dir / "server.log")[0]
         assert not process_gone(child)
@@ -133,10 +135,10 @@ def test_shared_runs_record_the_share_and_one_server(tmp_path, drivers):
             gw.start()
             gateways.append(gw)
         x, y = (gw.server_record() for gw in gateways)
-        assert x["shared"] == {"key": y["shared"]["key"], "started_by": "run-x",
-                               "started_by_this_run": True}
-        assert y["shared"]["started_by"] == "run-x" and not y["shared"]["started_by_this_run"]
-        assert x["weights"] == y["weights"] and x["version"] == y["version"] == "0.0.0-fake"
+        assert x.shared == ShareRecord(key=y.shared.key, started_by="run-x",
+                                       started_by_this_run=True)
+        assert y.shared.started_by == "run-x" and not y.shared.started_by_this_run
+        assert x.weights == y.weights and x.version == y.version == "0.0.0-fake"
         assert gateways[0].probe()[0] and gateways[1].probe()[0]
     finally:
         for gw in gateways:

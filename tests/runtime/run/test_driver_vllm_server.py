@@ -99,7 +99,7 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
     (run_dir / "logs").mkdir(parents=True)
     config = configure(RunPaths(run_dir), "vllm/smollm2-135m-instruct", AGENT,
                        {"driver_tokens": 200_000}, [], 11)
-    assert config["server"]["tool_call_parser"] == "hermes"
+    assert config.server.tool_call_parser == "hermes"
     gw = DriverGateway(run_dir)
     t0 = time.perf_counter()
     gw.start()
@@ -107,7 +107,7 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
     answers = {}
     try:
         pid = gw.server.process.pid
-        name = config["model"]
+        name = config.model
         t1 = time.perf_counter()
         answers["chat"] = _call(run_dir, "/v1/chat/completions", {
             "model": name, "max_tokens": 16, "temperature": 0,
@@ -159,13 +159,12 @@ def test_a_vllm_driver_through_the_gateway(tmp_path, monkeypatch):
     totals = read_totals(run_dir)
     assert totals["calls"] == 5 and totals["usage_missing_calls"] == 0
     from a2c.runtime.models import model_fingerprint, prepare_builtin
-    assert record["weights"]["fingerprint"] == \
+    assert record.weights.fingerprint == \
         model_fingerprint(prepare_builtin("smollm2-135m-instruct"))
-    assert record["version"] and record["max_model_len"] == CONTEXT
-    assert "--seed" in record["argv"] and record["argv"][record["argv"].index("--seed") + 1] \
-        == "11"
+    assert record.version and record.max_model_len == CONTEXT
+    assert "--seed" in record.argv and record.argv[record.argv.index("--seed") + 1] == "11"
     report = {"start_s": round(start_s, 1), "calls_s": round(calls_s, 1),
-              "version": record["version"], "tokens": totals["tokens"],
+              "version": record.version, "tokens": totals["tokens"],
               "clamped": lowered, "clamped_input_tokens": clamped["input_tokens"]}
     print("DRIVER_VLLM_SERVER_REPORT " + json.dumps(report))
 

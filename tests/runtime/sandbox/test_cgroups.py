@@ -17,6 +17,7 @@ import pytest
 
 from a2c.contracts.events import verify_events
 from a2c.runtime import run as run_mod
+from a2c.runtime.sandbox.cgroup_limits import Limits
 from a2c.runtime.sandbox.cgroups import CGROUP_ROOT, AgentCgroup, detect
 from a2c.runtime.sandbox.proctree import collect
 
@@ -77,7 +78,7 @@ def _cgroup_of(ctx) -> AgentCgroup:
         dirs = {c: next((CGROUP_ROOT / c).glob(f"**/a2c-{marker}"), None)
                 for c in ("memory", "cpuacct", "pids")}
         dirs = {c: d for c, d in dirs.items() if d is not None}
-    return AgentCgroup(marker, version, dirs, {})
+    return AgentCgroup(marker, version, dirs, Limits())
 
 
 def _wait_for(predicate, timeout: float) -> bool:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from a2c.contracts.spec import AgentSpec, InstallSpec
 from a2c.errors import RunError
 from a2c.paths import project_root
 from a2c.runtime.sandbox import SandboxSpec
@@ -22,8 +24,9 @@ GEN = project_root() / "generated"
 ROOTFS = "a2c-debian:bookworm-0123"
 
 
-def _agent(name: str) -> dict:
-    return json.loads((GEN / "agents" / name / "agent.json").read_text())["agent"]
+def _agent(name: str) -> AgentSpec:
+    return AgentSpec.from_dict(
+        json.loads((GEN / "agents" / name / "agent.json").read_text())["agent"])
 
 
 def _spec(tmp_path: Path, **kw) -> SandboxSpec:
@@ -34,9 +37,9 @@ def _spec(tmp_path: Path, **kw) -> SandboxSpec:
 
 
 def test_installs_are_the_specs_pinned_packages():
-    assert ds.installs(_agent("claude-code")) == {
-        "npm": ["@anthropic-ai/claude-code@2.1.332"], "pip": [], "commands": []}
-    assert ds.installs(_agent("mini-swe-agent"))["pip"] == ["mini-swe-agent==2.4.6"]
+    assert ds.installs(_agent("claude-code")) == ds.Installs(
+        npm=("@anthropic-ai/claude-code@2.1.332",))
+    assert ds.installs(_agent("mini-swe-agent")).pip == ("mini-swe-agent==2.4.6",)
     assert ds.unsupported(_agent("codex")) == []
     assert "uv tool install openhands==1.16.0" in ds.unsupported(_agent("openhands"))[0]
 
@@ -44,10 +47,10 @@ def test_installs_are_the_specs_pinned_packages():
 def test_tools_tag_is_keyed_by_the_install_lines_and_the_base():
     claude, codex = _agent("claude-code"), _agent("codex")
     tag = ds.tools_tag(claude, ROOTFS)
-    assert tag.startswith("a2c-tools:") and tag == ds.tools_tag(dict(claude), ROOTFS)
+    assert tag.startswith("a2c-tools:") and tag == ds.tools_tag(replace(claude), ROOTFS)
     assert tag != ds.tools_tag(codex, ROOTFS)
     assert tag != ds.tools_tag(claude, "a2c-debian:bookworm-other")
-    bumped = dict(claude, install={"npm": ["@anthropic-ai/claude-code@2.1.333"]})
+    bumped = replace(claude, install=InstallSpec(npm=["@anthropic-ai/claude-code@2.1.333"]))
     assert ds.tools_tag(bumped, ROOTFS) != tag
     assert ds.tools_tag(_agent("ref-sft"), ROOTFS) is None        # no packages: no tools image
 
@@ -118,7 +121,8 @@ def test_without_npm_the_tools_build_says_so(monkeypatch, tmp_path):
 def test_install_commands_are_refused_before_any_build(monkeypatch):
     client = type("C", (), {})()
     client.images = type("I", (), {"get": lambda self, tag: (_ for _ in ()).throw(LookupError)})()
-    weird = {"id": "mixed", "install": {"npm": ["a@1"], "commands": ["curl x | sh"]}}
+    weird = AgentSpec.from_dict({"id": "mixed", "install": {"npm": ["a@1"],
+                                                           "commands": ["curl x | sh"]}})
     with pytest.raises(RunError, match=r"mixed: the docker backend does not run install "
                                        r"commands \(curl x \| sh\)"):
         ds.ensure_tools(client, weird, lambda _: None)

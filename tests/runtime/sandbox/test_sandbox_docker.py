@@ -359,7 +359,7 @@ def test_docker_backend_takes_npm_and_pip_scaffolds_and_refuses_install_commands
 
     def check(opts, name):
         agent = json.loads((gen / "agents" / name / "agent.json").read_text())["agent"]
-        _check_task_and_agent(opts, task, agent, AgentSpec.from_dict(agent))
+        _check_task_and_agent(opts, task, AgentSpec.from_dict(agent))
     for name in ("claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "ref-sft"):
         check(RunOptions(bundle="arith", agent=name, backend="docker",
                          driver="scripted:sft-recipe"), name)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from a2c.contracts.run_info import GpuPlacement
 from a2c.errors import RunError
 from a2c.runtime.run import devices
 from a2c.runtime.run.scaffold import PreflightError
@@ -94,24 +95,24 @@ def test_assignment_keeps_agent_and_grader_apart_and_locks_devices(tmp_path):
     locks = tmp_path / "locks"
     locks.mkdir()
     first, lease = devices.assign(None, None, 1, found, gpus.GpuLease(locks))
-    assert first == {"agent": ["0"], "grader": ["1"]}
+    assert first == GpuPlacement(agent=("0",), grader=("1",))
     # another run on this machine gets the devices the first does not hold
     second, lease2 = devices.assign(None, "none", 1, found, gpus.GpuLease(locks))
-    assert second == {"agent": ["3"], "grader": []}
+    assert second == GpuPlacement(agent=("3",), grader=())
     with pytest.raises(PreflightError, match="fewer are free"):
         devices.assign(None, None, 1, found, gpus.GpuLease(locks))
     with pytest.raises(RunError, match="in use by another a2c run"):
         devices.assign("0", "none", 0, found, gpus.GpuLease(locks))
     lease.release()
     assert devices.assign("0", "1", 0, found, gpus.GpuLease(locks))[0] == \
-        {"agent": ["0"], "grader": ["1"]}
+        GpuPlacement(agent=("0",), grader=("1",))
     lease2.release()
     with pytest.raises(RunError, match="share a device"):
         devices.assign("1", "1", 0, found, gpus.GpuLease(locks))
     with pytest.raises(PreflightError, match="GPU 7 is not on this machine"):
         devices.assign("7", None, 0, found, gpus.GpuLease(locks))
     assert devices.assign("none", None, 4, found, gpus.GpuLease(locks))[0] == \
-        {"agent": [], "grader": []}
+        GpuPlacement(agent=(), grader=())
 
 
 def test_more_gpus_than_the_machine_has_is_a_preflight_error():
@@ -198,7 +199,7 @@ def test_a_run_with_gpus_1_and_grader_gpus_0(tmp_path, fake_gpus):
     opts = run_mod.RunOptions(bundle="arith", agent=str(agent), model="tiny", budget="60s",
                               runs_dir=tmp_path / "runs", gpus="1", grader_gpus="0")
     ctx = run_mod.prepare(opts, report=lambda _: None)
-    assert ctx.run.gpus == {"agent": ["1"], "grader": ["0"]}
+    assert ctx.run.gpus == GpuPlacement(agent=("1",), grader=("0",))
     with pytest.raises(RunError, match="in use by another a2c run"):   # held for the run
         devices.assign("1", "none", 0)
     run_mod.execute(ctx, report=lambda _: None)
