@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.agents.kit import context, grading, params, training
@@ -72,6 +73,16 @@ def collect_expert(records: list[dict], env_cfg: dict, data_root: str | Path,
 
 bf16_ok = training.bf16_ok
 AGENT_ID = "ref-l3-sft"
+
+
+@dataclass(frozen=True)
+class Params:
+    """specs/agents/ref-l3-sft.yaml `params:` (each documented and defaulted there)."""
+    steps: int
+    batch: int
+    lr: float
+    max_length: int
+    bf16: str
 
 
 def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
@@ -131,13 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     tok = AutoTokenizer.from_pretrained(ctx.base_model)
     rows = collect_expert(records, env_cfg, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
-    p = params.params(AGENT_ID)
-    steps, batch, lr, stats = p["steps"], p["batch"], p["lr"], {}
+    p = params.typed(AGENT_ID, Params)
+    steps, batch, lr, stats = p.steps, p.batch, p.lr, {}
     margin = training.submit_margin(ctx, ctx.remaining())
     out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
-                lr=lr, seed=ctx.seed, max_length=p["max_length"],
+                lr=lr, seed=ctx.seed, max_length=p.max_length,
                 work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
-                stats=stats, bf16=p["bf16"])
+                stats=stats, bf16=p.bf16)
     grading.record_hyperparameters(ctx, method="SFT", steps=stats.get("steps"), max_steps=steps,
                                   batch_size=batch, learning_rate=lr,
                                   stopped_by_clock=(stats.get("steps") or 0) < steps)
