@@ -134,18 +134,16 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
     def rollout_func(prompts, trainer):
         """The episodes this generation batch asks for, already played (TRL calls it with each
         game's prompt repeated `num_generations` times)."""
-        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [],
-               "episode_return": []}
+        items, episode_return = [], []
         for prompt in prompts:
             key = by_prompt[json.dumps(prompt, sort_keys=True)]
             k = served.get(key, 0) % group
             served[key] = k + 1
-            item = packed[key][k]
-            out["prompt_ids"].append(item["prompt_ids"])
-            out["completion_ids"].append(item["completion_ids"])
-            out["env_mask"].append(item["env_mask"])
-            out["episode_return"].append(returns[key][k])
-        return out
+            items.append(packed[key][k])
+            episode_return.append(returns[key][k])
+        return {"prompt_ids": [i.prompt_ids for i in items],
+                "completion_ids": [i.completion_ids for i in items], "logprobs": None,
+                "env_mask": [i.env_mask for i in items], "episode_return": episode_return}
 
     def environment_return(prompts=None, completions=None, episode_return=None, **kwargs):
         """The reward is the environment's: the episode's return."""
@@ -160,7 +158,7 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
     while per_batch % steps:
         steps -= 1
     accumulation = per_batch // steps
-    longest = max(len(i["completion_ids"]) for v in packed.values() for i in v)
+    longest = max(len(i.completion_ids) for v in packed.values() for i in v)
     config = GRPOConfig(
         output_dir=str(work_dir), max_steps=steps, per_device_train_batch_size=micro,
         gradient_accumulation_steps=accumulation, steps_per_generation=per_batch,
@@ -256,7 +254,7 @@ def iterate(ctx, hp: Params, arena, policy, learner, records: list[dict], it: in
                          seed=ctx.seed * 1000 + it, bonus=bonus, explore=explore)
     groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
                                 hp.max_groups)
-    rate = 100.0 * sum(e.info["return"] for e in played) / max(1, len(played))
+    rate = 100.0 * sum(e.unshaped for e in played) / max(1, len(played))
     steps = sum(len(e.valid) for e in played)
     valid = 100.0 * sum(sum(e.valid) for e in played) / max(1, steps)
     own_valid = own_valid_share(played, policy.explored)
@@ -299,7 +297,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     margin = training.submit_margin(ctx, ctx.deadline - time.time())
     max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 5)
     update = update or default_update
-    log(f"l3 RL agent: {len(records)} training games, env {arena.cfg['kind']}, mode {ctx.mode}, "
+    log(f"l3 RL agent: {len(records)} training games, env {arena.env.kind}, mode {ctx.mode}, "
         f"update {name}, {ctx.remaining():.0f}s left", event="start")
     submitted: list[str] = []
     start_dir = ctx.base_model
@@ -314,7 +312,7 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
 
     torch.manual_seed(ctx.seed)
     model, tokenizer = load_trainable(start_dir)
-    policy = Policy(start_dir, rollout_options(arena.cfg.get("options") or {}, hp.bf16))
+    policy = Policy(start_dir, rollout_options(arena.env.options or {}, hp.bf16))
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
     lr, frozen = hp.lr, freeze_lower(model, hp.freeze)
     optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=lr)

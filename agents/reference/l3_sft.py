@@ -18,56 +18,58 @@ Params (specs/agents/ref-l3-sft.yaml `params:`): `steps` (default 20), `batch` (
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.agents.kit import context, grading, params, training
-from a2c.agents.kit.environments import Turn, env_factory, get_format
+from a2c.agents.kit.environments import RolloutConfig, Turn, factory_for, get_format
 from a2c.agents.reference import wait_scores
+from a2c.contracts.env_info import StepInfo
+from a2c.contracts.l3_env_file import L3EnvFile
+from a2c.contracts.spec import RolloutEnvSpec
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] l3_sft: {message}", flush=True)
 
 
-def collect_expert(records: list[dict], env_cfg: dict, data_root: str | Path,
+def collect_expert(records: list[dict], env: RolloutEnvSpec, data_root: str | Path,
                    count_tokens=None) -> list[dict]:
     """(prompt messages, expert action) pairs from playing each record's walkthrough.
 
     `count_tokens`: the history rule's token counter; the grader counts with the submitted
-    model's tokenizer, so pass the base model's to get identical truncation."""
-    fmt = get_format(env_cfg["kind"], env_cfg.get("options"))
+    model's tokenizer, so pass the base model's to get identical truncation. The history rule
+    is the grader's own (`RolloutConfig.from_env`)."""
+    fmt = get_format(env.kind, env.options)
     extra = {"count_tokens": count_tokens} if count_tokens else {}
-    hist = env_cfg.get("history") or {}
-    factory = env_factory(env_cfg, data_root)
+    hist = RolloutConfig.from_env(env)
+    factory = factory_for(env, data_root)
     rows: list[dict] = []
     for rec in records:
         walk = rec.get("walkthrough") or [a.strip() for a in str(rec.get("answer", "")).split(";")]
-        env = factory(rec)
+        game = factory(rec)
         try:
-            obs, info = env.reset()
-            task = info.get("task") or rec.get("prompt", "")
+            obs, info = game.reset()
+            task = StepInfo.from_dict(info).task or rec.get("prompt", "")
             turns: list[Turn] = []
             won = False
             for action in walk:
-                msgs = fmt.messages(task, obs, turns, info, max_tokens=hist.get("max_tokens"),
-                                    keep_first_turns=int(hist.get("keep_first_turns", 0) or 0),
-                                    **extra)
+                msgs = fmt.messages(task, obs, turns, info, max_tokens=hist.max_tokens,
+                                    keep_first_turns=hist.keep_first_turns, **extra)
                 rows.append({"prompt": msgs, "completion": [{"role": "assistant",
                                                              "content": action}],
                              "id": rec.get("id")})
-                o, _, done, info = env.step(action)
+                o, _, done, info = game.step(action)
                 turns.append(Turn(action, o))
-                won = bool(info.get("won"))
+                won = StepInfo.from_dict(info).won
                 if done:
                     break
             if not won:
                 log(f"walkthrough of {rec.get('id')} did not win; its steps are kept anyway")
         finally:
-            env.close()
+            game.close()
     return rows
 
 
@@ -131,16 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     if ctx.mode == "rl-only":
         log("mode rl-only: this agent only does SFT; nothing to do")
         return 0
-    env_path = ctx.workspace / "l3" / "env.json"
-    env_cfg = json.loads(env_path.read_text())
+    env = L3EnvFile.read(ctx.workspace / "l3" / "env.json").env
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
-    log(f"{len(records)} training games, env {env_cfg['kind']}")
+    log(f"{len(records)} training games, env {env.kind}")
     from transformers import AutoTokenizer
 
     from a2c.agents.kit.inference import tokenizer_counter
     tok = AutoTokenizer.from_pretrained(ctx.base_model)
-    rows = collect_expert(records, env_cfg, ctx.data_dir, count_tokens=tokenizer_counter(tok))
+    rows = collect_expert(records, env, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
     p = params.typed(AGENT_ID, Params)
     steps, batch, lr, stats = p.steps, p.batch, p.lr, {}

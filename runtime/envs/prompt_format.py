@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from a2c.contracts.env_info import StepInfo
 from a2c.runtime.envs.base import BadAction
 
 OMITTED = "[earlier turns omitted]"
@@ -85,7 +86,7 @@ class PromptFormat:
         return f"Observation: {observation}"
 
     def actions_suffix(self, info: dict) -> str:
-        acts = info.get("admissible_commands") if self.list_actions else None
+        acts = StepInfo.from_dict(info).admissible_commands if self.list_actions else ()
         if not acts:
             return ""
         acts = list(acts)[: self.max_listed_actions]

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from a2c.contracts.env_info import StepInfo
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat
 
@@ -285,7 +286,7 @@ class AlfWorldFormat(PromptFormat):
         return observation
 
     def actions_suffix(self, info: dict) -> str:
-        acts = info.get("admissible_commands") if self.list_actions else None
+        acts = StepInfo.from_dict(info).admissible_commands if self.list_actions else ()
         if not acts:
             return ""
         acts = list(acts)[: self.max_listed_actions]
