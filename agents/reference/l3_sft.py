@@ -35,8 +35,24 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] l3_sft: {message}", flush=True)
 
 
+@dataclass(frozen=True)
+class ExpertStep:
+    """One training row: the evaluation's prompt at a step of a walkthrough, the expert's action
+    as the completion, and the game it came from."""
+    prompt: list[dict]
+    completion: list[dict]
+    game: str | None = None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What `train` saved (`out`) and the SFT steps that ran (fewer than asked: the clock)."""
+    out: Path
+    steps: int
+
+
 def collect_expert(records: list[dict], env: RolloutEnvSpec, data_root: str | Path,
-                   count_tokens=None) -> list[dict]:
+                   count_tokens=None) -> list[ExpertStep]:
     """(prompt messages, expert action) pairs from playing each record's walkthrough.
 
     `count_tokens`: the history rule's token counter; the grader counts with the submitted
@@ -46,10 +62,10 @@ def collect_expert(records: list[dict], env: RolloutEnvSpec, data_root: str | Pa
     extra = {"count_tokens": count_tokens} if count_tokens else {}
     hist = RolloutConfig.from_env(env)
     factory = factory_for(env, data_root)
-    rows: list[dict] = []
+    rows: list[ExpertStep] = []
     for rec in records:
         walk = rec.get("walkthrough") or [a.strip() for a in str(rec.get("answer", "")).split(";")]
-        game = factory(rec)
+        game, game_id = factory(rec), rec.get("id")
         try:
             obs, info = game.reset()
             task = StepInfo.from_dict(info).task or rec.get("prompt", "")
@@ -58,16 +74,15 @@ def collect_expert(records: list[dict], env: RolloutEnvSpec, data_root: str | Pa
             for action in walk:
                 msgs = fmt.messages(task, obs, turns, info, max_tokens=hist.max_tokens,
                                     keep_first_turns=hist.keep_first_turns, **extra)
-                rows.append({"prompt": msgs, "completion": [{"role": "assistant",
-                                                             "content": action}],
-                             "id": rec.get("id")})
+                rows.append(ExpertStep(prompt=msgs, completion=[
+                    {"role": "assistant", "content": action}], game=game_id))
                 o, _, done, info = game.step(action)
                 turns.append(Turn(action, o))
                 won = StepInfo.from_dict(info).won
                 if done:
                     break
             if not won:
-                log(f"walkthrough of {rec.get('id')} did not win; its steps are kept anyway")
+                log(f"walkthrough of {game_id} did not win; its steps are kept anyway")
         finally:
             game.close()
     return rows
@@ -87,12 +102,12 @@ class Params:
     bf16: str
 
 
-def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
-          batch: int = 4, lr: float = 5e-5, seed: int = 0, max_length: int = 640,
-          work_dir: str | Path | None = None, stop_at: float | None = None,
-          stats: dict | None = None, bf16: str = "auto") -> Path:
-    """TRL SFT (loss on the completions only); returns the saved model folder. Training stops
-    before the clock passes `stop_at` (unix seconds); `stats` gets the steps that ran."""
+def train(base_model: str | Path, rows: list[ExpertStep], out_dir: str | Path, *,
+          steps: int = 60, batch: int = 4, lr: float = 5e-5, seed: int = 0,
+          max_length: int = 640, work_dir: str | Path | None = None,
+          stop_at: float | None = None, bf16: str = "auto") -> Trained:
+    """TRL SFT (loss on the completions only); the saved model folder and the steps that ran.
+    Training stops before the clock passes `stop_at` (unix seconds)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -103,7 +118,7 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     model = AutoModelForCausalLM.from_pretrained(base_model)
-    data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    data = Dataset.from_list([{"prompt": r.prompt, "completion": r.completion} for r in rows])
     work = Path(work_dir or Path(out_dir).parent / "tmp-l3-sft")
     args = SFTConfig(output_dir=str(work), max_steps=steps, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, learning_rate=lr, lr_scheduler_type="constant",
@@ -117,15 +132,13 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
                          callbacks=[training.time_limit_callback(stop_at)] if stop_at else None)
     started = time.time()
     result = trainer.train()
-    if stats is not None:
-        stats["steps"] = trainer.state.global_step
     log(f"{trainer.state.global_step} SFT steps on {len(rows)} expert steps in {time.time() - started:.0f}s, "
         f"loss {result.training_loss:.3f}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer.model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
-    return out
+    return Trained(out=out, steps=trainer.state.global_step)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,16 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = collect_expert(records, env, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
     p = params.typed(AGENT_ID, Params)
-    steps, batch, lr, stats = p.steps, p.batch, p.lr, {}
+    steps, batch, lr = p.steps, p.batch, p.lr
     margin = training.submit_margin(ctx, ctx.remaining())
-    out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
-                lr=lr, seed=ctx.seed, max_length=p.max_length,
-                work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
-                stats=stats, bf16=p.bf16)
-    grading.record_hyperparameters(ctx, method="SFT", steps=stats.get("steps"), max_steps=steps,
+    trained = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
+                    lr=lr, seed=ctx.seed, max_length=p.max_length,
+                    work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
+                    bf16=p.bf16)
+    grading.record_hyperparameters(ctx, method="SFT", steps=trained.steps, max_steps=steps,
                                   batch_size=batch, learning_rate=lr,
-                                  stopped_by_clock=(stats.get("steps") or 0) < steps)
-    sid = grading.submit(ctx, out, note="l3 SFT on expert trajectories")
+                                  stopped_by_clock=trained.steps < steps)
+    sid = grading.submit(ctx, trained.out, note="l3 SFT on expert trajectories")
     if sid:
         reply = wait_scores(ctx, [sid])[0]   # never later than EXIT_MARGIN_S before the deadline
         log(f"submission {sid}: score {reply.get('score')}")
