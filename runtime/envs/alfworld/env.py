@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Protocol
 
 from a2c.contracts.env_info import StepInfo
+from a2c.runtime.envs.alfworld.traj import FILE as TRAJ_FILE
+from a2c.runtime.envs.alfworld.traj import TrajData
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat
 
@@ -67,10 +69,10 @@ def read_task_type(game_file: str | Path) -> str | None:
     """The game's task type: `traj_data.json` next to the game file, else the folder name
     (`pick_and_place_simple-Apple-None-Fridge-1/trial_T.../game.tw-pddl`)."""
     folder = Path(game_file).parent
-    traj = folder / "traj_data.json"
+    traj = folder / TRAJ_FILE
     if traj.is_file():
         try:
-            value = json.loads(traj.read_text(encoding="utf-8")).get("task_type")
+            value = TrajData.read(traj).task_type
             if value:
                 return str(value)
         except (OSError, ValueError):
