@@ -8,7 +8,7 @@ The one place the agents import `a2c.runtime.envs` (docs/architecture.md's depen
 from __future__ import annotations
 
 from a2c.runtime.envs.prompts import Turn, get_format
-from a2c.runtime.envs.registry import env_factory
+from a2c.runtime.envs.registry import env_factory, factory_for
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
 
-__all__ = ["RolloutConfig", "Turn", "env_factory", "get_format", "run_rollouts"]
+__all__ = ["RolloutConfig", "Turn", "env_factory", "factory_for", "get_format", "run_rollouts"]

@@ -31,17 +31,31 @@ import math
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(frozen=True)
 class Played:
     """One episode as the trainer needs it: the prompt of every step (the evaluation's own
-    messages), the raw model output of every step, and the return."""
+    messages), the raw model output of every step, and the return (`ret`, shaped; `score`, the
+    grader's unshaped one, where shaping made them differ)."""
     game: str
     prompts: list[list[dict]]
     outputs: list[str]
     ret: float
     won: bool = False
-    info: dict = field(default_factory=dict)
+    score: float | None = None                         # None: `ret` is the grader's return
     valid: list[bool] = field(default_factory=list)   # per step: the action was a listed one
+
+    @property
+    def unshaped(self) -> float:
+        """The return the grader would give (success rates and the winners use it)."""
+        return self.ret if self.score is None else self.score
+
+
+@dataclass(frozen=True)
+class Packed:
+    """One episode as TRL's `rollout_func` returns it (see `pack`)."""
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
 
 
 def episode_return(episode, score_by: str = "success") -> float:
@@ -78,7 +92,7 @@ def from_episode(game: str, episode, score_by: str = "success",
     ret = episode_return(episode, score_by)
     return Played(game=game, prompts=prompts[:len(outputs)], outputs=outputs,
                   ret=shaped_return(ret, valid, bonus), won=bool(episode.won),
-                  info={"return": ret}, valid=valid)
+                  score=ret, valid=valid)
 
 
 def advantages(returns: list[float], eps: float = 1e-4) -> list[float]:
@@ -109,7 +123,7 @@ def informative(groups: dict[str, list[Played]]) -> dict[str, list[Played]]:
 
 def winners(played: list[Played]) -> list[Played]:
     """Reward-filtered fine-tuning's data: the episodes that won (or scored above 0.5)."""
-    return [p for p in played if p.won or p.info.get("return", p.ret) > 0.5]
+    return [p for p in played if p.won or p.unshaped > 0.5]
 
 
 def sft_rows(played: list[Played], parse_action) -> list[dict]:
@@ -131,7 +145,7 @@ def _render(tokenizer, messages: list[dict], generation_prompt: bool) -> str:
                                          add_generation_prompt=generation_prompt)
 
 
-def pack(tokenizer, played: Played) -> dict:
+def pack(tokenizer, played: Played) -> Packed:
     """One episode as TRL's rollout_func returns it: `prompt_ids` (the first step's prompt with
     the generation prompt), `completion_ids` (every step's output and the environment's turns)
     and `env_mask` (1 on the model's tokens, including the end of its turn; 0 on the
@@ -167,7 +181,7 @@ def pack(tokenizer, played: Played) -> dict:
             ids = tokenizer(env_part, add_special_tokens=False)["input_ids"]
             completion += ids
             mask += [0] * len(ids)
-    return {"prompt_ids": list(prompt_ids), "completion_ids": completion, "env_mask": mask}
+    return Packed(prompt_ids=list(prompt_ids), completion_ids=completion, env_mask=mask)
 
 
 def strongest(groups: dict[str, list[Played]], limit: int) -> dict[str, list[Played]]:

@@ -3,13 +3,19 @@
 The runtime hands an agent the effective values of every param it declares, one JSON object in
 `$A2C_AGENT_PARAMS` (the runtime → agent interface; `a2c.contracts.agent_params`); an agent
 started by hand or by a test falls back to the declared defaults of its bundle. Read through
-`params(AGENT_ID)`, so no agent parses a variable of its own.
+`params(AGENT_ID)`, so no agent parses a variable of its own; an agent reads them once as its own
+frozen record (`typed(AGENT_ID, Params)`: the record names each declared param, the spec keeps
+every default), so a name the code and the spec spell differently fails at the start, not when
+the loop first reaches it.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypeVar
+
+P = TypeVar("P")
 
 
 def _declared(agent_id: str) -> dict:
@@ -46,6 +52,13 @@ def params(agent_id: str) -> dict:
     for name, value in from_env(os.environ.get(ENV_VAR)).items():
         values[name] = check_value(name, decls[name], value) if name in decls else value
     return values
+
+
+def typed(agent_id: str, cls: type[P]) -> P:
+    """`params(agent_id)` as the agent's params record `cls` (a frozen dataclass with one field
+    a declared param and no defaults of its own: the spec's are the defaults). A declared param
+    the record lacks, or a field nothing declares, is a TypeError: code and spec disagree."""
+    return cls(**params(agent_id))
 
 
 def sub_agent_env(values: dict) -> dict[str, str]:

@@ -22,12 +22,29 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 from a2c.agents.kit import answers, grading, params, training
 from a2c.agents.kit.context import AgentContext, log
 from a2c.agents.reference import wait_scores
 
 AGENT_ID = "ref-grpo"
+
+
+@dataclass(frozen=True)
+class Params:
+    """specs/agents/ref-grpo.yaml `params:` (each documented and defaulted there)."""
+    sft_steps: int
+    sft_batch: int
+    sft_lr: float
+    steps: int
+    stages: int
+    batch: int
+    lr: float
+    generations: int
+    max_completion: int
+    max_records: int
+    threads: int
 
 
 def make_reward(fmt: answers.AnswerFormat | str):
@@ -63,13 +80,12 @@ def train_grpo(ctx: AgentContext, model, tokenizer, records: list[dict], steps: 
         prompt = ctx.format_prompt(record)
         rows.append({"prompt": [{"role": "user", "content": prompt}] if chat else prompt,
                      "answer": str(record.get("answer", ""))})
-    p = params.params(AGENT_ID)
-    generations, batch = p["generations"], p["batch"]
+    p = params.typed(AGENT_ID, Params)
     config = GRPOConfig(
         output_dir=str(ctx.workspace / "tmp" / tag), max_steps=steps,
-        per_device_train_batch_size=batch, num_generations=generations,
-        max_completion_length=p["max_completion"],
-        learning_rate=lr or p["lr"] or 5e-6, lr_scheduler_type="constant",
+        per_device_train_batch_size=p.batch, num_generations=p.generations,
+        max_completion_length=p.max_completion,
+        learning_rate=lr or p.lr or 5e-6, lr_scheduler_type="constant",
         temperature=1.0, beta=0.0, logging_steps=1, save_strategy="no", report_to="none",
         use_cpu=True, bf16=False, fp16=False, seed=ctx.seed if seed is None else seed,
         gradient_checkpointing=False, disable_tqdm=True, dataloader_num_workers=0)
@@ -93,10 +109,10 @@ def warm_up(ctx: AgentContext):
     """The SFT warm-up as its own logged command: the SFT reference agent, one stage (it saves
     `$A2C_OUTPUT_DIR/sft-stage1`, submits and waits for the score)."""
     command = f"{shlex.quote(sys.executable)} -m a2c.agents.reference.sft"
-    p = params.params(AGENT_ID)
-    env = params.sub_agent_env({"steps": p["sft_steps"], "stages": 1, "batch": p["sft_batch"],
-                                "lr": p["sft_lr"], "max_records": p["max_records"],
-                                "threads": p["threads"]})
+    p = params.typed(AGENT_ID, Params)
+    env = params.sub_agent_env({"steps": p.sft_steps, "stages": 1, "batch": p.sft_batch,
+                                "lr": p.sft_lr, "max_records": p.max_records,
+                                "threads": p.threads})
     log(f"warm-up: {command}", event="warmup")
     proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace, env=env)
     out = ctx.output_dir / "sft-stage1"
@@ -110,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     ctx = AgentContext.from_env()
-    p = params.params(AGENT_ID)
-    training.set_threads(p["threads"])
+    p = params.typed(AGENT_ID, Params)
+    training.set_threads(p.threads)
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
-    limit = p["max_records"]
+    limit = p.max_records
     if limit:
         records = records[:limit]
     log(f"GRPO agent: {len(records)} records, mode {ctx.mode}, {ctx.remaining():.0f}s left",
@@ -134,10 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         log("mode rl-only: no SFT warm-up")
     model, tokenizer = training.load_model(start_dir)
-    steps, stages = p["steps"], p["stages"]
+    steps, stages = p.steps, p.stages
     # from a warm-up, small steps keep what SFT taught; from the base model (rl-only) the format
     # itself must be found by sampling, so larger ones
-    lr = p["lr"] or (5e-6 if start_dir != ctx.base_model else 2e-5)
+    lr = p.lr or (5e-6 if start_dir != ctx.base_model else 2e-5)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     submitted, done_steps, stage, stage_s = [], 0, 0, 0.0
     while len(submitted) < max_subs and (not stages or stage < stages):

@@ -9,27 +9,26 @@ reads them.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 from a2c.agents.kit import episodes, training
-from a2c.agents.kit.environments import RolloutConfig, env_factory, get_format, run_rollouts
+from a2c.agents.kit.environments import RolloutConfig, factory_for, get_format, run_rollouts
+from a2c.contracts.env_info import StepInfo
+from a2c.contracts.l3_env_file import L3EnvFile
 
 
 class Arena:
     """The training environment as the agent sees it: env.json, the games, the prompt format."""
 
     def __init__(self, workspace: Path, data_dir: Path):
-        cfg = json.loads((workspace / "l3" / "env.json").read_text(encoding="utf-8"))
-        self.cfg = cfg
-        self.env_cfg = {k: cfg[k] for k in ("kind", "max_steps", "history", "options")
-                        if cfg.get(k) is not None}
-        self.fmt = get_format(cfg["kind"], cfg.get("options"))
-        self.rollout_cfg = RolloutConfig.from_env_cfg(self.env_cfg)
-        self.factory = env_factory(self.env_cfg, data_dir)
-        self.score_by = cfg.get("score_by") or "success"
-        self.inference = dict(cfg.get("inference") or {})
+        file = L3EnvFile.read(workspace / "l3" / "env.json")
+        self.env = file.env
+        self.fmt = get_format(self.env.kind, self.env.options)
+        self.rollout_cfg = RolloutConfig.from_env(self.env)
+        self.factory = factory_for(self.env, data_dir)
+        self.score_by = file.score_by
+        self.inference = dict(file.inference)
 
     def settings(self, temperature: float | None = None, seed: int = 0):
         from a2c.agents.kit.inference import GenerationSettings
@@ -59,12 +58,12 @@ class _Listing:
 
     def reset(self):
         obs, info = self.env.reset()
-        self.seen.append(list(info.get("admissible_commands") or []))
+        self.seen.append(list(StepInfo.from_dict(info).admissible_commands))
         return obs, info
 
     def step(self, action):
         obs, reward, done, info = self.env.step(action)
-        self.seen.append(list(info.get("admissible_commands") or []))
+        self.seen.append(list(StepInfo.from_dict(info).admissible_commands))
         return obs, reward, done, info
 
     def close(self):

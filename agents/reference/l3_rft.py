@@ -35,7 +35,7 @@ def rft_step(model, tokenizer, played, groups, optimizer, *, lr: float, seed: in
     args = SFTConfig(output_dir=str(work_dir), max_steps=steps, per_device_train_batch_size=batch,
                      learning_rate=lr, lr_scheduler_type="constant", logging_steps=1,
                      save_strategy="no", report_to="none", use_cpu=True,
-                     bf16=training.bf16_ok(params.params(l3_rl.AGENT_ID)["bf16"]), fp16=False, seed=seed, max_length=640,
+                     bf16=training.bf16_ok(params.typed(l3_rl.AGENT_ID, l3_rl.Params).bf16), fp16=False, seed=seed, max_length=640,
                      completion_only_loss=True, disable_tqdm=True, dataloader_num_workers=0,
                      gradient_checkpointing=False)   # CPU: a second forward for no gain
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),

@@ -68,6 +68,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.agents.kit import context, episodes, grading, params, training
@@ -83,6 +84,34 @@ from a2c.agents.reference.l3_arena import (
 )
 
 AGENT_ID = "ref-l3-rl"
+
+
+@dataclass(frozen=True)
+class Params:
+    """specs/agents/ref-l3-rl.yaml `params:` (each documented and defaulted there)."""
+    warmup: bool
+    sft_steps: int
+    sft_batch: int
+    sft_lr: float
+    sft_max_length: int
+    bf16: str
+    threads: int
+    lr: float
+    freeze: float
+    games: int
+    group: int
+    temperature: float
+    valid_bonus: float
+    valid_until: float
+    max_groups: int
+    explore: float
+    explore_decay: float
+    explore_min: float
+    max_iters: int
+    check_every: int
+    check_games: int
+    micro: int
+    minibatches: int
 
 
 def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimizer, *, lr: float,
@@ -105,18 +134,16 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
     def rollout_func(prompts, trainer):
         """The episodes this generation batch asks for, already played (TRL calls it with each
         game's prompt repeated `num_generations` times)."""
-        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [],
-               "episode_return": []}
+        items, episode_return = [], []
         for prompt in prompts:
             key = by_prompt[json.dumps(prompt, sort_keys=True)]
             k = served.get(key, 0) % group
             served[key] = k + 1
-            item = packed[key][k]
-            out["prompt_ids"].append(item["prompt_ids"])
-            out["completion_ids"].append(item["completion_ids"])
-            out["env_mask"].append(item["env_mask"])
-            out["episode_return"].append(returns[key][k])
-        return out
+            items.append(packed[key][k])
+            episode_return.append(returns[key][k])
+        return {"prompt_ids": [i.prompt_ids for i in items],
+                "completion_ids": [i.completion_ids for i in items], "logprobs": None,
+                "env_mask": [i.env_mask for i in items], "episode_return": episode_return}
 
     def environment_return(prompts=None, completions=None, episode_return=None, **kwargs):
         """The reward is the environment's: the episode's return."""
@@ -131,7 +158,7 @@ def grpo_step(model, tokenizer, groups: dict[str, list[episodes.Played]], optimi
     while per_batch % steps:
         steps -= 1
     accumulation = per_batch // steps
-    longest = max(len(i["completion_ids"]) for v in packed.values() for i in v)
+    longest = max(len(i.completion_ids) for v in packed.values() for i in v)
     config = GRPOConfig(
         output_dir=str(work_dir), max_steps=steps, per_device_train_batch_size=micro,
         gradient_accumulation_steps=accumulation, steps_per_generation=per_batch,
@@ -158,10 +185,9 @@ def warm_up(ctx) -> Path | None:
     walkthroughs, saves to `$A2C_OUTPUT_DIR/l3-sft`, submits and waits for its score)."""
     command = f"{shlex.quote(sys.executable)} -m a2c.agents.reference.l3_sft"
     log(f"warm-up: {command}", event="warmup")
-    p = params.params(AGENT_ID)
-    env = params.sub_agent_env({"steps": p["sft_steps"], "batch": p["sft_batch"],
-                                "lr": p["sft_lr"], "max_length": p["sft_max_length"],
-                                "bf16": p["bf16"]})
+    p = params.typed(AGENT_ID, Params)
+    env = params.sub_agent_env({"steps": p.sft_steps, "batch": p.sft_batch, "lr": p.sft_lr,
+                                "max_length": p.sft_max_length, "bf16": p.bf16})
     proc = subprocess.run(["bash", "-c", command], cwd=ctx.workspace, env=env)
     out = ctx.output_dir / "l3-sft"
     if proc.returncode != 0 or not (out / "config.json").is_file():
@@ -174,9 +200,9 @@ def default_update(model, tokenizer, played, groups, optimizer, *, lr, seed, wor
     """GRPO over episode returns (this agent's update)."""
     if not groups:
         return {}
-    p = params.params(AGENT_ID)
+    p = params.typed(AGENT_ID, Params)
     return grpo_step(model, tokenizer, groups, optimizer, lr=lr, seed=seed, work_dir=work_dir,
-                     micro=p["micro"], minibatches=p["minibatches"], bf16=p["bf16"])
+                     micro=p.micro, minibatches=p.minibatches, bf16=p.bf16)
 
 
 def freeze_lower(model, share: float) -> int:
@@ -213,7 +239,7 @@ def write_history(ctx, history: list[dict]) -> None:
     os.replace(part, path)
 
 
-def iterate(ctx, hp: dict, arena, policy, learner, records: list[dict], it: int, cursor: int,
+def iterate(ctx, hp: Params, arena, policy, learner, records: list[dict], it: int, cursor: int,
             bonus: float, update, name: str) -> tuple[dict, int, float]:
     """Iteration `it`: play a group of episodes of the next training games, update the model
     from the informative ones; (its history record, the next games' cursor, the valid-action
@@ -221,23 +247,23 @@ def iterate(ctx, hp: dict, arena, policy, learner, records: list[dict], it: int,
     model, tokenizer, optimizer = learner
     t0 = time.time()
     games = [records[(cursor + k) % len(records)]
-             for k in range(min(hp["games"], len(records)))]
+             for k in range(min(hp.games, len(records)))]
     policy.sync(model)
-    explore = max(hp["explore_min"], hp["explore"] * hp["explore_decay"] ** (it - 1))
-    played = play_groups(arena, policy, games, hp["group"], hp["temperature"],
+    explore = max(hp.explore_min, hp.explore * hp.explore_decay ** (it - 1))
+    played = play_groups(arena, policy, games, hp.group, hp.temperature,
                          seed=ctx.seed * 1000 + it, bonus=bonus, explore=explore)
     groups = episodes.strongest(episodes.informative(episodes.group_by_game(played)),
-                                hp["max_groups"])
-    rate = 100.0 * sum(e.info["return"] for e in played) / max(1, len(played))
+                                hp.max_groups)
+    rate = 100.0 * sum(e.unshaped for e in played) / max(1, len(played))
     steps = sum(len(e.valid) for e in played)
     valid = 100.0 * sum(sum(e.valid) for e in played) / max(1, steps)
     own_valid = own_valid_share(played, policy.explored)
-    if bonus > 0 and own_valid >= hp["valid_until"]:
+    if bonus > 0 and own_valid >= hp.valid_until:
         log(f"iteration {it}: the model's own actions are valid {100 * own_valid:.0f}% of "
             f"the time; the valid-action bonus ends", event="note")
         bonus = 0.0
     rollout_s = time.time() - t0
-    stats = update(model, tokenizer, played, groups, optimizer, lr=hp["lr"], seed=ctx.seed + it,
+    stats = update(model, tokenizer, played, groups, optimizer, lr=hp.lr, seed=ctx.seed + it,
                    work_dir=ctx.workspace / "tmp" / f"l3-{name.lower()}", arena=arena)
     record = {"iteration": it, "episodes": len(played), "sampled_success": rate,
               "valid_actions": round(valid, 1), "own_valid_actions": round(100 * own_valid, 1),
@@ -263,19 +289,19 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
     import torch
 
     ctx = context.AgentContext.from_env()
-    hp = params.params(AGENT_ID)
-    training.set_threads(hp["threads"])
+    hp = params.typed(AGENT_ID, Params)
+    training.set_threads(hp.threads)
     arena = Arena(ctx.workspace, ctx.data_dir)
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
     margin = training.submit_margin(ctx, ctx.deadline - time.time())
     max_subs = int((ctx.meta.get("budget") or {}).get("max_submissions") or 5)
     update = update or default_update
-    log(f"l3 RL agent: {len(records)} training games, env {arena.cfg['kind']}, mode {ctx.mode}, "
+    log(f"l3 RL agent: {len(records)} training games, env {arena.env.kind}, mode {ctx.mode}, "
         f"update {name}, {ctx.remaining():.0f}s left", event="start")
     submitted: list[str] = []
     start_dir = ctx.base_model
-    if ctx.mode in ("free", "sft-only") and hp["warmup"]:
+    if ctx.mode in ("free", "sft-only") and hp.warmup:
         start_dir = warm_up(ctx) or ctx.base_model
         warmed = start_dir != ctx.base_model
     else:
@@ -286,13 +312,13 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
 
     torch.manual_seed(ctx.seed)
     model, tokenizer = load_trainable(start_dir)
-    policy = Policy(start_dir, rollout_options(arena.cfg.get("options") or {}, hp["bf16"]))
+    policy = Policy(start_dir, rollout_options(arena.env.options or {}, hp.bf16))
     max_subs -= 1 if warmed else 0          # the warm-up submitted once
-    lr, frozen = hp["lr"], freeze_lower(model, hp["freeze"])
+    lr, frozen = hp.lr, freeze_lower(model, hp.freeze)
     optimizer = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=lr)
     learner = (model, tokenizer, optimizer)
     log(f"policy: {frozen} lower layers and the embeddings frozen, lr {lr:g}", event="note")
-    check_every, check_n = max(1, hp["check_every"]), hp["check_games"]
+    check_every, check_n = max(1, hp.check_every), hp.check_games
     check_games = records[:check_n] if check_n else records
     best = 0.0          # the base model's (the baseline): nothing to measure
     if warmed:          # the warm-up's, so that only a better RL model is submitted
@@ -300,11 +326,11 @@ def main(argv: list[str] | None = None, update=None, name: str = "GRPO") -> int:
         log(f"start policy: greedy success {best:.1f}% on {len(check_games)} training games",
             event="check", success=best, iteration=0)
     last_submitted_iter, it, cursor, costs, history = 0, 0, 0, [], []
-    bonus = hp["valid_bonus"]
+    bonus = hp.valid_bonus
     while True:
         left = ctx.deadline - margin - time.time()
         expected = 1.3 * max(costs[-3:], default=0.0)
-        if (hp["max_iters"] and it >= hp["max_iters"]) or left < expected or left < 10:
+        if (hp.max_iters and it >= hp.max_iters) or left < expected or left < 10:
             break
         t0 = time.time()
         it += 1

@@ -18,55 +18,73 @@ Params (specs/agents/ref-l3-sft.yaml `params:`): `steps` (default 20), `batch` (
 
 from __future__ import annotations
 
-import json
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.agents.kit import context, grading, params, training
-from a2c.agents.kit.environments import Turn, env_factory, get_format
+from a2c.agents.kit.environments import RolloutConfig, Turn, factory_for, get_format
 from a2c.agents.reference import wait_scores
+from a2c.contracts.env_info import StepInfo
+from a2c.contracts.l3_env_file import L3EnvFile
+from a2c.contracts.spec import RolloutEnvSpec
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] l3_sft: {message}", flush=True)
 
 
-def collect_expert(records: list[dict], env_cfg: dict, data_root: str | Path,
-                   count_tokens=None) -> list[dict]:
+@dataclass(frozen=True)
+class ExpertStep:
+    """One training row: the evaluation's prompt at a step of a walkthrough, the expert's action
+    as the completion, and the game it came from."""
+    prompt: list[dict]
+    completion: list[dict]
+    game: str | None = None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What `train` saved (`out`) and the SFT steps that ran (fewer than asked: the clock)."""
+    out: Path
+    steps: int
+
+
+def collect_expert(records: list[dict], env: RolloutEnvSpec, data_root: str | Path,
+                   count_tokens=None) -> list[ExpertStep]:
     """(prompt messages, expert action) pairs from playing each record's walkthrough.
 
     `count_tokens`: the history rule's token counter; the grader counts with the submitted
-    model's tokenizer, so pass the base model's to get identical truncation."""
-    fmt = get_format(env_cfg["kind"], env_cfg.get("options"))
+    model's tokenizer, so pass the base model's to get identical truncation. The history rule
+    is the grader's own (`RolloutConfig.from_env`)."""
+    fmt = get_format(env.kind, env.options)
     extra = {"count_tokens": count_tokens} if count_tokens else {}
-    hist = env_cfg.get("history") or {}
-    factory = env_factory(env_cfg, data_root)
-    rows: list[dict] = []
+    hist = RolloutConfig.from_env(env)
+    factory = factory_for(env, data_root)
+    rows: list[ExpertStep] = []
     for rec in records:
         walk = rec.get("walkthrough") or [a.strip() for a in str(rec.get("answer", "")).split(";")]
-        env = factory(rec)
+        game, game_id = factory(rec), rec.get("id")
         try:
-            obs, info = env.reset()
-            task = info.get("task") or rec.get("prompt", "")
+            obs, info = game.reset()
+            task = StepInfo.from_dict(info).task or rec.get("prompt", "")
             turns: list[Turn] = []
             won = False
             for action in walk:
-                msgs = fmt.messages(task, obs, turns, info, max_tokens=hist.get("max_tokens"),
-                                    keep_first_turns=int(hist.get("keep_first_turns", 0) or 0),
-                                    **extra)
-                rows.append({"prompt": msgs, "completion": [{"role": "assistant",
-                                                             "content": action}],
-                             "id": rec.get("id")})
-                o, _, done, info = env.step(action)
+                msgs = fmt.messages(task, obs, turns, info, max_tokens=hist.max_tokens,
+                                    keep_first_turns=hist.keep_first_turns, **extra)
+                rows.append(ExpertStep(prompt=msgs, completion=[
+                    {"role": "assistant", "content": action}], game=game_id))
+                o, _, done, info = game.step(action)
                 turns.append(Turn(action, o))
-                won = bool(info.get("won"))
+                won = StepInfo.from_dict(info).won
                 if done:
                     break
             if not won:
-                log(f"walkthrough of {rec.get('id')} did not win; its steps are kept anyway")
+                log(f"walkthrough of {game_id} did not win; its steps are kept anyway")
         finally:
-            env.close()
+            game.close()
     return rows
 
 
@@ -74,12 +92,22 @@ bf16_ok = training.bf16_ok
 AGENT_ID = "ref-l3-sft"
 
 
-def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, steps: int = 60,
-          batch: int = 4, lr: float = 5e-5, seed: int = 0, max_length: int = 640,
-          work_dir: str | Path | None = None, stop_at: float | None = None,
-          stats: dict | None = None, bf16: str = "auto") -> Path:
-    """TRL SFT (loss on the completions only); returns the saved model folder. Training stops
-    before the clock passes `stop_at` (unix seconds); `stats` gets the steps that ran."""
+@dataclass(frozen=True)
+class Params:
+    """specs/agents/ref-l3-sft.yaml `params:` (each documented and defaulted there)."""
+    steps: int
+    batch: int
+    lr: float
+    max_length: int
+    bf16: str
+
+
+def train(base_model: str | Path, rows: list[ExpertStep], out_dir: str | Path, *,
+          steps: int = 60, batch: int = 4, lr: float = 5e-5, seed: int = 0,
+          max_length: int = 640, work_dir: str | Path | None = None,
+          stop_at: float | None = None, bf16: str = "auto") -> Trained:
+    """TRL SFT (loss on the completions only); the saved model folder and the steps that ran.
+    Training stops before the clock passes `stop_at` (unix seconds)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -90,7 +118,7 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     model = AutoModelForCausalLM.from_pretrained(base_model)
-    data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    data = Dataset.from_list([{"prompt": r.prompt, "completion": r.completion} for r in rows])
     work = Path(work_dir or Path(out_dir).parent / "tmp-l3-sft")
     args = SFTConfig(output_dir=str(work), max_steps=steps, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, learning_rate=lr, lr_scheduler_type="constant",
@@ -104,15 +132,13 @@ def train(base_model: str | Path, rows: list[dict], out_dir: str | Path, *, step
                          callbacks=[training.time_limit_callback(stop_at)] if stop_at else None)
     started = time.time()
     result = trainer.train()
-    if stats is not None:
-        stats["steps"] = trainer.state.global_step
     log(f"{trainer.state.global_step} SFT steps on {len(rows)} expert steps in {time.time() - started:.0f}s, "
         f"loss {result.training_loss:.3f}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer.model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
-    return out
+    return Trained(out=out, steps=trainer.state.global_step)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,28 +146,27 @@ def main(argv: list[str] | None = None) -> int:
     if ctx.mode == "rl-only":
         log("mode rl-only: this agent only does SFT; nothing to do")
         return 0
-    env_path = ctx.workspace / "l3" / "env.json"
-    env_cfg = json.loads(env_path.read_text())
+    env = L3EnvFile.read(ctx.workspace / "l3" / "env.json").env
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
-    log(f"{len(records)} training games, env {env_cfg['kind']}")
+    log(f"{len(records)} training games, env {env.kind}")
     from transformers import AutoTokenizer
 
     from a2c.agents.kit.inference import tokenizer_counter
     tok = AutoTokenizer.from_pretrained(ctx.base_model)
-    rows = collect_expert(records, env_cfg, ctx.data_dir, count_tokens=tokenizer_counter(tok))
+    rows = collect_expert(records, env, ctx.data_dir, count_tokens=tokenizer_counter(tok))
     log(f"collected {len(rows)} expert steps")
-    p = params.params(AGENT_ID)
-    steps, batch, lr, stats = p["steps"], p["batch"], p["lr"], {}
+    p = params.typed(AGENT_ID, Params)
+    steps, batch, lr = p.steps, p.batch, p.lr
     margin = training.submit_margin(ctx, ctx.remaining())
-    out = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
-                lr=lr, seed=ctx.seed, max_length=p["max_length"],
-                work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
-                stats=stats, bf16=p["bf16"])
-    grading.record_hyperparameters(ctx, method="SFT", steps=stats.get("steps"), max_steps=steps,
+    trained = train(ctx.base_model, rows, ctx.output_dir / "l3-sft", steps=steps, batch=batch,
+                    lr=lr, seed=ctx.seed, max_length=p.max_length,
+                    work_dir=ctx.workspace / "tmp" / "l3-sft", stop_at=ctx.deadline - margin,
+                    bf16=p.bf16)
+    grading.record_hyperparameters(ctx, method="SFT", steps=trained.steps, max_steps=steps,
                                   batch_size=batch, learning_rate=lr,
-                                  stopped_by_clock=(stats.get("steps") or 0) < steps)
-    sid = grading.submit(ctx, out, note="l3 SFT on expert trajectories")
+                                  stopped_by_clock=trained.steps < steps)
+    sid = grading.submit(ctx, trained.out, note="l3 SFT on expert trajectories")
     if sid:
         reply = wait_scores(ctx, [sid])[0]   # never later than EXIT_MARGIN_S before the deadline
         log(f"submission {sid}: score {reply.get('score')}")

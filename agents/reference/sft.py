@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from a2c.agents.kit import answers, grading, params, training
@@ -19,6 +20,17 @@ from a2c.agents.kit.context import AgentContext, log
 from a2c.agents.reference import wait_scores
 
 AGENT_ID = "ref-sft"
+
+
+@dataclass(frozen=True)
+class Params:
+    """specs/agents/ref-sft.yaml `params:` (each documented and defaulted there)."""
+    steps: int
+    stages: int
+    batch: int
+    lr: float
+    max_records: int
+    threads: int
 
 
 def build_dataset(ctx: AgentContext, records: list[dict], chat: bool):
@@ -73,14 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     if ctx.mode == "rl-only":
         log("mode rl-only forbids plain SFT: the SFT reference agent does nothing in this mode")
         return 3
-    p = params.params(AGENT_ID)
-    training.set_threads(p["threads"])
-    steps, stages, batch, lr = p["steps"], p["stages"], p["batch"], p["lr"]
+    p = params.typed(AGENT_ID, Params)
+    training.set_threads(p.threads)
+    steps, stages, batch, lr = p.steps, p.stages, p.batch, p.lr
     records = ctx.load_train()
     random.Random(ctx.seed).shuffle(records)
     # the records the steps can use (twice over): tokenizing all 2,000 of arith's costs ~10 s a
     # stage on a loaded 2-core machine for records no step reaches
-    limit = p["max_records"] or 2 * steps * batch * stages
+    limit = p.max_records or 2 * steps * batch * stages
     records = records[:limit]
     log(f"SFT agent: {len(records)} training records, base model {ctx.base_model}, "
         f"mode {ctx.mode}, {ctx.remaining():.0f}s left", event="start")

@@ -18,8 +18,9 @@ def policy_backend_kwargs(options: dict) -> dict:
     the weights dtype, and the prefix cache, so each step computes only the conversation's new
     tokens (transformers: `inference/prefix_cache.py`; vLLM: its automatic prefix caching)."""
     kwargs = {"prefix_cache_mb": int(options.get("prefix_cache_mb", PREFIX_CACHE_MB) or 0)}
-    if options.get("dtype"):
-        kwargs["dtype"] = options["dtype"]
+    dtype = options.get("dtype")
+    if dtype:
+        kwargs["dtype"] = dtype
     return kwargs
 
 

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from a2c.contracts.env_info import StepInfo
 from a2c.runtime.envs.base import BadAction
 
 OMITTED = "[earlier turns omitted]"
@@ -56,13 +57,24 @@ class Turn:
     observation: str
 
 
+@dataclass(frozen=True)
+class ExampleEpisode:
+    """A made-up episode that only shows the layout: `describe` renders its first two steps
+    into the workspace's PROMPT_FORMAT.md. `info` is the environment's before the first action;
+    each turn is (action, observation, the info after it)."""
+    task: str
+    first_observation: str
+    info: dict
+    turns: tuple[tuple[str, str, dict], ...]
+
+
 class PromptFormat:
     kind = "generic"
     system = ("You are an agent acting in an environment. Reply with exactly one action and "
               "nothing else.")
     list_actions = True          # append "Valid actions: ..." to the latest observation
     max_listed_actions = 40
-    example: dict | None = None  # the made-up episode `describe` renders (default: EXAMPLE)
+    example: ExampleEpisode | None = None  # what `describe` renders (default: prompts.EXAMPLE)
 
     def __init__(self, options: dict | None = None):
         self.options = dict(options or {})
@@ -85,7 +97,7 @@ class PromptFormat:
         return f"Observation: {observation}"
 
     def actions_suffix(self, info: dict) -> str:
-        acts = info.get("admissible_commands") if self.list_actions else None
+        acts = StepInfo.from_dict(info).admissible_commands if self.list_actions else ()
         if not acts:
             return ""
         acts = list(acts)[: self.max_listed_actions]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from a2c.runtime.envs.prompt_format import (
     OMITTED,
+    ExampleEpisode,
     PromptFormat,
     Turn,
     approx_tokens,
@@ -19,14 +20,14 @@ __all__ = ["EXAMPLE", "OMITTED", "PromptFormat", "Turn", "approx_tokens", "clean
 
 # A made-up two-step episode, used only to show the layout (the workspace's l3/PROMPT_FORMAT.md
 # is rendered from it at compile time, so the document and the code cannot drift).
-EXAMPLE = {
-    "task": "First, open the chest. Then, take the key from the chest.",
-    "first_observation": "-= Study =-\nYou are in a study. You can see a closed chest.",
-    "info": {"admissible_commands": ["examine chest", "inventory", "look", "open chest"]},
-    "turns": [("open chest", "You open the chest, revealing a key.",
-               {"admissible_commands": ["close chest", "examine chest", "examine key",
-                                        "inventory", "look", "take key from chest"]})],
-}
+EXAMPLE = ExampleEpisode(
+    task="First, open the chest. Then, take the key from the chest.",
+    first_observation="-= Study =-\nYou are in a study. You can see a closed chest.",
+    info={"admissible_commands": ["examine chest", "inventory", "look", "open chest"]},
+    turns=(("open chest", "You open the chest, revealing a key.",
+            {"admissible_commands": ["close chest", "examine chest", "examine key",
+                                     "inventory", "look", "take key from chest"]}),),
+)
 
 
 def describe(kind: str, options: dict | None = None, history: dict | None = None) -> dict:
@@ -36,15 +37,15 @@ def describe(kind: str, options: dict | None = None, history: dict | None = None
     ex = fmt.example or EXAMPLE                        # a format may bring its own example
     kwargs = {"max_tokens": hist.get("max_tokens"),
               "keep_first_turns": int(hist.get("keep_first_turns") or 0)}
-    first = fmt.messages(ex["task"], ex["first_observation"], [], ex["info"], **kwargs)
-    turns = [Turn(a, o) for a, o, _ in ex["turns"]]
-    second = fmt.messages(ex["task"], ex["first_observation"], turns, ex["turns"][-1][2], **kwargs)
+    first = fmt.messages(ex.task, ex.first_observation, [], ex.info, **kwargs)
+    turns = [Turn(a, o) for a, o, _ in ex.turns]
+    second = fmt.messages(ex.task, ex.first_observation, turns, ex.turns[-1][2], **kwargs)
     return {"kind": fmt.kind, "format_class": type(fmt).__name__, "system": fmt.system,
             "list_actions": fmt.list_actions, "max_listed_actions": fmt.max_listed_actions,
             "omitted_marker": OMITTED, "action_rule": fmt.ACTION_RULE,
             "example_step1": first, "example_step2": second,
-            "example_actions": [a for a, _, _ in ex["turns"]],
-            "layout": fmt.layout(), "example_output": ex["turns"][0][0]}
+            "example_actions": [a for a, _, _ in ex.turns],
+            "layout": fmt.layout(), "example_output": ex.turns[0][0]}
 
 
 def get_format(kind: str, options: dict | None = None) -> PromptFormat:

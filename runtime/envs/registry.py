@@ -124,8 +124,13 @@ def resolve_path(root: Path, rel: str) -> Path:
 
 def env_factory(env_cfg: dict, data_root: str | Path) -> Callable[[dict], Env]:
     """record -> Env for grader.json's `env` object as an agent's script reads it (the
-    workspace's rollout_example.py, the reference agents): parsed here, at that boundary, into
-    the RolloutEnvSpec its kind receives (`get_kind(env.kind).env_factory(env, data_root)`)."""
+    workspace's rollout_example.py): parsed here, at that boundary, into the RolloutEnvSpec its
+    kind receives (`factory_for`)."""
     from a2c.contracts.spec import RolloutEnvSpec
-    env = RolloutEnvSpec.from_dict(env_cfg)
+    return factory_for(RolloutEnvSpec.from_dict(env_cfg), data_root)
+
+
+def factory_for(env: RolloutEnvSpec, data_root: str | Path) -> Callable[[dict], Env]:
+    """record -> Env for a typed `env` (the reference agents read l3/env.json into one:
+    a2c.contracts.l3_env_file)."""
     return get_kind(env.kind).env_factory(env, Path(data_root))

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from a2c.contracts.env_info import StepInfo
 from a2c.contracts.spec import RolloutEnvSpec
 from a2c.runtime.envs.base import BadAction, Env, EnvBatch, Episode, Transition
 from a2c.runtime.envs.prompts import PromptFormat, Turn, approx_tokens
@@ -54,7 +55,8 @@ class _State:
     def __init__(self, rec: dict):
         self.episode = Episode(id=str(rec.get("id")))
         self.turns: list[Turn] = []
-        self.info: dict = {}
+        self.info: dict = {}               # the environment's last info, as the format reads it
+        self.reply = StepInfo()            # the same, as the rollout reads it
         self.obs: str = ""
         self.started = time.monotonic()
 
@@ -78,9 +80,9 @@ def _play(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFo
                 st.episode.failure, st.episode.done = err, True
                 continue
             obs, info = res
-            st.episode.task = info.get("task") or str(records[i].get("prompt") or "")
+            st.info, st.reply, st.obs = info, StepInfo.from_dict(info), obs
+            st.episode.task = st.reply.task or str(records[i].get("prompt") or "")
             st.episode.first_observation = obs
-            st.info, st.obs = info, obs
         step = 0
         while True:
             live = [i for i, st in enumerate(states) if not st.episode.done]
@@ -121,7 +123,7 @@ def _play(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFo
                 obs, reward, done, info = res
                 st.episode.steps.append(Transition(st.obs, actions[i], float(reward), raw[i]))
                 st.turns.append(Turn(actions[i], obs))
-                st.info, st.obs = info, obs
+                st.info, st.reply, st.obs = info, StepInfo.from_dict(info), obs
                 if done:
                     st.episode.done = True
             for i, st in enumerate(states):
@@ -134,16 +136,15 @@ def _play(records: list[dict], env_factory: Callable[[dict], Env], fmt: PromptFo
         batch.close()
     for st in states:
         ep = st.episode
-        ep.won = bool(st.info.get("won")) and ep.failure is None
+        ep.won = st.reply.won and ep.failure is None
         if ep.failure is not None:
             ep.reward = 0.0
-        elif "final_reward" in st.info:
-            ep.reward = float(st.info["final_reward"])
+        elif st.reply.final_reward is not None:
+            ep.reward = st.reply.final_reward
         else:
             ep.reward = float(sum(t.reward for t in ep.steps))
-            ms = st.info.get("max_score")
-            if ms:
-                ep.reward = ep.reward / float(ms)
+            if st.reply.max_score:
+                ep.reward = ep.reward / st.reply.max_score
     return [s.episode for s in states]
 
 

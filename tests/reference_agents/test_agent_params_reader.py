@@ -89,3 +89,26 @@ def test_ref_l3_rl_hands_its_warm_up_the_sft_params(monkeypatch, tmp_path):
 
 def test_bf16_can_be_forced():
     assert training.bf16_ok("on") is True and training.bf16_ok("off") is False
+
+
+@pytest.mark.parametrize("agent_id, module", [("ref-sft", "sft"), ("ref-grpo", "grpo"),
+                                               ("ref-l3-sft", "l3_sft"), ("ref-l3-rl", "l3_rl")])
+def test_each_agent_reads_its_params_as_its_record(agent_id, module):
+    """An agent's Params record names exactly the params its spec declares (the spec keeps the
+    defaults), so the record is built from the declared defaults alone."""
+    import dataclasses
+    import importlib
+    cls = importlib.import_module(f"a2c.agents.reference.{module}").Params
+    assert {f.name for f in dataclasses.fields(cls)} == set(_declared(agent_id))
+    values = params.typed(agent_id, cls)
+    assert dataclasses.asdict(values) == params.params(agent_id)
+
+
+def test_a_record_the_spec_does_not_match_fails_at_the_start(monkeypatch, tmp_path):
+    manifest = {"id": "ref-sft", "agent": {"params": {
+        "steps": {"type": "integer", "default": 3, "description": "."}}}}
+    (tmp_path / "agent.json").write_text(json.dumps(manifest))
+    monkeypatch.setenv("A2C_AGENT_DIR", str(tmp_path))
+    from a2c.agents.reference import sft
+    with pytest.raises(TypeError):
+        params.typed("ref-sft", sft.Params)

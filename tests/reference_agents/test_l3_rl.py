@@ -82,7 +82,7 @@ def smol_tokenizer():
 
 def _check_pack(tokenizer):
     packed = episodes.pack(tokenizer, _played("a", 1.0, (" open chest", "take key")))
-    ids, mask = packed["completion_ids"], packed["env_mask"]
+    ids, mask = packed.completion_ids, packed.env_mask
     assert len(ids) == len(mask) and set(mask) == {0, 1}
     model = tokenizer.decode([i for i, m in zip(ids, mask) if m])
     env = tokenizer.decode([i for i, m in zip(ids, mask) if not m])
@@ -95,7 +95,7 @@ def _check_pack(tokenizer):
     # the prompt is exactly the evaluation's first prompt with the generation prompt
     first = tokenizer.apply_chat_template(_prompts("a")[0], tokenize=False,
                                           add_generation_prompt=True)
-    assert tokenizer.decode(packed["prompt_ids"]) == first
+    assert tokenizer.decode(packed.prompt_ids) == first
 
 
 def test_pack_masks_the_environment_smollm2(smol_tokenizer):
@@ -125,8 +125,8 @@ def test_grpo_step_moves_the_policy_toward_the_winning_episode(tiny_path, tmp_pa
 
     def logp(p: episodes.Played) -> float:
         packed = episodes.pack(tok, p)
-        ids = torch.tensor([packed["prompt_ids"] + packed["completion_ids"]])
-        mask = torch.tensor([[0] * len(packed["prompt_ids"]) + packed["env_mask"]])
+        ids = torch.tensor([packed.prompt_ids + packed.completion_ids])
+        mask = torch.tensor([[0] * len(packed.prompt_ids) + packed.env_mask])
         with torch.no_grad():
             logits = model(ids).logits[:, :-1]
         lp = torch.log_softmax(logits.float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
@@ -185,7 +185,7 @@ def test_valid_action_shaping_keeps_a_win_far_above_a_valid_loss():
     # the unshaped return is kept: success rates and the winners use it
     ep.info["prompts"] = _prompts()
     played = episodes.from_episode("g", ep, admissible=[["open chest"], ["look"]], bonus=0.1)
-    assert played.info["return"] == 0.0 and played.ret == pytest.approx(0.05)
+    assert played.score == 0.0 and played.ret == pytest.approx(0.05)
     assert episodes.winners([played]) == []
 
 

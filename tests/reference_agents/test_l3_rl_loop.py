@@ -13,6 +13,7 @@ import pytest
 
 from a2c.agents.kit import episodes, grading, training
 from a2c.agents.reference import l3_arena, l3_rl
+from a2c.contracts.spec import RolloutEnvSpec
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
         calls["bonuses"].append(bonus)
         played = [episodes.Played(str(g["id"]), [[{"role": "user", "content": g["id"]}]],
                                   ["x", "y"], float(k == 0), won=k == 0,
-                                  info={"return": float(k == 0)}, valid=list(valid_steps))
+                                  score=float(k == 0), valid=list(valid_steps))
                   for g in games for k in range(group)]
         # the exploration took the first step of every episode
         policy.explored = len(played)
@@ -72,7 +73,7 @@ def _fake(monkeypatch, checks: list[float], iteration_s: float = 0.0,
         return {"seconds": 0.01, "sequences": sum(len(v) for v in groups.values())}
 
     monkeypatch.setattr(l3_rl, "Arena", lambda ws, data: type("A", (), {
-        "cfg": {"kind": "textworld", "options": {}}, "fmt": None})())
+        "env": RolloutEnvSpec(kind="textworld"), "fmt": None})())
     monkeypatch.setattr(l3_rl, "Policy", FakePolicy)
     monkeypatch.setattr(l3_rl, "play_groups", play_groups)
     scores = iter(checks)

@@ -20,6 +20,8 @@ import shutil
 from pathlib import Path
 
 from a2c.runtime.data.generators import DataError
+from a2c.runtime.envs.alfworld.traj import FILE as TRAJ_FILE
+from a2c.runtime.envs.alfworld.traj import TrajData
 
 ALL_TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
                   "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep",
@@ -28,7 +30,7 @@ ALL_TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_t
 
 def list_games(split_dir: Path, task_types=ALL_TASK_TYPES) -> list[Path]:
     games = []
-    for traj in sorted(split_dir.glob("*/*/traj_data.json")):
+    for traj in sorted(split_dir.glob(f"*/*/{TRAJ_FILE}")):
         folder = traj.parent
         if "movable" in str(folder) or "Sliced" in str(folder):
             continue
@@ -38,7 +40,7 @@ def list_games(split_dir: Path, task_types=ALL_TASK_TYPES) -> list[Path]:
         try:
             if not json.loads(game.read_text(encoding="utf-8")).get("solvable"):
                 continue
-            if json.loads(traj.read_text(encoding="utf-8")).get("task_type") not in task_types:
+            if TrajData.read(traj).task_type not in task_types:
                 continue
         except ValueError:
             continue
@@ -75,14 +77,11 @@ def generate(params: dict, seed: int, out_dir: Path) -> dict:
             dst = out_dir / "games" / rel
             dst.mkdir(parents=True, exist_ok=True)
             shutil.copy2(g / "game.tw-pddl", dst / "game.tw-pddl")
-            traj = json.loads((g / "traj_data.json").read_text(encoding="utf-8"))
-            anns = (traj.get("turk_annotations") or {}).get("anns") or [{}]
-            slim = {k: traj.get(k) for k in ("task_id", "task_type", "pddl_params")}
-            slim["turk_annotations"] = {"anns": [{"task_desc": a.get("task_desc", "")} for a in anns]}
-            (dst / "traj_data.json").write_text(json.dumps(slim, sort_keys=True) + "\n")
-            recs.append({"id": rel.as_posix(), "prompt": anns[0].get("task_desc", ""), "answer": None,
+            traj = TrajData.read(g / TRAJ_FILE)
+            (dst / TRAJ_FILE).write_text(json.dumps(traj.slim(), sort_keys=True) + "\n")
+            recs.append({"id": rel.as_posix(), "prompt": traj.task_descs[0], "answer": None,
                          "game_file": f"games/{rel.as_posix()}/game.tw-pddl",
-                         "traj_file": f"games/{rel.as_posix()}/traj_data.json",
-                         "task_type": traj.get("task_type")})
+                         "traj_file": f"games/{rel.as_posix()}/{TRAJ_FILE}",
+                         "task_type": traj.task_type})
         out[name] = recs
     return out

@@ -36,6 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from a2c.contracts.env_info import StepInfo
+from a2c.runtime.envs.alfworld.traj import FILE as TRAJ_FILE
+from a2c.runtime.envs.alfworld.traj import TrajData
 from a2c.runtime.envs.base import BadAction, EnvCrash
 from a2c.runtime.envs.prompts import PromptFormat
 
@@ -66,10 +69,10 @@ def read_task_type(game_file: str | Path) -> str | None:
     """The game's task type: `traj_data.json` next to the game file, else the folder name
     (`pick_and_place_simple-Apple-None-Fridge-1/trial_T.../game.tw-pddl`)."""
     folder = Path(game_file).parent
-    traj = folder / "traj_data.json"
+    traj = folder / TRAJ_FILE
     if traj.is_file():
         try:
-            value = json.loads(traj.read_text(encoding="utf-8")).get("task_type")
+            value = TrajData.read(traj).task_type
             if value:
                 return str(value)
         except (OSError, ValueError):
@@ -182,27 +185,26 @@ class AlfWorldEnv:
         if name not in _ENGINES:
             raise EnvCrash(f"unknown ALFWorld engine {name!r} (known: {', '.join(sorted(_ENGINES))})")
         self._engine = _ENGINES[name](self.game_file)
-        self._info: dict = {}
+        self._info: dict = {}          # the last info given, as given
+        self._last = StepInfo()        # the same, read
 
-    def _make_info(self, raw: dict) -> dict:
+    def _make_info(self, raw: dict, task: str) -> dict:
         info = {"admissible_commands": sorted(raw.get("admissible_commands") or []),
                 "won": bool(raw.get("won")), "task_type": self.task_type,
-                "game_file": str(self.game_file)}
-        return info
+                "game_file": str(self.game_file), "task": task}
+        self._info, self._last = info, StepInfo.from_dict(info)
+        return dict(info)
 
     def reset(self) -> tuple[str, dict]:
         feedback, raw = self._engine.reset()
         obs = clean_observation(feedback)
-        info = self._make_info(raw)
-        info["task"] = parse_task(obs)
-        self._info = info
-        return obs, dict(info)
+        return obs, self._make_info(raw, parse_task(obs))
 
     def _command(self, action: str) -> str:
         m = LEGACY_PUT_RE.match(action)
         if m:
             move = f"move {m.group(1)} to {m.group(2)}"
-            acts = self._info.get("admissible_commands") or []
+            acts = self._last.admissible_commands
             if move in acts or action not in acts:
                 return move
         return action
@@ -214,11 +216,9 @@ class AlfWorldEnv:
         if THINK_RE.match(action):
             return "OK.", 0.0, False, dict(self._info)
         feedback, done, raw = self._engine.step(self._command(action))
-        info = self._make_info(raw)
-        info["task"] = self._info.get("task", "")
-        self._info = info
-        won = info["won"]
-        return clean_observation(feedback), (1.0 if won else 0.0), bool(done or won), dict(info)
+        info = self._make_info(raw, self._last.task)
+        won = self._last.won
+        return clean_observation(feedback), (1.0 if won else 0.0), bool(done or won), info
 
     def close(self) -> None:
         self._engine.close()
@@ -285,7 +285,7 @@ class AlfWorldFormat(PromptFormat):
         return observation
 
     def actions_suffix(self, info: dict) -> str:
-        acts = info.get("admissible_commands") if self.list_actions else None
+        acts = StepInfo.from_dict(info).admissible_commands if self.list_actions else ()
         if not acts:
             return ""
         acts = list(acts)[: self.max_listed_actions]

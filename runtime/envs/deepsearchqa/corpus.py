@@ -30,12 +30,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 from a2c.errors import A2CError
 from a2c.fsutil import write_json_atomic, write_text_atomic
 from a2c.runtime.envs.deepsearchqa.data import read_questions, split_questions
+from a2c.runtime.envs.deepsearchqa.documents import Document, WebResult
 from a2c.timefmt import iso_utc
 
 USER_AGENT = "a2c-corpus-builder/1 (+https://github.com/a2c; research benchmark)"
@@ -94,36 +96,42 @@ def normalise_url(url: str) -> str:
     return urllib.parse.urldefrag(url.strip())[0]
 
 
-def search(searxng: str, query: str, timeout: float) -> list[dict]:
+def search(searxng: str, query: str, timeout: float) -> list[WebResult]:
     q = urllib.parse.urlencode({"q": query, "format": "json"})
     req = urllib.request.Request(f"{searxng.rstrip('/')}/search?{q}",
                                  headers={"User-Agent": USER_AGENT})
     with urllib.request.urlopen(req, timeout=timeout) as resp:
-        data = json.loads(resp.read())
-    return [r for r in (data.get("results") or []) if isinstance(r, dict) and r.get("url")]
+        return WebResult.from_reply(json.loads(resp.read()))
 
 
-def fetch_page(url: str, *, timeout: float, max_bytes: int, max_chars: int) -> dict:
-    """{"title", "text"} of a page, or {"error": reason}."""
+@dataclass(frozen=True)
+class Page:
+    """A fetched page's title and visible text, or why it could not be fetched (`error`)."""
+    title: str = ""
+    text: str = ""
+    error: str | None = None
+
+
+def fetch_page(url: str, *, timeout: float, max_bytes: int, max_chars: int) -> Page:
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        return {"error": "not an http(s) URL"}
+        return Page(error="not an http(s) URL")
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if ctype and ctype not in TEXT_TYPES:
-                return {"error": f"content type {ctype}"}
+                return Page(error=f"content type {ctype}")
             raw = resp.read(max_bytes + 1)
             charset = resp.headers.get_content_charset() or "utf-8"
     except urllib.error.HTTPError as exc:
-        return {"error": f"HTTP {exc.code}"}
+        return Page(error=f"HTTP {exc.code}")
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        return {"error": f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"}
+        return Page(error=f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
     if len(raw) > max_bytes:
         raw = raw[:max_bytes]
     text = raw.decode(charset, "replace")
     title, body = visible_text(text) if ctype != "text/plain" else ("", text.strip())
-    return {"title": title, "text": body[:max_chars]}
+    return Page(title=title, text=body[:max_chars])
 
 
 def select_questions(rows: list[dict], *, seed: int, train: int, test: int,
@@ -152,26 +160,26 @@ def build(questions: Path, searxng: str, out: Path, *, per_query: int = 5, seed:
         raise CorpusError(f"no questions in {questions}")
 
     # 1. search, in question order
-    hits: list[tuple[str, dict]] = []        # (normalised url, search result), first seen wins
+    hits: list[tuple[str, WebResult]] = []   # (normalised url, search result), first seen wins
     seen: set[str] = set()
-    failed_queries: list[dict] = []
+    failures: list[tuple[str, str]] = []     # (query, why its search failed)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(search, searxng, t, timeout) for t in texts]
         for text, fut in zip(texts, futures):
             try:
                 results = fut.result()
             except (OSError, ValueError) as exc:
-                failed_queries.append({"query": text[:200], "error": f"{type(exc).__name__}: "
-                                       f"{getattr(exc, 'reason', exc)}"})
+                failures.append((text[:200], f"{type(exc).__name__}: "
+                                             f"{getattr(exc, 'reason', exc)}"))
                 continue
             for res in results[:per_query]:
-                url = normalise_url(str(res["url"]))
+                url = normalise_url(res.url)
                 if url not in seen:
                     seen.add(url)
                     hits.append((url, res))
-    if len(failed_queries) > len(texts) // 2:
-        raise CorpusError(f"search failed for {len(failed_queries)} of {len(texts)} questions "
-                          f"(first: {failed_queries[0]['error']}); is SearxNG at {searxng} "
+    if len(failures) > len(texts) // 2:
+        raise CorpusError(f"search failed for {len(failures)} of {len(texts)} questions "
+                          f"(first: {failures[0][1]}); is SearxNG at {searxng} "
                           "running with the JSON format enabled?")
     say(f"{len(texts)} questions searched, {len(hits)} distinct pages to fetch")
 
@@ -179,28 +187,33 @@ def build(questions: Path, searxng: str, out: Path, *, per_query: int = 5, seed:
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         pages = list(pool.map(lambda h: fetch_page(h[0], timeout=timeout, max_bytes=max_bytes,
                                                    max_chars=max_chars), hits))
-    docs, failed_pages = [], []
+    docs: list[Document] = []
+    failed_pages: list[dict] = []
     for (url, res), page in zip(hits, pages):
-        doc = {"id": f"doc-{len(docs) + 1:06d}", "url": url}
-        if "error" in page or not page.get("text"):
-            failed_pages.append({"url": url, "error": page.get("error") or "no text"})
-            snippet = str(res.get("content") or "").strip()
-            if not snippet:
-                continue
-            doc.update(title=str(res.get("title") or ""), text=snippet, snippet=True)
+        number = f"doc-{len(docs) + 1:06d}"
+        if page.error is not None or not page.text:
+            failed_pages.append({"url": url, "error": page.error or "no text"})
+            if res.content.strip():
+                docs.append(Document(id=number, url=url, title=res.title,
+                                     text=res.content.strip(), snippet=True))
         else:
-            doc.update(title=page["title"] or str(res.get("title") or ""), text=page["text"])
-        docs.append(doc)
+            docs.append(Document(id=number, url=url, title=page.title or res.title,
+                                 text=page.text))
     if not docs:
         raise CorpusError("no documents: every page failed and no search result had a snippet")
 
     # 3. write atomically, with the manifest
-    body = "".join(json.dumps(d, ensure_ascii=False, sort_keys=True) + "\n" for d in docs)
+    body = "".join(json.dumps(d.to_line(), ensure_ascii=False, sort_keys=True) + "\n"
+                   for d in docs)
     write_text_atomic(out, body)
+    digest, snippet_only = hashlib.sha256(body.encode("utf-8")).hexdigest(), \
+        sum(1 for d in docs if d.snippet)
     manifest = {
-        "corpus": out.name, "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest(),
-        "documents": len(docs), "snippet_only": sum(1 for d in docs if d.get("snippet")),
-        "questions": len(texts), "failed_queries": failed_queries, "failed_pages": failed_pages,
+        "corpus": out.name, "sha256": digest,
+        "documents": len(docs), "snippet_only": snippet_only,
+        "questions": len(texts),
+        "failed_queries": [{"query": q, "error": e} for q, e in failures],
+        "failed_pages": failed_pages,
         "settings": {"searxng": searxng, "per_query": per_query, "seed": seed, "train": train,
                      "test": test, "all": all_rows, "max_bytes": max_bytes,
                      "max_chars": max_chars},
@@ -208,8 +221,8 @@ def build(questions: Path, searxng: str, out: Path, *, per_query: int = 5, seed:
     }
     manifest_path = out.with_name(out.stem + ".manifest.json")
     write_json_atomic(manifest_path, manifest)
-    say(f"wrote {out}: {len(docs)} documents ({manifest['snippet_only']} from snippets only, "
-        f"{len(failed_pages)} pages failed), sha256 {manifest['sha256'][:16]}...; "
+    say(f"wrote {out}: {len(docs)} documents ({snippet_only} from snippets only, "
+        f"{len(failed_pages)} pages failed), sha256 {digest[:16]}...; "
         f"manifest {manifest_path.name}")
     return manifest
 

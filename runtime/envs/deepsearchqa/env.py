@@ -105,25 +105,25 @@ class DeepSearchQAEnv:
                 return f"No results for {arg!r}.", 0.0, False, self._info()
             lines = []
             for n, d in enumerate(hits, 1):
-                text = " ".join(str(d.get("text", "")).split())
+                text = " ".join(d.text.split())
                 snippet = text[: self.snippet_chars] + ("..." if len(text) > self.snippet_chars else "")
-                lines.append(f"[{n}] {d['id']}: {d.get('title', '')}\n{snippet}")
-            return "\n".join(lines), 0.0, False, {**self._info(), "results": [d["id"] for d in hits]}
+                lines.append(f"[{n}] {d.id}: {d.title}\n{snippet}")
+            return "\n".join(lines), 0.0, False, {**self._info(), "results": [d.id for d in hits]}
         if verb == "open":
             doc = self.backend.open(arg)
             if doc is None:
                 return self._bad(f"no document {arg!r} (open an id from the search results)")
-            text = " ".join(str(doc.get("text", "")).split())[: self.max_doc_chars]
-            return f"{doc['id']}: {doc.get('title', '')}\n{text}", 0.0, False, self._info()
+            text = " ".join(doc.text.split())[: self.max_doc_chars]
+            return f"{doc.id}: {doc.title}\n{text}", 0.0, False, self._info()
         # answer / finish
         if not arg:
             return self._bad("empty answer")
         self.done = True
         s = judge_score(arg, self.record) if self.scoring == "judge" else \
             score_answer(arg, self.record, self.threshold)
-        info = {"won": bool(s["correct"]), "final_reward": float(s["reward"]), "answer": arg,
-                "score_detail": s, "admissible_commands": []}
-        return f"Answer submitted: {arg}", float(s["reward"]), True, info
+        info = {"won": s.correct, "final_reward": s.reward, "answer": arg,
+                "score_detail": s.to_dict(), "admissible_commands": []}
+        return f"Answer submitted: {arg}", s.reward, True, info
 
     def close(self) -> None:
         self.backend = None

@@ -8,9 +8,30 @@ import re
 import string
 import urllib.request
 from collections import Counter
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from a2c.runtime.envs.base import EnvCrash
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    """One answer's score: `reward` (the F1 the episode earns), `em`, `f1` and `correct` (won);
+    a set answer (and the judge) adds its one-to-one match counts and precision/recall."""
+    kind: str                         # "single" | "set" | "judge"
+    reward: float
+    em: float
+    f1: float
+    correct: bool
+    precision: float | None = None
+    recall: float | None = None
+    matched: int | None = None
+    excessive: int | None = None
+    missing: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that are set (the episode's `info["score_detail"]`)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def normalize_answer(s: str) -> str:
@@ -59,7 +80,7 @@ def is_set_answer(record: dict) -> bool:
     return "set" in t or isinstance(record.get("answer"), (list, tuple))
 
 
-def score_set(pred: list[str], gold: list[str], threshold: float = 1.0) -> dict:
+def score_set(pred: list[str], gold: list[str], threshold: float = 1.0) -> AnswerScore:
     pairs = sorted(((token_f1(p, g), i, j) for i, p in enumerate(pred) for j, g in enumerate(gold)),
                    key=lambda x: (-x[0], x[1], x[2]))
     used_p, used_g, matched = set(), set(), 0
@@ -74,21 +95,20 @@ def score_set(pred: list[str], gold: list[str], threshold: float = 1.0) -> dict:
     precision = matched / len(pred) if pred else 0.0
     recall = matched / len(gold) if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "matched": matched,
-            "excessive": len(pred) - matched, "missing": len(gold) - matched,
-            "correct": matched == len(gold) == len(pred)}
+    correct = matched == len(gold) == len(pred)
+    return AnswerScore(kind="set", reward=f1, em=float(correct), f1=f1, correct=correct,
+                       precision=precision, recall=recall, matched=matched,
+                       excessive=len(pred) - matched, missing=len(gold) - matched)
 
 
-def score_answer(prediction: str, record: dict, threshold: float = 1.0) -> dict:
-    """{reward, em, f1, precision, recall, correct, kind} for one answer."""
+def score_answer(prediction: str, record: dict, threshold: float = 1.0) -> AnswerScore:
     gold = record.get("answer")
     if is_set_answer(record):
-        s = score_set(split_set(prediction, prediction=True), split_set(gold), threshold)
-        return {"kind": "set", "reward": s["f1"], **s, "em": float(s["correct"])}
+        return score_set(split_set(prediction, prediction=True), split_set(gold), threshold)
     golds = gold if isinstance(gold, (list, tuple)) else [gold]
     em = max(exact_match(prediction, g) for g in golds)
     f1 = max(token_f1(prediction, g) for g in golds)
-    return {"kind": "single", "reward": f1, "em": em, "f1": f1, "correct": em == 1.0}
+    return AnswerScore(kind="single", reward=f1, em=em, f1=f1, correct=em == 1.0)
 
 
 JUDGE_PROMPT = """You grade an answer to a research question against the ground truth.
@@ -100,7 +120,7 @@ differences). Count the response's items that are not in the ground truth as exc
 Reply with JSON only: {{"correct": [true/false per ground-truth item, in order], "excessive": N}}"""
 
 
-def judge_score(prediction: str, record: dict, env: dict | None = None) -> dict:
+def judge_score(prediction: str, record: dict, env: dict | None = None) -> AnswerScore:
     """The benchmark's LLM-judge scoring (OpenAI-compatible endpoint, A2C_JUDGE_* settings)."""
     from a2c.runtime.graders.judge import load_judge_config
 
@@ -127,6 +147,6 @@ def judge_score(prediction: str, record: dict, env: dict | None = None) -> dict:
     precision = matched / (matched + excessive) if matched + excessive else 0.0
     recall = matched / len(gold) if gold else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"kind": "judge", "reward": f1, "precision": precision, "recall": recall, "f1": f1,
-            "em": float(matched == len(gold) and excessive == 0),
-            "correct": matched == len(gold) and excessive == 0}
+    correct = matched == len(gold) and excessive == 0
+    return AnswerScore(kind="judge", reward=f1, em=float(correct), f1=f1, correct=correct,
+                       precision=precision, recall=recall)

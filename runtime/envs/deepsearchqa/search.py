@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from a2c.runtime.envs.base import EnvCrash
+from a2c.runtime.envs.deepsearchqa.documents import Document, WebResult
 from a2c.settings import get as setting
 
 TOKENIZER_VERSION = "1"
@@ -94,16 +95,11 @@ class CorpusSearch:
         if not self.path.is_file():
             raise FileNotFoundError(f"corpus not found: {self.path}")
         raw = self.path.read_bytes()
-        self.docs: list[dict] = []
-        for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
-            if line.strip():
-                d = json.loads(line)
-                if "id" not in d or "text" not in d:
-                    raise ValueError(f"{self.path}:{n}: a corpus line needs 'id' and 'text'")
-                d["id"] = str(d["id"])
-                self.docs.append(d)
-        self.by_id = {d["id"]: d for d in self.docs}
-        tokens = [tokenize(f"{d.get('title', '')} {d['text']}") for d in self.docs]
+        self.docs = [Document.from_line(json.loads(line), f"{self.path}:{n}")
+                     for n, line in enumerate(raw.decode("utf-8").splitlines(), 1)
+                     if line.strip()]
+        self.by_id = {d.id: d for d in self.docs}
+        tokens = [tokenize(f"{d.title} {d.text}") for d in self.docs]
         self.key = hashlib.sha256(raw + f"|tok{TOKENIZER_VERSION}|k1={K1}|b={B}".encode()).hexdigest()
         self.engine = engine
         if engine in ("auto", "bm25s"):
@@ -123,15 +119,15 @@ class CorpusSearch:
             self.index = PurePythonBM25(tokens)
             self.engine = "python"
 
-    def ranked(self, query: str) -> list[tuple[float, dict]]:
+    def ranked(self, query: str) -> list[tuple[float, Document]]:
         scores = self.index.scores(tokenize(query))
         order = sorted(range(len(self.docs)), key=lambda i: (-round(scores[i], 9), i))
         return [(scores[i], self.docs[i]) for i in order if scores[i] > 0]
 
-    def search(self, query: str, k: int = 3) -> list[dict]:
-        return [{**d, "score": s} for s, d in self.ranked(query)[:k]]
+    def search(self, query: str, k: int = 3) -> list[Document]:
+        return [d.ranked(s) for s, d in self.ranked(query)[:k]]
 
-    def open(self, doc_id: str) -> dict | None:
+    def open(self, doc_id: str) -> Document | None:
         return self.by_id.get(str(doc_id))
 
 
@@ -139,24 +135,21 @@ class SearxngSearch:
     """Live web search through a SearxNG JSON API (optional; not reproducible)."""
 
     def __init__(self, url: str, timeout: float = 20.0):
-        self.url, self.timeout, self.pages = url.rstrip("/"), timeout, {}
+        self.url, self.timeout = url.rstrip("/"), timeout
+        self.pages: dict[str, Document] = {}
 
-    def search(self, query: str, k: int = 3) -> list[dict]:
+    def search(self, query: str, k: int = 3) -> list[Document]:
         q = urllib.parse.urlencode({"q": query, "format": "json"})
         try:
             with urllib.request.urlopen(f"{self.url}/search?{q}", timeout=self.timeout) as r:
-                data = json.loads(r.read())
+                results = WebResult.from_reply(json.loads(r.read()))
         except (OSError, ValueError) as exc:
             raise EnvCrash(f"web search failed: {exc}") from None
-        out = []
-        for res in (data.get("results") or [])[:k]:
-            doc = {"id": res.get("url", ""), "title": res.get("title", ""),
-                   "text": res.get("content", ""), "url": res.get("url", "")}
-            self.pages[doc["id"]] = doc
-            out.append(doc)
+        out = [res.as_document() for res in results[:k]]
+        self.pages.update((doc.id, doc) for doc in out)
         return out
 
-    def open(self, doc_id: str) -> dict | None:
+    def open(self, doc_id: str) -> Document | None:
         return self.pages.get(doc_id)
 
 

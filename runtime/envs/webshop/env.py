@@ -131,17 +131,31 @@ class _Page:
     option_types: dict[str, str] = field(default_factory=dict)   # option -> its type
 
 
+@dataclass(frozen=True)
+class SessionRecord:
+    """A WebShop data record as the environment and the agent's proxy read it: the session it
+    plays (`session`, else `session_id`, else the record's `id`) and the server it names, if any
+    (`base_url`: several WebShop servers, one shard each)."""
+    session: str
+    base_url: str = ""
+
+    @classmethod
+    def from_record(cls, record: dict) -> SessionRecord:
+        return cls(session=str(record.get("session") or record.get("session_id") or record["id"]),
+                   base_url=str(record.get("base_url") or ""))
+
+
 class WebShopEnv:
     """One WebShop session. `record`: `{"id", "session" (default: id), "base_url" (optional)}`."""
 
     def __init__(self, record: dict, options: dict | None = None):
         opts = dict(options or {})
         self.record = record
-        self.session = str(record.get("session") or record.get("session_id") or record["id"])
-        # a record may name its own server (several WebShop servers, one shard each); inside
-        # the agent's sandbox the runtime's proxy stands in for the configured server
+        played = SessionRecord.from_record(record)
+        self.session = played.session
+        # inside the agent's sandbox the runtime's proxy stands in for the configured server
         proxy = os.environ.get(service_url_var(str(opts.get("service") or "webshop")))
-        self.base_url = str(record.get("base_url") or proxy or opts.get("base_url")
+        self.base_url = str(played.base_url or proxy or opts.get("base_url")
                             or setting("A2C_WEBSHOP_URL") or DEFAULT_URL).rstrip("/")
         self.timeout = float(opts.get("request_timeout_s", 30))
         self.invalid_action = str(opts.get("invalid_action", "fail"))
@@ -360,7 +374,7 @@ def agent_path_filter(records: list[dict]):
     """The proxy's rule: a request passes when the WebShop session it names is one of the
     agent split's (`/{session}` or `/{route}/{session}/...`); anything else (a held-out or a
     random session, whose goal WebShop could draw from the held-out range) is refused."""
-    allowed = {str(r.get("session") or r.get("session_id") or r["id"]) for r in records}
+    allowed = {SessionRecord.from_record(r).session for r in records}
 
     def allow(path: str) -> bool:
         parts = path_segments(path)

@@ -81,20 +81,20 @@ def grader(**options) -> RolloutGrader:
 def test_bm25_ranking_on_the_fixture(engine):
     s = dsqa.CorpusSearch(CORPUS, engine=engine)
     assert s.engine == engine
-    assert [d["id"] for d in s.search("Halden glassworks", 2)] == ["d07", "d02"]
-    assert [d["id"] for d in s.search("ports on the Grey Sea", 3)] == ["d11", "d12", "d10"]
-    assert s.search("Oskin joins Marrow", 1)[0]["id"] == "d13"
+    assert [d.id for d in s.search("Halden glassworks", 2)] == ["d07", "d02"]
+    assert [d.id for d in s.search("ports on the Grey Sea", 3)] == ["d11", "d12", "d10"]
+    assert s.search("Oskin joins Marrow", 1)[0].id == "d13"
     assert s.search("zebra quantum", 3) == []
     # hand-computed Lucene BM25 for a one-word query: idf * tf / (tf + k1 (1 - b + b dl/avgdl))
     import math
-    toks = [dsqa.tokenize(f"{d['title']} {d['text']}") for d in s.docs]
+    toks = [dsqa.tokenize(f"{d.title} {d.text}") for d in s.docs]
     avgdl = sum(map(len, toks)) / len(toks)
     df = sum(1 for t in toks if "glassworks" in t)
     idf = math.log(1 + (len(toks) - df + 0.5) / (df + 0.5))
-    i = [d["id"] for d in s.docs].index("d07")
+    i = [d.id for d in s.docs].index("d07")
     tf = toks[i].count("glassworks")
     want = idf * tf / (tf + 1.5 * (1 - 0.75 + 0.75 * len(toks[i]) / avgdl))
-    assert s.search("glassworks", 1)[0]["score"] == pytest.approx(want, rel=1e-5)
+    assert s.search("glassworks", 1)[0].score == pytest.approx(want, rel=1e-5)
 
 
 def test_engines_agree_and_index_is_cached(tmp_path):
@@ -104,34 +104,34 @@ def test_engines_agree_and_index_is_cached(tmp_path):
     b = dsqa.CorpusSearch(CORPUS, engine="bm25s", cache_root=tmp_path)        # loads the cache
     c = dsqa.CorpusSearch(CORPUS, engine="python")
     for q in ("rivers rise Tessel", "Queen Amsel founded", "bridge Brisk built", "Grey Sea"):
-        ra, rb, rc = ([(d["id"], round(d["score"], 4)) for d in x.search(q, 5)] for x in (a, b, c))
+        ra, rb, rc = ([(d.id, round(d.score, 4)) for d in x.search(q, 5)] for x in (a, b, c))
         assert ra == rb == rc
 
 
 # ------------------------------------------------------------------------------------ scoring
 def test_single_answer_scoring():
     rec = {"answer": "King Terin", "answer_type": "Single Answer"}
-    assert dsqa.score_answer("king terin.", rec)["reward"] == 1.0
+    assert dsqa.score_answer("king terin.", rec).reward == 1.0
     s = dsqa.score_answer("Terin", rec)
-    assert s["em"] == 0.0 and s["reward"] == pytest.approx(2 / 3) and not s["correct"]
-    assert dsqa.score_answer("The 3,104", {"answer": "3104"})["correct"]
+    assert s.em == 0.0 and s.reward == pytest.approx(2 / 3) and not s.correct
+    assert dsqa.score_answer("The 3,104", {"answer": "3104"}).correct
     assert dsqa.normalize_answer("The  Port, of Ivo!") == "port of ivo"
 
 
 def test_set_answer_scoring():
     rec = {"answer": "Farrow, Port Ivo, Saltmere", "answer_type": "Set Answer"}
     full = dsqa.score_answer("Saltmere; the Farrow and Port Ivo", rec)
-    assert full["reward"] == 1.0 and full["correct"]
+    assert full.reward == 1.0 and full.correct
     part = dsqa.score_answer("Farrow, Port Ivo", rec)            # 2 of 3, nothing extra
-    assert part["precision"] == 1.0 and part["recall"] == pytest.approx(2 / 3)
-    assert part["reward"] == pytest.approx(0.8) and not part["correct"]
+    assert part.precision == 1.0 and part.recall == pytest.approx(2 / 3)
+    assert part.reward == pytest.approx(0.8) and not part.correct
     extra = dsqa.score_answer("Farrow, Port Ivo, Saltmere, Halden", rec)   # one excessive
-    assert extra["precision"] == 0.75 and extra["recall"] == 1.0 and extra["excessive"] == 1
+    assert extra.precision == 0.75 and extra.recall == 1.0 and extra.excessive == 1
     dup = dsqa.score_answer("Farrow, farrow, FARROW", rec)        # duplicates count once
-    assert dup["matched"] == 1 and dup["precision"] == 1.0
-    assert dsqa.score_answer("Port", rec)["reward"] == 0.0        # partial names do not match
-    assert dsqa.score_answer("Port", rec, threshold=0.5)["matched"] == 1
-    assert dsqa.score_answer("a, b", {"answer": ["A", "B"]})["correct"]   # list gold = set
+    assert dup.matched == 1 and dup.precision == 1.0
+    assert dsqa.score_answer("Port", rec).reward == 0.0        # partial names do not match
+    assert dsqa.score_answer("Port", rec, threshold=0.5).matched == 1
+    assert dsqa.score_answer("a, b", {"answer": ["A", "B"]}).correct   # list gold = set
 
 
 # ------------------------------------------------------------------------------------ episodes
@@ -227,7 +227,7 @@ def test_judge_scoring_hook(monkeypatch):
         monkeypatch.setenv("A2C_JUDGE_MODEL", "stub")
         rec = {"prompt": "ports?", "answer": "Farrow, Port Ivo, Saltmere", "answer_type": "Set Answer"}
         s = dsqa.judge_score("They are the ports of Farrow and Port Ivo.", rec)
-        assert s["recall"] == pytest.approx(2 / 3) and s["precision"] == 1.0
+        assert s.recall == pytest.approx(2 / 3) and s.precision == 1.0
         monkeypatch.setenv("A2C_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")     # nothing there
         with pytest.raises(dsqa.EnvCrash, match="judge failed"):
             dsqa.judge_score("Farrow", rec)

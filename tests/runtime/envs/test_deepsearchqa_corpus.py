@@ -118,7 +118,7 @@ def test_build_is_deterministic_deduplicated_and_manifested(web, tmp_path):
                    tmp_path / "gen")
     assert gen["train"][0]["corpus"] == "corpus.jsonl"
     hit = CorpusSearch(tmp_path / "gen" / "corpus.jsonl", engine="python").search("erupted 1888")
-    assert hit[0]["url"].endswith("/volcano")
+    assert hit[0].url.endswith("/volcano")
 
 
 def test_the_tasks_split_is_the_default_selection(web, tmp_path):
