@@ -169,7 +169,7 @@ def test_sweep_trials_with_a_vllm_driver_share_the_runs_folder_servers(tmp_path)
                                                     tmp_path).run_argv()
 
 
-def test_a_share_folder_another_user_could_have_filled_is_refused(tmp_path):
+def test_a_share_folder_another_user_could_have_filled_is_refused(tmp_path, drivers):
     """server.json names the URL the gateway forwards to and meters from: a registry folder
     others can write in (or made by another user) is refused before anything is read or started."""
     plan = dp.plan(str(_model(tmp_path)), [], seed=3)
