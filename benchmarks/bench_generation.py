@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     task, bundle_root = arith_task()
     records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
     inference = {k: v for k, v in task["grader"].get("inference", {}).items()
-                 if k not in ("backend", "prompt_template")}
+                 if k not in ("engine", "prompt_template")}
     if args.max_new_tokens:
         inference["max_new_tokens"] = args.max_new_tokens
     if args.batch_size:

@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
                              "split (more games: a bigger batch per step)")
     parser.add_argument("--games", type=int, default=0, help="first N games (0: all)")
     parser.add_argument("--dtype", help="override the grader's dtype (e.g. float32)")
-    parser.add_argument("--backend", default="transformers", choices=["transformers", "vllm"],
-                        help="inference backend (vllm: run inside the `nox -s vllm` venv)")
+    parser.add_argument("--engine", default="transformers", choices=["transformers", "vllm"],
+                        help="inference engine (vllm: run inside the `nox -s vllm` venv)")
     parser.add_argument("--min-ratio", type=float, default=1.0,
                         help="fail when lockstep is not at least this many times faster")
     parser.add_argument("--max-new-tokens", type=int,
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_prefix_cache:
         options["prefix_cache_mb"] = 0
     dtype = options.get("dtype")
-    backend = load_backend(model_path, args.backend, **policy_backend_kwargs(options))
+    backend = load_backend(model_path, args.engine, **policy_backend_kwargs(options))
     reset_cache = getattr(backend, "reset_prefix_cache", lambda: None)
     overrides = {}
     if args.max_new_tokens:

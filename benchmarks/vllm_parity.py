@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
     grader = get_grader(task["grader"])
     inference = {k: v for k, v in task["grader"].get("inference", {}).items()
-                 if k not in ("backend", "prompt_template")}
+                 if k not in ("engine", "prompt_template")}
     if args.max_new_tokens:
         inference["max_new_tokens"] = args.max_new_tokens
     settings = GenerationSettings.from_config(inference)

@@ -155,8 +155,9 @@ class GraderSpec(SpecRecord):
     kind: str = doc("exact_match | humaneval | pairwise_judge | rollout", "")
     params: dict[str, Any] = doc("the grader's parameters, its defaults written out",
                                  factory=dict)
-    inference: dict[str, Any] = doc("generation settings, a2c.contracts.inference "
-                                    "DEFAULT_INFERENCE filled in", factory=dict)
+    inference: dict[str, Any] = doc("the inference engine and generation settings, "
+                                    "a2c.contracts.inference DEFAULT_INFERENCE filled in",
+                                    factory=dict)
     env: RolloutEnvSpec | None = doc("the rollout environment (null for the other graders)")
 
 

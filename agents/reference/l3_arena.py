@@ -71,7 +71,7 @@ class _Listing:
 
 
 class Policy:
-    """The rollout engine: the grader's own inference backend (bf16 where the task grades in
+    """The rollout engine: the grader's own inference engine (bf16 where the task grades in
     bf16 and the CPU has bf16 instructions: `rollout_options`; prefix cache for greedy play),
     its weights copied from the model being trained."""
 

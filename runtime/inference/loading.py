@@ -39,7 +39,7 @@ def vllm_installed() -> bool:
 def resolve_kind(kind: str = "auto") -> str:
     """'auto' -> 'vllm' when a CUDA GPU and vllm are present, else 'transformers'."""
     if kind not in KINDS:
-        raise InferenceError(f"unknown inference backend {kind!r}; known: {', '.join(KINDS)}")
+        raise InferenceError(f"unknown inference engine {kind!r}; known: {', '.join(KINDS)}")
     if kind == "auto":
         return "vllm" if (cuda_available() and vllm_installed()) else "transformers"
     return kind

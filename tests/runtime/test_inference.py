@@ -37,13 +37,13 @@ def arith_prompts(n: int) -> list:
 
 # ------------------------------------------------------------------------------ settings
 def test_settings_from_a_grader_inference_block():
-    cfg = {"backend": "auto", "max_new_tokens": 32, "temperature": 0, "top_p": 1.0, "stop": ["\n\n"],
+    cfg = {"engine": "auto", "max_new_tokens": 32, "temperature": 0, "top_p": 1.0, "stop": ["\n\n"],
            "batch_size": 100, "chat_template": "auto", "n_samples": 1, "seed": 0,
            "prompt_template": "{prompt}"}
     s = GenerationSettings.from_config(cfg)
     assert (s.max_new_tokens, s.temperature, s.stop, s.batch_size, s.chat_template) == \
         (32, 0.0, ("\n\n",), 100, "auto")
-    assert s.greedy and s.extra == {"backend": "auto", "prompt_template": "{prompt}"}
+    assert s.greedy and s.extra == {"engine": "auto", "prompt_template": "{prompt}"}
     assert GenerationSettings.from_config(None) == GenerationSettings()
     assert GenerationSettings.from_config({"chat_template": "false"}).chat_template is False
     assert GenerationSettings.from_config({"stop": "###"}).stop == ("###",)
@@ -64,7 +64,7 @@ def test_backend_kind_resolution(tiny_path, monkeypatch):
     assert inference.resolve_kind("auto") == "vllm"
     monkeypatch.setattr(loading, "vllm_installed", lambda: False)
     assert inference.resolve_kind("auto") == "transformers"
-    with pytest.raises(InferenceError, match="unknown inference backend"):
+    with pytest.raises(InferenceError, match="unknown inference engine"):
         inference.resolve_kind("tgi")
     with pytest.raises(InferenceError, match="not a model folder"):
         inference.load_backend(tiny_path.parent, "transformers")
@@ -80,7 +80,7 @@ def test_vllm_missing_is_a_clear_error(tiny_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_vllm)
-    with pytest.raises(InferenceError, match="needs vLLM.*backend: transformers"):
+    with pytest.raises(InferenceError, match="needs vLLM.*engine: transformers"):
         inference.load_backend(tiny_path, "vllm")
 
 

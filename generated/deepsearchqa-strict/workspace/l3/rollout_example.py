@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=None,
                         help="sampling temperature (default: the grader's)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="transformers", help="transformers | vllm | auto")
+    parser.add_argument("--engine", default="transformers",
+                        help="inference engine: transformers | vllm | auto")
     args = parser.parse_args(argv)
 
     records = load_records(Path(args.data), args.limit)
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             inference["temperature"] = args.temperature
         settings = GenerationSettings.from_config(inference)
         # the grader's dtype and prefix cache: same numbers, same speed as the evaluation
-        backend = load_backend(args.model, args.backend,
+        backend = load_backend(args.model, args.engine,
                                **policy_backend_kwargs(cfg.get("options") or {}))
         counter = token_counter(backend)
         kwargs = {"count_tokens": counter} if counter else {}
