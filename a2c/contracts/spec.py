@@ -342,7 +342,7 @@ class SuiteGroupSpec(SpecRecord):
     exclude: list[dict[str, Any]] = doc("patterns removed from the product", factory=list)
     budget: SuiteBudgetSpec = doc("budget overrides", factory=SuiteBudgetSpec)
     base_model: Any = doc("a base model override (null: the task's)")
-    backend: str = doc("local | docker", "local")
+    backend: str = doc("the sandbox backend: local | docker", "local")
     agent_params: dict[str, dict[str, Any]] = doc("agent id -> parameter values",
                                                   factory=dict, when_set=True)
 
