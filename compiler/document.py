@@ -1,7 +1,8 @@
 """Reading one spec file: YAML with positions, `extends:` bases merged (cycles, depth and a base
 of another kind refused), the kind checked against the file's folder, renamed fields read under
-their new names (renamed.py) — a `Document`, before any schema or semantic check (load.py runs those). Apart from load.py so that a check may read a
-referenced spec (a suite's tasks and agents) without depending on the pipeline that runs it.
+their new names (renamed.py) — a `Document`, before any schema or semantic check (load.py runs
+those). Apart from load.py so that a check may read a referenced spec (a suite's tasks and
+agents) without depending on the pipeline that runs it.
 """
 
 from __future__ import annotations

@@ -273,7 +273,7 @@ def test_spec_compiles_with_the_split_and_scoring():
 
 
 def test_search_provider_and_its_old_name():
-    """`options.provider` picks the search provider; `backend`, its name in a2c 0.1.0, still works."""
+    """`options.provider` picks the search provider; `backend`, its 0.1.0 name, still works."""
     assert dsqa.make_search({}, FIX).provider == "bm25"
     assert dsqa.make_search({"provider": "searxng"}, FIX).provider == "searxng"
     assert dsqa.make_search({"backend": "searxng"}, FIX).provider == "searxng"
