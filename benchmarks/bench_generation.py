@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from a2c.contracts.spec import TaskSpec
     from a2c.runtime.data import load_split
-    from a2c.runtime.inference import GenerationSettings, load_backend
+    from a2c.runtime.inference import GenerationSettings, load_engine
 
     task, bundle_root = arith_task()
     records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     single_settings = GenerationSettings.from_config({**inference, "batch_size": 1})
     prompts = [r["prompt"] for r in records]
     model = resolve_model(args.model)
-    backend = load_backend(model, "transformers")
+    backend = load_engine(model, "transformers")
     print(f"model: {model} ({sum(p.numel() for p in backend.model.parameters()):,} params, "
           f"{backend.device}, {torch.get_num_threads()} torch threads, "
           f"generation threads {backend.cpu_threads or torch.get_num_threads()})")

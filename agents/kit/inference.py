@@ -8,8 +8,8 @@ apart from the grader so that its code stays out of the agent's sandbox view).
 
 from __future__ import annotations
 
-from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter, tokenizer_counter
-from a2c.runtime.inference import GenerationSettings, load_backend
+from a2c.runtime.envs.policy import policy_engine_kwargs, token_counter, tokenizer_counter
+from a2c.runtime.inference import GenerationSettings, load_engine
 
-__all__ = ["GenerationSettings", "load_backend", "policy_backend_kwargs", "token_counter",
+__all__ = ["GenerationSettings", "load_engine", "policy_engine_kwargs", "token_counter",
            "tokenizer_counter"]

@@ -76,8 +76,8 @@ class Policy:
     its weights copied from the model being trained."""
 
     def __init__(self, model_dir: Path, options: dict):
-        from a2c.agents.kit.inference import load_backend, policy_backend_kwargs, token_counter
-        self.backend = load_backend(model_dir, "transformers", **policy_backend_kwargs(options))
+        from a2c.agents.kit.inference import load_engine, policy_engine_kwargs, token_counter
+        self.backend = load_engine(model_dir, "transformers", **policy_engine_kwargs(options))
         self.count_tokens = token_counter(self.backend)
         self.calls = 0
 

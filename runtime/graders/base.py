@@ -82,13 +82,13 @@ class Grader:
         return GenerationSettings.from_config(cfg)
 
     def answer_stop(self) -> Any:
-        """A rule that says when an output's score can no longer change, so the backend may stop
+        """A rule that says when an output's score can no longer change, so the engine may stop
         generating it (`a2c.runtime.inference.answer_stop`); None: generate every output to its
         end. The exact_match grader has one; graders that read the whole output do not."""
         return None
 
     def template_kwargs(self) -> dict[str, Any]:
-        """`chat_template=` for load_backend when the grader service named the base model's
+        """`chat_template=` for load_engine when the grader service named the base model's
         template (a submitted tokenizer's own template never renders a grading prompt)."""
         from a2c.runtime.inference.chat_template import KEEP, template_from_config
 
@@ -100,11 +100,11 @@ class Grader:
         """All prompts through the inference engine in one batched call; `n` outputs per prompt.
 
         Returns (outputs per prompt, the engine's name: what GradeResult.backend records)."""
-        from a2c.runtime.inference import load_backend  # lazy: pulls in torch
+        from a2c.runtime.inference import load_engine  # lazy: pulls in torch
 
         if engine in (None, "", "auto"):
             engine = self.grading.engine or "auto"
-        backend = load_backend(model_path, engine, **self.template_kwargs())
+        backend = load_engine(model_path, engine, **self.template_kwargs())
         try:
             settings = self.generation_settings()
             rule = self.answer_stop()
@@ -121,7 +121,7 @@ class Grader:
             if close is not None:
                 close()
         if len(result) != len(prompts):
-            raise GraderError(f"backend {name} returned {len(result)} outputs for "
+            raise GraderError(f"engine {name} returned {len(result)} outputs for "
                               f"{len(prompts)} prompts")
         return result, name
 

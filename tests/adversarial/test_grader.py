@@ -226,17 +226,17 @@ def _evil_copy(tiny: Path, dest: Path) -> Path:
 
 def test_backend_renders_the_base_template_not_the_submitted_one(tiny, tmp_path):
     pytest.importorskip("transformers")
-    from a2c.runtime.inference import GenerationSettings, load_backend
+    from a2c.runtime.inference import GenerationSettings, load_engine
     from a2c.runtime.inference.chat_template import read_chat_template
 
     evil = _evil_copy(tiny, tmp_path / "evil")
     assert read_chat_template(evil) == EVIL != read_chat_template(tiny)
     settings = GenerationSettings(max_new_tokens=2)
     prompts = ["What is 3 plus 4?"]
-    base = load_backend(tiny, "transformers")
-    forced = load_backend(evil, "transformers", chat_template=read_chat_template(tiny))
+    base = load_engine(tiny, "transformers")
+    forced = load_engine(evil, "transformers", chat_template=read_chat_template(tiny))
     assert forced.prompt_ids(prompts, settings) == base.prompt_ids(prompts, settings)
-    raw = load_backend(evil, "transformers")   # outside the grader: the folder's own template
+    raw = load_engine(evil, "transformers")   # outside the grader: the folder's own template
     with pytest.raises(Exception, match="submitted template ran"):
         raw.prompt_ids(prompts, settings)
 

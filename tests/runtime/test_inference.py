@@ -17,7 +17,7 @@ from a2c.runtime.inference.prompts import build_prompt_ids, cut_at_stop, prompt_
 
 @pytest.fixture(scope="module")
 def tiny(tiny_path):
-    backend = inference.load_backend(tiny_path, "transformers")
+    backend = inference.load_engine(tiny_path, "transformers")
     yield backend
     backend.close()
 
@@ -67,7 +67,7 @@ def test_backend_kind_resolution(tiny_path, monkeypatch):
     with pytest.raises(InferenceError, match="unknown inference engine"):
         inference.resolve_kind("tgi")
     with pytest.raises(InferenceError, match="not a model folder"):
-        inference.load_backend(tiny_path.parent, "transformers")
+        inference.load_engine(tiny_path.parent, "transformers")
 
 
 def test_vllm_missing_is_a_clear_error(tiny_path, monkeypatch):
@@ -81,7 +81,7 @@ def test_vllm_missing_is_a_clear_error(tiny_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_vllm)
     with pytest.raises(InferenceError, match="needs vLLM.*engine: transformers"):
-        inference.load_backend(tiny_path, "vllm")
+        inference.load_engine(tiny_path, "vllm")
 
 
 # ------------------------------------------------------------------------------ prompts
@@ -177,7 +177,7 @@ def test_generate_records_carries_the_backend_name(tiny):
                                      prompt_template="Q: {prompt}")
     assert [o["id"] for o in out] == ["a", "b"]
     assert out[0]["prompt"] == "Q: What is 1 plus 2?" and out[0]["backend"] == "transformers"
-    assert isinstance(tiny, inference.InferenceBackend)
+    assert isinstance(tiny, inference.InferenceEngine)
     with pytest.raises(InferenceError, match="cannot be filled"):
         inference.render_prompt("{question}", recs[0])
 
@@ -185,14 +185,14 @@ def test_generate_records_carries_the_backend_name(tiny):
 def test_unloadable_model_is_an_inference_error(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "qwen2"}')
     with pytest.raises(InferenceError, match="cannot load model"):
-        inference.load_backend(tmp_path, "transformers")
+        inference.load_engine(tmp_path, "transformers")
 
 
 @pytest.mark.slow
 def test_smollm2_batched_greedy_equals_per_item(tmp_path):
     from a2c.runtime.models import prepare_builtin
     path = prepare_builtin("smollm2-135m-instruct")   # the user's cache: converted once
-    backend = inference.load_backend(path, "transformers")
+    backend = inference.load_engine(path, "transformers")
     try:
         prompts = arith_prompts(16)
         settings = GenerationSettings(max_new_tokens=32, batch_size=16)
