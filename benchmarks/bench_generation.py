@@ -1,4 +1,4 @@
-"""Per-item versus batched greedy generation with the transformers backend, same model and prompts.
+"""Per-item versus batched greedy generation with the transformers engine, same model and prompts.
 
     python benchmarks/bench_generation.py                 # SmolLM2-135M-Instruct, 100 arith prompts
     python benchmarks/bench_generation.py --model tiny    # quick

@@ -1,4 +1,4 @@
-"""a2c.runtime.inference: settings, prompt construction, the transformers backend on the tiny model.
+"""a2c.runtime.inference: settings, prompt construction, the transformers engine on the tiny model.
 
 The key property: batched greedy generation returns exactly what per-item greedy generation does,
 in input order, whatever the batch size.
@@ -56,7 +56,7 @@ def test_settings_from_a_grader_inference_block():
             GenerationSettings.from_config(bad)
 
 
-def test_backend_kind_resolution(tiny_path, monkeypatch):
+def test_engine_kind_resolution(tiny_path, monkeypatch):
     monkeypatch.setattr(loading, "cuda_available", lambda: False)
     assert inference.resolve_kind("auto") == "transformers"
     monkeypatch.setattr(loading, "cuda_available", lambda: True)
@@ -170,7 +170,7 @@ def test_sampling_is_seeded_and_greedy_n_repeats(tiny):
     assert tiny.generate(prompts, hot) == [x[0] for x in tiny.sample(prompts, hot, n=1)]
 
 
-def test_generate_records_carries_the_backend_name(tiny):
+def test_generate_records_carries_the_engine_name(tiny):
     recs = [{"id": "a", "prompt": "What is 1 plus 2?", "answer": "3"},
             {"id": "b", "prompt": "What is 2 plus 2?", "answer": "4"}]
     out = inference.generate_records(tiny, recs, GenerationSettings(max_new_tokens=4),
