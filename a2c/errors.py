@@ -23,6 +23,11 @@ class SpecError(A2CError):
         super().__init__("\n".join(self.problems))
 
 
+class SpecDeprecationWarning(FutureWarning):
+    """A spec uses a field name a later a2c will refuse (compiler/renamed.py); a FutureWarning,
+    so it is shown by default: it is meant for the spec's author. The CLI prints it as one line."""
+
+
 class BundleError(A2CError):
     """A bundle is missing, stale, tampered with or from an incompatible compiler."""
 

@@ -152,7 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
     # ------------------------------------------------------------------ operator: processes, uids
     _s("A2C_TORCH_THREADS", "int", None, OPS,
        "CPU threads for transformers generation (default: torch's choice, 1 for tiny models).",
-       "runtime/inference/transformers_backend.py"),
+       "runtime/inference/transformers_engine.py"),
     _s("A2C_SNAPSHOT_EVERY_S", "float", 180.0, OPS,
        "Seconds between the recorder's workspace snapshots.", "runtime/run/context.py"),
     _s("A2C_GRADER_ACCESS_LOG", "bool", False, OPS,

@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/bench_disk.py [--model smollm2|tiny|PATH] [--mb N] [--submissions 10]
 
-Both sides run the real grading service in this process (intake, journal, events, the same
+Both sides run the real grader service in this process (intake, journal, events, the same
 pruning code) with a stand-in evaluator that reads a SCORE file, so only the disk is measured,
 not inference. Each of `--submissions` submissions is a changed model (scores 10, 30, 20, 50, 40,
 ... : the best moves, as in a real trial):
@@ -36,7 +36,7 @@ EVALUATOR = r'''
 import argparse, json
 from pathlib import Path
 p = argparse.ArgumentParser()
-for n in ("--grader", "--model", "--heldout", "--backend", "--out", "--parent-pid"):
+for n in ("--grader", "--model", "--heldout", "--engine", "--out", "--parent-pid"):
     p.add_argument(n)
 a = p.parse_args()
 score = float((Path(a.model) / "SCORE").read_text())
@@ -90,7 +90,7 @@ def write_model(src: Path, dest: Path, i: int) -> None:
 def trial(src: Path, tmp: Path, n: int, after: bool) -> dict:
     from a2c.contracts.service_config import ServiceConfig
     from a2c.runtime.grader_service import write_service_config
-    from a2c.runtime.grader_service.core import GradingService
+    from a2c.runtime.grader_service.core import GraderService
 
     run = tmp / ("after" if after else "before")
     out = run / "workspace" / "output"
@@ -105,10 +105,10 @@ def trial(src: Path, tmp: Path, n: int, after: bool) -> dict:
                          max_submissions=1000, min_interval_s=0, eval_timeout_s=600,
                          output_dir=str(out), agent_output_dir="/workspace/output",
                          workspace=str(run / "workspace"), heldout=str(heldout),
-                         backend="none", baseline_cache=str(tmp / "cache"), task_id="bench",
+                         engine="none", baseline_cache=str(tmp / "cache"), task_id="bench",
                          grader={"kind": "exact_match", "params": {}},
                          evaluator=[sys.executable, str(evaluator)], snapshots=False)
-    service = GradingService(ServiceConfig.load(run))
+    service = GraderService(ServiceConfig.load(run))
     if not after:
         service._prune = lambda: None    # the grader before issue 25: every valid copy kept
     service.start()

@@ -1,4 +1,4 @@
-"""Per-item versus batched greedy generation with the transformers backend, same model and prompts.
+"""Per-item versus batched greedy generation with the transformers engine, same model and prompts.
 
     python benchmarks/bench_generation.py                 # SmolLM2-135M-Instruct, 100 arith prompts
     python benchmarks/bench_generation.py --model tiny    # quick
@@ -37,12 +37,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from a2c.contracts.spec import TaskSpec
     from a2c.runtime.data import load_split
-    from a2c.runtime.inference import GenerationSettings, load_backend
+    from a2c.runtime.inference import GenerationSettings, load_engine
 
     task, bundle_root = arith_task()
     records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
     inference = {k: v for k, v in task["grader"].get("inference", {}).items()
-                 if k not in ("backend", "prompt_template")}
+                 if k not in ("engine", "prompt_template")}
     if args.max_new_tokens:
         inference["max_new_tokens"] = args.max_new_tokens
     if args.batch_size:
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     single_settings = GenerationSettings.from_config({**inference, "batch_size": 1})
     prompts = [r["prompt"] for r in records]
     model = resolve_model(args.model)
-    backend = load_backend(model, "transformers")
+    backend = load_engine(model, "transformers")
     print(f"model: {model} ({sum(p.numel() for p in backend.model.parameters()):,} params, "
           f"{backend.device}, {torch.get_num_threads()} torch threads, "
           f"generation threads {backend.cpu_threads or torch.get_num_threads()})")

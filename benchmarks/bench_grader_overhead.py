@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What the grading service costs on top of the model inference it surrounds.
+"""What the grader service costs on top of the model inference it surrounds.
 
     .venv/bin/python benchmarks/bench_grader_overhead.py [--model smollm2|tiny|PATH] [--repeats 5]
 
@@ -32,7 +32,7 @@ NOOP_EVALUATOR = r'''
 import argparse, json, os
 from pathlib import Path
 p = argparse.ArgumentParser()
-for n in ("--grader", "--model", "--heldout", "--backend", "--out", "--parent-pid"):
+for n in ("--grader", "--model", "--heldout", "--engine", "--out", "--parent-pid"):
     p.add_argument(n)
 a = p.parse_args()
 Path(a.out).write_text(json.dumps({"score": 50.0, "ci95": [40.0, 60.0], "n_items": 100,
@@ -115,7 +115,7 @@ def main() -> int:
               f"grader: {grader['kind']}", flush=True)
         outcome = run_evaluation([sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
                                  grader_cfg_path=run / "grader" / "grader.json", model=sub_model,
-                                 heldout=heldout, backend="auto",
+                                 heldout=heldout, engine="auto",
                                  out_path=tmp / "inference.json", timeout_s=1800,
                                  log_path=tmp / "inference.log")
         if not outcome.valid:
@@ -147,7 +147,7 @@ def main() -> int:
                              host="127.0.0.1", port=0, deadline_unix=time.time() + 3600,
                              max_submissions=1000, min_interval_s=0, eval_timeout_s=600,
                              output_dir=str(ws / "output"), agent_output_dir="/workspace/output",
-                             workspace=str(ws), heldout=str(heldout), backend="auto",
+                             workspace=str(ws), heldout=str(heldout), engine="auto",
                              baseline_cache=str(tmp / "cache"), task_id="arith",
                              evaluator=[sys.executable, str(noop)])
         handle = start_service(run)
@@ -181,7 +181,7 @@ def main() -> int:
         # The evaluator child on its own (process start, result written and read back).
         figures["noop_eval_child_s"] = timed(lambda: run_evaluation(
             [sys.executable, str(noop)], grader_cfg_path=run / "grader" / "grader.json",
-            model=sub_model, heldout=heldout, backend="auto", out_path=tmp / "noop.json",
+            model=sub_model, heldout=heldout, engine="auto", out_path=tmp / "noop.json",
             timeout_s=60, log_path=tmp / "noop.log"), args.repeats)
 
         def record():

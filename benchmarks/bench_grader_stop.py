@@ -18,7 +18,7 @@ Tasks (100 held-out records each, the base model's baseline: `grade_model`, mode
 Prints each baseline's seconds and new tokens before and after, the ratio, and whether every
 item's extracted answer and the score are identical (they must be). Exits 1 when they differ.
 The runs alternate (before, after) so a change of the machine's load hits both. "After" includes
-the backend's thread choice (one intra-op thread on an overloaded CPU, transformers_backend.py
+the backend's thread choice (one intra-op thread on an overloaded CPU, transformers_engine.py
 `_threads_now`); pass `--threads N` to pin both sides to N threads and see the pool and the answer
 rule alone.
 """
@@ -84,42 +84,42 @@ def before_issue31():
     """generate() in batches of batch_size, no answer rule, torch's thread count whatever the
     load: the grader as it was."""
     from a2c.runtime.graders.exact_match import ExactMatchGrader
-    from a2c.runtime.inference.transformers_backend import TransformersBackend
+    from a2c.runtime.inference.transformers_engine import TransformersEngine
 
-    init, rule = TransformersBackend.__init__, ExactMatchGrader.answer_stop
+    init, rule = TransformersEngine.__init__, ExactMatchGrader.answer_stop
 
     def old_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self.use_pool = False
         self.load_threads = False
 
-    TransformersBackend.__init__ = old_init
+    TransformersEngine.__init__ = old_init
     ExactMatchGrader.answer_stop = lambda self: None
     try:
         yield
     finally:
-        TransformersBackend.__init__, ExactMatchGrader.answer_stop = init, rule
+        TransformersEngine.__init__, ExactMatchGrader.answer_stop = init, rule
 
 
 def baseline(grader_cfg: dict, records: list[dict], model: Path) -> dict:
     from a2c.runtime.graders import get_grader
-    from a2c.runtime.inference.transformers_backend import TransformersBackend
+    from a2c.runtime.inference.transformers_engine import TransformersEngine
 
     stats: dict = {}
-    generate = TransformersBackend.generate
+    generate = TransformersEngine.generate
 
     def spy(self, prompts, settings):
         out = generate(self, prompts, settings)
         stats.update(self.last_stats)
         return out
 
-    TransformersBackend.generate = spy
+    TransformersEngine.generate = spy
     try:
         started = time.perf_counter()
         result = get_grader(grader_cfg).grade_model(model, records, "transformers")
         seconds = time.perf_counter() - started
     finally:
-        TransformersBackend.generate = generate
+        TransformersEngine.generate = generate
     return {"seconds": round(seconds, 2), "score": result.score,
             "answers": [it["extracted"] for it in result.items],
             "new_tokens": sum(stats.get("new_tokens", [])),

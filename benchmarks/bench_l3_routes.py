@@ -9,7 +9,7 @@ Each route is a real `a2c run` (the same code path as the CLI: the bundle's sand
 service, budget and record) in its own run folder, so every route is graded by the same grader on
 the task's same held-out games:
 
-    baseline    the base model (the grading service's baseline evaluation of any run)
+    baseline    the base model (the grader service's baseline evaluation of any run)
     ref-l3-sft  `ref-l3-sft`, free mode: SFT on the walkthroughs (supervised)
     rl-only     `ref-l3-rl`, rl-only mode: GRPO over episode returns from its own rollouts,
                 from the base model, no supervised step

@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
                              "split (more games: a bigger batch per step)")
     parser.add_argument("--games", type=int, default=0, help="first N games (0: all)")
     parser.add_argument("--dtype", help="override the grader's dtype (e.g. float32)")
-    parser.add_argument("--backend", default="transformers", choices=["transformers", "vllm"],
-                        help="inference backend (vllm: run inside the `nox -s vllm` venv)")
+    parser.add_argument("--engine", default="transformers", choices=["transformers", "vllm"],
+                        help="inference engine (vllm: run inside the `nox -s vllm` venv)")
     parser.add_argument("--min-ratio", type=float, default=1.0,
                         help="fail when lockstep is not at least this many times faster")
     parser.add_argument("--max-new-tokens", type=int,
@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     from a2c.contracts.spec import TaskSpec
     from a2c.runtime import data as data_mod
     from a2c.runtime import models
-    from a2c.runtime.envs.rollout_grader import RolloutGrader, policy_backend_kwargs, token_counter
-    from a2c.runtime.inference import load_backend
+    from a2c.runtime.envs.rollout_grader import RolloutGrader, policy_engine_kwargs, token_counter
+    from a2c.runtime.inference import load_engine
 
     bundle = ROOT / "generated" / args.task
     task = json.loads((bundle / "bundle.json").read_text())["task"]
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_prefix_cache:
         options["prefix_cache_mb"] = 0
     dtype = options.get("dtype")
-    backend = load_backend(model_path, args.backend, **policy_backend_kwargs(options))
+    backend = load_engine(model_path, args.engine, **policy_engine_kwargs(options))
     reset_cache = getattr(backend, "reset_prefix_cache", lambda: None)
     overrides = {}
     if args.max_new_tokens:

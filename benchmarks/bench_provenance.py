@@ -473,7 +473,7 @@ def cost(model_name: str | None, repeats: int, out_json: str | None) -> int:
         cfg = tmp / "grader.json"
         cfg.write_text(json.dumps(grader))
         outcome = run_evaluation([sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
-                                 grader_cfg_path=cfg, model=sub, heldout=heldout, backend="auto",
+                                 grader_cfg_path=cfg, model=sub, heldout=heldout, engine="auto",
                                  out_path=tmp / "eval.json", timeout_s=1800,
                                  log_path=tmp / "eval.log")
         if not outcome.valid:

@@ -66,14 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     from a2c.runtime.data import load_split
     from a2c.runtime.graders import get_grader
     from a2c.runtime.inference import GenerationSettings
-    from a2c.runtime.inference.transformers_backend import TransformersBackend
-    from a2c.runtime.inference.vllm_backend import VLLMBackend
+    from a2c.runtime.inference.transformers_engine import TransformersEngine
+    from a2c.runtime.inference.vllm_engine import VLLMEngine
 
     task, bundle_root = arith_task()
     records = load_split(TaskSpec.from_dict(task), "heldout", bundle_root)[: args.n]
     grader = get_grader(task["grader"])
     inference = {k: v for k, v in task["grader"].get("inference", {}).items()
-                 if k not in ("backend", "prompt_template")}
+                 if k not in ("engine", "prompt_template")}
     if args.max_new_tokens:
         inference["max_new_tokens"] = args.max_new_tokens
     settings = GenerationSettings.from_config(inference)
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     figures: dict = {"model": str(model), "n_items": len(prompts), "settings": settings.to_dict()}
     outputs: dict[str, list[str]] = {}
-    for name, cls in (("transformers", TransformersBackend), ("vllm", VLLMBackend)):
+    for name, cls in (("transformers", TransformersEngine), ("vllm", VLLMEngine)):
         t0 = time.perf_counter()
         backend = cls(model)
         load_s = time.perf_counter() - t0

@@ -22,6 +22,7 @@ import a2c
 from a2c.canonical import sha256_bytes
 from a2c.compiler import resolve as resolve_mod
 from a2c.compiler.load import Document, discover, find_spec, read_document, validate_document
+from a2c.compiler.renamed import announce
 from a2c.contracts.bundle import MANIFEST_CLASSES
 from a2c.errors import SpecError
 from a2c.fsutil import swap_in_dir
@@ -212,6 +213,8 @@ def load_all(paths) -> list[Document]:
             docs.append(doc)
     if problems:
         raise SpecError(problems)
+    for doc in docs:
+        announce(doc.deprecations)
     seen: dict[tuple[str, str], Path] = {}
     for doc in docs:
         key = (doc.kind, doc.data["id"])

@@ -1,7 +1,8 @@
 """Reading one spec file: YAML with positions, `extends:` bases merged (cycles, depth and a base
-of another kind refused), the kind checked against the file's folder — a `Document`, before any
-schema or semantic check (load.py runs those). Apart from load.py so that a check may read a
-referenced spec (a suite's tasks and agents) without depending on the pipeline that runs it.
+of another kind refused), the kind checked against the file's folder, renamed fields read under
+their new names (renamed.py) — a `Document`, before any schema or semantic check (load.py runs
+those). Apart from load.py so that a check may read a referenced spec (a suite's tasks and
+agents) without depending on the pipeline that runs it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2c.compiler.renamed import apply_renames
 from a2c.compiler.schema import KINDS, suggest
 from a2c.compiler.yamlsrc import Source, parse
 from a2c.errors import SpecError
@@ -36,6 +38,7 @@ class Document:
     data: dict[str, Any]
     source: Source
     files: list[Path] = field(default_factory=list)   # the spec and every base it extends
+    deprecations: list[str] = field(default_factory=list)   # old field names read as new ones
 
     @property
     def id(self) -> str:
@@ -118,4 +121,6 @@ def read_document(path: str | Path, expect_kind: str | None = None) -> Document:
         if parent == folder and kind != other_kind:
             raise SpecError(f"{source.where(('kind',))}: kind: a spec under {folder}/ must be a "
                             f"{other_kind} spec, this file is a {kind} spec (wrong kind)")
-    return Document(path=path, kind=kind, data=data, source=source, files=files)
+    deprecations = apply_renames(kind, data, source)
+    return Document(path=path, kind=kind, data=data, source=source, files=files,
+                    deprecations=deprecations)

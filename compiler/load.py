@@ -17,6 +17,7 @@ from a2c.compiler import datacheck, resolve
 from a2c.compiler import params as _params  # noqa: F401  (registers the agent params checks)
 from a2c.compiler import suite_checks as _suite_checks  # noqa: F401  (registers a suite's checks)
 from a2c.compiler.checking import check
+from a2c.compiler.renamed import announce
 from a2c.compiler.document import (
     KIND_DIRS,
     SPEC_SUFFIXES,
@@ -43,6 +44,7 @@ def load_document(path: str | Path, expect_kind: str | None = None) -> Document:
     problems = validate_document(doc)
     if problems:
         raise SpecError(problems)
+    announce(doc.deprecations)
     return doc
 
 

@@ -45,10 +45,10 @@ class PredictionLine(Record):
 
 def evaluate(bundle: Any, split: str, *, model: str | None = None,
              predictions: dict[str, list[str]] | None = None, predictions_path: str | None = None,
-             backend: str | None = None, limit: int | None = None) -> tuple[Any, list[str]]:
+             engine: str | None = None, limit: int | None = None) -> tuple[Any, list[str]]:
     """(GradeResult, the ids without a prediction) of `bundle`'s grader on `split`: the
     predictions when given (ids checked against the split), else the model (generated with
-    `backend`, default the task's `grader.inference.backend`, else auto)."""
+    the inference `engine`, default the task's `grader.inference.engine`, else auto)."""
     from a2c.runtime.data import load_split
     from a2c.runtime.graders import get_grader
 
@@ -66,9 +66,9 @@ def evaluate(bundle: Any, split: str, *, model: str | None = None,
         missing = check_predictions(predictions, records, kind, split, str(predictions_path))
         result = grader.grade_predictions(predictions, records)
     else:
-        backend = backend or grader.grading.backend or "auto"
+        engine = engine or grader.grading.engine or "auto"
         with task_services(task):
-            result = grader.grade_model(model, records, backend)
+            result = grader.grade_model(model, records, engine)
     return result, missing
 
 

@@ -2,7 +2,7 @@
 the services it runs beside the agent (the grader service, the driver gateway, the scripted
 driver, a task's environment services).
 
-    hp = HostProcess.spawn([python, "-m", MODULE, RUN], what="grading service", log=LOG)
+    hp = HostProcess.spawn([python, "-m", MODULE, RUN], what="grader service", log=LOG)
     info = hp.wait_ready(pid_file_ready(READY, hp.pid), timeout=60)   # or any probe
     ...
     hp.stop(grace=30)                       # SIGTERM, `grace` s, then SIGKILL

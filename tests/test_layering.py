@@ -35,7 +35,7 @@ AREAS = {
 }
 ALLOWED = {("compiler", "a2c.runtime.envs.prompts")}
 # The runtime modules a2c.agents may import, each from the one kit module that wraps it: the level-3
-# environments and rollouts, and the inference backends with the rollouts' policy settings (so an
+# environments and rollouts, and the inference engines with the rollouts' policy settings (so an
 # agent trains and generates exactly as it is scored). No grader: the answer check is the bottom
 # layer's a2c.answer_match, which the exact_match grader scores with.
 AGENTS_MAY_IMPORT = {

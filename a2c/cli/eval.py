@@ -1,7 +1,7 @@
 """`a2c eval`: score a model folder or a file of predictions on a compiled task bundle.
 
     a2c eval BUNDLE (--model PATH | --predictions FILE.jsonl) [--split heldout|agent]
-             [--backend auto|transformers|vllm] [--out FILE.jsonl] [--json] [--limit N]
+             [--engine auto|transformers|vllm] [--out FILE.jsonl] [--json] [--limit N]
 
 BUNDLE is a bundle folder (`generated/<id>`) or a task id found under `generated/`. For a level-3
 task the environment's files (game files, corpora) resolve against the task's data folder, and
@@ -44,8 +44,11 @@ def register(subparsers: Any) -> None:
                      help='JSON lines {"id": ..., "output": ...}, one per item')
     p.add_argument("--split", choices=("heldout", "agent"), default="heldout",
                    help="records to score on (default: heldout)")
-    p.add_argument("--backend", choices=INFERENCE_KINDS, default=None,
-                   help="inference backend for --model (default: the task's grader.inference)")
+    p.add_argument("--engine", choices=INFERENCE_KINDS, default=None,
+                   help="inference engine for --model (default: the task's "
+                        "grader.inference.engine)")
+    # `--backend`, its name in a2c 0.1.0, kept unlisted so that older scripts still run
+    p.add_argument("--backend", choices=INFERENCE_KINDS, dest="engine", help=argparse.SUPPRESS)
     p.add_argument("--out", metavar="FILE.jsonl", help="write per-item results here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--limit", type=int, default=None, metavar="N",
@@ -86,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         raise EvalError(f"model not found: {args.model}")
     preds = read_predictions(args.predictions) if args.predictions else None
     result, missing = evaluate(bundle, args.split, model=args.model, predictions=preds,
-                               predictions_path=args.predictions, backend=args.backend,
+                               predictions_path=args.predictions, engine=args.engine,
                                limit=args.limit)
     result.metrics.setdefault("n_missing", len(missing))
     if args.out:
@@ -105,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = result.ci95
         print(f"{spec.id} [{args.split}] {result.grader} v{result.grader_version}: "
               f"score {result.score:.2f} (95% CI {lo:.2f}-{hi:.2f}) on {result.n_items} items, "
-              f"backend {result.backend}, {result.elapsed_s:.1f}s")
+              f"engine {result.backend}, {result.elapsed_s:.1f}s")
         for key in ("accuracy", "pass@1", "win_rate", "lc_win_rate", "judge_failures",
                     "n_missing", "isolation", "cost"):
             if key in result.metrics and result.metrics[key] is not None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from a2c import __version__
-from a2c.errors import A2CError
+from a2c.errors import A2CError, SpecDeprecationWarning
 
 # Order is the order of `a2c --help`.
 COMMAND_MODULES = (
@@ -47,6 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(command: str, show):
+    """A spec's deprecation as `a2c CMD: warning: file:line:col: path: ...`; others as before."""
+    def shown(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, SpecDeprecationWarning):
+            print(f"a2c {command}: warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return shown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -55,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(handler(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line(args.command, warnings.showwarning)
+            return int(handler(args) or 0)
     except A2CError as exc:
         print(f"a2c {args.command}: error: {exc}" if "\n" not in str(exc) else str(exc),
               file=sys.stderr)

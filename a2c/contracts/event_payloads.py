@@ -33,7 +33,7 @@ class RunStarted(EventPayload):
     driver: str | None = None
     mode: str | None = None
     seed: int | None = None
-    backend: str | None = optional()
+    backend: str | None = optional()  # the sandbox backend: local | docker
     isolation: str | None = optional()
     base_model: Any = optional()
     data: dict[str, Any] | None = optional()
@@ -64,7 +64,7 @@ class BaselineScored(EventPayload):
     cached: bool | None = optional()
     key: str | None = optional()
     elapsed_s: float | None = None
-    backend: str | None = None
+    backend: str | None = None  # the inference engine that scored it (key kept: a record format)
     weights_hash: str | None = optional()
 
 
@@ -237,7 +237,7 @@ class FinalScored(EventPayload):
     weights_hash: str | None = optional()
     cached: bool | None = optional()
     elapsed_s: float | None = None
-    backend: str | None = None
+    backend: str | None = None  # the inference engine that scored it (key kept: a record format)
     result: str | None = None
 
 

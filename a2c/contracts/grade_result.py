@@ -35,7 +35,7 @@ class GradeResult:
     metrics: dict = field(default_factory=dict)
     grader: str = ""
     grader_version: str = ""
-    backend: str = ""
+    backend: str = ""  # the inference engine that scored it (key kept: a record format)
     elapsed_s: float = 0.0
     valid: bool = True
     error: str | None = None
@@ -80,7 +80,7 @@ class ResultHeader(Record):
     valid: bool | None = True
     error: str | None = None
     code: str | None = None
-    backend: str | None = None
+    backend: str | None = None  # the inference engine that scored it (key kept: a record format)
     grader_version: str | None = None
     metrics: dict[str, Any] | None = None
     provenance: dict[str, Any] | None = None

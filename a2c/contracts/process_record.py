@@ -65,7 +65,7 @@ class RecorderStarted(ProcessEntry):
     at: float = 0.0
     session: int = 0
     interval_s: float = 0.0
-    backend: str = ""
+    backend: str = ""  # the sandbox backend: local | docker
     isolation: str = ""
     views: dict[str, str] = field(default_factory=dict)
     note: str = ""

@@ -74,7 +74,7 @@ class ScoredFields(Record):
     duplicate_of: int | str | None = None
     copy_of_base: bool | None = None
     elapsed_s: float | None = None
-    backend: str | None = None
+    backend: str | None = None  # the inference engine that scored it (key kept: a record format)
     not_derived: bool | None = optional()
 
 

@@ -167,7 +167,7 @@ class RunInfo:
     driver: str | None = None
     mode: str = "free"
     seed: int = 0
-    backend: str = "local"
+    backend: str = "local"                      # the sandbox backend: local | docker
     base_model: BaseModelRecord = field(default_factory=BaseModelRecord)
     data: DataRecord = field(default_factory=DataRecord)
     bundle_digest: str | None = None

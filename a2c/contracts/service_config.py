@@ -6,7 +6,8 @@ atomically with mode 0600.
 
 Keys (docs/contracts.md, "Grader service process"): token, socket_path, host, port,
 deadline_unix, max_submissions, min_interval_s, eval_timeout_s, output_dir, agent_output_dir,
-workspace, bundle, heldout, backend, base_model, baseline_cache. Optional extensions:
+workspace, bundle, heldout, engine (the inference engine; `backend` in a file written by a2c
+0.1.0), base_model, baseline_cache. Optional extensions:
 `task_id` and `grader` (else read from the bundle), `evaluator` (the child command that scores one
 model; defaults to `python -m a2c.runtime.grader_service.evaluate_one`), `snapshots` (false
 disables code snapshots), `baseline` (true: the service scores the baseline first),
@@ -75,7 +76,7 @@ class ServiceConfig:
     eval_timeout_s: float = 3600.0
     bundle: Path | None = None
     heldout: Path | None = None
-    backend: str = "auto"
+    engine: str = "auto"             # the grader's inference engine: auto | transformers | vllm
     base_model: Path | None = None
     baseline_cache: Path | None = None
     task_id: str | None = None
@@ -125,7 +126,8 @@ class ServiceConfig:
             deadline_unix=raw.get("deadline_unix"), max_submissions=raw.get("max_submissions"),
             min_interval_s=float(raw.get("min_interval_s") or 0),
             eval_timeout_s=float(raw.get("eval_timeout_s") or 3600),
-            bundle=p("bundle"), heldout=p("heldout"), backend=raw.get("backend") or "auto",
+            bundle=p("bundle"), heldout=p("heldout"),
+            engine=raw.get("engine") or raw.get("backend") or "auto",
             base_model=p("base_model"), baseline_cache=p("baseline_cache"),
             task_id=raw.get("task_id"), grader=raw.get("grader"),
             evaluator=raw.get("evaluator"), snapshots=raw.get("snapshots", True) is not False,

@@ -155,8 +155,9 @@ class GraderSpec(SpecRecord):
     kind: str = doc("exact_match | humaneval | pairwise_judge | rollout", "")
     params: dict[str, Any] = doc("the grader's parameters, its defaults written out",
                                  factory=dict)
-    inference: dict[str, Any] = doc("generation settings, a2c.contracts.inference "
-                                    "DEFAULT_INFERENCE filled in", factory=dict)
+    inference: dict[str, Any] = doc("the inference engine and generation settings, "
+                                    "a2c.contracts.inference DEFAULT_INFERENCE filled in",
+                                    factory=dict)
     env: RolloutEnvSpec | None = doc("the rollout environment (null for the other graders)")
 
 
@@ -341,7 +342,7 @@ class SuiteGroupSpec(SpecRecord):
     exclude: list[dict[str, Any]] = doc("patterns removed from the product", factory=list)
     budget: SuiteBudgetSpec = doc("budget overrides", factory=SuiteBudgetSpec)
     base_model: Any = doc("a base model override (null: the task's)")
-    backend: str = doc("local | docker", "local")
+    backend: str = doc("the sandbox backend: local | docker", "local")
     agent_params: dict[str, dict[str, Any]] = doc("agent id -> parameter values",
                                                   factory=dict, when_set=True)
 

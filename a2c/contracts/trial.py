@@ -53,7 +53,7 @@ class TrialOverrides(Record):
 
     budget: SuiteBudgetSpec = field(default_factory=SuiteBudgetSpec)
     base_model: Any = None
-    backend: str | None = None
+    backend: str | None = None   # the sandbox backend (None: local)
     agent_params: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -71,13 +71,13 @@ class _Listing:
 
 
 class Policy:
-    """The rollout engine: the grader's own inference backend (bf16 where the task grades in
+    """The rollout engine: the grader's own inference engine (bf16 where the task grades in
     bf16 and the CPU has bf16 instructions: `rollout_options`; prefix cache for greedy play),
     its weights copied from the model being trained."""
 
     def __init__(self, model_dir: Path, options: dict):
-        from a2c.agents.kit.inference import load_backend, policy_backend_kwargs, token_counter
-        self.backend = load_backend(model_dir, "transformers", **policy_backend_kwargs(options))
+        from a2c.agents.kit.inference import load_engine, policy_engine_kwargs, token_counter
+        self.backend = load_engine(model_dir, "transformers", **policy_engine_kwargs(options))
         self.count_tokens = token_counter(self.backend)
         self.calls = 0
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from a2c.contracts.inference import InferenceBlock
 from a2c.contracts.spec import TaskSpec
 from a2c.runtime.check import diagnose
 from a2c.runtime.check.report import Report
@@ -75,7 +76,7 @@ def check_baseline(report: Report, task: TaskSpec, bundle_root: Path, grader_cfg
     path = write_jsonl(work / "heldout.jsonl", heldout)
     summary = compute_baseline(task_id=spec.id, base_model=model, grader_cfg=grader_cfg,
                                heldout=path,
-                               backend=(grader_spec.inference or {}).get("backend", "auto"),
+                               engine=InferenceBlock.of(grader_spec.inference).engine,
                                cache_dir=baseline_cache(),
                                timeout_s=float(spec.budget.eval_timeout_s or 3600))
     if not summary.valid:

@@ -21,7 +21,7 @@ of a call whose input bound did not fit the budget: admission.admit). A forwarde
 `Flight` (flights.py) while it runs: the gateway's stop (SIGTERM, the run's end) cuts and records
 every call still in flight, charged at least its reservation, before it closes the record.
 
-Connections are bounded (a2c/connlimit.py, as the grading service's): at most
+Connections are bounded (a2c/connlimit.py, as the grader service's): at most
 `MAX_CONNECTIONS` open; over it the one idle longest is closed, so an agent that opens thousands
 of connections costs a bounded number of threads and descriptors and its next call is answered.
 No idle timeout: a scaffold keeps its connection while its tools run for minutes.

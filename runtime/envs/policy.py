@@ -13,10 +13,10 @@ from collections.abc import Callable
 PREFIX_CACHE_MB = 1024
 
 
-def policy_backend_kwargs(options: dict) -> dict:
-    """How the policy's backend is loaded for rollouts (grader, example script, benchmark alike):
-    the weights dtype, and the prefix cache, so each step computes only the conversation's new
-    tokens (transformers: `inference/prefix_cache.py`; vLLM: its automatic prefix caching)."""
+def policy_engine_kwargs(options: dict) -> dict:
+    """How the policy's inference engine is loaded for rollouts (grader, example script, benchmark
+    alike): the weights dtype, and the prefix cache, so each step computes only the conversation's
+    new tokens (transformers: `inference/prefix_cache.py`; vLLM: its automatic prefix caching)."""
     kwargs = {"prefix_cache_mb": int(options.get("prefix_cache_mb", PREFIX_CACHE_MB) or 0)}
     dtype = options.get("dtype")
     if dtype:

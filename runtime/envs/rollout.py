@@ -2,7 +2,7 @@
 
     run_rollouts(records, env_factory, fmt, policy, config, lockstep=True) -> list[Episode]
 
-`policy(prompts)` maps a list of chat-message prompts to one output each (the inference backend's
+`policy(prompts)` maps a list of chat-message prompts to one output each (the inference engine's
 `generate` with greedy settings). With `lockstep=False` the episodes are played one after another,
 one prompt per call: the same prompts and (greedy) the same results, only slower — the benchmark
 `benchmarks/bench_lockstep.py` measures both.

@@ -26,7 +26,7 @@ from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
 from a2c.contracts.spec import GraderSpec, RolloutEnvSpec
-from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
+from a2c.runtime.envs.policy import policy_engine_kwargs, token_counter
 from a2c.runtime.envs.prompts import get_format
 from a2c.runtime.envs.registry import get_kind, score_key
 from a2c.runtime.envs.rollout import RolloutConfig, run_rollouts
@@ -66,14 +66,14 @@ class RolloutGrader(Grader):
         return list(records)[: int(n)] if n else list(records)
 
     # ---------------------------------------------------------------- the entry points
-    def grade_model(self, model_path, records: list[dict], backend_kind: str = "auto") -> GradeResult:
-        from a2c.runtime.inference import load_backend  # lazy: torch
+    def grade_model(self, model_path, records: list[dict], engine: str = "auto") -> GradeResult:
+        from a2c.runtime.inference import load_engine  # lazy: torch
 
-        if backend_kind in (None, "", "auto"):
-            backend_kind = self.grading.backend or "auto"
-        # env.options.dtype (e.g. bfloat16): the policy's weights dtype on every backend. On a
+        if engine in (None, "", "auto"):
+            engine = self.grading.engine or "auto"
+        # env.options.dtype (e.g. bfloat16): the policy's weights dtype on every engine. On a
         # CPU with bf16 instructions it is ~5x faster than float32 (docs/level3.md).
-        backend = load_backend(model_path, backend_kind, **policy_backend_kwargs(self.options),
+        backend = load_engine(model_path, engine, **policy_engine_kwargs(self.options),
                                **self.template_kwargs())
         try:
             return self.grade_backend(backend, records)

@@ -11,7 +11,7 @@ The runtime's API:
     handle.stop()                                       # SIGTERM: the running evaluation finishes
 
 Modules: `launcher` (start the process, ServiceHandle), `server` (HTTP over a Unix socket or
-TCP), `core` (GradingService: queue, worker), `limits` (submission count, interval, deadline),
+TCP), `core` (GraderService: queue, worker), `limits` (submission count, interval, deadline),
 `model_path` (what a submitted path may point at), `evaluator` / `evaluate_one` (the child that
 scores one model), `baseline`, `client`, `common`. The service's config file, service.json, is
 `a2c.contracts.service_config`; its journal, submissions.jsonl, is `a2c.contracts.journal`. See docs/grader-service.md for the HTTP API and resume semantics.

@@ -111,7 +111,7 @@ def _write_json_atomic(path: Path, data: Any) -> None:
 
 
 def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_dir, grader_cfg,
-                        evaluator, base_model, heldout, backend, timeout_s, use_bwrap=True):
+                        evaluator, base_model, heldout, engine, timeout_s, use_bwrap=True):
     result: dict[str, Any] | None = None
     error: str | None = None
     cached = False
@@ -135,7 +135,7 @@ def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_
             outcome = run_evaluation(
                 evaluator or [sys.executable, "-m", "a2c.runtime.grader_service.evaluate_one"],
                 grader_cfg_path=cfg_path, model=Path(base_model), heldout=Path(heldout),
-                backend=backend, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
+                engine=engine, out_path=work / "eval" / "baseline.json", timeout_s=timeout_s,
                 log_path=work / "eval" / "baseline.log", use_bwrap=use_bwrap)
             if outcome.valid:
                 result = outcome.result
@@ -157,7 +157,7 @@ def _lookup_or_evaluate(key, key_parts, parts_for, *, use_cache, cache_dir, run_
 
 def compute_baseline(*, task_id: str, base_model: str | Path,
                      grader_cfg: GraderSpec | dict[str, Any],
-                     heldout: str | Path, backend: str = "auto",
+                     heldout: str | Path, engine: str = "auto",
                      cache_dir: str | Path | None = None, timeout_s: float = 3600.0,
                      run_dir: str | Path | None = None, evaluator: list[str] | None = None,
                      use_cache: bool = True, use_bwrap: bool = True) -> BaselineSummary:
@@ -183,7 +183,7 @@ def compute_baseline(*, task_id: str, base_model: str | Path,
         result, error, cached, key, key_parts = _lookup_or_evaluate(
             key, key_parts, parts_for, use_cache=use_cache, cache_dir=cache_dir,
             run_dir=run_dir, grader_cfg=grader_cfg, evaluator=evaluator, base_model=base_model,
-            heldout=heldout, backend=backend, timeout_s=timeout_s, use_bwrap=use_bwrap)
+            heldout=heldout, engine=engine, timeout_s=timeout_s, use_bwrap=use_bwrap)
     valid = error is None
     header = ResultHeader.of(result)
     summary = BaselineSummary(
@@ -215,7 +215,7 @@ def compute_baseline_for_run(run_dir: str | Path, *, use_cache: bool = True) -> 
                        "the baseline")
     return compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
                             grader_cfg=cfg.grader_config(), heldout=cfg.heldout,
-                            backend=cfg.backend, cache_dir=cfg.baseline_cache,
+                            engine=cfg.engine, cache_dir=cfg.baseline_cache,
                             timeout_s=cfg.eval_timeout_s, run_dir=cfg.run_dir,
                             evaluator=cfg.evaluator, use_cache=use_cache,
                             use_bwrap=cfg.use_bwrap)

@@ -52,7 +52,7 @@ from a2c.runtime.grader_service.submission import (
 from a2c.runtime.grader_service.weights import weights_fingerprint
 
 
-class GradingService:
+class GraderService:
     def __init__(self, cfg: ServiceConfig):
         self.cfg = cfg
         self.run_dir = cfg.run_dir

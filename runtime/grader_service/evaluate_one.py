@@ -7,7 +7,7 @@ written (the result itself may say `valid: false`), anything else means the eval
 the service records the tail of stderr as the error.
 
     python -m a2c.runtime.grader_service.evaluate_one --grader GRADER.json --model DIR \
-        --heldout HELDOUT.jsonl --backend auto --out RESULT.json [--parent-pid PID]
+        --heldout HELDOUT.jsonl --engine auto --out RESULT.json [--parent-pid PID]
 """
 
 from __future__ import annotations
@@ -59,12 +59,12 @@ def _write_atomic(path: Path, data: dict) -> None:
                        mode=0o600)
 
 
-def _invalid(error: str, grader_cfg: GraderSpec, backend: str, elapsed: float) -> dict:
-    return GradeResult.invalid(grader_cfg.kind or "unknown", "unknown", backend, error,
+def _invalid(error: str, grader_cfg: GraderSpec, engine: str, elapsed: float) -> dict:
+    return GradeResult.invalid(grader_cfg.kind or "unknown", "unknown", engine, error,
                                elapsed_s=elapsed).to_dict()
 
 
-def evaluate(grader_cfg: GraderSpec, model: str, heldout: str, backend: str) -> dict:
+def evaluate(grader_cfg: GraderSpec, model: str, heldout: str, engine: str) -> dict:
     """Score `model` on the held-out records; exceptions become an invalid result."""
     started = time.monotonic()
     try:
@@ -78,23 +78,24 @@ def evaluate(grader_cfg: GraderSpec, model: str, heldout: str, backend: str) -> 
         # files the records reference (level-3 game files) sit next to the held-out JSONL
         os.environ.setdefault("A2C_HELDOUT", str(Path(heldout).resolve()))
         grader = get_grader(grader_cfg)
-        result = grader.grade_model(model, records, backend)
+        result = grader.grade_model(model, records, engine)
         data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     except Exception as exc:  # model fails to load, bad weights, grader error
         tb = traceback.format_exc(limit=3)
         sys.stderr.write(tb)
         message = f"{type(exc).__name__}: {exc}"
-        return _invalid(message[:2000], grader_cfg, backend, time.monotonic() - started)
+        return _invalid(message[:2000], grader_cfg, engine, time.monotonic() - started)
     return data
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m a2c.runtime.grader_service.evaluate_one",
-                                     description="Score one model (grading service child).")
+                                     description="Score one model (grader service child).")
     parser.add_argument("--grader", required=True, help="grader configuration JSON file")
     parser.add_argument("--model", required=True, help="model folder (host path)")
     parser.add_argument("--heldout", required=True, help="held-out records (JSONL)")
-    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--engine", default="auto",
+                        help="inference engine: auto (the grader's), transformers, vllm")
     parser.add_argument("--out", required=True, help="where to write the GradeResult JSON")
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--no-bwrap", action="store_true",
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     _drop_ambient_caps()
     _die_with_parent(args.parent_pid)
     grader_cfg = GraderSpec.from_dict(json.loads(Path(args.grader).read_text(encoding="utf-8")))
-    data = evaluate(grader_cfg, args.model, args.heldout, args.backend)
+    data = evaluate(grader_cfg, args.model, args.heldout, args.engine)
     _write_atomic(Path(args.out), data)
     return 0
 

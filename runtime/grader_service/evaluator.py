@@ -3,7 +3,7 @@
 The built-in evaluator (`python -m a2c.runtime.grader_service.evaluate_one`) gets a minimal
 environment, never the operator's whole one (`evaluator_env`): a fixed PATH, HOME in a private
 folder next to its result, the locale, the variables torch, CUDA, Hugging Face and vLLM read, the
-A2C_* settings the graders and backends read (cache, threads, data roots, the judge's
+A2C_* settings the graders and inference engines read (cache, threads, data roots, the judge's
 `A2C_JUDGE_*` and the key variable its config file names), and whatever the operator lists in
 `A2C_EVAL_PASS_ENV` (comma-separated names). A custom evaluator command (service.json
 `evaluator`, a test's stand-in) is the operator's own code and inherits the environment.
@@ -157,7 +157,7 @@ def _collect_boxed(box_dir: Path, out_path: Path) -> None:
 
 
 def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, heldout: Path,
-                   backend: str, out_path: Path, timeout_s: float, log_path: Path,
+                   engine: str, out_path: Path, timeout_s: float, log_path: Path,
                    slot: ProcessSlot | None = None,
                    env: dict[str, str] | None = None, use_bwrap: bool = True) -> EvalOutcome:
     """`command` + standard arguments; the child writes a GradeResult JSON to `out_path`.
@@ -174,7 +174,7 @@ def run_evaluation(command: list[str], *, grader_cfg_path: Path, model: Path, he
     except FileNotFoundError:
         pass
     args = ["--grader", str(grader_cfg_path), "--model", str(model), "--heldout", str(heldout),
-            "--backend", backend]
+            "--engine", engine]
     argv, env, box_dir = _child(command, args, grader_cfg_path=grader_cfg_path, model=model,
                                 heldout=heldout, out_path=out_path, env=env,
                                 use_bwrap=use_bwrap)

@@ -142,7 +142,7 @@ def _score_baseline(paths: RunPaths, cfg: ServiceConfig) -> FinalScored:
     items)."""
     summary = compute_baseline(task_id=cfg.resolved_task_id(), base_model=cfg.base_model,
                                grader_cfg=cfg.grader_config(), heldout=paths.final_heldout,
-                               backend=cfg.backend, cache_dir=cfg.baseline_cache,
+                               engine=cfg.engine, cache_dir=cfg.baseline_cache,
                                timeout_s=cfg.eval_timeout_s, run_dir=None,
                                evaluator=cfg.evaluator, use_bwrap=cfg.use_bwrap)
     result = summary.result or {}
@@ -180,7 +180,7 @@ def _score_submission(paths: RunPaths, cfg: ServiceConfig, sid: str, entry: Jour
         **cfg.grader_config().to_dict(),
         SOURCE_KEY: BaseReference(cfg.base_model).template_source()}), mode=0o600)
     outcome = run_evaluation(cfg.evaluator_command(), grader_cfg_path=cfg_path, model=model,
-                             heldout=paths.final_heldout, backend=cfg.backend,
+                             heldout=paths.final_heldout, engine=cfg.engine,
                              out_path=paths.eval_dir / f"final-{sid}.json",
                              timeout_s=cfg.eval_timeout_s,
                              log_path=paths.eval_dir / f"final-{sid}.log",

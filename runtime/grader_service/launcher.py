@@ -96,6 +96,6 @@ def start_grader_service(run_dir: str | Path, *, timeout_s: float = 60.0,
     token = ServiceConfig.load(run_dir).token
     unlink_quiet(paths.ready)
     helper = HostProcess.spawn([python or sys.executable, "-m", SERVICE_MODULE, str(run_dir)],
-                               what="grading service", log=log_path or paths.grader_log, env=env)
+                               what="grader service", log=log_path or paths.grader_log, env=env)
     info = helper.wait_ready(pid_file_ready(paths.ready, helper.pid), timeout_s, poll=0.05)
     return ServiceHandle(run_dir, helper, ReadyInfo.from_dict(info), token)

@@ -39,7 +39,7 @@ def current_limits(cfg: ServiceConfig, used: int, last_received_unix: float | No
 def check_limits(cfg: ServiceConfig, used: int, last_received_unix: float | None,
                  stopping: bool, now: float) -> None:
     if stopping:
-        raise Refusal(503, "unavailable", "the grading service is shutting down")
+        raise Refusal(503, "unavailable", "the grader service is shutting down")
     if cfg.deadline_unix is not None and now >= cfg.deadline_unix:
         raise Refusal(410, "deadline_passed",
                       f"the deadline passed {now - cfg.deadline_unix:.0f} s ago; "

@@ -4,7 +4,7 @@ Why apart from the queue (core.py): scoring is a pure decision over the copy and
 known (identical weights are scored once, a copy of the base model is the baseline, everything
 else goes to the evaluator child and, when valid, through the provenance check), while the queue
 owns the journal, the lock and the submissions. The service records what this returns
-(`GradingService._finish`); the baseline runs here too, with the same evaluator.
+(`GraderService._finish`); the baseline runs here too, with the same evaluator.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Scorer:
         summary = compute_baseline(task_id=self.cfg.resolved_task_id(),
                                    base_model=self.cfg.base_model,
                                    grader_cfg=self.cfg.grader_config(), heldout=self.cfg.heldout,
-                                   backend=self.cfg.backend, cache_dir=self.cfg.baseline_cache,
+                                   engine=self.cfg.engine, cache_dir=self.cfg.baseline_cache,
                                    timeout_s=self.cfg.eval_timeout_s, run_dir=self.cfg.run_dir,
                                    evaluator=self.cfg.evaluator, use_bwrap=self.cfg.use_bwrap)
         log(f"baseline: valid={summary.valid} score={summary.score} cached={summary.cached}")
@@ -108,7 +108,7 @@ class Scorer:
         evaluation = run_evaluation(
             self.cfg.evaluator_command(), grader_cfg_path=self.grader_cfg_file(), model=copy,
             heldout=Path(self.cfg.heldout) if self.cfg.heldout else Path(os.devnull),
-            backend=self.cfg.backend, out_path=self.paths.eval_dir / f"{sid}.json",
+            engine=self.cfg.engine, out_path=self.paths.eval_dir / f"{sid}.json",
             timeout_s=self.cfg.eval_timeout_s,
             log_path=self.paths.eval_dir / f"{sid}.log", slot=self.slot,
             use_bwrap=self.cfg.use_bwrap)

@@ -25,7 +25,7 @@ from a2c.contracts.run_paths import RunPaths
 from a2c.contracts.service_config import ServiceConfig
 from a2c.fsutil import write_bytes_atomic
 from a2c.runtime.grader_service.common import ReadyInfo
-from a2c.runtime.grader_service.core import GradingService, Refusal, log
+from a2c.runtime.grader_service.core import GraderService, Refusal, log
 from a2c.settings import get_bool
 from a2c.unixhttp import Handler as BaseHandler
 from a2c.unixhttp import LoopbackServer, listen_unix, serve_in_thread, token_matches
@@ -36,7 +36,7 @@ MAX_BODY = 64 * 1024
 
 class Handler(BoundedHandler, BaseHandler):
     server_version = "a2c-grader/1"
-    service: GradingService  # set on the subclass made per server
+    service: GraderService  # set on the subclass made per server
     timeout = 10.0           # idle seconds before the connection is closed (request_timeout_s)
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -128,7 +128,7 @@ class UnixServer(BoundedMixin, BaseUnixServer):
     pass
 
 
-def _handler_for(service: GradingService) -> type[Handler]:
+def _handler_for(service: GraderService) -> type[Handler]:
     return type("BoundHandler", (Handler,), {"service": service,
                                              "timeout": service.cfg.request_timeout_s})
 
@@ -150,7 +150,7 @@ def serve(run_dir: str | Path) -> int:
         ready.unlink()
     except FileNotFoundError:
         pass
-    service = GradingService(cfg)
+    service = GraderService(cfg)
     handler = _handler_for(service)
     servers: list[socketserver.BaseServer] = []
     drops: list[DropLog] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.grade_result import GradeResult
-from a2c.contracts.inference import DEFAULT_INFERENCE
+from a2c.contracts.inference import inference_block
 from a2c.contracts.records import Record
 from a2c.contracts.service_config import as_grader_spec
 from a2c.contracts.spec import GraderSpec
@@ -35,10 +35,10 @@ class BootstrapParams(Record):
 
 @dataclass
 class GradingInference(Record):
-    """What a grader itself reads of its `inference` block (the rest goes to the backend's
+    """What a grader itself reads of its `inference` block (the rest goes to the engine's
     `GenerationSettings`), read from the block with DEFAULT_INFERENCE filled in."""
 
-    backend: str | None = None
+    engine: str | None = None         # the inference engine: auto | transformers | vllm
     prompt_template: str | None = None
     n_samples: int | None = None
 
@@ -52,7 +52,7 @@ class Grader:
     def __init__(self, grader_cfg: GraderSpec | dict[str, Any] | None):
         self.spec = as_grader_spec(grader_cfg)
         self.params: dict[str, Any] = dict(self.spec.params or {})
-        self.inference: dict[str, Any] = {**DEFAULT_INFERENCE, **(self.spec.inference or {})}
+        self.inference: dict[str, Any] = inference_block(self.spec.inference)
         self.grading = GradingInference.from_dict(self.inference)
         boot = BootstrapParams.from_dict(self.params)
         self.bootstrap_resamples = int(boot.bootstrap_resamples)
@@ -77,18 +77,18 @@ class Grader:
     def generation_settings(self, **overrides: Any):
         from a2c.runtime.inference import GenerationSettings  # lazy: pulls in torch
 
-        cfg = {k: v for k, v in self.inference.items() if k not in ("backend", "prompt_template")}
+        cfg = {k: v for k, v in self.inference.items() if k not in ("engine", "prompt_template")}
         cfg.update(overrides)
         return GenerationSettings.from_config(cfg)
 
     def answer_stop(self) -> Any:
-        """A rule that says when an output's score can no longer change, so the backend may stop
+        """A rule that says when an output's score can no longer change, so the engine may stop
         generating it (`a2c.runtime.inference.answer_stop`); None: generate every output to its
         end. The exact_match grader has one; graders that read the whole output do not."""
         return None
 
     def template_kwargs(self) -> dict[str, Any]:
-        """`chat_template=` for load_backend when the grader service named the base model's
+        """`chat_template=` for load_engine when the grader service named the base model's
         template (a submitted tokenizer's own template never renders a grading prompt)."""
         from a2c.runtime.inference.chat_template import KEEP, template_from_config
 
@@ -96,15 +96,15 @@ class Grader:
         return {} if template is KEEP else {"chat_template": template}
 
     def generate(self, model_path: str | Path, prompts: Sequence[str | list[dict]],
-                 backend_kind: str = "auto", n: int = 1) -> tuple[list[list[str]], str]:
-        """All prompts through the backend in one batched call; `n` outputs per prompt.
+                 engine: str = "auto", n: int = 1) -> tuple[list[list[str]], str]:
+        """All prompts through the inference engine in one batched call; `n` outputs per prompt.
 
-        Returns (outputs per prompt, backend name)."""
-        from a2c.runtime.inference import load_backend  # lazy: pulls in torch
+        Returns (outputs per prompt, the engine's name: what GradeResult.backend records)."""
+        from a2c.runtime.inference import load_engine  # lazy: pulls in torch
 
-        if backend_kind in (None, "", "auto"):
-            backend_kind = self.grading.backend or "auto"
-        backend = load_backend(model_path, backend_kind, **self.template_kwargs())
+        if engine in (None, "", "auto"):
+            engine = self.grading.engine or "auto"
+        backend = load_engine(model_path, engine, **self.template_kwargs())
         try:
             settings = self.generation_settings()
             rule = self.answer_stop()
@@ -115,13 +115,13 @@ class Grader:
                 result = [[o] for o in outs]
             else:
                 result = [list(o) for o in backend.sample(list(prompts), settings, n)]
-            name = getattr(backend, "name", str(backend_kind))
+            name = getattr(backend, "name", str(engine))
         finally:
             close = getattr(backend, "close", None)
             if close is not None:
                 close()
         if len(result) != len(prompts):
-            raise GraderError(f"backend {name} returned {len(result)} outputs for "
+            raise GraderError(f"engine {name} returned {len(result)} outputs for "
                               f"{len(prompts)} prompts")
         return result, name
 
@@ -142,7 +142,8 @@ class Grader:
 
     # ---------------------------------------------------------------- the two entry points
     def grade_model(self, model_path: str | Path, records: list[dict],
-                    backend_kind: str = "auto") -> GradeResult:
+                    engine: str = "auto") -> GradeResult:
+        """Generate with the model through the inference `engine` (`auto`: the spec's), score."""
         raise NotImplementedError
 
     def grade_predictions(self, predictions: dict[str, Any], records: list[dict]) -> GradeResult:

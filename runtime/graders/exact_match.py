@@ -109,10 +109,10 @@ class ExactMatchGrader(Grader):
         return self.finish([it.to_dict() for it in items], metrics, backend, started)
 
     def grade_model(self, model_path: str | Path, records: list[dict],
-                    backend_kind: str = "auto") -> GradeResult:
+                    engine: str = "auto") -> GradeResult:
         started = time.monotonic()
         prompts = [self.build_prompt(r) for r in records]
-        outputs, backend = self.generate(model_path, prompts, backend_kind, n=1)
+        outputs, backend = self.generate(model_path, prompts, engine, n=1)
         items = [self._judge(r, p, o[0] if o else None)
                  for r, p, o in zip(records, prompts, outputs)]
         return self._result(items, backend, started,

@@ -176,11 +176,11 @@ class HumanEvalGrader(Grader):
         return self.finish(items, metrics, backend, started, score=pass_at.get(1, 0.0))
 
     def grade_model(self, model_path: str | Path, records: list[dict],
-                    backend_kind: str = "auto") -> GradeResult:
+                    engine: str = "auto") -> GradeResult:
         started = time.monotonic()
         prompts = [self.build_prompt(r) for r in records]
         n = int(self.grading.n_samples or 1)
-        outputs, backend = self.generate(model_path, prompts, backend_kind, n=n)
+        outputs, backend = self.generate(model_path, prompts, engine, n=n)
         return self.score(records, prompts, outputs, backend, started,
                           {"inference": dict(self.inference)})
 

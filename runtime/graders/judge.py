@@ -319,11 +319,11 @@ class PairwiseJudgeGrader(Grader):
         }
 
     def grade_model(self, model_path: str | Path, records: list[dict],
-                    backend_kind: str = "auto") -> GradeResult:
+                    engine: str = "auto") -> GradeResult:
         started = time.monotonic()
         self.client()  # fail fast on a missing judge before spending time on generation
         prompts = [self.build_prompt(r) for r in records]
-        outputs, backend = self.generate(model_path, prompts, backend_kind, n=1)
+        outputs, backend = self.generate(model_path, prompts, engine, n=1)
         return self.score(records, prompts, [o[0] for o in outputs], backend, started,
                           {"inference": dict(self.inference)})
 

@@ -3,7 +3,7 @@
 An exact-match grader reads one answer out of an output: the first match of its `pattern`
 (group 1), else, with `fallback: last_number`, the last number. A greedy grader that generates
 on after that answer can no longer change wastes time on the longest members of every batch.
-`AnswerStop` says when the text generated so far already fixes the answer, so the backend may end
+`AnswerStop` says when the text generated so far already fixes the answer, so the engine may end
 that sequence and the score stays what the unstopped output would have scored.
 
 **The rule.** A text T *decides* the answer when, for every string s, the grader's extraction
@@ -33,8 +33,8 @@ more than `STEP_LIMIT` steps counts as undecided too, and a sequence whose check
 `SEQUENCE_STEP_LIMIT` steps in all is no longer checked (a pathological pattern costs a bounded
 amount of time, never a different score).
 
-**What T is.** The backend passes the *stable prefix* of the decoded output (`stable_prefix`):
-the text every longer output of that sequence starts with, after the backend's own cut at the
+**What T is.** The engine passes the *stable prefix* of the decoded output (`stable_prefix`):
+the text every longer output of that sequence starts with, after the engine's own cut at the
 first stop string. Decoding tokens is prefix-stable except at the end: an incomplete UTF-8
 character decodes as U+FFFD (dropped here), `clean_up_tokenization_spaces` may remove a space up
 to four characters back (four characters dropped when the tokenizer cleans up), and a stop string

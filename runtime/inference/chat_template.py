@@ -3,8 +3,8 @@
 A chat template is a program (Jinja) that the prompt rendering runs: a submitted tokenizer whose
 template computes the answer and writes it into the prompt would score with untouched weights.
 So the grader reads the *base model's* template (`read_chat_template`, files only, no
-transformers) and the backends put it on the submission's tokenizer in place of its own
-(`chat_template=` of `load_backend`); the grader service passes it in the effective grader
+transformers) and the engines put it on the submission's tokenizer in place of its own
+(`chat_template=` of `load_engine`); the grader service passes it in the effective grader
 configuration (`chat_template_source`) and flags a submission whose template differs
 (`metrics.chat_template_ignored`).
 
@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-KEEP = object()   # load_backend's default: the model folder's own template (local use, a2c eval)
+KEEP = object()   # load_engine's default: the model folder's own template (local use, a2c eval)
 SOURCE_KEY = "chat_template_source"   # key of the grader configuration the service adds
 
 

@@ -21,7 +21,7 @@ order, which padding already changes between batch compositions (tests: the tiny
 SmolLM2 on the arith prompts, token for token).
 
 Only decoder-only models with a plain full-attention cache are supported
-(`prefix_cache.supports`); the backend uses `generate()` for others and for sampling.
+(`prefix_cache.supports`); the engine uses `generate()` for others and for sampling.
 """
 
 from __future__ import annotations

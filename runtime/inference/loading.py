@@ -13,7 +13,7 @@ KINDS = ("auto", "transformers", "vllm")
 
 
 @runtime_checkable
-class InferenceBackend(Protocol):
+class InferenceEngine(Protocol):
     name: str
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[str]: ...
@@ -39,14 +39,14 @@ def vllm_installed() -> bool:
 def resolve_kind(kind: str = "auto") -> str:
     """'auto' -> 'vllm' when a CUDA GPU and vllm are present, else 'transformers'."""
     if kind not in KINDS:
-        raise InferenceError(f"unknown inference backend {kind!r}; known: {', '.join(KINDS)}")
+        raise InferenceError(f"unknown inference engine {kind!r}; known: {', '.join(KINDS)}")
     if kind == "auto":
         return "vllm" if (cuda_available() and vllm_installed()) else "transformers"
     return kind
 
 
-def load_backend(model_path: str | Path, kind: str = "auto", **kwargs) -> InferenceBackend:
-    """Load `model_path` (a save_pretrained folder) on the backend `kind`.
+def load_engine(model_path: str | Path, kind: str = "auto", **kwargs) -> InferenceEngine:
+    """Load `model_path` (a save_pretrained folder) on the inference engine `kind`.
 
     `chat_template=` (a template string, named templates, or None for none) replaces the
     folder's own chat template: the grader passes the base model's (chat_template.py)."""
@@ -55,10 +55,10 @@ def load_backend(model_path: str | Path, kind: str = "auto", **kwargs) -> Infere
     if not (path / "config.json").is_file():
         raise InferenceError(f"{path} is not a model folder (no config.json)")
     if resolved == "vllm":
-        from .vllm_backend import VLLMBackend
-        return VLLMBackend(path, **kwargs)
-    from .transformers_backend import TransformersBackend
-    return TransformersBackend(path, **kwargs)
+        from .vllm_engine import VLLMEngine
+        return VLLMEngine(path, **kwargs)
+    from .transformers_engine import TransformersEngine
+    return TransformersEngine(path, **kwargs)
 
 
 def render_prompt(template: str | None, record: dict) -> str:
@@ -72,7 +72,7 @@ def render_prompt(template: str | None, record: dict) -> str:
                              f"{record.get('id')!r}: {type(exc).__name__}: {exc}") from None
 
 
-def generate_records(backend: InferenceBackend, records: Sequence[dict], settings: GenerationSettings,
+def generate_records(backend: InferenceEngine, records: Sequence[dict], settings: GenerationSettings,
                      prompt_template: str | None = None) -> list[dict]:
     """Generate for records: [{"id", "prompt", "output", "backend"}] in record order."""
     prompts = [render_prompt(prompt_template, r) for r in records]

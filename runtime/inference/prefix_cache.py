@@ -22,7 +22,7 @@ query in storage order) and explicit position ids (a token's position is its ind
 sequence, so the rotary embedding of a cached key is the one it was computed with).
 
 Only greedy decoding and decoder-only models with a plain full-attention cache are supported
-(`supports(model)`); the backend falls back to `generate()` otherwise. Results equal recomputing
+(`supports(model)`); the engine falls back to `generate()` otherwise. Results equal recomputing
 the prompt up to floating-point accumulation order (bit-identical in float32 on the tests' models;
 bf16 can flip a near-tie, as batching already can).
 """

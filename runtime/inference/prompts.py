@@ -1,6 +1,6 @@
 """Prompt construction and output post-processing shared by every inference engine.
 
-Both backends call `build_prompt_ids` so the model sees exactly the same tokens whichever engine
+Both engines call `build_prompt_ids` so the model sees exactly the same tokens whichever engine
 runs it, and `cut_at_stop` so outputs are post-processed the same way.
 """
 

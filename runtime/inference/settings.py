@@ -17,7 +17,7 @@ _D = INFERENCE_DEFAULTS
 
 
 class InferenceError(A2CError):
-    """A backend cannot be loaded or asked to generate as configured."""
+    """An inference engine cannot be loaded or asked to generate as configured."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class GenerationSettings:
     n_samples: int = _D.n_samples
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     # The grader's answer rule (answer_stop.AnswerStop): a sequence whose answer it finds decided
-    # stops generating. Set by a grader in code (never from a spec); backends without it ignore it.
+    # stops generating. Set by a grader in code (never from a spec); engines without it ignore it.
     answer_stop: Any = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
@@ -54,7 +54,7 @@ class GenerationSettings:
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> GenerationSettings:
-        """From a grader's `inference` block; unknown keys (backend, prompt_template) go to extra."""
+        """From a grader's `inference` block; unknown keys (engine, prompt_template) go to extra."""
         cfg = dict(cfg or {})
         known = {f.name for f in fields(cls)} - {"extra", "answer_stop"}
         kwargs = {k: cfg.pop(k) for k in list(cfg) if k in known and cfg[k] is not None}

@@ -32,7 +32,7 @@ CONFINED = ("bubblewrap", "docker")
 def task_format(grader: dict) -> dict[str, Any]:
     """What an agent may know about how its model is prompted and graded (no data)."""
     spec = GraderSpec.from_dict(grader)
-    inference, params = InferenceBlock.from_dict(spec.inference or {}), spec.params or {}
+    inference, params = InferenceBlock.of(spec.inference), spec.params or {}
     return {"grader": spec.kind, "prompt_template": inference.prompt_template,
             "chat_template": inference.chat_template, "max_new_tokens": inference.max_new_tokens,
             "answer_pattern": params.get("pattern")}

@@ -15,6 +15,7 @@ from typing import Any
 from a2c.contracts.agent_params import effective as effective_params
 from a2c.contracts.budget import Budget
 from a2c.contracts.bundle import Bundle, load_bundle
+from a2c.contracts.inference import InferenceBlock
 from a2c.contracts.run_info import (
     BaseModelRecord,
     DataRecord,
@@ -334,10 +335,10 @@ def _build(opts: RunOptions, task: TaskSpec, agent_spec: AgentSpec, bundle_src: 
         output_dir=str(paths.output),
         agent_output_dir=str(paths.output),   # set per backend at launch
         workspace=str(paths.workspace), bundle=str(paths.bundle), heldout=str(paths.heldout),
-        backend=(inference or {}).get("backend", "auto"),
+        engine=InferenceBlock.of(inference).engine,
         base_model=str(model_path), baseline_cache=str(baseline_cache()),
         task_id=task.id, baseline=False,
-        # --no-bwrap: the grading service goes without bubblewrap too (written only then)
+        # --no-bwrap: the grader service goes without bubblewrap too (written only then)
         **({"use_bwrap": False} if opts.use_bwrap is False else {}))
 
     driver_name = _driver_name(opts, agent_spec)

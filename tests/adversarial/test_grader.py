@@ -1,4 +1,4 @@
-"""Hostile agents against the grading service (issue 12, points 4, 5 and 7): each test performs an
+"""Hostile agents against the grader service (issue 12, points 4, 5 and 7): each test performs an
 attack that once worked, against the real service process, and asserts it fails.
 
 - what is scored is what was hashed (swaps after submit, symlinks, sparse files, limits);
@@ -226,17 +226,17 @@ def _evil_copy(tiny: Path, dest: Path) -> Path:
 
 def test_backend_renders_the_base_template_not_the_submitted_one(tiny, tmp_path):
     pytest.importorskip("transformers")
-    from a2c.runtime.inference import GenerationSettings, load_backend
+    from a2c.runtime.inference import GenerationSettings, load_engine
     from a2c.runtime.inference.chat_template import read_chat_template
 
     evil = _evil_copy(tiny, tmp_path / "evil")
     assert read_chat_template(evil) == EVIL != read_chat_template(tiny)
     settings = GenerationSettings(max_new_tokens=2)
     prompts = ["What is 3 plus 4?"]
-    base = load_backend(tiny, "transformers")
-    forced = load_backend(evil, "transformers", chat_template=read_chat_template(tiny))
+    base = load_engine(tiny, "transformers")
+    forced = load_engine(evil, "transformers", chat_template=read_chat_template(tiny))
     assert forced.prompt_ids(prompts, settings) == base.prompt_ids(prompts, settings)
-    raw = load_backend(evil, "transformers")   # outside the grader: the folder's own template
+    raw = load_engine(evil, "transformers")   # outside the grader: the folder's own template
     with pytest.raises(Exception, match="submitted template ran"):
         raw.prompt_ids(prompts, settings)
 
@@ -248,7 +248,7 @@ def test_submitted_chat_template_is_not_used_by_the_grader(service, tiny):
                          "normalize": "number"},
               "inference": {"max_new_tokens": 8, "batch_size": 8, "temperature": 0.0}}
     handle, run = service(evaluator=None, grader=grader, base_model=str(tiny),
-                          backend="transformers", eval_timeout_s=300)
+                          engine="transformers", eval_timeout_s=300)
     (run / "grader" / "heldout.jsonl").write_text("".join(
         json.dumps({"id": str(i), "prompt": f"What is {i} plus {i}?", "answer": str(2 * i)})
         + "\n" for i in range(4)))

@@ -1,4 +1,4 @@
-"""Hostile evaluations (issue 12, point 1): the grading service's evaluator gets the allowlisted
+"""Hostile evaluations (issue 12, point 1): the grader service's evaluator gets the allowlisted
 environment only, and for exact-match and HumanEval graders its own bubblewrap: unprivileged
 (only CAP_DAC_READ_SEARCH, which its children lose), no network, nothing writable but its box,
 the grader's token and service.json covered, HumanEval's nested sandbox still working, and the
@@ -39,7 +39,7 @@ def test_evaluator_sees_the_allowlist_only(tmp_path, monkeypatch):
     out = tmp_path / "eval" / "1.json"
     outcome = run_evaluation([sys.executable, str(probe), "-m", EVALUATOR_MODULE],
                              grader_cfg_path=tmp_path / "g.json", model=tmp_path,
-                             heldout=tmp_path / "h.jsonl", backend="auto", out_path=out,
+                             heldout=tmp_path / "h.jsonl", engine="auto", out_path=out,
                              timeout_s=30, log_path=tmp_path / "eval" / "1.log")
     assert outcome.error is None, outcome.error
     env = outcome.result["env"]
@@ -142,7 +142,7 @@ def _boxed_evaluation(tmp_path, command, grader, probe: str | None = None):
     cfg = run / "grader" / "grader.effective.json"
     cfg.write_text(json.dumps(grader))
     return run, run_evaluation(command, grader_cfg_path=cfg, model=model,
-                               heldout=run / "grader" / "heldout.jsonl", backend="transformers",
+                               heldout=run / "grader" / "heldout.jsonl", engine="transformers",
                                out_path=run / "grader" / "eval" / "1.json", timeout_s=120,
                                log_path=run / "grader" / "eval" / "1.log")
 
@@ -189,7 +189,7 @@ def test_real_boxed_evaluation_of_the_tiny_model(tmp_path):
     shutil.copytree(models.prepare_builtin("tiny"), run / "model")
     from a2c.runtime.grader_service.evaluator import run_evaluation
     kwargs = dict(grader_cfg_path=run / "grader" / "grader.effective.json", model=run / "model",
-                  heldout=run / "grader" / "heldout.jsonl", backend="transformers",
+                  heldout=run / "grader" / "heldout.jsonl", engine="transformers",
                   timeout_s=300, log_path=run / "grader" / "eval" / "2.log")
     boxed = run_evaluation(command, out_path=run / "grader" / "eval" / "2.json", **kwargs)
     assert boxed.error is None, (boxed.error, (run / "grader/eval/2.log").read_text()[-2000:])

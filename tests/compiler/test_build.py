@@ -33,7 +33,7 @@ def test_resolved_task_has_the_contract_shape(specs):
                                                 "train": "data/train.jsonl"}, "format": "jsonl"}
     assert task["data"]["agent"] == {"split": "train", "slice": None}
     assert set(task["grader"]) == {"kind", "params", "inference", "env"}
-    assert set(task["grader"]["inference"]) == {"backend", "max_new_tokens", "temperature",
+    assert set(task["grader"]["inference"]) == {"engine", "max_new_tokens", "temperature",
                                                 "top_p", "stop", "batch_size", "chat_template",
                                                 "n_samples", "seed", "prompt_template"}
     assert task["scoring"] == {"policy": "last"}

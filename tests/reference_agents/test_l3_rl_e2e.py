@@ -1,7 +1,7 @@
 """End to end: `a2c run textquest-short --agent ref-l3-rl --mode rl-only` with SmolLM2 on the CPU.
 
 The agent plays the training games with its own policy, GRPO-updates it from those episodes (no
-supervised step anywhere) and submits; the grading service plays the submitted model on the 32
+supervised step anywhere) and submits; the grader service plays the submitted model on the 32
 held-out games. This test proves the route through the bundle's own tools inside the sandbox and
 the budget: at least one GRPO update from informative episode groups, a valid submission scored
 on the held-out games, the report's route "GRPO (online rollouts)" with no warm-up and an rl-only

@@ -21,7 +21,7 @@ from a2c.runtime.inference.greedy_pool import greedy_pool, pool_rows
 
 @pytest.fixture(scope="module")
 def tiny(tiny_path):
-    backend = inference.load_backend(tiny_path, "transformers")
+    backend = inference.load_engine(tiny_path, "transformers")
     yield backend
     backend.close()
 
@@ -147,7 +147,7 @@ def test_smollm2_arith_extracted_answers_are_the_same_stopped_or_not():
     bundle = Path(__file__).resolve().parents[2] / "generated" / "arith" / "bundle.json"
     task = json.loads(bundle.read_text())["task"]
     records = load_split(TaskSpec.from_dict(task), "heldout", bundle.parent)[:24]
-    backend = inference.load_backend(prepare_builtin("smollm2-135m-instruct"), "transformers")
+    backend = inference.load_engine(prepare_builtin("smollm2-135m-instruct"), "transformers")
     try:
         prompts = [r["prompt"] for r in records]
         settings = GenerationSettings(max_new_tokens=32)

@@ -1,4 +1,4 @@
-"""a2c.runtime.inference: settings, prompt construction, the transformers backend on the tiny model.
+"""a2c.runtime.inference: settings, prompt construction, the transformers engine on the tiny model.
 
 The key property: batched greedy generation returns exactly what per-item greedy generation does,
 in input order, whatever the batch size.
@@ -17,7 +17,7 @@ from a2c.runtime.inference.prompts import build_prompt_ids, cut_at_stop, prompt_
 
 @pytest.fixture(scope="module")
 def tiny(tiny_path):
-    backend = inference.load_backend(tiny_path, "transformers")
+    backend = inference.load_engine(tiny_path, "transformers")
     yield backend
     backend.close()
 
@@ -37,13 +37,13 @@ def arith_prompts(n: int) -> list:
 
 # ------------------------------------------------------------------------------ settings
 def test_settings_from_a_grader_inference_block():
-    cfg = {"backend": "auto", "max_new_tokens": 32, "temperature": 0, "top_p": 1.0, "stop": ["\n\n"],
+    cfg = {"engine": "auto", "max_new_tokens": 32, "temperature": 0, "top_p": 1.0, "stop": ["\n\n"],
            "batch_size": 100, "chat_template": "auto", "n_samples": 1, "seed": 0,
            "prompt_template": "{prompt}"}
     s = GenerationSettings.from_config(cfg)
     assert (s.max_new_tokens, s.temperature, s.stop, s.batch_size, s.chat_template) == \
         (32, 0.0, ("\n\n",), 100, "auto")
-    assert s.greedy and s.extra == {"backend": "auto", "prompt_template": "{prompt}"}
+    assert s.greedy and s.extra == {"engine": "auto", "prompt_template": "{prompt}"}
     assert GenerationSettings.from_config(None) == GenerationSettings()
     assert GenerationSettings.from_config({"chat_template": "false"}).chat_template is False
     assert GenerationSettings.from_config({"stop": "###"}).stop == ("###",)
@@ -56,7 +56,7 @@ def test_settings_from_a_grader_inference_block():
             GenerationSettings.from_config(bad)
 
 
-def test_backend_kind_resolution(tiny_path, monkeypatch):
+def test_engine_kind_resolution(tiny_path, monkeypatch):
     monkeypatch.setattr(loading, "cuda_available", lambda: False)
     assert inference.resolve_kind("auto") == "transformers"
     monkeypatch.setattr(loading, "cuda_available", lambda: True)
@@ -64,10 +64,10 @@ def test_backend_kind_resolution(tiny_path, monkeypatch):
     assert inference.resolve_kind("auto") == "vllm"
     monkeypatch.setattr(loading, "vllm_installed", lambda: False)
     assert inference.resolve_kind("auto") == "transformers"
-    with pytest.raises(InferenceError, match="unknown inference backend"):
+    with pytest.raises(InferenceError, match="unknown inference engine"):
         inference.resolve_kind("tgi")
     with pytest.raises(InferenceError, match="not a model folder"):
-        inference.load_backend(tiny_path.parent, "transformers")
+        inference.load_engine(tiny_path.parent, "transformers")
 
 
 def test_vllm_missing_is_a_clear_error(tiny_path, monkeypatch):
@@ -80,8 +80,8 @@ def test_vllm_missing_is_a_clear_error(tiny_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_vllm)
-    with pytest.raises(InferenceError, match="needs vLLM.*backend: transformers"):
-        inference.load_backend(tiny_path, "vllm")
+    with pytest.raises(InferenceError, match="needs vLLM.*engine: transformers"):
+        inference.load_engine(tiny_path, "vllm")
 
 
 # ------------------------------------------------------------------------------ prompts
@@ -170,14 +170,14 @@ def test_sampling_is_seeded_and_greedy_n_repeats(tiny):
     assert tiny.generate(prompts, hot) == [x[0] for x in tiny.sample(prompts, hot, n=1)]
 
 
-def test_generate_records_carries_the_backend_name(tiny):
+def test_generate_records_carries_the_engine_name(tiny):
     recs = [{"id": "a", "prompt": "What is 1 plus 2?", "answer": "3"},
             {"id": "b", "prompt": "What is 2 plus 2?", "answer": "4"}]
     out = inference.generate_records(tiny, recs, GenerationSettings(max_new_tokens=4),
                                      prompt_template="Q: {prompt}")
     assert [o["id"] for o in out] == ["a", "b"]
     assert out[0]["prompt"] == "Q: What is 1 plus 2?" and out[0]["backend"] == "transformers"
-    assert isinstance(tiny, inference.InferenceBackend)
+    assert isinstance(tiny, inference.InferenceEngine)
     with pytest.raises(InferenceError, match="cannot be filled"):
         inference.render_prompt("{question}", recs[0])
 
@@ -185,14 +185,14 @@ def test_generate_records_carries_the_backend_name(tiny):
 def test_unloadable_model_is_an_inference_error(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "qwen2"}')
     with pytest.raises(InferenceError, match="cannot load model"):
-        inference.load_backend(tmp_path, "transformers")
+        inference.load_engine(tmp_path, "transformers")
 
 
 @pytest.mark.slow
 def test_smollm2_batched_greedy_equals_per_item(tmp_path):
     from a2c.runtime.models import prepare_builtin
     path = prepare_builtin("smollm2-135m-instruct")   # the user's cache: converted once
-    backend = inference.load_backend(path, "transformers")
+    backend = inference.load_engine(path, "transformers")
     try:
         prompts = arith_prompts(16)
         settings = GenerationSettings(max_new_tokens=32, batch_size=16)

@@ -12,21 +12,21 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from a2c.runtime import inference  # noqa: E402
-from a2c.runtime.envs.policy import PREFIX_CACHE_MB, policy_backend_kwargs  # noqa: E402
+from a2c.runtime.envs.policy import PREFIX_CACHE_MB, policy_engine_kwargs  # noqa: E402
 from a2c.runtime.inference import GenerationSettings  # noqa: E402
 from a2c.runtime.inference import prefix_cache as pc  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def plain(tiny_path):
-    backend = inference.load_backend(tiny_path, "transformers", dtype="float32")
+    backend = inference.load_engine(tiny_path, "transformers", dtype="float32")
     yield backend
     backend.close()
 
 
 @pytest.fixture()
 def cached(tiny_path):
-    backend = inference.load_backend(tiny_path, "transformers", dtype="float32",
+    backend = inference.load_engine(tiny_path, "transformers", dtype="float32",
                                      prefix_cache_mb=64)
     yield backend
     backend.close()
@@ -111,8 +111,8 @@ def test_only_plain_full_attention_decoders_are_supported():
 
 
 def test_rollouts_load_the_policy_with_the_cache_unless_turned_off():
-    assert policy_backend_kwargs({}) == {"prefix_cache_mb": PREFIX_CACHE_MB}
-    assert policy_backend_kwargs({"dtype": "bfloat16", "prefix_cache_mb": 0}) == \
+    assert policy_engine_kwargs({}) == {"prefix_cache_mb": PREFIX_CACHE_MB}
+    assert policy_engine_kwargs({"dtype": "bfloat16", "prefix_cache_mb": 0}) == \
         {"prefix_cache_mb": 0, "dtype": "bfloat16"}
 
 
@@ -175,14 +175,14 @@ def test_sampling_does_not_use_the_cache_and_still_works(cached):
 
 
 def test_prefix_cache_zero_or_unsupported_model_means_no_cache(tiny_path):
-    backend = inference.load_backend(tiny_path, "transformers", prefix_cache_mb=0)
+    backend = inference.load_engine(tiny_path, "transformers", prefix_cache_mb=0)
     try:
         assert backend.prefix_cache is None
         backend.reset_prefix_cache()                      # harmless without a cache
     finally:
         backend.close()
     with mock.patch.object(pc, "supports", return_value=False):
-        backend = inference.load_backend(tiny_path, "transformers", prefix_cache_mb=64)
+        backend = inference.load_engine(tiny_path, "transformers", prefix_cache_mb=64)
         try:
             assert backend.prefix_cache is None
         finally:

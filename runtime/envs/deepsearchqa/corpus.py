@@ -1,8 +1,8 @@
 """Build DeepSearchQA's frozen corpus once, from the web, so every evaluation searches the same pages.
 
 DeepSearchQA targets the open web; a score that depends on today's search results cannot be
-reproduced. The task's default backend is BM25 over a frozen JSONL corpus instead, and this is how
-a maintainer with web access makes one (the runtime never fetches at evaluation time):
+reproduced. The task's default search provider is BM25 over a frozen JSONL corpus instead, and
+this is how a maintainer with web access makes one (the runtime never fetches at evaluation time):
 
     a2c data corpus deepsearchqa --questions DSQA-full.csv --searxng http://127.0.0.1:8888 \\
         --out $A2C_DATA_HOME/deepsearchqa/corpus.jsonl [--per-query 5] [--all]

@@ -1,9 +1,9 @@
 """DeepSearchQA's documents and web search results, typed: a line of the frozen corpus (what the
 corpus builder writes, BM25 indexes and the episode shows) and one result of a SearxNG reply
-(what the corpus builder fetches and the live `searxng` backend shows).
+(what the corpus builder fetches and the live `searxng` provider shows).
 
 Why here: the same corpus line was read key by key by the index, the episode's `search` and
-`open` and the builder, and the same SearxNG reply by the builder and the live backend, each with
+`open` and the builder, and the same SearxNG reply by the builder and the live provider, each with
 its own defaults. Each is parsed once, where it is read from a file or the network.
 """
 
@@ -64,5 +64,5 @@ class WebResult:
                 for r in results or [] if isinstance(r, Mapping) and r.get("url")]
 
     def as_document(self) -> Document:
-        """The result as the live backend shows it: its URL is its id, its snippet its text."""
+        """The result as the live provider shows it: its URL is its id, its snippet its text."""
         return Document(id=self.url, text=self.content, title=self.title, url=self.url)

@@ -2,12 +2,12 @@
 
 One episode = one question. Actions (one per turn):
 
-    search[query]     top-k passages from the search backend (default: BM25 over a frozen corpus)
+    search[query]     top-k passages from the search provider (default: BM25 over a frozen corpus)
     open[doc_id]      the full text of one document (truncated to `max_doc_chars`)
     answer[text]      ends the episode; a set answer lists its elements separated by commas
     (finish[text] is accepted for answer[text], think[...] is a no-op "OK.")
 
-Search backends (`options.backend`):
+Search providers (`options.provider`; `options.backend`, its name in a2c 0.1.0, is still read):
 - `bm25` (default): a frozen local corpus (JSONL lines `{"id", "title", "text", "url"?}`) indexed
   with BM25 (Lucene variant: k1 = 1.5, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) via
   `bm25s`, or a pure-Python implementation of the same formula when bm25s is not installed. The
@@ -64,11 +64,11 @@ class DeepSearchQAEnv:
         self.scoring = str(opts.get("scoring", "f1"))
         self.threshold = float(opts.get("element_threshold", 1.0))
         self.invalid_action = str(opts.get("invalid_action", "fail"))
-        self.backend = None
+        self.provider = None
         self.done = False
 
     def reset(self) -> tuple[str, dict]:
-        self.backend = self.searchers.for_record(self.record)
+        self.provider = self.searchers.for_record(self.record)
         self.done = False
         question = str(self.record.get("prompt") or "")
         if not question:
@@ -100,7 +100,7 @@ class DeepSearchQAEnv:
         if verb == "search":
             if not arg:
                 return self._bad("empty search query")
-            hits = self.backend.search(arg, self.top_k)
+            hits = self.provider.search(arg, self.top_k)
             if not hits:
                 return f"No results for {arg!r}.", 0.0, False, self._info()
             lines = []
@@ -110,7 +110,7 @@ class DeepSearchQAEnv:
                 lines.append(f"[{n}] {d.id}: {d.title}\n{snippet}")
             return "\n".join(lines), 0.0, False, {**self._info(), "results": [d.id for d in hits]}
         if verb == "open":
-            doc = self.backend.open(arg)
+            doc = self.provider.open(arg)
             if doc is None:
                 return self._bad(f"no document {arg!r} (open an id from the search results)")
             text = " ".join(doc.text.split())[: self.max_doc_chars]
@@ -126,7 +126,7 @@ class DeepSearchQAEnv:
         return f"Answer submitted: {arg}", s.reward, True, info
 
     def close(self) -> None:
-        self.backend = None
+        self.provider = None
 
 
 # ------------------------------------------------------------------------------- prompt format

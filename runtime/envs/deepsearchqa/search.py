@@ -1,5 +1,6 @@
-"""DeepSearchQA's search engines (the option `backend`): BM25 over a frozen corpus (bm25s, or the same formula in pure
-Python) and SearxNG; `make_search` picks one per record (see `env.py` for the options)."""
+"""DeepSearchQA's search providers (the option `provider`): BM25 over a frozen corpus (bm25s, or
+the same formula in pure Python) and SearxNG; `make_search` picks one per record (see `env.py` for
+the options)."""
 
 from __future__ import annotations
 
@@ -153,8 +154,18 @@ class SearxngSearch:
         return self.pages.get(doc_id)
 
 
+PROVIDERS = ("bm25", "searxng")
+
+
+def search_provider(options: dict) -> str:
+    """`options.provider` (default bm25); a task written for a2c 0.1.0 named it `backend`, which
+    is still read (options are free-form, so no schema maps it)."""
+    return str(options.get("provider") or options.get("backend") or "bm25")
+
+
 class Searchers:
-    """What `make_search` returns: the backend for a record (one BM25 index per corpus file)."""
+    """What `make_search` returns: the search provider for a record (one BM25 index per corpus
+    file)."""
 
     _memo: dict[tuple, CorpusSearch] = {}
     _lock = threading.Lock()
@@ -162,15 +173,17 @@ class Searchers:
     def __init__(self, options: dict, data_root: Path):
         self.options = dict(options)
         self.root = Path(data_root)
-        self.backend = str(self.options.get("backend", "bm25"))
-        if self.backend not in ("bm25", "searxng"):
-            raise ValueError(f"deepsearchqa: unknown search backend {self.backend!r} (bm25, searxng)")
+        self.provider = search_provider(self.options)
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"deepsearchqa: unknown search provider {self.provider!r} "
+                             f"({', '.join(PROVIDERS)})")
 
     def for_record(self, record: dict):
-        if self.backend == "searxng":
+        if self.provider == "searxng":
             url = self.options.get("url") or setting("A2C_SEARXNG_URL")
             if not url:
-                raise EnvCrash("deepsearchqa: backend searxng needs options.url or $A2C_SEARXNG_URL")
+                raise EnvCrash("deepsearchqa: provider searxng needs options.url or "
+                               "$A2C_SEARXNG_URL")
             return SearxngSearch(url)
         rel = record.get("corpus") or self.options.get("corpus")
         if not rel:

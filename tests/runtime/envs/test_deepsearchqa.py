@@ -268,5 +268,14 @@ def test_spec_compiles_with_the_split_and_scoring():
     assert src["generator"] == "deepsearchqa" and src["seed"] == 1234
     assert src["params"]["train"] == 100 and src["params"]["test"] == 200
     env = task["grader"]["env"]
-    assert env["kind"] == "deepsearchqa" and env["options"]["backend"] == "bm25"
+    assert env["kind"] == "deepsearchqa" and env["options"]["provider"] == "bm25"
     assert env["options"]["scoring"] == "f1"
+
+
+def test_search_provider_and_its_old_name():
+    """`options.provider` picks the search provider; `backend`, its 0.1.0 name, still works."""
+    assert dsqa.make_search({}, FIX).provider == "bm25"
+    assert dsqa.make_search({"provider": "searxng"}, FIX).provider == "searxng"
+    assert dsqa.make_search({"backend": "searxng"}, FIX).provider == "searxng"
+    with pytest.raises(ValueError, match="unknown search provider 'google'"):
+        dsqa.make_search({"provider": "google"}, FIX)

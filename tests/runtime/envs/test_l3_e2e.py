@@ -2,7 +2,7 @@
 
 The reference agent plays the training games' walkthroughs in the evaluation prompt format
 (`workspace/l3/env.json`), fine-tunes SmolLM2-135M-Instruct with TRL on the CPU and submits; the
-grading service plays the submitted model on the held-out TextWorld games (lockstep, real engine)
+grader service plays the submitted model on the held-out TextWorld games (lockstep, real engine)
 and the run's best score must beat the base model's. Slow: ~2 min on 2 CPU cores, the baseline
 cached (CI: --runslow).
 """

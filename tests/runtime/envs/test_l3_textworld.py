@@ -272,7 +272,7 @@ def test_prefix_cache_changes_nothing_but_the_work_with_smollm2(tw_games):
     """A real model (SmolLM2, Llama layers; the fast tests use the tiny Qwen2) on real games: the
     grader with the prefix cache gives exactly the items it gives without, in float32, lockstep
     and one at a time, while computing far fewer prompt tokens."""
-    from a2c.runtime.inference import load_backend
+    from a2c.runtime.inference import load_engine
     from a2c.runtime.models import prepare_builtin
 
     root, splits = tw_games
@@ -283,7 +283,7 @@ def test_prefix_cache_changes_nothing_but_the_work_with_smollm2(tw_games):
     path = prepare_builtin("smollm2-135m-instruct")
     items = {}
     for mb in (0, 256):
-        backend = load_backend(path, "transformers", dtype="float32", prefix_cache_mb=mb)
+        backend = load_engine(path, "transformers", dtype="float32", prefix_cache_mb=mb)
         try:
             for lockstep in (True, False):
                 res = grader.grade_backend(backend, recs, lockstep=lockstep)

@@ -15,7 +15,7 @@ def test_rollout_grader_is_deterministic(tw_games, tiny_path):
     cfg = {"kind": "rollout", "env": {"kind": "textworld", "max_steps": 3,
                                       "history": {"max_tokens": 512}, "data_root": str(root)},
            "inference": {"max_new_tokens": 8, "temperature": 0.0, "batch_size": 3,
-                         "backend": "transformers"}}
+                         "engine": "transformers"}}
     first = RolloutGrader(cfg).grade_model(tiny_path, splits["test"], "transformers")
     second = RolloutGrader(cfg).grade_model(tiny_path, splits["test"], "transformers")
     assert first.valid and second.valid, (first.error, second.error)

@@ -1,4 +1,4 @@
-"""Fixtures for the grading service tests: a run directory with a service.json, a service."""
+"""Fixtures for the grader service tests: a run directory with a service.json, a service."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from a2c.runtime.grader_service.evaluate_one import _die_with_parent, _write_atomic
 
 p = argparse.ArgumentParser()
-for name in ("--grader", "--model", "--heldout", "--backend", "--out"):
+for name in ("--grader", "--model", "--heldout", "--engine", "--out"):
     p.add_argument(name, required=True)
 p.add_argument("--parent-pid", type=int)
 a = p.parse_args()
@@ -37,5 +37,5 @@ _write_atomic(Path(a.out), {
     "score": score, "ci95": [max(0, score - 10), min(100, score + 10)], "n_items": 5,
     "items": [{"id": "h1", "prompt": "SECRET-HELDOUT", "gold": "42"}],
     "metrics": {"accuracy": score / 100}, "grader": "fake", "grader_version": "1",
-    "backend": a.backend, "elapsed_s": 0.01, "valid": valid,
+    "backend": a.engine, "elapsed_s": 0.01, "valid": valid,
     "error": None if valid else "grader said no"})

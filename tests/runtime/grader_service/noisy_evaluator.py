@@ -14,7 +14,7 @@ from pathlib import Path
 from a2c.runtime.grader_service.evaluate_one import _die_with_parent, _write_atomic
 
 p = argparse.ArgumentParser()
-for name in ("--grader", "--model", "--heldout", "--backend", "--out"):
+for name in ("--grader", "--model", "--heldout", "--engine", "--out"):
     p.add_argument(name, required=True)
 p.add_argument("--parent-pid", type=int)
 a = p.parse_args()
@@ -31,5 +31,5 @@ for line in Path(a.heldout).read_text().splitlines():
 score = 100.0 * sum(i["score"] for i in items) / len(items)
 _write_atomic(Path(a.out), {
     "score": score, "ci95": [score, score], "n_items": len(items), "items": items,
-    "metrics": {}, "grader": "noisy", "grader_version": "1", "backend": a.backend,
+    "metrics": {}, "grader": "noisy", "grader_version": "1", "backend": a.engine,
     "elapsed_s": 0.0, "valid": True, "error": None})

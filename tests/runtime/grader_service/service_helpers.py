@@ -1,4 +1,4 @@
-"""Helpers shared by the grading service tests (imported by name; tests dirs are not packages)."""
+"""Helpers shared by the grader service tests (imported by name; tests dirs are not packages)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class RunFactory:
             "host": "127.0.0.1", "port": 0, "deadline_unix": time.time() + 3600,
             "max_submissions": 50, "min_interval_s": 0, "eval_timeout_s": 60,
             "output_dir": str(ws / "output"), "agent_output_dir": "/workspace/output",
-            "workspace": str(ws), "heldout": str(heldout), "backend": "transformers",
+            "workspace": str(ws), "heldout": str(heldout), "engine": "transformers",
             "baseline_cache": str(self.tmp_path / "baseline-cache"), "task_id": "unit",
             "grader": {"kind": "exact_match", "params": {}}, "evaluator": FAKE_EVALUATOR,
         }

@@ -61,7 +61,7 @@ def test_best_of_many_noisy_submissions_shows_a_positive_selection_gap(make_run,
     feedback items is selected on that noise, so on the final items it falls back: the gain
     measured on feedback exceeds the gain on final (selection gap > 0)."""
     from a2c.contracts.service_config import ServiceConfig
-    from a2c.runtime.grader_service.core import GradingService
+    from a2c.runtime.grader_service.core import GraderService
     from a2c.runtime.grader_service.final import score_final_split
 
     base = model(tmp_path / "base", 0.4, "base")
@@ -74,7 +74,7 @@ def test_best_of_many_noisy_submissions_shows_a_positive_selection_gap(make_run,
     from a2c.runtime.grader_service.baseline import compute_baseline_for_run
     compute_baseline_for_run(run)       # the runner's step before the agent starts
 
-    service = GradingService(ServiceConfig.load(run))
+    service = GraderService(ServiceConfig.load(run))
     service.start()
     output = run / "workspace" / "output"
     for n in range(20):
@@ -117,7 +117,7 @@ def test_best_of_many_noisy_submissions_shows_a_positive_selection_gap(make_run,
 
 def test_policy_last_scores_the_last_valid_submission(make_run, tmp_path):
     from a2c.contracts.service_config import ServiceConfig
-    from a2c.runtime.grader_service.core import GradingService
+    from a2c.runtime.grader_service.core import GraderService
     from a2c.runtime.grader_service.final import score_final_split
 
     base = model(tmp_path / "base", 0.4, "base")
@@ -127,7 +127,7 @@ def test_policy_last_scores_the_last_valid_submission(make_run, tmp_path):
     write_jsonl(paths.heldout, feedback)
     write_jsonl(paths.final_heldout, final)
     (run / "events.jsonl").touch()
-    service = GradingService(ServiceConfig.load(run))
+    service = GraderService(ServiceConfig.load(run))
     service.start()
     for n, q in enumerate((0.9, 0.2)):
         model(run / "workspace" / "output" / f"m{n}", q, f"m{n}")

@@ -31,7 +31,7 @@ def heldout(tmp_path):
 
 def baseline(base, heldout, cache, **kw):
     args = dict(task_id="unit", base_model=base, grader_cfg=GRADER, heldout=heldout,
-                backend="transformers", cache_dir=cache, timeout_s=30, evaluator=FAKE_EVALUATOR)
+                engine="transformers", cache_dir=cache, timeout_s=30, evaluator=FAKE_EVALUATOR)
     args.update(kw)
     return compute_baseline(**args)
 

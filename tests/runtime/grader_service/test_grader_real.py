@@ -32,7 +32,7 @@ def tiny(tmp_path_factory):
 
 def test_real_evaluations_duplicates_invalid_and_baseline_cache(make_run, tiny):
     started = time.monotonic()
-    run = make_run(evaluator=None, grader=GRADER, base_model=str(tiny), backend="transformers",
+    run = make_run(evaluator=None, grader=GRADER, base_model=str(tiny), engine="transformers",
                    eval_timeout_s=300)
     heldout = run / "grader" / "heldout.jsonl"
     heldout.write_text("".join(json.dumps({"id": str(i), "prompt": f"What is {i} plus {i}?",

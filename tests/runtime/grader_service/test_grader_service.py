@@ -1,4 +1,4 @@
-"""The grading service as a process: auth, path rules, limits, journal, queue, resume.
+"""The grader service as a process: auth, path rules, limits, journal, queue, resume.
 
 Evaluation runs through the service's real child-process machinery, with a stand-in evaluator
 (`fake_evaluator.py`) so these tests exercise the plumbing in seconds; the real grader on a real

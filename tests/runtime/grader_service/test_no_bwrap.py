@@ -1,4 +1,4 @@
-"""`a2c run --no-bwrap` reaches the grading service (issue 26): service.json says
+"""`a2c run --no-bwrap` reaches the grader service (issue 26): service.json says
 `use_bwrap: false` (written only then), the service builds no evaluator box and tells the built-in
 evaluator `--no-bwrap`, and the evaluator then runs generated code without bubblewrap."""
 
@@ -30,7 +30,7 @@ def _argv(tmp_path, **kw) -> list[str]:
     (tmp_path / "g.json").write_text(json.dumps({"kind": "exact_match"}))
     outcome = run_evaluation([sys.executable, str(probe), "-m", EVALUATOR_MODULE],
                              grader_cfg_path=tmp_path / "g.json", model=tmp_path,
-                             heldout=tmp_path / "h.jsonl", backend="auto",
+                             heldout=tmp_path / "h.jsonl", engine="auto",
                              out_path=tmp_path / "eval" / "1.json", timeout_s=30,
                              log_path=tmp_path / "eval" / "1.log", **kw)
     assert outcome.error is None, outcome.error

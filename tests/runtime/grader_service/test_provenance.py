@@ -112,7 +112,7 @@ def test_service_flags_a_submission_with_another_models_weights(tiny_path, tmp_p
     from a2c.analysis.trust import provenance
     from a2c.contracts.events import read_events
     from a2c.contracts.service_config import ServiceConfig
-    from a2c.runtime.grader_service.core import GradingService
+    from a2c.runtime.grader_service.core import GraderService
     from a2c.runtime.models import prepare_builtin
 
     monkeypatch.setenv("A2C_CACHE", str(tiny_path.parents[1]))
@@ -127,7 +127,7 @@ def test_service_flags_a_submission_with_another_models_weights(tiny_path, tmp_p
     shutil.copytree(tiny_path, swapped)
     shutil.copy2(weights_file(other), weights_file(swapped))
 
-    service = GradingService(ServiceConfig.load(run))
+    service = GraderService(ServiceConfig.load(run))
     service.start()
     service.submit({"model_path": "/workspace/output/tuned"})
     service.submit({"model_path": "/workspace/output/swapped"})
@@ -426,7 +426,7 @@ def test_a_check_that_cannot_run_does_not_score_the_submission(tiny_path, make_r
     run = make_run(base_model=str(tiny_path), snapshots=False)
     (run / "events.jsonl").touch()
     shutil.copytree(tiny_path, run / "workspace" / "output" / "m")
-    service = core.GradingService(ServiceConfig.load(run))
+    service = core.GraderService(ServiceConfig.load(run))
     service.start()
     sid = service.submit({"model_path": "/workspace/output/m"})["id"]
     end = time.monotonic() + 60

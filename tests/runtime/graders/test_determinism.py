@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 def bundle_grader(task_id: str, **inference) -> dict:
     cfg = json.loads((GENERATED / task_id / "grader" / "grader.json").read_text())
-    cfg["inference"] = {**cfg["inference"], "backend": "transformers", "batch_size": 4,
+    cfg["inference"] = {**cfg["inference"], "engine": "transformers", "batch_size": 4,
                         **inference}
     return cfg
 

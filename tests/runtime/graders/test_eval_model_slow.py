@@ -21,7 +21,7 @@ def test_eval_model_on_every_l1_l2_bundle(task_id, tiny_model, tmp_path, capsys,
     root, records, _ = usable_bundle(task_id, tmp_path)
     limit = 3
     out = tmp_path / "items.jsonl"
-    rc = main(["eval", str(root), "--model", str(tiny_model), "--backend", "transformers",
+    rc = main(["eval", str(root), "--model", str(tiny_model), "--engine", "transformers",
                "--limit", str(limit), "--out", str(out), "--json"])
     res = json.loads(capsys.readouterr().out)
     assert rc == 0 and res["valid"], res

@@ -105,7 +105,7 @@ def test_grade_model_uses_one_batched_call_and_the_prompt_template(monkeypatch, 
                                   "stop": ["\n\n"]}}
     answers = {f"Q: {r['prompt']}\nA:": r["answer"] for r in gsm8k_records}
     FakeBackend.calls = []
-    monkeypatch.setattr(inference, "load_backend",
+    monkeypatch.setattr(inference, "load_engine",
                         lambda path, kind="auto": FakeBackend(answers))
     res = get_grader(cfg).grade_model("/nonexistent/model", gsm8k_records)
     assert len(FakeBackend.calls) == 1

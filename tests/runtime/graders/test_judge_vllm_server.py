@@ -101,7 +101,7 @@ def vllm_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("vllm-server") / "server.log"
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
            "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
-           # CPU: fp32 (the folder's dtype, as VLLMBackend on a CPU), no CUDA graphs, a short
+           # CPU: fp32 (the folder's dtype, as VLLMEngine on a CPU), no CUDA graphs, a short
            # context (the judge prompts are a few hundred tokens), the request's own sampling
            # settings rather than the model's generation defaults.
            "--dtype", "float32", "--enforce-eager", "--max-model-len", "2048",

@@ -53,7 +53,7 @@ def test_layout_and_separation(tmp_path):
     service = json.loads((run_dir / "grader" / "service.json").read_text())
     for key in ("token", "socket_path", "host", "port", "deadline_unix", "max_submissions",
                 "min_interval_s", "eval_timeout_s", "output_dir", "agent_output_dir",
-                "workspace", "bundle", "heldout", "backend", "base_model", "baseline_cache"):
+                "workspace", "bundle", "heldout", "engine", "base_model", "baseline_cache"):
         assert key in service, key
     assert service["token"] == token.read_text()
     assert len(service["socket_path"]) < 108

@@ -130,7 +130,7 @@ def test_install_commands_are_refused_before_any_build(monkeypatch):
 
 
 def test_the_agents_gpus_only_through_the_nvidia_runtime(tmp_path):
-    """The agent's device ids (run.json gpus.agent), never the grader's: the grading service
+    """The agent's device ids (run.json gpus.agent), never the grader's: the grader service
     runs on the host with its own ids; the container has no GPU it was not given."""
     kw = container_kwargs(_spec(tmp_path, gpu_ids=("1",)), "img", AgentIds(65534, 65534))
     (req,) = kw["device_requests"]

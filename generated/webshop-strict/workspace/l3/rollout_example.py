@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=None,
                         help="sampling temperature (default: the grader's)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="transformers", help="transformers | vllm | auto")
+    parser.add_argument("--engine", default="transformers",
+                        help="inference engine: transformers | vllm | auto")
     args = parser.parse_args(argv)
 
     records = load_records(Path(args.data), args.limit)
@@ -79,16 +80,16 @@ def main(argv: list[str] | None = None) -> int:
             episodes += run_rollouts([rec], factory, fmt, expert_policy(rec), rollout_cfg,
                                      lockstep=False, record_prompts=True)
     else:
-        from a2c.runtime.envs.policy import policy_backend_kwargs, token_counter
-        from a2c.runtime.inference import GenerationSettings, load_backend
+        from a2c.runtime.envs.policy import policy_engine_kwargs, token_counter
+        from a2c.runtime.inference import GenerationSettings, load_engine
 
         inference = dict(cfg["inference"], seed=args.seed)
         if args.temperature is not None:
             inference["temperature"] = args.temperature
         settings = GenerationSettings.from_config(inference)
         # the grader's dtype and prefix cache: same numbers, same speed as the evaluation
-        backend = load_backend(args.model, args.backend,
-                               **policy_backend_kwargs(cfg.get("options") or {}))
+        backend = load_engine(args.model, args.engine,
+                               **policy_engine_kwargs(cfg.get("options") or {}))
         counter = token_counter(backend)
         kwargs = {"count_tokens": counter} if counter else {}
         try:

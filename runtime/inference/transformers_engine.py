@@ -36,7 +36,7 @@ from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
 from .settings import GenerationSettings, InferenceError, Prompt
 
 
-class TransformersBackend:
+class TransformersEngine:
     name = "transformers"
 
     def __init__(self, model_path: str | Path, device: str | None = None, dtype: str | None = None,
@@ -131,7 +131,7 @@ class TransformersBackend:
         import torch
 
         if self.model is None:
-            raise InferenceError("backend is closed")
+            raise InferenceError("engine is closed")
         if n < 1:
             raise InferenceError(f"n must be >= 1, got {n}")
         ids = self.prompt_ids(prompts, settings)
@@ -289,7 +289,7 @@ class _AnswerCriterion:
     tensor: a row marked done gets padding from then on). `cut(row, tokens)` drops that padding:
     the tokens up to the one after which the row was found done."""
 
-    def __init__(self, width: int, rule, backend: TransformersBackend,
+    def __init__(self, width: int, rule, backend: TransformersEngine,
                  settings: GenerationSettings, n_rows: int):
         self.width = width
         self.done_at: dict[int, int] = {}

