@@ -16,7 +16,7 @@ from typing import Any
 from .records import Record, optional
 
 
-@dataclass
+@dataclass(frozen=True)
 class DriverUsage(Record):
     """The driver line's numbers (`runtime/run/driver.py:usage_summary`): `tokens` counts all four
     kinds, as the gateway, the report and the leaderboard do; `exhausted` names the driver limit

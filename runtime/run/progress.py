@@ -10,26 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from a2c.contracts.journal import JournalReceived, journal_state
+from a2c.contracts.run_summary import DriverUsage
 from a2c.durations import format_duration
 from a2c.runtime.run.context import Reporter
 from a2c.runtime.run.scoring import RunScores, scored_entries
 
 
 @dataclass(frozen=True)
-class DriverUse:
+class DriverUse(DriverUsage):
     """The gateway's running totals as these lines read them (driver/totals.json as the ledger
-    writes it, or `runtime/run/driver.py:usage_summary`'s digest of it), parsed once."""
+    writes it, or `runtime/run/driver.py:usage_summary`'s digest of it), parsed once: the
+    summary's numbers (`DriverUsage`) and what the progress lines add."""
 
     seq: int = 0                    # calls begun, answered or not: 0 until the first
-    calls: int = 0
-    tokens: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float = 0.0
-    errors: int = 0
-    exhausted: dict[str, Any] | None = None   # the limit spent, once one is
     model: str | None = None
     by_model: dict[str, Any] = field(default_factory=dict)
 
@@ -47,16 +40,13 @@ class DriverUse:
         return cls(**values)
 
     def summary(self) -> dict[str, Any]:
-        """The summary's driver line: calls, tokens, cost, errors, exhausted. `tokens` counts
-        all four kinds (input, output, cache read, cache write), as the gateway, the report and
-        the leaderboard do: one total everywhere, its cached part shown beside it."""
+        """The summary's driver line (`DriverUsage`'s fields). `tokens` counts all four kinds
+        (input, output, cache read, cache write), as the gateway, the report and the
+        leaderboard do: one total everywhere, its cached part shown beside it."""
         tokens = (self.input_tokens + self.output_tokens + self.cache_read_tokens
                   + self.cache_write_tokens)
-        return {"calls": self.calls, "tokens": tokens, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens,
-                "cache_read_tokens": self.cache_read_tokens,
-                "cache_write_tokens": self.cache_write_tokens, "cost_usd": self.cost_usd,
-                "errors": self.errors, "exhausted": self.exhausted}
+        shared = {f.name: getattr(self, f.name) for f in fields(DriverUsage)}
+        return DriverUsage(**{**shared, "tokens": tokens}).to_dict()
 
 
 def heartbeat_line(elapsed_s: float, wall_clock_s: float, scores: RunScores,
