@@ -25,6 +25,7 @@ from typing import Any
 
 from a2c.contracts.event_payloads import FinalScored
 from a2c.contracts.parts import Part
+from a2c.contracts.provenance import Provenance
 from a2c.contracts.records import Record
 from a2c.intervals import (  # noqa: F401 - improvement_interval: the seeds' API
     INTERVAL_SEED,
@@ -152,29 +153,9 @@ def gap_statement(interval: DifferenceInterval | None) -> str | None:
     return f"{where}: within what two halves of the items differ by"
 
 
-@dataclass
-class WeightChange(Record):
-    """The provenance check's comparison of a submission's weights with the base model's."""
-
-    changed_fraction: Any = None
-    median_relative_change: Any = None
-    max_relative_change: Any = None
-    max_group: Any = None
-
-
-@dataclass
-class Provenance(Record):
-    """A results file's `provenance` (written by the grader's provenance check)."""
-
-    not_derived: Any = None
-    same_architecture: Any = None
-    same_tokenizer: Any = None
-    weights: Any = None
-    reasons: Any = None
-
-    @property
-    def change(self) -> WeightChange:
-        return WeightChange.from_dict(self.weights if isinstance(self.weights, dict) else {})
+# the weights' comparison (a2c.contracts.provenance.WeightChange) as the report shows it
+WEIGHT_COLUMNS = ("changed_fraction", "median_relative_change", "max_relative_change",
+                  "max_group")
 
 
 @dataclass
@@ -202,14 +183,13 @@ def provenance_rows(record: RunRecord) -> list[ProvenanceRow]:
         raw = result.provenance if result else None
         if not isinstance(raw, dict):
             continue
-        prov = Provenance.from_dict(raw)
-        change = prov.change
+        prov = Provenance.from_dict(raw)   # the grader's own record of the check
+        # the weights' comparison, None where the check wrote none (a tensor mismatch)
+        weights = prov.weights if isinstance(prov.weights, dict) else {}
         rows.append(ProvenanceRow(
             id=sub.id, not_derived=prov.not_derived, same_architecture=prov.same_architecture,
-            same_tokenizer=prov.same_tokenizer, changed_fraction=change.changed_fraction,
-            median_relative_change=change.median_relative_change,
-            max_relative_change=change.max_relative_change, max_group=change.max_group,
-            reasons=list(prov.reasons or [])))
+            same_tokenizer=prov.same_tokenizer, reasons=list(prov.reasons or []),
+            **{column: weights.get(column) for column in WEIGHT_COLUMNS}))
     return rows
 
 
